@@ -1,0 +1,93 @@
+"""DuckDB over the store: every table a view of the same name, plus the derived views.
+
+Base tables are read from Parquet as written (`raw_<table>`). The public view `<table>` applies the
+explicit clock offsets of the store (clocks.json) to `ts`, so raw rows are never rewritten and
+every query reads corrected time; `clock_offset_s` says how much each row was moved.
+Derived views (forensics/views/*.sql) are created after the base views, in file-name order.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import duckdb
+import polars as pl
+
+from forensics import schema
+from forensics.store import Store
+
+_DUCK_TYPES = {
+    pl.Utf8: "VARCHAR", pl.Int64: "BIGINT", pl.Int32: "INTEGER", pl.Int16: "SMALLINT", pl.Int8: "TINYINT",
+    pl.UInt64: "UBIGINT", pl.UInt32: "UINTEGER", pl.Float64: "DOUBLE", pl.Float32: "FLOAT",
+    pl.Boolean: "BOOLEAN", pl.Date: "DATE",
+}
+
+
+def duck_type(dtype) -> str:
+    if isinstance(dtype, pl.Datetime):
+        return "TIMESTAMPTZ" if dtype.time_zone else "TIMESTAMP"
+    if isinstance(dtype, pl.List):
+        inner = dtype.inner
+        if isinstance(inner, pl.Struct) and [f.name for f in inner.fields] == ["key", "value"]:
+            return "MAP(VARCHAR, VARCHAR)"
+        return f"{duck_type(inner)}[]"
+    if isinstance(dtype, pl.Struct):
+        return "STRUCT(" + ", ".join(f'"{f.name}" {duck_type(f.dtype)}' for f in dtype.fields) + ")"
+    for k, v in _DUCK_TYPES.items():
+        if dtype == k:
+            return v
+    raise TypeError(f"no DuckDB type for {dtype}")
+
+
+def _quote(path: str) -> str:
+    return "'" + path.replace("'", "''") + "'"
+
+
+def _empty_select(t: schema.Table) -> str:
+    cols = ", ".join(f'CAST(NULL AS {duck_type(c.dtype)}) AS "{c.name}"' for c in t.columns)
+    return f"SELECT {cols} WHERE false"
+
+
+def connect(store: Store, offsets: dict[str, float] | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with the store's tables and views.
+
+    `offsets` overrides the store's clocks.json (host -> seconds the host's clock is ahead).
+    """
+    con = duckdb.connect(":memory:")
+    con.execute("SET TimeZone = 'UTC'")
+    offsets = store.clocks() if offsets is None else offsets
+    con.execute("CREATE TABLE clock_offsets (host VARCHAR PRIMARY KEY, offset_s DOUBLE)")
+    if offsets:
+        con.executemany("INSERT INTO clock_offsets VALUES (?, ?)", sorted(offsets.items()))
+    for t in schema.TABLES.values():
+        if t.view:
+            continue
+        files = store.table_files(t.name)
+        if files:
+            src = f"SELECT * FROM read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true)"
+        else:
+            src = _empty_select(t)
+        con.execute(f'CREATE VIEW "raw_{t.name}" AS {src}')
+        names = {c.name for c in t.columns}
+        if {"ts", "host"} <= names:
+            con.execute(
+                f'CREATE VIEW "{t.name}" AS SELECT r.* REPLACE ('
+                "r.ts - to_microseconds(CAST(round(COALESCE(o.offset_s, 0) * 1e6) AS BIGINT)) AS ts), "
+                "COALESCE(o.offset_s, 0) AS clock_offset_s "
+                f'FROM "raw_{t.name}" r LEFT JOIN clock_offsets o USING (host)'
+            )
+        else:
+            con.execute(f'CREATE VIEW "{t.name}" AS SELECT * FROM "raw_{t.name}"')
+    for sql in derived_views():
+        con.execute(sql)
+    return con
+
+
+def derived_views() -> list[str]:
+    """The CREATE VIEW statements of forensics/views/*.sql, in file-name order."""
+    pkg = resources.files("forensics.views")
+    out = []
+    for entry in sorted(pkg.iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".sql"):
+            out.append(entry.read_text())
+    return out

@@ -1,0 +1,160 @@
+"""The `forensics` command line: parse options, call one library function, render.
+
+Heavy libraries (polars, duckdb, rich) are imported inside the commands so `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import click
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def store_option(f):
+    from forensics.store import DEFAULT_STORE
+
+    return click.option("--store", "store", envvar="FORENSICS_STORE", default=DEFAULT_STORE, show_default=True,
+                        type=click.Path(file_okay=False), help="Store folder (or $FORENSICS_STORE).")(f)
+
+
+def format_option(choices=("table", "csv", "json", "markdown"), default="table"):
+    return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
+                        help="Output format.")
+
+
+def handled(f):
+    """Render library errors in the one error shape; tracebacks only with --debug."""
+
+    @functools.wraps(f)
+    def wrapper(*a, **kw):
+        from forensics.errors import ForensicsError
+
+        try:
+            return f(*a, **kw)
+        except ForensicsError as e:
+            if click.get_current_context().find_root().params.get("debug"):
+                raise
+            click.echo(e.render(), err=True)
+            sys.exit(e.exit_code)
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.version_option(package_name="forensics")
+def main(debug: bool) -> None:
+    """Post-mortems of LLM serving incidents: SGLang PD logs, NIXL transfers, agent transcripts.
+
+    Start with `forensics ingest DUMP_DIR`, then `forensics sql "SELECT ..."`.
+    """
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@store_option
+@click.option("--host", help="Host name for every input (default: the folder or file name).")
+@click.option("--role", type=click.Choice(["prefill", "decode", "unified"]), help="Server role (default: inferred).")
+@click.option("--tz", default="UTC", show_default=True, help="Zone of naive timestamps, e.g. Asia/Shanghai.")
+@click.option("--year", type=int, help="Year for timestamps that print none (NIXL/glog, MM-DD).")
+@click.option("--run", "run_label", help="Label the inputs as one run, for `forensics compare`.")
+@click.option("--format", "forced_format", help="Skip detection and read every input with this parser.")
+@click.option("--jobs", "-j", type=int, help="Parallel workers (default: all cores).")
+@click.option("--clock-offset", multiple=True, metavar="HOST=SECONDS",
+              help="Record that HOST's clock runs SECONDS ahead (repeatable).")
+@handled
+def ingest(paths, store, host, role, tz, year, run_label, forced_format, jobs, clock_offset):
+    """Parse log files, folders and archives (.gz, .zst, .tar.gz) into the store."""
+    from forensics import ingest as ing
+    from forensics.errors import UsageError
+    from forensics.progress import IngestProgress
+    from forensics.store import Store
+
+    offsets = {}
+    for item in clock_offset:
+        h, sep, v = item.partition("=")
+        try:
+            offsets[h] = float(v)
+        except ValueError:
+            raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}") from None
+        if not sep or not h:
+            raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}")
+    opts = ing.Options(host=host, role=role, tz=tz, year=year, run=run_label, format=forced_format, jobs=jobs)
+    with IngestProgress() as prog:
+        results = ing.run(list(paths), store, opts, prog)
+    for h, v in offsets.items():
+        Store(store).set_clock(h, v)
+    IngestProgress.summary(results)
+    if any(r.status == "failed" for r in results):
+        sys.exit(EXIT_FAILED)
+
+
+@main.command()
+@click.argument("query")
+@store_option
+@format_option()
+@click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE", help="Bind $NAME (repeatable).")
+@handled
+def sql(query, store, fmt, params):
+    """Run SQL over the store; every table is a view of the same name."""
+    from forensics.render import render
+    from forensics.sql import run_sql
+    from forensics.store import Store
+
+    df = run_sql(Store(store), query, _params(params))
+    render(df, fmt)
+
+
+def _params(items) -> dict:
+    from forensics.errors import UsageError
+
+    out = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep or not k:
+            raise UsageError(f"-p wants NAME=VALUE, got {item!r}")
+        out[k] = v
+    return out
+
+
+@main.command()
+@click.argument("table", required=False)
+@format_option(("table", "markdown", "json"))
+@handled
+def tables(table, fmt):
+    """Print the schema reference: every table and column with its meaning."""
+    import polars as pl
+
+    from forensics import schema
+    from forensics.catalog import duck_type
+    from forensics.errors import UsageError
+    from forensics.render import render
+
+    names = [table] if table else list(schema.TABLES)
+    if table and table not in schema.TABLES:
+        raise UsageError(f"no table {table!r}", help="known tables: " + ", ".join(schema.TABLES))
+    for n in names:
+        t = schema.TABLES[n]
+        df = pl.DataFrame({"column": [c.name for c in t.columns], "type": [duck_type(c.dtype) for c in t.columns],
+                           "meaning": [c.doc for c in t.columns]})
+        if fmt == "table":
+            click.echo(f"\n{n}{' (view)' if t.view else ''}: {t.doc}")
+        elif fmt == "markdown":
+            click.echo(f"\n### `{n}`\n\n{t.doc}\n")
+        render(df, fmt)
+
+
+@main.command()
+def formats():
+    """List the input formats ingest recognises."""
+    from parsers import PARSERS
+
+    for p in PARSERS:
+        click.echo(f"{p.name:20} {p.description}")
+
+
+if __name__ == "__main__":
+    main()

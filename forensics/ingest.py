@@ -1,0 +1,252 @@
+"""Ingest: discover inputs, pick a parser for each, parse into the store.
+
+Each input is parsed by one worker (several inputs run in parallel on all cores), written to the
+store's .tmp and committed with one rename; its sha256 (of the decompressed content) is the key, so
+the same content is ingested once whatever its name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import os
+import re
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+import polars as pl
+
+from forensics.errors import ForensicsError, InputError, UsageError
+from forensics.sources import discover
+from forensics.store import Store
+from parsers import PARSERS, by_name
+from parsers.base import Context, Source
+
+SNIFF_BYTES = 64 << 10
+_ROTATION = re.compile(r"(\.(log|txt|out|err|jsonl?|gz|zst|\d+))+$", re.I)
+
+
+@dataclasses.dataclass
+class FileResult:
+    path: str
+    format: str | None = None
+    host: str | None = None
+    role: str | None = None
+    lines: int = 0
+    parsed: int = 0
+    continuation: int = 0
+    unparsed: int = 0
+    status: str = "ingested"  # ingested | duplicate | failed
+    error: str | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Options:
+    host: str | None = None
+    role: str | None = None
+    tz: str = "UTC"
+    year: int | None = None
+    run: str | None = None
+    format: str | None = None
+    jobs: int | None = None
+
+
+def default_host(src_path: str, roots: list[str]) -> str:
+    """Host from the path: the folder a file sits in, unless that is the folder given to ingest."""
+    path = src_path.split("!", 1)[0] if "!" in src_path else src_path
+    member = src_path.split("!", 1)[1] if "!" in src_path else None
+    if member:
+        parts = [p for p in member.split("/") if p not in ("", ".", "..")]
+        if len(parts) >= 2:
+            return parts[-2]
+        return _ROTATION.sub("", parts[-1]) if parts else "unknown"
+    parent = os.path.dirname(os.path.abspath(path))
+    if any(os.path.abspath(r) == parent for r in roots if os.path.isdir(r)) or all(not os.path.isdir(r) for r in roots):
+        return _ROTATION.sub("", os.path.basename(path)) or os.path.basename(path)
+    return os.path.basename(parent)
+
+
+def choose_parser(src: Source, forced: str | None):
+    if forced:
+        try:
+            return by_name(forced)
+        except KeyError:
+            raise UsageError(f"unknown format {forced!r}", help="see `forensics formats` for the names") from None
+    if os.path.isdir(src.fs_path) and src.member is None:
+        best = max(PARSERS, key=lambda p: getattr(p, "sniff_dir", lambda _: 0.0)(src.fs_path))
+        return best
+    with src.open() as f:
+        head = f.read(SNIFF_BYTES)
+    return max(PARSERS, key=lambda p: p.sniff(head, src.path))
+
+
+class _HashingStream:
+    """Wraps a binary stream and hashes what is read through it."""
+
+    def __init__(self, inner):
+        self.inner, self.h, self.n = inner, hashlib.sha256(), 0
+
+    def read(self, n=-1):
+        b = self.inner.read(n)
+        self.h.update(b)
+        self.n += len(b)
+        return b
+
+    def peek(self, n=0):
+        return self.inner.peek(n) if hasattr(self.inner, "peek") else b""
+
+    def __getattr__(self, a):
+        return getattr(self.inner, a)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        # kept open: ingest drains the rest into the hash, then closes it
+        return None
+
+
+def _dir_digest(path: str) -> tuple[str, int]:
+    h, n = hashlib.sha256(), 0
+    for d, dirs, files in os.walk(path):
+        dirs.sort()
+        for f in sorted(files):
+            full = os.path.join(d, f)
+            h.update(os.path.relpath(full, path).encode() + b"\0")
+            with open(full, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+                    n += len(chunk)
+    return h.hexdigest(), n
+
+
+def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress: Callable[[int], None] | None = None
+               ) -> FileResult:
+    """Parse one input into the store. Runs in a worker process."""
+    store = Store(store_root)
+    res = FileResult(path=src.path)
+    try:
+        parser = choose_parser(src, opts.format)
+    except InputError as e:
+        res.status, res.error = "failed", e.what
+        return res
+    res.format = parser.name
+    ctx = Context(host=host, role=opts.role, tz=opts.tz, year=opts.year, run=opts.run, on_progress=progress)
+    is_dir = os.path.isdir(src.fs_path) and src.member is None
+    hasher: _HashingStream | None = None
+    if not is_dir:
+        orig_open = src.open
+
+        def hashed_open():
+            nonlocal hasher
+            hasher = _HashingStream(orig_open())
+            return hasher
+
+        src = dataclasses.replace(src)
+        object.__setattr__(src, "open", hashed_open)
+    writer = store.writer(f"tmp{os.getpid()}_{abs(hash(src.path))}")
+    started = dt.datetime.now(dt.timezone.utc)
+    try:
+        for batch in parser.parse(src, ctx):
+            for table, df in batch.items():
+                writer.write(table, df)
+        if is_dir:
+            sha, nbytes = _dir_digest(src.fs_path)
+        else:
+            # the parser may not have read to the end (structured formats): finish the hash
+            assert hasher is not None
+            while hasher.read(1 << 22):
+                pass
+            sha, nbytes = hasher.h.hexdigest(), hasher.n
+            hasher.inner.close()
+    except ForensicsError as e:
+        writer.abort()
+        res.status, res.error = "failed", e.render()
+        return res
+    except (OSError, EOFError) as e:
+        # a truncated .gz / .zst ends in an error after its good part; keep what was read
+        writer.abort()
+        res.status, res.error = "failed", f"cannot read {src.path}: {e}"
+        return res
+    res.host, res.role = ctx.host, ctx.role or ctx.inferred_role
+    res.lines, res.parsed, res.continuation, res.unparsed = (
+        ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines)
+    res.notes = ctx.notes
+    files_row = pl.DataFrame([{
+        "path": src.path, "sha256": sha, "bytes": nbytes, "format": parser.name, "host": res.host,
+        "role": res.role, "lines": ctx.lines, "parsed_lines": ctx.parsed_lines,
+        "continuation_lines": ctx.continuation_lines, "unparsed_lines": ctx.unparsed_lines,
+        "first_ts": ctx.first_ts, "last_ts": ctx.last_ts, "tz": opts.tz, "run": opts.run, "ingested_at": started,
+    }])
+    writer.write("files", files_row)
+    final_key = sha[:32]
+    # rename the tmp folder to its content key; commit decides whether it is new
+    keyed = store.tmp / f"{final_key}.{os.getpid()}"
+    os.replace(writer.dir, keyed)
+    writer.dir, writer.key = keyed, final_key
+    res.status = "ingested" if writer.commit() else "duplicate"
+    return res
+
+
+def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list[FileResult]:
+    """Ingest `paths` into the store at `store_root`; return one result per input."""
+    if opts.role not in (None, "prefill", "decode", "unified"):
+        raise UsageError(f"--role must be prefill, decode or unified, not {opts.role!r}")
+    store = Store(store_root)
+    lock = store.lock()
+    try:
+        store.clear_tmp()
+        dir_claim = _dir_claimer()
+        sources: list[Source] = []
+        for item in discover(paths, dir_claim):
+            if isinstance(item, tuple):
+                d, _fmt = item
+                sources.append(Source(path=d, fs_path=d))
+            else:
+                sources.append(item)
+        hosts = {s.path: opts.host or default_host(s.path, paths) for s in sources}
+        total = sum(s.size or 0 for s in sources)
+        if progress:
+            progress.start(total, len(sources))
+        jobs = opts.jobs or min(len(sources), os.cpu_count() or 1)
+        results: list[FileResult] = []
+        if jobs <= 1 or len(sources) <= 1:
+            for s in sources:
+                results.append(ingest_one(store_root, s, opts, hosts[s.path], progress.advance if progress else None))
+                if progress:
+                    progress.done_file(results[-1])
+        else:
+            import multiprocessing as mp
+
+            ctx = mp.get_context("fork")
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+                futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path]): s for s in sources}
+                for fut in as_completed(futs):
+                    s = futs[fut]
+                    try:
+                        r = fut.result()
+                    except Exception as e:  # a worker crash must not lose the other files
+                        r = FileResult(path=s.path, status="failed", error=f"{type(e).__name__}: {e}")
+                    results.append(r)
+                    if progress:
+                        progress.advance(s.size or 0)
+                        progress.done_file(r)
+        order = {s.path: i for i, s in enumerate(sources)}
+        results.sort(key=lambda r: order.get(r.path, 0))
+        return results
+    finally:
+        lock.close()
+
+
+def _dir_claimer():
+    claimers = [p for p in PARSERS if hasattr(p, "sniff_dir")]
+    if not claimers:
+        return None
+
+    def claim(d: str):
+        best = max(claimers, key=lambda p: p.sniff_dir(d))
+        return best.name if best.sniff_dir(d) >= 0.5 else None
+
+    return claim

@@ -1,0 +1,90 @@
+"""Render a result (a polars frame) as a rich table, CSV, JSON or Markdown.
+
+Text from logs and transcripts is untrusted: control characters (ANSI / OSC escapes, bidi
+overrides) are escaped before they reach a terminal or a document.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import sys
+
+import polars as pl
+
+FORMATS = ("table", "csv", "json", "markdown")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_control(s: str) -> str:
+    """Make control and bidi characters visible as \\xNN / \\uNNNN."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) > 0xFF else f"\\x{ord(m.group()):02x}", s)
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, dt.datetime):
+        return v.isoformat(sep=" ")
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, default=str, ensure_ascii=False)
+    return escape_control(str(v))
+
+
+def _json_default(v):
+    if isinstance(v, (dt.datetime, dt.date)):
+        return v.isoformat()
+    return str(v)
+
+
+def to_json_rows(df: pl.DataFrame) -> list[dict]:
+    """Rows as JSON-safe dicts; 64-bit ints beyond 2^53 (rooms) become strings."""
+    out = []
+    for row in df.iter_rows(named=True):
+        out.append({k: (str(v) if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53 else v)
+                    for k, v in row.items()})
+    return out
+
+
+def flat(df: pl.DataFrame) -> pl.DataFrame:
+    """Nested columns (lists, structs, maps) as JSON text, for CSV and tables."""
+    nested = [c for c, t in df.schema.items() if t.is_nested() or str(t).lower().startswith(("map", "object"))]
+    if not nested:
+        return df
+    return df.with_columns(pl.col(c).map_elements(lambda v: json.dumps(v, default=str, ensure_ascii=False),
+                                                  return_dtype=pl.Utf8, skip_nulls=True) for c in nested)
+
+
+def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None) -> None:
+    out = out or sys.stdout
+    if fmt == "csv":
+        out.write(flat(df).write_csv() if df.width else "")
+    elif fmt == "json":
+        out.write(json.dumps(to_json_rows(df), default=_json_default, ensure_ascii=False, indent=1) + "\n")
+    elif fmt == "markdown":
+        out.write(markdown(df))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=title, show_lines=False, header_style="bold")
+        for c in df.columns:
+            t.add_column(c, overflow="fold")
+        for row in df.iter_rows():
+            t.add_row(*[_cell(v) for v in row])
+        Console(file=out, markup=False, highlight=False, width=max(120, min(250, 16 * df.width))).print(t)
+
+
+def markdown(df: pl.DataFrame) -> str:
+    def md(v) -> str:
+        # pipes and HTML in transcript text must not break or inject into the table
+        return (_cell(v).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+                .replace("\n", " "))
+
+    lines = ["| " + " | ".join(md(c) for c in df.columns) + " |", "|" + "---|" * df.width]
+    for row in df.iter_rows():
+        lines.append("| " + " | ".join(md(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"

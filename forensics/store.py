@@ -1,0 +1,151 @@
+"""The incident store: Parquet tables on disk, one folder per ingested input.
+
+    <store>/data/<sha16>/<table>-<part>.parquet   committed inputs (one folder each)
+    <store>/.tmp/<sha16>.<pid>/                   an input being written
+    <store>/clocks.json                           explicit per-host clock offsets
+
+An input is written into .tmp and becomes visible with a single directory rename, so a killed
+ingest never leaves a partial input behind: readers glob data/ only, and the next ingest clears
+.tmp. Raw rows are never rewritten; corrections live in the DuckDB views.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from forensics import schema
+from forensics.errors import ForensicsError
+
+DEFAULT_STORE = "forensics-store"
+
+
+def default_store() -> str:
+    return os.environ.get("FORENSICS_STORE") or DEFAULT_STORE
+
+
+def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
+    """Arrow table in the schema's shape; list<struct<key,value>> columns become Parquet MAPs."""
+    at = schema.conform(table, df).to_arrow()
+    for i, name in enumerate(at.column_names):
+        col = at.column(i)
+        t = col.type
+        if pa.types.is_large_list(t) or pa.types.is_list(t):
+            vt = t.value_type
+            if pa.types.is_struct(vt) and [f.name for f in vt] == ["key", "value"]:
+                arr = col.combine_chunks().cast(pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())])))
+                flat = arr.flatten()
+                m = pa.MapArray.from_arrays(arr.offsets, flat.field("key"), flat.field("value").cast(pa.string()),
+                                            mask=arr.is_null())
+                at = at.set_column(i, name, m)
+        elif t == pa.large_string():
+            at = at.set_column(i, name, col.cast(pa.string()))
+    return at
+
+
+class Store:
+    """A store folder. Use `writer()` to add one input, `committed()` to see what is in it."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        self.data = self.root / "data"
+        self.tmp = self.root / ".tmp"
+
+    def exists(self) -> bool:
+        return self.data.is_dir()
+
+    def require(self) -> "Store":
+        if not self.exists():
+            raise ForensicsError(
+                f"no store at {self.root}",
+                help="run `forensics ingest DUMP_DIR` first, or pass --store / set FORENSICS_STORE",
+            )
+        return self
+
+    def init(self) -> "Store":
+        self.data.mkdir(parents=True, exist_ok=True)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def lock(self):
+        """An exclusive lock held while ingesting: two ingests into one store would race."""
+        self.init()
+        fh = open(self.root / ".lock", "w")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as e:
+            fh.close()
+            raise ForensicsError(f"another ingest is writing to {self.root}",
+                                 help="wait for it to finish, or use another --store") from e
+        return fh
+
+    def clear_tmp(self) -> None:
+        """Drop inputs that a killed ingest left half-written."""
+        if self.tmp.is_dir():
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+
+    def committed(self) -> set[str]:
+        if not self.data.is_dir():
+            return set()
+        return {p.name for p in self.data.iterdir() if p.is_dir()}
+
+    def table_files(self, table: str) -> list[str]:
+        if not self.data.is_dir():
+            return []
+        return sorted(str(p) for p in self.data.glob(f"*/{table}-*.parquet"))
+
+    def writer(self, key: str) -> "InputWriter":
+        return InputWriter(self, key)
+
+    # -- clock offsets (explicit, per host) --------------------------------------------------
+    def clocks(self) -> dict[str, float]:
+        p = self.root / "clocks.json"
+        return json.loads(p.read_text()) if p.exists() else {}
+
+    def set_clock(self, host: str, seconds: float) -> None:
+        c = self.clocks()
+        c[host] = float(seconds)
+        p = self.root / "clocks.json"
+        tmp = p.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(c, indent=1, sort_keys=True))
+        os.replace(tmp, p)
+
+
+class InputWriter:
+    """Writes the tables of one input into .tmp, then commits them with one rename."""
+
+    def __init__(self, store: Store, key: str):
+        self.store, self.key = store, key
+        self.dir = store.tmp / f"{key}.{os.getpid()}"
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True)
+        self.parts: dict[str, int] = {}
+        self.rows: dict[str, int] = {}
+
+    def write(self, table: str, df: pl.DataFrame) -> None:
+        if df.height == 0:
+            return
+        n = self.parts.get(table, 0)
+        self.parts[table] = n + 1
+        self.rows[table] = self.rows.get(table, 0) + df.height
+        pq.write_table(_to_arrow(table, df), self.dir / f"{table}-{n:05d}.parquet", compression="zstd")
+
+    def commit(self) -> bool:
+        """Make the input visible. False if the same content was committed meanwhile."""
+        final = self.store.data / self.key
+        if final.exists():
+            self.abort()
+            return False
+        os.replace(self.dir, final)
+        return True
+
+    def abort(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,22 @@
+"""Source-format parsers, registered in one explicit list.
+
+A new format is one module here with `name`, `description`, `samples`, `sniff` and `parse`
+(see parsers/base.py), plus one line in PARSERS. Order matters only for ties in `sniff`:
+the first most-confident parser wins. Parsers that take a whole folder also define
+`sniff_dir(path) -> float`.
+"""
+
+from __future__ import annotations
+
+from parsers import server_log
+
+PARSERS = [
+    server_log.PARSER,
+]
+
+
+def by_name(name: str):
+    for p in PARSERS:
+        if p.name == name:
+            return p
+    raise KeyError(name)

@@ -1,0 +1,752 @@
+"""SGLang server logs of every era (2024-2026), with everything that interleaves in them.
+
+One file of a PD server mixes sglang scheduler lines, uvicorn lines, request logs (text and JSON),
+NIXL / Mooncake abseil-glog lines, UCX lines, torch c10d and NCCL lines, and Python tracebacks,
+often wrapped by a log shipper (k8s CRI, docker, Kibana, a tqdm bar glued in front). Each line is
+recognised on its own (../shared/formats/SGLANG.md §14 classification order):
+
+  outer wrapper -> sglang prefix -> uvicorn -> abseil/glog -> UCX -> c10d -> NCCL -> bare known
+  message -> traceback continuation -> unparsed
+
+All of it is vectorised over blocks of lines with polars; the only Python loops are per block or
+over the (rare) k8s partial records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import polars as pl
+
+from forensics.schema import RANKS
+from parsers.base import Batch, Context, Sample, Source
+from parsers.lines import MAX_LINE_CHARS, read_blocks
+
+name = "server_log"
+description = "SGLang server log (prefill / decode / unified), with uvicorn, NIXL, UCX, NCCL lines and tracebacks"
+
+# --- outer wrappers (§3) -----------------------------------------------------------------------
+RE_CRI = r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})) (?:stdout|stderr) ([FP]) ?(.*)$"
+RE_DOCKER_T = r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})) (.*)$"
+RE_KIBANA = r"^([A-Z][a-z]{2} \d{1,2}, \d{4} @ \d{2}:\d{2}:\d{2}(?:\.\d{3})?)[\t ]+(.*)$"
+# tqdm bars, a stray backtick, anything glued in front of a sglang prefix
+RE_GLUED = r"^([^\[].*?)(\[(?:\d{4}-)?\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{3})?(?: [A-Za-z_]+\d+)*\].*)$"
+
+# --- line families -------------------------------------------------------------------------------
+RE_SGLANG = (
+    r"^\[(\d{4}-\d{2}-\d{2}|\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{3}))?"
+    r"((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)(?: (?:encode_server|encode_dp_worker\[\d+\]))?\] ?(.*)$"
+)
+# SGLANG_LOGGING_CONFIG_PATH style: [date time][file.py:line][LEVEL]: message
+RE_SGLANG_CUSTOM = r"^\[(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:[.,](\d{3}))?\]\[[^\]]*\]\[([A-Z]+)\]:? ?(.*)$"
+RE_UVICORN_LEVEL = r"^(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+(.*)$"
+RE_GLOG = r"^([IWEF])(\d{2})(\d{2}) (\d{2}:\d{2}:\d{2}\.\d+) +(\d+) ([^ :\]]+):(\d+)\] ?(.*)$"
+RE_UCX = r"^\[(\d{9,11}\.\d+)\] +\[([^:\]]+):(\d+) *:(\d+)\] +([\w.]+):(\d+) +UCX +([A-Z]+) *(.*)$"
+RE_C10D = r"^\[rank(\d+)\]:\[([IWEF])(\d{1,2})(\d{2}) (\d{2}:\d{2}:\d{2})\.(\d+) ([^:\]]+):(\d+)\] ?(.*)$"
+RE_NCCL = r"^([\w.-]+):(\d+):(\d+) \[(\d+)\] NCCL (WARN|INFO|ERROR|TRACE|ABORT) ?(.*)$"
+RE_STATS = r"^(Prefill|Decode) batch(?: \[(\d+)\])?[.,] ?(.*)$"
+
+# Python traceback bodies; an `ExcType: msg` line counts only right after an indented line.
+RE_TB = (
+    r"^(?:\s+\S|Traceback \(most recent call last\):|During handling of the above exception"
+    r"|The above exception was the direct cause|\s*\^+\s*$)"
+)
+RE_EXC_LINE = r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Timeout)?)(?::\s.*)?$"
+
+# --- event kinds of sglang messages, first match wins (SGLANG.md §6-§12) ------------------------
+KIND_RULES: list[tuple[str, str]] = [
+    ("request_received", r'^Receive(?: OpenAI)?: |"event": ?"request\.received'),
+    ("request_finished", r'^Finish: |"event": ?"request\.finished'),
+    ("corruption_detected", r"Context corruption detected|Metadata unexpectedly not ready|Metadata corruption detected"),
+    ("checksum_mismatch", r"[Cc]hecksum mismatch"),
+    ("bootstrap_failed",
+     r"Prefill bootstrap failed|Decode handshake failed|Could not fetch (?:prefill parallel|bootstrap) info"
+     r"|Failed to get prefill server info|Error fetching prefill server info|bootstrap_thread died"
+     r"|Lost connection with prefill instance|failed to register to bootstrap|register attempt \d+/\d+ failed"
+     r"|Failed to query dp_ranks|Failed to register prefill dp_rank"),
+    ("transfer_failed",
+     r"Prefill transfer failed|Decode transfer failed|Unexpected transfer worker error|NIXL transfer encountered ERR"
+     r"|NIXL transport error|NIXL staging transfer failed|KVSender failed to post|Failed to send (?:kv chunk|state components|aux data)"
+     r"|failed due to node failure|KVSender transfer encountered an error|Failed to read NIXL transfer state"
+     r"|left a handle running|NIXL bulk transfer failed|Failed to post prepared state transfer|Missing aux index"
+     r"|^Session \S+ failed\.|Failed to transfer data from|AUX_DATA length mismatch"),
+    ("abort",
+     r"^Abort |Aborted by |Abort request for rid|Abort in waiting queue|abort notification for room|ABORT_ACK"
+     r"|Request (?:waiting|running) timeout reached|Failed to notify KV sender of abort|Malformed ABORT"),
+    ("watchdog_timeout", r"[Ww]atchdog timeout"),
+    ("health_check_failed", r"Health check failed"),
+    ("collective_timeout",
+     r"Watchdog caught collective operation timeout|timed out after \d+ ?ms|ran for \d+ milliseconds before timing out"),
+    ("exception",
+     r"hit an exception|^Error in request|^Traceback \(most recent call last\)|crashed with exit code|Received sigquit"
+     r"|SIGQUIT received|Pyspy|^Exception in |Exception:"),
+    ("deferred_release", r"Deferred KV release"),
+    ("retract", r"KV cache pool is full\. Retract requests|#retracted_reqs"),
+    ("req_time_stats", r"^ReqTimeStats\("),
+    ("hicache", r"HiCache|[Hh]icache|hierarchical KV host pool|Finished backup request"),
+    ("nixl", r"NIXL|[Nn]ixl|FakeKVSender|KVManager"),
+    ("bootstrap", r"[Bb]ootstrap|boostrap|Register KVArgs|Attempting to reconnect|dp_rank=\d+ for bootstrap_room"),
+    ("warmup", r"[Ww]armup"),
+    ("shutdown", r"SIGTERM received|Gracefully exiting|Schedulers still alive|Shutting down"),
+    ("startup",
+     r"max_total_num_tokens=|fired up and ready|Started server process|Uvicorn running|Application startup"
+     r"|Waiting for application startup|server_args=|Load weight|Capture cuda graph|Init torch distributed"),
+]
+# Messages that carry no prefix but are still unmistakably sglang / NIXL binding output
+# (logs copied out of a UI, prints of the NIXL python binding, SGLANG.md §9.6, NIXL.md §6).
+RE_BARE_KNOWN = (
+    r"^(?:Prefill transfer failed|Decode transfer failed|Unexpected transfer worker error|Prefill bootstrap failed"
+    r"|Decode handshake failed|Context corruption detected|KV checksum mismatch|NIXL transfer encountered ERR"
+    r"|Scheduler hit an exception|Received sigquit|Health check failed|Lost connection with prefill"
+    r"|Backend \w+ was instantiated|Initialized NIXL agent|Loaded plugin|Created NIXL agent|NIXL "
+    r"|(?:Prefill|Decode) batch[., ]|Receive: |Finish: |Abort |Request \d+ timed out)"
+)
+
+FAILURE_KINDS = ("transfer_failed", "bootstrap_failed", "abort", "corruption_detected", "checksum_mismatch",
+                 "watchdog_timeout", "health_check_failed", "collective_timeout", "exception", "nixl_error",
+                 "ucx_error")
+SEVERITY_BY_KIND = {
+    "transfer_failed": "error", "bootstrap_failed": "error", "corruption_detected": "error",
+    "checksum_mismatch": "error", "watchdog_timeout": "fatal", "health_check_failed": "error",
+    "collective_timeout": "error", "exception": "error", "abort": "warning", "deferred_release": "warning",
+    "retract": "warning",
+}
+# Normalised failure reasons (SGLANG.md §9.3); matched against the KVTransferError text if any.
+REASON_RULES: list[tuple[str, str]] = [
+    ("waiting_timeout", r"KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting for prefill completion"),
+    ("bootstrap_timeout", r"KVPoll\.Bootstrapping"),
+    ("aborted", r"Aborted by|^Abort|[Aa]bort notification|ABORT"),
+    ("request_timeout", r"Request (?:waiting|running) timeout reached"),
+    ("node_failure",
+     r"Lost connection with prefill|healthy before, but now it is down|node failure|might be dead|could be dead"
+     r"|is not alive|bootstrap_thread died"),
+    ("room_conflict", r"Duplicate (?:or cancelled|decode) bootstrap room|follow_bootstrap_room conflict"),
+    ("config", r"policy mismatch|does NOT support|layout mismatch|out of range"),
+    ("bootstrap_info", r"Could not fetch|Failed to get prefill server info|Error fetching prefill|to prefill \S+ failed"),
+    ("metadata_corruption", r"Context corruption detected|Metadata unexpectedly|Metadata corruption"),
+    ("checksum_mismatch", r"[Cc]hecksum mismatch"),
+    ("transport", r"NIXL|UCX|Work Request Flushed|KVSender|[Ss]ession \S+ (?:failed|is not alive)|Failed to send"),
+    ("unknown_rank", r"unknown reason from another rank"),
+    ("watchdog", r"[Ww]atchdog"),
+    ("health_check", r"Health check failed"),
+    ("collective_timeout", r"timed out after \d+ ?ms|collective operation timeout|milliseconds before timing out"),
+    ("transfer_error", r"KV transfer failed|Room marked Failed|transfer failed|KVTransferError"),
+]
+RID_PATTERNS = [
+    r"rid='([^']*)'", r'"rid": ?"([^"]*)"', r"\brid=([^\s,)'\]]+)", r"'id': '([^']*)'",
+    r"Request ([0-9a-fA-F-]{16,}) \(bootstrap_room", r"\breq=([^\s,]+)", r"^Req (\S+) ", r"^Request (\S+) exceeds",
+    r"[Rr]equest (\S+), bootstrap_room",
+]
+ROOM_PATTERNS = [
+    r"bootstrap_room[=:] ?'?(\d+)", r'"bootstrap_room": ?"?(\d+)', r"\broom[= ](\d+)", r"for room (\d+)",
+    r"^Request (\d{1,19}) (?:timed out|waiting_timeout)", r"\(bootstrap_room: (\d+)\)",
+]
+
+# --- stats lines: known keys -> columns (SGLANG.md §14 normalisation) ---------------------------
+# (column, raw keys, side or None, dtype)
+STATS_KEYS: list[tuple[str, tuple[str, ...], str | None, str]] = [
+    ("new_seq", ("#new-seq",), None, "int"),
+    ("new_token", ("#new-token",), None, "int"),
+    ("cached_token", ("#cached-token",), None, "int"),
+    ("cache_hit_rate", ("cache hit rate",), None, "pct"),
+    ("token_usage", ("token usage", "full token usage"), None, "float"),
+    ("num_token", ("#token", "#full token"), None, "int"),
+    ("running_req", ("#running-req",), None, "int"),
+    ("queue_req", ("#queue-req",), None, "int"),
+    ("pending_token", ("#pending-token",), None, "int"),
+    ("bootstrap_req", ("#unbootstrapped-req", "#prealloc-req", "#bootstrap-req"), "prefill", "int"),
+    ("inflight_req", ("#transferring-req", "#inflight-req"), "prefill", "int"),
+    ("optimistic_req", ("#optimistic-req",), None, "int"),
+    ("prealloc_req", ("#prealloc-req",), "decode", "int"),
+    ("transfer_req", ("#transfer-req",), "decode", "int"),
+    ("retracted_req", ("#retracted-req",), None, "int"),
+    ("host_receive_req", ("#host-receive-req",), None, "int"),
+    ("prealloc_usage", ("pre-allocated usage",), None, "float"),
+    ("gen_throughput", ("gen throughput (token/s)",), None, "float"),
+    ("input_throughput", ("input throughput (token/s)",), None, "float"),
+    ("cuda_graph", ("cuda graph", "cpu graph", "npu graph", "musa graph"), None, "bool"),
+    ("accept_len", ("accept len",), None, "float"),
+    ("accept_rate", ("accept rate",), None, "float"),
+]
+KNOWN_STATS_KEYS = sorted({k for _, keys, _, _ in STATS_KEYS for k in keys})
+
+ROLE_PREFILL = (r"#unbootstrapped-req|#transferring-req|#bootstrap-req|#inflight-req|Prefill transfer failed"
+                r"|Prefill bootstrap failed|FakeKVSender|Registered Prefill|Prefill batch[.,].*#prealloc-req")
+ROLE_DECODE = r"pre-allocated usage|#transfer-req|Decode transfer failed|Decode handshake failed|Context corruption detected"
+
+
+def _alt(patterns: list[str]) -> pl.Expr:
+    """First capture of the first pattern that matches `message`."""
+    return pl.coalesce([pl.col("message").str.extract(p, 1) for p in patterns])
+
+
+def _kind_expr(rules: list[tuple[str, str]], col: str, default=None) -> pl.Expr:
+    expr = pl.lit(default, dtype=pl.Utf8)
+    for kind, pat in reversed(rules):
+        expr = pl.when(pl.col(col).str.contains(pat)).then(pl.lit(kind)).otherwise(expr)
+    return expr
+
+
+def _local_to_utc(expr: pl.Expr, tz: str) -> pl.Expr:
+    return expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
+
+
+def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
+    """Split the shipper wrapper (§3) off every line: body, prefix, outer_ts (absolute, UTC) or None."""
+    line = pl.col("line")
+    is_json = line.str.starts_with('{"log":')
+    cri = line.str.extract_groups(RE_CRI)
+    dock = line.str.extract_groups(RE_DOCKER_T)
+    kib = line.str.extract_groups(RE_KIBANA)
+    df = df.with_columns(
+        _json_log=pl.when(is_json).then(line.str.json_path_match("$.log")),
+        _json_time=pl.when(is_json).then(line.str.json_path_match("$.time")),
+        _cri=cri, _dock=dock, _kib=kib,
+    )
+    body = pl.coalesce(
+        pl.col("_json_log").str.strip_suffix("\n"),
+        pl.col("_cri").struct.field("3"),
+        pl.col("_dock").struct.field("2"),
+        pl.col("_kib").struct.field("2"),
+        line,
+    )
+    outer_text = pl.coalesce(pl.col("_json_time"), pl.col("_cri").struct.field("1"), pl.col("_dock").struct.field("1"))
+    prefix = (
+        pl.when(pl.col("_json_log").is_not_null()).then(pl.concat_str(pl.lit("docker-json "), pl.col("_json_time")))
+        .when(pl.col("_cri").struct.field("3").is_not_null())
+        .then(pl.concat_str(pl.col("_cri").struct.field("1"), pl.lit(" "), pl.col("_cri").struct.field("2")))
+        .when(pl.col("_dock").struct.field("2").is_not_null()).then(pl.col("_dock").struct.field("1"))
+        .when(pl.col("_kib").struct.field("2").is_not_null()).then(pl.col("_kib").struct.field("1"))
+    )
+    df = df.with_columns(
+        body=body.str.strip_chars_end(" \t\r"),
+        prefix=prefix,
+        partial=pl.col("_cri").struct.field("2") == "P",
+        kibana_ts=pl.col("_kib").struct.field("1").str.to_datetime("%b %d, %Y @ %H:%M:%S%.f", strict=False,
+                                                                   time_unit="us"),
+        outer_ts=outer_text.str.replace(r"Z$", "+00:00").str.replace(r"([+-]\d{2})(\d{2})$", "$1:$2")
+        .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC"),
+    ).drop("_json_log", "_json_time", "_cri", "_dock", "_kib")
+    glued = pl.col("body").str.extract_groups(RE_GLUED)
+    is_glued = ~pl.col("body").str.contains(r"^(?:\[\d|[IWEF]\d{4} |\[rank\d)") & glued.struct.field("2").is_not_null()
+    return df.with_columns(
+        prefix=pl.when(is_glued).then(pl.concat_str(pl.col("prefix").fill_null(""), glued.struct.field("1")))
+        .otherwise(pl.col("prefix")),
+        body=pl.when(is_glued).then(glued.struct.field("2")).otherwise(pl.col("body")),
+    )
+
+
+def _join_partials(df: pl.DataFrame) -> pl.DataFrame:
+    """k8s CRI `P` records are pieces of one long line: join them up to the next `F` record."""
+    if not df["partial"].any():
+        return df.with_columns(folded=pl.lit(0, dtype=pl.Int64))
+    # a record ends at an F line; group = number of F lines before this one
+    grp = (~pl.col("partial")).cast(pl.Int64).cum_sum().shift(1, fill_value=0)
+    agg = (
+        df.with_columns(_g=grp)
+        .group_by("_g", maintain_order=True)
+        .agg(pl.all().exclude("body").first(), pl.col("body").str.join(""), folded=pl.len() - 1)
+    )
+    return agg.drop("_g").with_columns(pl.col("folded").cast(pl.Int64))
+
+
+def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
+    """Recognise every line's family; extract its time, rank tags and message."""
+    body = pl.col("body")
+    sg = body.str.extract_groups(RE_SGLANG)
+    cu = body.str.extract_groups(RE_SGLANG_CUSTOM)
+    gl = body.str.extract_groups(RE_GLOG)
+    ux = body.str.extract_groups(RE_UCX)
+    c10 = body.str.extract_groups(RE_C10D)
+    nc = body.str.extract_groups(RE_NCCL)
+    df = df.with_columns(_sg=sg, _cu=cu, _gl=gl, _ux=ux, _c10=c10, _nc=nc)
+    f = lambda s, i: pl.col(s).struct.field(str(i))  # noqa: E731
+    family = (
+        pl.when(f("_sg", 5).is_not_null()).then(pl.lit("sglang"))
+        .when(f("_cu", 5).is_not_null()).then(pl.lit("sglang"))
+        .when(body.str.contains(RE_UVICORN_LEVEL)).then(pl.lit("uvicorn"))
+        .when(f("_gl", 8).is_not_null()).then(pl.lit("glog"))
+        .when(f("_ux", 8).is_not_null()).then(pl.lit("ucx"))
+        .when(f("_c10", 9).is_not_null()).then(pl.lit("c10d"))
+        .when(f("_nc", 6).is_not_null()).then(pl.lit("nccl"))
+        .when(body.str.contains(RE_BARE_KNOWN)).then(pl.lit("bare"))
+    )
+    message = pl.coalesce(f("_sg", 5), f("_cu", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), body)
+    # sglang: full date or MM-DD (year from context, SGLANG.md §2)
+    sg_date = pl.coalesce(f("_sg", 1), f("_cu", 1))
+    sg_date = pl.when(sg_date.str.len_chars() == 5).then(pl.lit(f"{year}-") + sg_date).otherwise(sg_date)
+    sg_time = pl.coalesce(f("_sg", 2), f("_cu", 2))
+    sg_ms = pl.coalesce(f("_sg", 3), f("_cu", 3))
+    sg_raw = pl.concat_str(pl.coalesce(f("_sg", 1), f("_cu", 1)), pl.lit(" "), sg_time,
+                           pl.when(sg_ms.is_not_null()).then(pl.lit(".") + sg_ms).otherwise(pl.lit("")))
+    sg_local = pl.concat_str(sg_date, pl.lit(" "), sg_time, pl.lit("."), sg_ms.fill_null("000")).str.to_datetime(
+        "%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+    gl_raw = pl.concat_str(f("_gl", 1), f("_gl", 2), f("_gl", 3), pl.lit(" "), f("_gl", 4))
+    gl_local = pl.concat_str(pl.lit(f"{year}-"), f("_gl", 2), pl.lit("-"), f("_gl", 3), pl.lit(" "), f("_gl", 4)
+                             ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+    c10_raw = pl.concat_str(f("_c10", 2), f("_c10", 3), f("_c10", 4), pl.lit(" "), f("_c10", 5), pl.lit("."), f("_c10", 6))
+    c10_local = pl.concat_str(pl.lit(f"{year}-"), f("_c10", 3).str.zfill(2), pl.lit("-"), f("_c10", 4), pl.lit(" "),
+                              f("_c10", 5), pl.lit("."), f("_c10", 6).str.slice(0, 6)
+                              ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+    ux_ts = (f("_ux", 1).cast(pl.Float64, strict=False) * 1e6).round().cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
+    local = pl.coalesce(sg_local, gl_local, c10_local)
+    tags = f("_sg", 4)
+    rank_cols = {r: tags.str.extract(rf" {r.removesuffix('_rank').upper()}(\d+)", 1).cast(pl.Int32) for r in RANKS}
+    # in ' DP0 TP0' the TP pattern must not match inside ATTN_CP / MOE_DP: anchor on the space
+    level = (
+        pl.when(f("_cu", 4).is_not_null()).then(f("_cu", 4))
+        .when(f("_gl", 1).is_not_null()).then(f("_gl", 1))
+        .when(f("_ux", 7).is_not_null()).then(f("_ux", 7))
+        .when(f("_c10", 2).is_not_null()).then(f("_c10", 2))
+        .when(f("_nc", 5).is_not_null()).then(f("_nc", 5))
+    )
+    df = df.with_columns(
+        family=family,
+        message=message,
+        ts_raw=pl.coalesce(sg_raw, gl_raw, f("_ux", 1), c10_raw, pl.col("prefix").str.extract(r"^(\S+)", 1)),
+        _local=local,
+        _ux_ts=ux_ts,
+        level=level,
+        glog_file=pl.coalesce(f("_gl", 6), f("_ux", 5), f("_c10", 7)),
+        peer_host=pl.coalesce(f("_ux", 2), f("_nc", 1)),
+        c10_rank=f("_c10", 1).cast(pl.Int32, strict=False),
+        **rank_cols,
+    ).drop("_sg", "_cu", "_gl", "_ux", "_c10", "_nc")
+    # Kibana's outer clock is the viewer's zone: learn its offset to the inner clock from lines
+    # that carry both (rounded to 15 min, SGLANG.md §3), and use it for lines that carry only it.
+    if ctx.outer_offset_s is None and df["kibana_ts"].is_not_null().any():
+        d = df.select((pl.col("_local") - pl.col("kibana_ts")).dt.total_seconds().median()).item()
+        if d is not None:
+            ctx.outer_offset_s = round(d / 900) * 900
+            ctx.notes.append(f"Kibana viewer clock is {-ctx.outer_offset_s / 3600:+.2f} h from the log's clock")
+    kib_local = pl.col("kibana_ts") + pl.duration(seconds=ctx.outer_offset_s or 0)
+    local_all = pl.coalesce(pl.col("_local"), pl.when(ctx.outer_offset_s is not None).then(kib_local))
+    return df.with_columns(
+        ts=pl.coalesce(pl.col("outer_ts"), _local_to_utc(local_all, ctx.tz), pl.col("_ux_ts"))
+    ).drop("_local", "_ux_ts")
+
+
+def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
+    """Decide which unrecognised lines are traceback bodies and attach them to their record."""
+    body = pl.col("body")
+    indented = body.str.contains(r"^\s+\S")
+    tb_like = body.str.contains(RE_TB) | (body.str.contains(RE_EXC_LINE) & indented.shift(1, fill_value=False))
+    df = df.with_columns(
+        _cont=pl.col("family").is_null() & tb_like,
+        _is_event=pl.col("family").is_not_null() & ~pl.col("message").str.contains(RE_STATS),
+    )
+    grp = (~pl.col("_cont")).cast(pl.Int64).cum_sum()
+    df = df.with_columns(_grp=grp).with_columns(_head_ok=pl.col("_is_event").first().over("_grp"))
+    # A traceback with no event above it (file start, or after a stats line) opens its own record.
+    opens = pl.col("_cont") & ~pl.col("_head_ok") & body.str.starts_with("Traceback (most recent call last)")
+    df = df.with_columns(
+        family=pl.when(opens).then(pl.lit("python")).otherwise(pl.col("family")),
+        _cont=pl.col("_cont") & ~opens,
+        _is_event=pl.col("_is_event") | opens,
+    )
+    df = df.with_columns(_grp=grp).with_columns(_head_ok=pl.col("_is_event").first().over("_grp"))
+    # body lines under a non-event head stay unparsed (they keep their own line numbers)
+    return df.with_columns(_cont=pl.col("_cont") & pl.col("_head_ok"))
+
+
+def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    msg = pl.col("message")
+    fam = pl.col("family")
+    sg_kind = _kind_expr(KIND_RULES, "message", "log")
+    is_access = msg.str.contains(r'^INFO:\s+\S+ - "') | msg.str.contains(r'^\S+ (?:- \S+ )?\[[^\]]+\] "\S+ \S+ HTTP')
+    lvl_uv = msg.str.extract(RE_UVICORN_LEVEL, 1)
+    glog_nixl = pl.col("glog_file").str.contains(r"(?i)nixl|ucx")
+    glog_mc = pl.col("glog_file").str.contains(r"(?i)transfer_engine|mooncake|rdma|transport")
+    is_err_level = pl.col("level").is_in(["E", "F", "ERROR", "FATAL", "CRITICAL"])
+    timeout_txt = msg.str.contains(r"timed out after|collective operation timeout|before timing out|[Tt]imeout")
+    kind = (
+        pl.when(fam == "uvicorn").then(pl.when(is_access).then(pl.lit("http_access")).otherwise(pl.lit("http_log")))
+        .when(fam.is_in(["sglang", "bare"]) & is_access).then(pl.lit("http_access"))
+        .when(fam.is_in(["sglang", "bare"]) & msg.str.contains(RE_UVICORN_LEVEL)).then(pl.lit("http_log"))
+        .when(fam == "glog").then(
+            pl.when(glog_nixl).then(pl.when(is_err_level).then(pl.lit("nixl_error")).otherwise(pl.lit("nixl_log")))
+            .when(glog_mc).then(pl.when(is_err_level).then(pl.lit("mooncake_error")).otherwise(pl.lit("mooncake_log")))
+            .otherwise(pl.when(is_err_level).then(pl.lit("glog_error")).otherwise(pl.lit("glog"))))
+        .when(fam == "ucx").then(
+            pl.when(pl.col("level").is_in(["ERROR", "FATAL"])).then(pl.lit("ucx_error"))
+            .when(pl.col("level") == "WARN").then(pl.lit("ucx_warning")).otherwise(pl.lit("ucx_log")))
+        .when(fam.is_in(["c10d", "nccl"])).then(
+            pl.when(timeout_txt).then(pl.lit("collective_timeout"))
+            .otherwise(pl.concat_str(fam, pl.lit("_log"))))
+        .when(fam == "python").then(pl.lit("exception"))
+        .when(msg.str.contains(r"^(?:Backend \w+ was instantiated|Initialized NIXL agent|Created NIXL agent|Loaded plugin)"))
+        .then(pl.lit("nixl_log"))
+        .otherwise(sg_kind)
+    )
+    level_sev = (
+        pl.when(pl.col("level").is_in(["E", "ERROR", "CRITICAL"])).then(pl.lit("error"))
+        .when(pl.col("level").is_in(["F", "FATAL"])).then(pl.lit("fatal"))
+        .when(pl.col("level").is_in(["W", "WARN", "WARNING"])).then(pl.lit("warning"))
+        .when(pl.col("level").is_in(["I", "INFO"])).then(pl.lit("info"))
+        .when(pl.col("level").is_in(["DEBUG", "TRACE", "DIAG", "D"])).then(pl.lit("debug"))
+    )
+    uv_sev = lvl_uv.str.to_lowercase().replace({"critical": "fatal", "trace": "debug"})
+    ev = ev.with_columns(kind=kind, _uv_sev=uv_sev, _lvl_sev=level_sev)
+    ev = ev.with_columns(
+        severity=pl.coalesce(pl.col("_lvl_sev"), pl.col("_uv_sev"),
+                             pl.col("kind").replace_strict(SEVERITY_BY_KIND, default="info")),
+        source=pl.when(fam == "bare").then(pl.lit("sglang")).when(fam == "sglang").then(
+            pl.when(pl.col("kind").is_in(["request_received", "request_finished"])).then(pl.lit("request_log"))
+            .when(pl.col("kind").is_in(["http_access", "http_log"])).then(pl.lit("uvicorn"))
+            .otherwise(pl.lit("sglang"))).otherwise(fam),
+    )
+    kvt = msg.str.extract(r"KVTransferError\(bootstrap_room=\d+\): (.*)$", 1)
+    reason_src = pl.coalesce(kvt, msg.str.extract(r"with exception (.*)$", 1), msg)
+    reason_kinds = list(FAILURE_KINDS) + ["deferred_release"]
+    ev = ev.with_columns(_reason_src=reason_src)
+    reason = _kind_expr(REASON_RULES, "_reason_src", None)
+    room = _alt(ROOM_PATTERNS).cast(pl.UInt64, strict=False)
+    access = msg.str.extract_groups(r'(?:^INFO:\s+)?(\S+?)(?: - \S+)? (?:- )?(?:\[[^\]]+\] )?"(\S+) (\S+) [^"]*" (\d{3})')
+    json_ts = msg.str.extract(r'^\{"timestamp": ?"([^"]+)"', 1).str.to_datetime(
+        "%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
+    ev = ev.with_columns(
+        reason=pl.when(pl.col("kind").is_in(reason_kinds)).then(
+            pl.coalesce(reason, pl.when(pl.col("kind") == "abort").then(pl.lit("aborted")),
+                        pl.lit("other"))),
+        rid=_alt(RID_PATTERNS),
+        bootstrap_room=pl.when(room < (1 << 63)).then(room).cast(pl.Int64),
+        finish_reason=msg.str.extract(r"""['"]finish_reason['"]: \{['"]type['"]: ['"](\w+)""", 1),
+        prompt_tokens=msg.str.extract(r"""['"]prompt_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
+        completion_tokens=msg.str.extract(r"""['"]completion_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
+        cached_tokens=msg.str.extract(r"""['"]cached_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
+        e2e_latency=msg.str.extract(r"""['"]e2e_latency['"]: ([\d.]+)""", 1).cast(pl.Float64, strict=False),
+        http_status=pl.coalesce(
+            pl.when(pl.col("kind") == "http_access").then(access.struct.field("4")),
+            msg.str.extract(r"""['"]status_code['"]: (\d{3})""", 1),
+        ).cast(pl.Int32, strict=False),
+        http_method=pl.when(pl.col("kind") == "http_access").then(access.struct.field("2")),
+        http_path=pl.when(pl.col("kind") == "http_access").then(access.struct.field("3")),
+        peer=pl.coalesce(
+            pl.when(pl.col("kind") == "http_access").then(access.struct.field("1")),
+            msg.str.extract(r"(?:to|from) (\d{1,3}(?:\.\d{1,3}){3}:\d+)", 1),
+            msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1),
+            pl.col("peer_host"),
+        ),
+        # request logs in JSON carry a µs local timestamp: better than the prefix second
+        ts=pl.coalesce(pl.when(pl.col("outer_ts").is_null()).then(_local_to_utc(json_ts, ctx.tz)), pl.col("ts")),
+        tp_rank=pl.coalesce(pl.col("tp_rank"), msg.str.extract(r"\brank=(\d+)", 1).cast(pl.Int32, strict=False),
+                            pl.col("c10_rank")),
+    )
+    # A worker error names the room, the failure line right after it often only the rid
+    # (llm-d#2433): carry the room to the next failure line of the same worker burst.
+    fail = pl.col("kind").is_in(["transfer_failed", "bootstrap_failed"])
+    ev = ev.with_columns(
+        _fr=pl.when(fail & pl.col("rid").is_null()).then(pl.col("bootstrap_room")).forward_fill(),
+        _fl=pl.when(fail & pl.col("rid").is_null() & pl.col("bootstrap_room").is_not_null())
+        .then(pl.col("line_no")).forward_fill(),
+    )
+    ev = ev.with_columns(
+        bootstrap_room=pl.when(fail & pl.col("bootstrap_room").is_null() & (pl.col("line_no") - pl.col("_fl") <= 50))
+        .then(pl.col("_fr")).otherwise(pl.col("bootstrap_room"))
+    ).drop("_fr", "_fl")
+    # a line cut before its room still names its rid: take the room the same rid has elsewhere
+    return ev.with_columns(
+        bootstrap_room=pl.coalesce(
+            pl.col("bootstrap_room"),
+            pl.when(pl.col("rid").is_not_null()).then(pl.col("bootstrap_room").drop_nulls().first().over("rid")),
+        )
+    )
+
+
+def _batches(st: pl.DataFrame) -> pl.DataFrame:
+    lead = pl.col("message").str.extract_groups(RE_STATS)
+    st = st.with_columns(
+        kind=lead.struct.field("1").str.to_lowercase(),
+        _iter=lead.struct.field("2"),
+        _body=lead.struct.field("3").str.strip_chars_end(", "),
+    )
+    # A cut line's last item may itself be cut (`#queue-req: 13` of 130): keep it as tail only.
+    cut_last = pl.col("unterminated") & pl.col("_body").str.contains(", ")
+    st = st.with_columns(
+        _items=pl.when(cut_last).then(pl.col("_body").str.replace(r", [^,]*$", "")).otherwise(pl.col("_body")),
+        _cut=pl.when(pl.col("unterminated")).then(
+            pl.when(cut_last).then(pl.col("_body").str.extract(r", ([^,]*)$", 1)).otherwise(pl.col("_body"))),
+    )
+    st = st.with_columns(_items=pl.when(pl.col("unterminated") & ~cut_last).then(pl.lit("")).otherwise(pl.col("_items")))
+    cols = {}
+    for col, keys, side, typ in STATS_KEYS:
+        alt = "|".join(re.escape(k) for k in keys)
+        raw = pl.col("_items").str.extract(rf"(?:^|, )(?:{alt}): ([^,]*)", 1).str.strip_chars()
+        if typ == "int":
+            v = raw.cast(pl.Int64, strict=False)
+        elif typ == "float":
+            v = raw.cast(pl.Float64, strict=False)
+        elif typ == "pct":
+            v = raw.str.strip_suffix("%").cast(pl.Float64, strict=False) / 100.0
+        else:
+            v = raw.replace_strict({"True": True, "False": False}, default=None, return_dtype=pl.Boolean)
+        if side is not None:
+            v = pl.when(pl.col("kind") == side).then(v)
+        cols[col] = v
+    graph = pl.col("_items").str.extract(r"(?:^|, )(cuda|cpu|npu|musa) graph: ", 1)
+    items = pl.col("_items").str.split(", ")
+    known = pl.element().str.extract(r"^([^:]+): ", 1).is_in(KNOWN_STATS_KEYS)
+    has_kv = pl.element().str.contains(": ")
+    extra = items.list.eval(pl.element().filter(has_kv & ~known.fill_null(False)))
+    tail_items = items.list.eval(pl.element().filter(~has_kv & (pl.element() != "")))
+    st = st.with_columns(**cols, graph_backend=graph, _extra=extra, _tail=tail_items.list.join(", "))
+    iter_entry = pl.when(pl.col("_iter").is_not_null()).then(pl.concat_list(pl.lit("iter: ") + pl.col("_iter")))
+    st = st.with_columns(
+        _extra=pl.when(iter_entry.is_not_null()).then(pl.concat_list(iter_entry, pl.col("_extra"))).otherwise(pl.col("_extra"))
+    )
+    st = st.with_columns(
+        extra=pl.col("_extra").list.eval(
+            pl.struct(key=pl.element().str.extract(r"^([^:]+): ", 1),
+                      value=pl.element().str.extract(r"^[^:]+: (.*)$", 1))),
+        tail=pl.concat_str(
+            [pl.when(pl.col("_tail") != "").then(pl.col("_tail")), pl.col("_cut")], separator=", ", ignore_nulls=True),
+        truncated=pl.col("unterminated"),
+    )
+    return st.with_columns(tail=pl.when(pl.col("tail") != "").then(pl.col("tail")))
+
+
+def infer_role(text: str) -> str | None:
+    """Role from content: PD prefill vs PD decode fields or failure lines (SGLANG.md §5, §9)."""
+    p = len(re.findall(ROLE_PREFILL, text))
+    d = len(re.findall(ROLE_DECODE, text))
+    if p or d:
+        return "prefill" if p >= d else "decode"
+    if re.search(r"Prefill batch[.,]", text) and re.search(r"Decode batch[.,]", text):
+        return "unified"
+    return None
+
+
+def _guess_year(text: str) -> int | None:
+    m = re.search(r"(?:^|[\[ ])(20\d{2})-\d{2}-\d{2}[ T]", text, re.M)
+    if m:
+        return int(m.group(1))
+    m = re.search(r"^\[(1\d{9})\.\d+\] ", text, re.M)  # UCX epoch seconds
+    if m:
+        import datetime as _dt
+
+        return _dt.datetime.fromtimestamp(int(m.group(1)), _dt.timezone.utc).year
+    return None
+
+
+def sniff(head: bytes, path: str) -> float:
+    text = head.decode("utf-8", "replace")
+    hits = sum(1 for _ in re.finditer(r"\[(?:\d{4}-)?\d{2}-\d{2} \d{2}:\d{2}:\d{2}|^[IWEF]\d{4} \d\d:|UCX +[A-Z]+ |NCCL (?:INFO|WARN)"
+                                      r"|(?:Prefill|Decode) batch[.,]|Traceback \(most recent", text, re.M))
+    if hits == 0:
+        return 0.05 if text.strip() else 0.01  # fallback: any text file is a (messy) log
+    return min(1.0, 0.5 + hits / 20)
+
+
+def parse(source: Source, ctx: Context) -> Iterator[Batch]:
+    with source.open() as stream:
+        head = stream.peek(8 << 20)[: 8 << 20] if hasattr(stream, "peek") else b""
+        head_text = head.decode("utf-8", "replace")
+        year = ctx.year or _guess_year(head_text)
+        if year is None and source.mtime:
+            import datetime as _dt
+
+            year = _dt.datetime.fromtimestamp(source.mtime, _dt.timezone.utc).year
+            ctx.notes.append(f"no dated line in the head: year {year} taken from the file date")
+        year = year or 1970
+        role = ctx.role or infer_role(head_text) or _role_from_name(source.path) or "unknown"
+        ctx.inferred_role = role
+        first_ts = last_ts = None
+        for df, _ in read_blocks(stream, on_progress=ctx.on_progress):
+            out = _parse_block(df, ctx, year, role, source.path)
+            yield out
+            for t in ("batches", "events"):
+                if out[t].height:
+                    lo, hi = out[t]["ts"].min(), out[t]["ts"].max()
+                    first_ts = lo if first_ts is None or (lo is not None and lo < first_ts) else first_ts
+                    last_ts = hi if last_ts is None or (hi is not None and hi > last_ts) else last_ts
+        ctx.first_ts, ctx.last_ts = first_ts, last_ts
+
+
+def _role_from_name(path: str) -> str | None:
+    low = path.lower()
+    if "prefill" in low:
+        return "prefill"
+    if "decode" in low:
+        return "decode"
+    return None
+
+
+def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str) -> Batch:
+    # Tracebacks that cross a block boundary lose their head: blocks are large (32 MiB), and the
+    # orphaned body lines still land in unparsed with their numbers, so nothing is lost.
+    df = _strip_wrappers(df)
+    df = _join_partials(df)
+    df = _classify(df, ctx, year)
+    df = _fold_continuations(df)
+    is_stats = pl.col("family").is_not_null() & pl.col("message").str.contains(RE_STATS)
+    df = df.with_columns(
+        _table=pl.when(pl.col("_cont")).then(pl.lit("cont"))
+        .when(is_stats).then(pl.lit("batches"))
+        .when(pl.col("family").is_not_null()).then(pl.lit("events"))
+        .otherwise(pl.lit("unparsed")),
+        host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path),
+    )
+    # traceback text and exception type per record
+    conts = (
+        df.filter(pl.col("_table") == "cont")
+        .group_by("_grp", maintain_order=True)
+        .agg(traceback=pl.col("body").str.join("\n"),
+             exc_type=pl.col("body").filter(~pl.col("body").str.contains(r"^\s")).last().str.extract(RE_EXC_LINE, 1))
+    )
+    ev = df.filter(pl.col("_table") == "events").join(conts, on="_grp", how="left")
+    ev = _events(ev, ctx).with_columns(truncated=pl.col("unterminated"))
+    st = _batches(df.filter(pl.col("_table") == "batches"))
+    un = df.filter(pl.col("_table") == "unparsed").with_columns(
+        line=pl.col("line").str.slice(0, MAX_LINE_CHARS),
+        reason=pl.when(pl.col("line").str.strip_chars() == "").then(pl.lit("blank"))
+        .when(pl.col("unterminated") | (pl.col("last_line") & pl.col("body").str.contains(r"^(?:\[[\d=-]|[IWEF]\d|\{)")))
+        .then(pl.lit("truncated"))
+        .when(pl.col("body").str.contains(RE_TB)).then(pl.lit("orphan_continuation"))
+        .otherwise(pl.lit("unrecognised")),
+        format=pl.lit(name),
+    )
+    n_cont = int((df["_table"] == "cont").sum()) + int(df["folded"].sum())
+    ctx.account(parsed=ev.height + st.height, continuation=n_cont, unparsed=un.height)
+    return {"events": ev, "batches": st, "unparsed": un}
+
+
+samples = [
+    Sample(
+        "prefill_0410_pd_trailing_comma",
+        "[2025-10-15 14:44:32 DP14 TP14 EP14] Prefill batch. #new-seq: 2, #new-token: 68, #cached-token: 0, "
+        "token usage: 0.01, #unbootstrapped-req: 0, #queue-req: 0, #transferring-req: 1, input throughput (token/s): 1326.00, \n",
+        {"batches": [{"kind": "prefill", "dp_rank": 14, "tp_rank": 14, "ep_rank": 14, "new_token": 68,
+                      "bootstrap_req": 0, "inflight_req": 1, "input_throughput": 1326.0, "running_req": None}]},
+    ),
+    Sample(
+        "prefill_2024_cache_hit_rate",
+        "[2024-11-29 10:28:29 TP0] Prefill batch. #new-seq: 2, #new-token: 2048, #cached-token: 888, "
+        "cache hit rate: 0.00%, token usage: 0.11, #running-req: 69, #queue-req: 130\n",
+        {"batches": [{"kind": "prefill", "cached_token": 888, "cache_hit_rate": 0.0, "queue_req": 130, "running_req": 69}]},
+    ),
+    Sample(
+        "prefill_0515_bootstrap_req",
+        "[2026-07-21 15:00:13 DP0 TP0 EP0] Prefill batch, #new-seq: 2, #new-token: 8192, #cached-token: 1024, "
+        "token usage: 0.05, #running-req: 2, #queue-req: 1, #pending-token: 4096, #bootstrap-req: 3, #inflight-req: 5, "
+        "cuda graph: False, input throughput (token/s): 15234.88\n",
+        {"batches": [{"pending_token": 4096, "bootstrap_req": 3, "inflight_req": 5, "cuda_graph": False}]},
+    ),
+    Sample(
+        "prefill_053_prealloc_is_bootstrap",
+        "[2025-10-21 08:15:40 DP0 TP0 EP0] Prefill batch. #new-seq: 1, #new-token: 4096, #cached-token: 128, "
+        "token usage: 0.03, #running-req: 0, #queue-req: 2, #prealloc-req: 1, #inflight-req: 4, \n",
+        {"batches": [{"bootstrap_req": 1, "prealloc_req": None, "inflight_req": 4}]},
+    ),
+    Sample(
+        "decode_pd_spec_kibana",
+        "May 16, 2026 @ 20:44:55.560    [2026-05-16 12:44:55 DP2 TP2] Decode batch, #running-req: 1, #token: 31936, "
+        "token usage: 0.22, accept len: 2.10, accept rate: 0.37, pre-allocated usage: 0.00, #prealloc-req: 0, "
+        "#transfer-req: 0, #retracted-req: 0, cuda graph: True, gen throughput (token/s): 0.39, #queue-req: 0    \n",
+        {"batches": [{"kind": "decode", "dp_rank": 2, "num_token": 31936, "accept_len": 2.1, "accept_rate": 0.37,
+                      "prealloc_req": 0, "transfer_req": 0, "gen_throughput": 0.39, "bootstrap_req": None,
+                      "prefix": "May 16, 2026 @ 20:44:55.560", "ts_raw": "2026-05-16 12:44:55"}]},
+    ),
+    Sample(
+        "decode_hybrid_swa_extra",
+        "[2026-10-30 10:00:07.482 PP1 TP3] Decode batch, #running-req: 64, #full token: 120000, full token usage: 0.45, "
+        "#swa token: 4000, swa token usage: 0.10, npu graph: True, gen throughput (token/s): 2450.12, #queue-req: 0\n",
+        {"batches": [{"pp_rank": 1, "tp_rank": 3, "num_token": 120000, "token_usage": 0.45, "graph_backend": "npu",
+                      "cuda_graph": True, "ts_raw": "2026-10-30 10:00:07.482"}]},
+    ),
+    Sample(
+        "decode_transfer_failed_aborted",
+        "[2025-11-05 16:39:09 TP2] Decode transfer failed for request rank=2 decode_req.req.rid='78fde411d57a4d7791b63963eac74968' "
+        "decode_req.req.bootstrap_room=4793981895866140836 with exception KVTransferError(bootstrap_room=4793981895866140836): "
+        "Aborted by AbortReq.\n",
+        {"events": [{"kind": "transfer_failed", "tp_rank": 2, "rid": "78fde411d57a4d7791b63963eac74968",
+                     "bootstrap_room": 4793981895866140836, "reason": "aborted", "severity": "error"}]},
+    ),
+    Sample(
+        "decode_waiting_timeout",
+        "[2026-10-30 10:01:12 DP2 TP2] Decode transfer failed for request rank=2 decode_req.req.rid='c3a81f0e6b2d4f57a9e0d1c2b3a49586' "
+        "decode_req.req.bootstrap_room=6593551520068383758 with exception KVTransferError(bootstrap_room=6593551520068383758): "
+        "Request 6593551520068383758 timed out after 300.0s in KVPoll.WaitingForInput\n",
+        {"events": [{"kind": "transfer_failed", "reason": "waiting_timeout", "bootstrap_room": 6593551520068383758}]},
+    ),
+    Sample(
+        "corruption_detected",
+        "[2026-10-30 10:01:40 DP5 TP5] Context corruption detected: Request 0b9e7d6c5a4f4e3d8c2b1a0f9e8d7c6b "
+        "(bootstrap_room=1188402291734905512) received metadata from bootstrap_room=6593551520068383758. "
+        "Metadata buffer index: 17. This indicates metadata buffer index collision.\n",
+        {"events": [{"kind": "corruption_detected", "rid": "0b9e7d6c5a4f4e3d8c2b1a0f9e8d7c6b",
+                     "bootstrap_room": 1188402291734905512, "dp_rank": 5}]},
+    ),
+    Sample(
+        "request_finish_text",
+        "[2026-10-30 10:00:14] Finish: obj=GenerateReqInput(rid='9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1', bootstrap_room=4793981895866140836), "
+        "out={'text': 'Let me open', 'meta_info': {'id': '9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1', 'finish_reason': "
+        "{'type': 'stop', 'matched': 1}, 'prompt_tokens': 8192, 'completion_tokens': 509, 'cached_tokens': 1024, "
+        "'e2e_latency': 14.21}}\n",
+        {"events": [{"kind": "request_finished", "source": "request_log", "finish_reason": "stop", "prompt_tokens": 8192,
+                     "completion_tokens": 509, "e2e_latency": 14.21, "bootstrap_room": 4793981895866140836}]},
+    ),
+    Sample(
+        "request_received_json",
+        '[2026-10-30 10:00:00] {"timestamp": "2026-10-30T10:00:00.123456", "event": "request.received", '
+        '"rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1", "obj": {"bootstrap_room": 4793981895866140836}}\n',
+        {"events": [{"kind": "request_received", "rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1",
+                     "bootstrap_room": 4793981895866140836}]},
+    ),
+    Sample(
+        "uvicorn_access_k8s",
+        "2026-01-14T05:32:17.632471128Z [2026-01-14 05:32:17] INFO:     29.163.184.147:33006 - "
+        '"POST /v1/chat/completions HTTP/1.1" 200 OK\n',
+        {"events": [{"kind": "http_access", "http_status": 200, "http_method": "POST",
+                     "http_path": "/v1/chat/completions", "peer": "29.163.184.147:33006"}]},
+    ),
+    Sample(
+        "traceback_folded",
+        "[2026-01-14 05:32:17] Error in request: No tool calls but found tool output\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/serving_base.py", line 100, in handle_request\n'
+        "    adapted_request = self._convert()\n"
+        "ValueError: No tool calls but found tool output\n",
+        {"events": [{"kind": "exception", "exc_type": "ValueError"}]},
+    ),
+    Sample(
+        "nixl_glog",
+        "E0801 15:40:05.041554    1049 nixl_agent.cpp:92] postXferReq: remote agent disconnected\n",
+        {"events": [{"kind": "nixl_error", "source": "glog", "severity": "error"}]},
+    ),
+    Sample(
+        "ucx_error",
+        "[1784621081.896649] [prefill-pod:537  :1]       srd_iface.c:221  UCX  ERROR send completion[0] with error: "
+        "Work Request Flushed Error\n",
+        {"events": [{"kind": "ucx_error", "source": "ucx", "peer": "prefill-pod"}]},
+    ),
+    Sample(
+        "c10d_timeout",
+        "[rank1]:[W324 12:06:11.712424651 socket.cpp:497] [c10d] waitForInput: socket SocketImpl(fd=87) timed out after 600000ms\n",
+        {"events": [{"kind": "collective_timeout", "source": "c10d", "tp_rank": 1, "ts_raw": "W324 12:06:11.712424651"}]},
+    ),
+    Sample(
+        "bare_prefill_transfer_failed",
+        "Unexpected transfer worker error for room 1788380104266545413\n",
+        {"events": [{"kind": "transfer_failed", "bootstrap_room": 1788380104266545413, "ts": None}]},
+    ),
+    Sample(
+        "truncated_last_line",
+        "[2026-03-17 17:35:07 DP9 TP9] Decode batch, #running-req: 12, #token: 768, token usage: 0.00, cuda graph: True, "
+        "gen throughput (token/s): 3.83, #queue-req: 1",
+        {"batches": [{"running_req": 12, "queue_req": None, "truncated": True, "tail": "#queue-req: 1"}]},
+    ),
+]
+
+
+class _Module:
+    """Expose this module as a Parser object for the registry."""
+
+    name = name
+    description = description
+    samples = samples
+    sniff = staticmethod(sniff)
+    parse = staticmethod(parse)
+
+
+PARSER = _Module()
