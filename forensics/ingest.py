@@ -77,8 +77,10 @@ def choose_parser(src: Source, forced: str | None):
     if os.path.isdir(src.fs_path) and src.member is None:
         best = max(PARSERS, key=lambda p: getattr(p, "sniff_dir", lambda _: 0.0)(src.fs_path))
         return best
+    from parsers.lines import safe_read
+
     with src.open() as f:
-        head = f.read(SNIFF_BYTES)
+        head = safe_read(f, SNIFF_BYTES, None)
     return max(PARSERS, key=lambda p: p.sniff(head, src.path))
 
 
@@ -157,7 +159,9 @@ def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress:
         else:
             # the parser may not have read to the end (structured formats): finish the hash
             assert hasher is not None
-            while hasher.read(1 << 22):
+            from parsers.lines import safe_read
+
+            while safe_read(hasher, 1 << 22, None):
                 pass
             sha, nbytes = hasher.h.hexdigest(), hasher.n
             hasher.inner.close()

@@ -46,12 +46,13 @@ class IngestProgress:
 
         from forensics.render import escape_control
 
-        con = Console(stderr=True, highlight=False)
+        # a pipe or CI log gets 80 columns by default, which truncates every path
+        con = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
         t = Table(header_style="bold")
         for c in ("file", "format", "host", "role", "lines", "parsed", "cont.", "unparsed", "status"):
             t.add_column(c, justify="right" if c in ("lines", "parsed", "cont.", "unparsed") else "left")
         for r in results:
-            t.add_row(escape_control(r.path), r.format or "", r.host or "", r.role or "", str(r.lines),
+            t.add_row(escape_control(_short(r.path)), r.format or "", r.host or "", r.role or "", str(r.lines),
                       str(r.parsed), str(r.continuation), str(r.unparsed), r.status)
         con.print(t)
         for r in results:
@@ -59,3 +60,10 @@ class IngestProgress:
                 con.print(escape_control(r.error), markup=False)
             for n in r.notes:
                 con.print(f"note: {escape_control(r.path)}: {escape_control(n)}", markup=False)
+
+
+def _short(path: str) -> str:
+    import os
+
+    rel = os.path.relpath(path) if not path.startswith("..") and os.path.isabs(path) else path
+    return rel if len(rel) < len(path) else path

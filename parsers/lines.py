@@ -15,7 +15,7 @@ BLOCK_BYTES = 32 << 20
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
 
 
-def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=None
+def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=None, notes: list | None = None
                 ) -> Iterator[tuple[pl.DataFrame, bool]]:
     """Yield (frame of line_no, line, unterminated, last_line) and whether it is the last block.
 
@@ -23,7 +23,7 @@ def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=N
     `unterminated` is true only for a final line with no newline (a cut log).
     """
     pending = None
-    for df in _blocks(stream, block_bytes, on_progress):
+    for df in _blocks(stream, block_bytes, on_progress, notes):
         if pending is not None:
             yield pending.with_columns(last_line=pl.lit(False)), False
         pending = df
@@ -31,11 +31,21 @@ def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=N
         yield pending.with_columns(last_line=pl.col("line_no") == pl.col("line_no").max()), True
 
 
-def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[pl.DataFrame]:
+def safe_read(stream: IO[bytes], n: int, notes: list | None) -> bytes:
+    """Read, treating a cut .gz / .zst (a crashed writer, a partial copy) as the end of the data."""
+    try:
+        return stream.read(n)
+    except (EOFError, OSError, ValueError) as e:
+        if notes is not None:
+            notes.append(f"compressed stream is cut ({type(e).__name__}: {e}); kept what was readable")
+        return b""
+
+
+def _blocks(stream: IO[bytes], block_bytes: int, on_progress, notes) -> Iterator[pl.DataFrame]:
     line_no = 1
     rest = b""
     while True:
-        data = stream.read(block_bytes)
+        data = safe_read(stream, block_bytes, notes)
         if on_progress and data:
             on_progress(len(data))
         eof = not data

@@ -128,9 +128,9 @@ REASON_RULES: list[tuple[str, str]] = [
     ("checksum_mismatch", r"[Cc]hecksum mismatch"),
     ("transport", r"NIXL|UCX|Work Request Flushed|KVSender|[Ss]ession \S+ (?:failed|is not alive)|Failed to send"),
     ("unknown_rank", r"unknown reason from another rank"),
+    ("collective_timeout", r"timed out after \d+ ?ms|collective operation timeout|milliseconds before timing out"),
     ("watchdog", r"[Ww]atchdog"),
     ("health_check", r"Health check failed"),
-    ("collective_timeout", r"timed out after \d+ ?ms|collective operation timeout|milliseconds before timing out"),
     ("transfer_error", r"KV transfer failed|Room marked Failed|transfer failed|KVTransferError"),
 ]
 RID_PATTERNS = [
@@ -263,8 +263,8 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     df = df.with_columns(_sg=sg, _cu=cu, _gl=gl, _ux=ux, _c10=c10, _nc=nc)
     f = lambda s, i: pl.col(s).struct.field(str(i))  # noqa: E731
     family = (
-        pl.when(f("_sg", 5).is_not_null()).then(pl.lit("sglang"))
-        .when(f("_cu", 5).is_not_null()).then(pl.lit("sglang"))
+        pl.when(f("_cu", 5).is_not_null()).then(pl.lit("sglang"))
+        .when(f("_sg", 5).is_not_null()).then(pl.lit("sglang"))
         .when(body.str.contains(RE_UVICORN_LEVEL)).then(pl.lit("uvicorn"))
         .when(f("_gl", 8).is_not_null()).then(pl.lit("glog"))
         .when(f("_ux", 8).is_not_null()).then(pl.lit("ucx"))
@@ -272,13 +272,14 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
         .when(f("_nc", 6).is_not_null()).then(pl.lit("nccl"))
         .when(body.str.contains(RE_BARE_KNOWN)).then(pl.lit("bare"))
     )
-    message = pl.coalesce(f("_sg", 5), f("_cu", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), body)
+    # the custom-config shape also matches the plain prefix, so it is tried first
+    message = pl.coalesce(f("_cu", 5), f("_sg", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), body)
     # sglang: full date or MM-DD (year from context, SGLANG.md §2)
-    sg_date = pl.coalesce(f("_sg", 1), f("_cu", 1))
+    sg_date = pl.coalesce(f("_cu", 1), f("_sg", 1))
     sg_date = pl.when(sg_date.str.len_chars() == 5).then(pl.lit(f"{year}-") + sg_date).otherwise(sg_date)
-    sg_time = pl.coalesce(f("_sg", 2), f("_cu", 2))
-    sg_ms = pl.coalesce(f("_sg", 3), f("_cu", 3))
-    sg_raw = pl.concat_str(pl.coalesce(f("_sg", 1), f("_cu", 1)), pl.lit(" "), sg_time,
+    sg_time = pl.coalesce(f("_cu", 2), f("_sg", 2))
+    sg_ms = pl.coalesce(f("_cu", 3), f("_sg", 3))
+    sg_raw = pl.concat_str(pl.coalesce(f("_cu", 1), f("_sg", 1)), pl.lit(" "), sg_time,
                            pl.when(sg_ms.is_not_null()).then(pl.lit(".") + sg_ms).otherwise(pl.lit("")))
     sg_local = pl.concat_str(sg_date, pl.lit(" "), sg_time, pl.lit("."), sg_ms.fill_null("000")).str.to_datetime(
         "%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
@@ -540,7 +541,10 @@ def sniff(head: bytes, path: str) -> float:
 
 def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     with source.open() as stream:
-        head = stream.peek(8 << 20)[: 8 << 20] if hasattr(stream, "peek") else b""
+        try:
+            head = stream.peek(8 << 20)[: 8 << 20] if hasattr(stream, "peek") else b""
+        except (EOFError, OSError):
+            head = b""
         head_text = head.decode("utf-8", "replace")
         year = ctx.year or _guess_year(head_text)
         if year is None and source.mtime:
@@ -552,7 +556,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
         role = ctx.role or infer_role(head_text) or _role_from_name(source.path) or "unknown"
         ctx.inferred_role = role
         first_ts = last_ts = None
-        for df, _ in read_blocks(stream, on_progress=ctx.on_progress):
+        for df, _ in read_blocks(stream, on_progress=ctx.on_progress, notes=ctx.notes):
             out = _parse_block(df, ctx, year, role, source.path)
             yield out
             for t in ("batches", "events"):

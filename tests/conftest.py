@@ -1,0 +1,33 @@
+import os
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+REAL_LOGS = ROOT.parent / "shared" / "real_logs"
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch):
+    # goldens are reproducible only with a fixed zone
+    monkeypatch.setenv("TZ", "UTC")
+
+
+@pytest.fixture
+def real_logs():
+    if not REAL_LOGS.is_dir():
+        pytest.skip("../shared/real_logs is not present")
+    return REAL_LOGS
+
+
+def ingest_paths(paths, store, **opts):
+    from forensics import ingest
+
+    return ingest.run([str(p) for p in paths], str(store), ingest.Options(**opts))
+
+
+def sql(store, q, **params):
+    from forensics.sql import run_sql
+    from forensics.store import Store
+
+    return run_sql(Store(store), q, params or None)

@@ -1,0 +1,62 @@
+"""Golden snapshots: sample_logs/<case>/ in, expected rows out (tests/golden/<case>/<table>.csv).
+
+Regenerate deliberately with `make goldens` (python -m tests.goldens --update), then read the diff
+before committing it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import tempfile
+
+import polars as pl
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden"
+CASES = {"eras": ROOT / "sample_logs" / "eras"}
+# (table, ORDER BY); columns that depend on where the checkout lives are normalised away
+TABLES = [
+    ("files", "path"),
+    ("batches", "source_file, line_no"),
+    ("events", "source_file, line_no"),
+    ("unparsed", "source_file, line_no"),
+]
+DROP = {"files": ["ingested_at", "sha256"]}
+
+
+def snapshot(case: str) -> dict[str, str]:
+    from forensics import ingest
+    from forensics.render import flat
+    from forensics.sql import run_sql
+    from forensics.store import Store
+
+    src = CASES[case]
+    with tempfile.TemporaryDirectory() as d:
+        ingest.run([str(src)], d, ingest.Options(jobs=1))
+        out = {}
+        for table, order in TABLES:
+            df = run_sql(Store(d), f"SELECT * FROM {table} ORDER BY {order}")
+            df = df.drop([c for c in DROP.get(table, []) + ["clock_offset_s"] if c in df.columns])
+            for c in ("source_file", "path"):
+                if c in df.columns:
+                    df = df.with_columns(pl.col(c).str.replace(str(src), f"sample_logs/{case}", literal=True))
+            out[table] = flat(df).write_csv()
+        return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--update", action="store_true", help="rewrite the golden files")
+    args = ap.parse_args()
+    for case in CASES:
+        for table, text in snapshot(case).items():
+            p = GOLDEN / case / f"{table}.csv"
+            if args.update:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(text)
+                print(f"wrote {p.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""The store contract (dedup, growth, compression, archives) and the CLI surface."""
+
+import gzip
+import io
+import re
+import subprocess
+import sys
+import tarfile
+
+import pytest
+from click.testing import CliRunner
+
+from forensics.cli import main
+from tests.conftest import ROOT, ingest_paths, sql
+
+LOG = (
+    "[2026-10-30 10:00:07 DP0 TP0] Decode batch, #running-req: 64, #token: 120000, token usage: 0.45, "
+    "cuda graph: True, gen throughput (token/s): 2450.12, #queue-req: 0\n"
+    "[2026-10-30 10:00:08 DP0 TP0] Decode batch, #running-req: 60, #token: 110000, token usage: 0.41, "
+    "cuda graph: True, gen throughput (token/s): 2400.00, #queue-req: 2\n"
+)
+
+
+def test_same_content_twice_adds_nothing_and_more_files_add(tmp_path):
+    (tmp_path / "dump" / "decode-0").mkdir(parents=True)
+    (tmp_path / "dump" / "decode-0" / "sglang.log").write_text(LOG)
+    store = tmp_path / "store"
+    r1 = ingest_paths([tmp_path / "dump"], store)
+    assert [r.status for r in r1] == ["ingested"]
+    r2 = ingest_paths([tmp_path / "dump"], store)
+    assert [r.status for r in r2] == ["duplicate"]
+    # the same content under another (rotated, compressed) name is still a duplicate
+    with gzip.open(tmp_path / "dump" / "decode-0" / "sglang.log.1.gz", "wt") as f:
+        f.write(LOG)
+    assert [r.status for r in ingest_paths([tmp_path / "dump" / "decode-0" / "sglang.log.1.gz"], store)] == ["duplicate"]
+    assert sql(store, "SELECT count(*) n FROM batches")["n"][0] == 2
+    # new content adds to the store
+    import zstandard
+
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "decode-1.log.zst").write_bytes(zstandard.ZstdCompressor().compress(LOG.replace("DP0", "DP1").encode()))
+    ingest_paths([tmp_path / "more"], store)
+    df = sql(store, "SELECT host, role, count(*) n FROM batches GROUP BY ALL ORDER BY host")
+    assert df.rows() == [("decode-0", "unified", 2), ("decode-1", "unified", 2)] or df["n"].to_list() == [2, 2]
+    assert df["host"].to_list() == ["decode-0", "decode-1"]
+
+
+def test_tar_members_are_read_in_memory(tmp_path):
+    buf = io.BytesIO(LOG.encode())
+    with tarfile.open(tmp_path / "incident.tar.gz", "w:gz") as tf:
+        info = tarfile.TarInfo("../evil/decode-9/sglang.log")
+        info.size = len(LOG)
+        tf.addfile(info, buf)
+    store = tmp_path / "store"
+    ingest_paths([tmp_path / "incident.tar.gz"], store)
+    df = sql(store, "SELECT DISTINCT host, source_file FROM batches")
+    assert df["host"][0] == "decode-9"
+    assert df["source_file"][0].endswith("incident.tar.gz!../evil/decode-9/sglang.log")
+    assert not (tmp_path.parent / "evil").exists()
+
+
+def test_role_and_host_options(tmp_path):
+    p = tmp_path / "x.log"
+    p.write_text(LOG)
+    res = CliRunner().invoke(main, ["ingest", str(p), "--store", str(tmp_path / "s"), "--host", "h1", "--role", "decode"])
+    assert res.exit_code == 0, res.output
+    assert sql(tmp_path / "s", "SELECT DISTINCT host, role FROM batches").rows() == [("h1", "decode")]
+
+
+def test_sql_errors_are_one_line_and_exit_1(tmp_path):
+    p = tmp_path / "x.log"
+    p.write_text(LOG)
+    r = CliRunner().invoke(main, ["ingest", str(p), "--store", str(tmp_path / "s")])
+    assert r.exit_code == 0
+    res = CliRunner().invoke(main, ["sql", "--store", str(tmp_path / "s"), "SELECT nope FROM batches"])
+    assert res.exit_code == 1
+    assert res.output.startswith("error: ")
+    assert "Traceback" not in res.output
+
+
+def test_sql_formats_and_params(tmp_path):
+    p = tmp_path / "x.log"
+    p.write_text(LOG)
+    s = str(tmp_path / "dir with 'quote")
+    CliRunner().invoke(main, ["ingest", str(p), "--store", s])
+    res = CliRunner().invoke(main, ["sql", "--store", s, "--format", "csv",
+                                    "SELECT running_req FROM batches WHERE queue_req = $q::INT", "-p", "q=2"])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines() == ["running_req", "60"]
+    res = CliRunner().invoke(main, ["sql", "--store", s, "--format", "json", "SELECT 4793981895866140836::BIGINT AS r"])
+    assert '"4793981895866140836"' in res.output  # 63-bit rooms do not fit a JSON double
+
+
+def test_missing_store_is_a_clear_error(tmp_path):
+    res = CliRunner().invoke(main, ["sql", "--store", str(tmp_path / "none"), "SELECT 1"])
+    assert res.exit_code == 1 and "no store at" in res.output and "help:" in res.output
+
+
+def test_usage_error_exit_2(tmp_path):
+    res = CliRunner().invoke(main, ["ingest", str(tmp_path), "--clock-offset", "nonsense"])
+    assert res.exit_code == 2
+
+
+def _commands(group, prefix=()):
+    import click
+
+    for name, cmd in group.commands.items():
+        yield prefix + (name,), cmd
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, prefix + (name,))
+
+
+def test_every_command_has_help_and_is_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    for path, cmd in _commands(main):
+        assert (cmd.help or "").strip(), f"{' '.join(path)} has no help text"
+        assert re.search(rf"forensics {' '.join(path)}\b", readme), f"`forensics {' '.join(path)}` is not in README.md"
+        res = CliRunner().invoke(main, [*path, "--help"])
+        assert res.exit_code == 0
+
+
+def test_tables_prints_every_table():
+    from forensics import schema
+
+    res = CliRunner().invoke(main, ["tables", "--format", "markdown"])
+    assert res.exit_code == 0
+    for t in schema.TABLES:
+        assert f"### `{t}`" in res.output
+
+
+def test_package_ships_parsers_and_queries(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path),
+                    str(ROOT)], check=True, capture_output=True)
+    import zipfile
+
+    whl = next(tmp_path.glob("forensics-*.whl"))
+    names = zipfile.ZipFile(whl).namelist()
+    assert "parsers/server_log.py" in names
+    assert "queries/__init__.py" in names
+    sql_files = sorted(p.name for p in (ROOT / "queries").glob("*.sql"))
+    for f in sql_files:
+        assert f"queries/{f}" in names
+    for f in sorted(p.name for p in (ROOT / "forensics" / "views").glob("*.sql")):
+        assert f"forensics/views/{f}" in names
