@@ -81,7 +81,19 @@ def choose_parser(src: Source, forced: str | None):
 
     with src.open() as f:
         head = safe_read(f, SNIFF_BYTES, None)
-    return max(PARSERS, key=lambda p: p.sniff(head, src.path))
+    best = max(PARSERS, key=lambda p: p.sniff(head, src.path))
+    if best.sniff(head, src.path) < 0.5 and _looks_binary(head):
+        raise InputError(f"{src.path} is a binary file, not a log or transcript", file=src.path,
+                         help="leave core dumps and other binaries out of the ingest paths, or pass --format")
+    return best
+
+
+def _looks_binary(head: bytes) -> bool:
+    """More than 10% bytes that no text log contains (NULs and C0 controls other than tab/newlines)."""
+    if not head:
+        return False
+    odd = sum(1 for b in head[:8192] if b < 9 or 13 < b < 32 or b == 127)
+    return odd > len(head[:8192]) * 0.10
 
 
 class _HashingStream:
@@ -92,6 +104,12 @@ class _HashingStream:
 
     def read(self, n=-1):
         b = self.inner.read(n)
+        self.h.update(b)
+        self.n += len(b)
+        return b
+
+    def read1(self, n=-1):
+        b = self.inner.read1(n) if hasattr(self.inner, "read1") else self.inner.read(n)
         self.h.update(b)
         self.n += len(b)
         return b
@@ -132,7 +150,7 @@ def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress:
     try:
         parser = choose_parser(src, opts.format)
     except InputError as e:
-        res.status, res.error = "failed", e.what
+        res.status, res.error = "failed", e.render()
         return res
     res.format = parser.name
     ctx = Context(host=host, role=opts.role, tz=opts.tz, year=opts.year, run=opts.run, on_progress=progress)

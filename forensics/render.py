@@ -34,6 +34,12 @@ def _cell(v) -> str:
     return escape_control(str(v))
 
 
+def dumps_json(obj) -> str:
+    """JSON with non-ASCII text kept readable but control and bidi characters as \\u escapes."""
+    text = json.dumps(obj, default=_json_default, ensure_ascii=False, indent=1)
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _json_default(v):
     if isinstance(v, (dt.datetime, dt.date)):
         return v.isoformat()
@@ -61,9 +67,12 @@ def flat(df: pl.DataFrame) -> pl.DataFrame:
 def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None) -> None:
     out = out or sys.stdout
     if fmt == "csv":
-        out.write(flat(df).write_csv() if df.width else "")
+        # CSV lands in terminals too: escape control characters in text cells
+        df = flat(df)
+        out.write(df.with_columns(pl.col(pl.Utf8).map_elements(escape_control, return_dtype=pl.Utf8, skip_nulls=True))
+                  .write_csv() if df.width else "")
     elif fmt == "json":
-        out.write(json.dumps(to_json_rows(df), default=_json_default, ensure_ascii=False, indent=1) + "\n")
+        out.write(dumps_json(to_json_rows(df)) + "\n")
     elif fmt == "markdown":
         out.write(markdown(df))
     else:

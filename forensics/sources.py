@@ -86,7 +86,11 @@ def _file(path: str) -> Iterator[Source]:
     if _is_tar(path):
         yield from _tar_members(path, path)
         return
-    st = os.stat(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        yield Source(path=path, fs_path=path)  # fails on open, with the reason, under its name
+        return
     yield Source(path=path, fs_path=path, size=st.st_size, mtime=st.st_mtime)
 
 
@@ -101,6 +105,12 @@ def _walk(root: str, dir_claim) -> Iterator[Source | tuple[str, str]]:
         dirs[:] = sorted(x for x in dirs if not x.startswith("."))
         for f in sorted(files):
             full = os.path.join(d, f)
-            if f.startswith(".") or not os.path.isfile(full):
+            if f.startswith("."):
+                continue
+            if os.path.islink(full) and not os.path.exists(full):
+                # a dangling link is reported (ingest fails it by name), never skipped in silence
+                yield Source(path=full, fs_path=full)
+                continue
+            if not os.path.isfile(full):
                 continue
             yield from _file(full)

@@ -33,12 +33,21 @@ def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=N
 
 def safe_read(stream: IO[bytes], n: int, notes: list | None) -> bytes:
     """Read, treating a cut .gz / .zst (a crashed writer, a partial copy) as the end of the data."""
-    try:
-        return stream.read(n)
-    except (EOFError, OSError, ValueError) as e:
-        if notes is not None:
-            notes.append(f"compressed stream is cut ({type(e).__name__}: {e}); kept what was readable")
-        return b""
+    # Small reads: a decompressor that hits the cut raises and drops what that one call had read.
+    parts, got = [], 0
+    read = getattr(stream, "read1", stream.read)  # read1: one decompressor step, nothing held back
+    while got < n:
+        try:
+            b = read(min(1 << 20, n - got))
+        except (EOFError, OSError, ValueError) as e:
+            if notes is not None:
+                notes.append(f"compressed stream is cut ({type(e).__name__}: {e}); kept what was readable")
+            break
+        if not b:
+            break
+        parts.append(b)
+        got += len(b)
+    return b"".join(parts)
 
 
 def _blocks(stream: IO[bytes], block_bytes: int, on_progress, notes) -> Iterator[pl.DataFrame]:

@@ -21,9 +21,10 @@ import polars as pl
 
 from forensics.schema import RANKS
 from parsers.base import Batch, Context, Sample, Source
-from parsers.lines import MAX_LINE_CHARS, read_blocks
+from parsers.lines import MAX_LINE_CHARS, read_blocks, safe_read
 
 name = "server_log"
+HEAD_BYTES = 4 << 20  # read up front for the year and the role
 description = "SGLang server log (prefill / decode / unified), with uvicorn, NIXL, UCX, NCCL lines and tracebacks"
 
 # --- outer wrappers (§3) -----------------------------------------------------------------------
@@ -70,10 +71,18 @@ KIND_RULES: list[tuple[str, str]] = [
      r"|NIXL transport error|NIXL staging transfer failed|KVSender failed to post|Failed to send (?:kv chunk|state components|aux data)"
      r"|failed due to node failure|KVSender transfer encountered an error|Failed to read NIXL transfer state"
      r"|left a handle running|NIXL bulk transfer failed|Failed to post prepared state transfer|Missing aux index"
-     r"|^Session \S+ failed\.|Failed to transfer data from|AUX_DATA length mismatch"),
+     r"|^Session \S+ failed\.|Failed to transfer data from|AUX_DATA length mismatch"
+     r"|KVSender failed to create|NIXL transfers could not be retired"),
     ("abort",
      r"^Abort |Aborted by |Abort request for rid|Abort in waiting queue|abort notification for room|ABORT_ACK"
      r"|Request (?:waiting|running) timeout reached|Failed to notify KV sender of abort|Malformed ABORT"),
+    # NIXL peers (NIXL.md §10.5, §9.6): disconnect / reconnect with SGLANG_DISAGGREGATION_NIXL_ENABLE_RECONNECT
+    ("peer_disconnect",
+     r"NIXL peer \S+ disconnected|NIXL invalidated remote agent|remote agent '[^']*' was (?:disconnected|invalidated)"),
+    ("peer_reconnect", r"Reconnected NIXL peer"),
+    ("peer_register", r"Register KVArgs from \S+ successfully|Peer \S+ was already registered"),
+    # nixl._bindings / nixl_cu12._bindings / nixl_cu13._bindings exceptions (NIXL.md §6)
+    ("nixl_error", r"_bindings\.nixl\w+Error|\bnixl[A-Z]\w*Error: NIXL_"),
     ("watchdog_timeout", r"[Ww]atchdog timeout"),
     ("health_check_failed", r"Health check failed"),
     ("collective_timeout",
@@ -85,6 +94,11 @@ KIND_RULES: list[tuple[str, str]] = [
     ("retract", r"KV cache pool is full\. Retract requests|#retracted_reqs"),
     ("req_time_stats", r"^ReqTimeStats\("),
     ("hicache", r"HiCache|[Hh]icache|hierarchical KV host pool|Finished backup request"),
+    # a notification payload {room}_kv_{chunk}_{is_last}[_{rank}], {room}_aux, {room}_state_..., {room}_stg_...
+    # with an optional nixlv2_<gen>_ prefix (NIXL.md §10.3); only DEBUG logging prints them
+    ("transfer_notif", r"(?:^|[\s'\"=:(\[])(?:nixlv2_\d+_)?\d{1,19}_(?:kv_\d+_(?:[01]|True|False)|aux\b|aux_nokv_|state_\d|stg_\d)"),
+    # prefill learned the decode destination of a room (NIXL debug lines, SGLANG.md §9.6)
+    ("bootstrapped", r"room=\d+ is bootstrapped|got info room=\d+"),
     ("nixl", r"NIXL|[Nn]ixl|FakeKVSender|KVManager"),
     ("bootstrap", r"[Bb]ootstrap|boostrap|Register KVArgs|Attempting to reconnect|dp_rank=\d+ for bootstrap_room"),
     ("warmup", r"[Ww]armup"),
@@ -100,7 +114,13 @@ RE_BARE_KNOWN = (
     r"|Decode handshake failed|Context corruption detected|KV checksum mismatch|NIXL transfer encountered ERR"
     r"|Scheduler hit an exception|Received sigquit|Health check failed|Lost connection with prefill"
     r"|Backend \w+ was instantiated|Initialized NIXL agent|Loaded plugin|Created NIXL agent|NIXL "
-    r"|(?:Prefill|Decode) batch[., ]|Receive: |Finish: |Abort |Request \d+ timed out)"
+    r"|(?:Prefill|Decode) batch[., ]|Receive: |Finish: |Abort |Request \d+ timed out"
+    # NIXL python logger from 0.6.0: `<date> <time> NIXL <LEVEL> <file>.py:<line> <msg>` (NIXL.md §6)
+    r"|\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)? NIXL +[A-Z]+ +\S+\.py:\d+ "
+    # sglang NIXL connector lines copied without their prefix (NIXL.md §10.5)
+    r"|Received abort notification for room|Sent abort notification for room|Reconnected NIXL peer"
+    r"|Register KVArgs from|got info room=|room=\d+ is bootstrapped|sending kvcache to|KVSender "
+    r"|Transfer for room \d+ failed|Failed to (?:send|notify|read NIXL))"
 )
 
 FAILURE_KINDS = ("transfer_failed", "bootstrap_failed", "abort", "corruption_detected", "checksum_mismatch",
@@ -126,6 +146,8 @@ REASON_RULES: list[tuple[str, str]] = [
     ("bootstrap_info", r"Could not fetch|Failed to get prefill server info|Error fetching prefill|to prefill \S+ failed"),
     ("metadata_corruption", r"Context corruption detected|Metadata unexpectedly|Metadata corruption"),
     ("checksum_mismatch", r"[Cc]hecksum mismatch"),
+    ("remote_disconnect",
+     r"NIXL_ERR_REMOTE_DISCONNECT|RemoteDisconnect|remote agent \S+ was disconnected|NIXL peer \S+ disconnected"),
     ("transport", r"NIXL|UCX|Work Request Flushed|KVSender|[Ss]ession \S+ (?:failed|is not alive)|Failed to send"),
     ("unknown_rank", r"unknown reason from another rank"),
     ("collective_timeout", r"timed out after \d+ ?ms|collective operation timeout|milliseconds before timing out"),
@@ -141,6 +163,8 @@ RID_PATTERNS = [
 ROOM_PATTERNS = [
     r"bootstrap_room[=:] ?'?(\d+)", r'"bootstrap_room": ?"?(\d+)', r"\broom[= ](\d+)", r"for room (\d+)",
     r"^Request (\d{1,19}) (?:timed out|waiting_timeout)", r"\(bootstrap_room: (\d+)\)",
+    r"bootstrap_room (\d+)",
+    r"(?:^|[\s'\"=:(\[])(?:nixlv2_\d+_)?(\d{1,19})_(?:kv|aux|state|stg)(?:_|\b)",
 ]
 
 # --- stats lines: known keys -> columns (SGLANG.md §14 normalisation) ---------------------------
@@ -540,22 +564,21 @@ def sniff(head: bytes, path: str) -> float:
 
 
 def parse(source: Source, ctx: Context) -> Iterator[Batch]:
-    with source.open() as stream:
-        try:
-            head = stream.peek(8 << 20)[: 8 << 20] if hasattr(stream, "peek") else b""
-        except (EOFError, OSError):
-            head = b""
-        head_text = head.decode("utf-8", "replace")
-        year = ctx.year or _guess_year(head_text)
-        if year is None and source.mtime:
-            import datetime as _dt
+    # The head (for the year and the role) is read from its own stream: peeking a gzip stream
+    # returns one buffer at most, and a cut one raises inside peek.
+    with source.open() as head_stream:
+        head_text = safe_read(head_stream, HEAD_BYTES, None).decode("utf-8", "replace")
+    year = ctx.year or _guess_year(head_text)
+    if year is None and source.mtime:
+        import datetime as _dt
 
-            year = _dt.datetime.fromtimestamp(source.mtime, _dt.timezone.utc).year
-            ctx.notes.append(f"no dated line in the head: year {year} taken from the file date")
-        year = year or 1970
-        role = ctx.role or infer_role(head_text) or _role_from_name(source.path) or "unknown"
-        ctx.inferred_role = role
-        first_ts = last_ts = None
+        year = _dt.datetime.fromtimestamp(source.mtime, _dt.timezone.utc).year
+        ctx.notes.append(f"no dated line in the head: year {year} taken from the file date")
+    year = year or 1970
+    role = ctx.role or infer_role(head_text) or _role_from_name(source.path) or "unknown"
+    ctx.inferred_role = role
+    first_ts = last_ts = None
+    with source.open() as stream:
         for df, _ in read_blocks(stream, on_progress=ctx.on_progress, notes=ctx.notes):
             out = _parse_block(df, ctx, year, role, source.path)
             yield out
@@ -564,7 +587,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
                     lo, hi = out[t]["ts"].min(), out[t]["ts"].max()
                     first_ts = lo if first_ts is None or (lo is not None and lo < first_ts) else first_ts
                     last_ts = hi if last_ts is None or (hi is not None and hi > last_ts) else last_ts
-        ctx.first_ts, ctx.last_ts = first_ts, last_ts
+    ctx.first_ts, ctx.last_ts = first_ts, last_ts
 
 
 def _role_from_name(path: str) -> str | None:
@@ -733,6 +756,62 @@ samples = [
         "bare_prefill_transfer_failed",
         "Unexpected transfer worker error for room 1788380104266545413\n",
         {"events": [{"kind": "transfer_failed", "bootstrap_room": 1788380104266545413, "ts": None}]},
+    ),
+    # NIXL connector lines (NIXL.md §10.3-§10.5, SGLANG.md §9.4-§9.6): each must land with its room
+    Sample(
+        "nixl_transfer_encountered_err",
+        "[2026-07-21 08:06:26 DP3 TP3] Prefill transfer failed for request rank=3 req.rid='7d1c0c8f3a9e4f0a9b2d6c1e5f4a3b21' "
+        "req.bootstrap_room=6593551520068383758 with exception NIXL transfer encountered ERR room=6593551520068383758\n"
+        "NIXL transfer encountered ERR room=4127750395128840213\n",
+        {"events": [{"kind": "transfer_failed", "bootstrap_room": 6593551520068383758, "reason": "transport"},
+                    {"kind": "transfer_failed", "bootstrap_room": 4127750395128840213, "ts": None}]},
+    ),
+    Sample(
+        "nixl_abort_notifications",
+        "[2025-12-03 12:35:01 TP0] Received abort notification for room 4127750395128840213, marked as Failed\n"
+        "[2025-12-03 12:35:01 TP0] Sent abort notification for room 6593551520068383758 to 10.0.0.2:17000\n",
+        {"events": [{"kind": "abort", "bootstrap_room": 4127750395128840213, "reason": "aborted"},
+                    {"kind": "abort", "bootstrap_room": 6593551520068383758, "peer": "10.0.0.2:17000"}]},
+    ),
+    Sample(
+        "nixl_peer_register_disconnect_reconnect",
+        "[2025-10-21 08:15:40 TP0] Register KVArgs from def7d2f1-d482-4cd2-b6de-f238da5a9c70 successfully\n"
+        "[2026-08-14 09:12:44 DP0 TP0] NIXL peer def7d2f1-d482-4cd2-b6de-f238da5a9c70 disconnected; retiring its transfer batch\n"
+        "[2026-08-14 09:12:47 DP0 TP0] Reconnected NIXL peer def7d2f1-d482-4cd2-b6de-f238da5a9c70\n",
+        {"events": [{"kind": "peer_register"}, {"kind": "peer_disconnect"}, {"kind": "peer_reconnect"}]},
+    ),
+    Sample(
+        "nixl_bootstrapped_debug",
+        "[2025-10-21 08:15:41 TP0] got info room=4127750395128840213 agent_name='def7d2f1-d482-4cd2-b6de-f238da5a9c70' "
+        "required_dst_info_num=1\n"
+        "[2025-10-21 08:15:41 TP0] room=4127750395128840213 is bootstrapped\n",
+        {"events": [{"kind": "bootstrapped", "bootstrap_room": 4127750395128840213},
+                    {"kind": "bootstrapped", "bootstrap_room": 4127750395128840213}]},
+    ),
+    Sample(
+        "nixl_notification_payloads_every_era",
+        "[2025-04-30 14:24:01 TP0] sending kvcache to def7d2f1-d482-4cd2-b6de-f238da5a9c70 with notif 4127750395128840213_kv_0_0\n"
+        "[2025-10-21 08:15:41 TP0] sending kvcache to def7d2f1-d482-4cd2-b6de-f238da5a9c70 with notif 4127750395128840213_kv_2_1_3\n"
+        "[2025-10-21 08:15:41 TP0] sending kvcache to def7d2f1-d482-4cd2-b6de-f238da5a9c70 with notif 4127750395128840213_aux\n"
+        "[2026-03-01 10:00:00 TP3] sending kvcache to def7d2f1-d482-4cd2-b6de-f238da5a9c70 with notif "
+        "nixlv2_2_6593551520068383758_state_3_0\n"
+        "[2026-03-01 10:00:00 TP3] sending kvcache to def7d2f1-d482-4cd2-b6de-f238da5a9c70 with notif "
+        "6593551520068383758_kv_1_1_3_part_0_2\n",
+        {"events": [{"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
+                    {"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
+                    {"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
+                    {"kind": "transfer_notif", "bootstrap_room": 6593551520068383758},
+                    {"kind": "transfer_notif", "bootstrap_room": 6593551520068383758}]},
+    ),
+    Sample(
+        "nixl_python_binding_eras",
+        "Backend UCX was instantiated\n"
+        "Initialized NIXL agent: 1a960978-55e9-442c-8dbf-587836a91547\n"
+        "2026-02-27 15:01:50 NIXL INFO    _api.py:212 Initialized NIXL agent: 8f3e2a1c-5b7d-4e9f-a0b1-c2d3e4f5a6b7\n"
+        "[2026-02-27 15:01:52 TP0] NIXL transport error for room 4127750395128840213: "
+        "nixl._bindings.nixlRemoteDisconnectError: NIXL_ERR_REMOTE_DISCONNECT\n",
+        {"events": [{"kind": "nixl_log"}, {"kind": "nixl_log"}, {"kind": "nixl"},
+                    {"kind": "transfer_failed", "bootstrap_room": 4127750395128840213, "reason": "remote_disconnect"}]},
     ),
     Sample(
         "truncated_last_line",
