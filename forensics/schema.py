@@ -185,3 +185,86 @@ def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
         else:
             cols.append(pl.lit(None, dtype=c.dtype).alias(c.name))
     return df.select(cols)
+
+
+# --- agent transcripts (issue 4) ----------------------------------------------------------------
+_TURN_CORE = (
+    Column("source", pl.Utf8, "'opencode' | 'openai_proxy' | 'claude_code' | 'outputs_dir'"),
+    Column("session_id", pl.Utf8, "session (opencode ses_…, Claude Code sessionId, proxy session or file, outputs folder)"),
+    Column("turn_id", pl.Utf8, "the assistant message / exchange / output file; unique within (source, session_id)"),
+    Column("t_start", TS, "UTC time the request went out (request line, assistant time.created, previous user line)"),
+    Column("t_end", TS, "UTC time the reply was complete (response line, time.completed, assistant line, file mtime)"),
+    Column("model", pl.Utf8, "model name the source records"),
+    Column("finish_reason", pl.Utf8, "stop | length | tool_calls | content_filter | abort | error | …, in sglang's words"),
+    Column("prompt_tokens", pl.Int64, "prompt tokens (opencode: input + cache.read)"),
+    Column("completion_tokens", pl.Int64, "completion tokens (opencode: output + reasoning)"),
+    Column("n_tool_calls", pl.Int64, "structured tool calls in the reply"),
+    Column("content_chars", pl.Int64, "characters of visible content"),
+    Column("reasoning_chars", pl.Int64, "characters of reasoning content"),
+    Column("rid", pl.Utf8, "sglang rid when the source carries it (request rid, or a 32-hex response id)"),
+    Column("bootstrap_room", pl.Int64, "PD bootstrap room when the request carried one"),
+    Column("http_status", pl.Int32, "HTTP status of the response (proxy; API errors in opencode / Claude Code)"),
+    Column("signatures", pl.List(pl.Utf8), "corruption signatures that fired, 'S1'..'S16' (TRANSCRIPTS.md §6)"),
+    Column("corruption_class", pl.Utf8, "'clean' | 'parse_leak' | 'incoherent' | 'empty' | 'config' | 'transfer_error'"),
+    Column("corrupted", pl.Boolean, "class is parse_leak, incoherent or empty (config and transfer_error are not corruption)"),
+    Column("evidence", pl.Utf8, "snippet per deciding signature, the match between ⟦ ⟧, control characters escaped"),
+)
+_TURN_EXTRA = (
+    Column("degraded_markup", pl.Boolean, "markup that fired was an ASCII / spaced look-alike of DSML or a special token"),
+    Column("seq", pl.Int64, "0-based position of the turn in its session, by time"),
+    Column("parent_id", pl.Utf8, "the user message or request the turn answers"),
+    Column("error_text", pl.Utf8, "error body or message recorded for the turn"),
+    Column("reasoning_tokens", pl.Int64, "reasoning tokens, where reported"),
+    Column("cached_tokens", pl.Int64, "prefix-cache tokens, where reported"),
+    Column("response_id", pl.Utf8, "upstream response id (chatcmpl-…, msg_…, a rid)"),
+    Column("truncated", pl.Boolean, "the reply is cut short in the record (a stream without [DONE])"),
+    Column("source_file", pl.Utf8, "input file or folder"),
+    Column("line_no", pl.Int64, "line of the reply (JSONL), else its ordinal in the file"),
+)
+
+TURNS = register(Table(
+    "turns",
+    "One row per assistant turn of an agent transcript, as parsed: the canonical turn record "
+    "(TRANSCRIPTS.md §10) with its text and corruption verdict. Read `replies` for the linked view.",
+    _TURN_CORE + _TURN_EXTRA + (
+        Column("content", pl.Utf8, "visible reply text"),
+        Column("reasoning", pl.Utf8, "reasoning text"),
+        Column("tool_calls", pl.Utf8, "structured tool calls, JSON [{id, name, arguments}]"),
+        Column("offered_tools", pl.Utf8, "names of the tools the request offered, JSON, when known"),
+    ),
+))
+
+REPLY_CANDIDATES = register(Table(
+    "reply_candidates",
+    "Every server request that could be a turn's upstream request, with how it matched and a score.",
+    (
+        Column("source", pl.Utf8, "turn source"),
+        Column("session_id", pl.Utf8, "turn session"),
+        Column("turn_id", pl.Utf8, "turn id"),
+        Column("method", pl.Utf8, "'rid' | 'bootstrap_room' | 'time_tokens'"),
+        Column("score", pl.Float64, "0..1: 1 for a rid, lower for weaker matches"),
+        Column("server_rid", pl.Utf8, "rid of the server request"),
+        Column("server_bootstrap_room", pl.Int64, "bootstrap room of the server request"),
+        Column("server_host", pl.Utf8, "host that logged the request"),
+        Column("server_role", pl.Utf8, "role of that host"),
+        Column("server_ts", TS, "time of the request line"),
+        Column("server_event", pl.Utf8, "'request_finished' | 'request_received'"),
+        Column("prompt_tokens_diff", pl.Int64, "server prompt_tokens minus the turn's"),
+        Column("completion_tokens_diff", pl.Int64, "server completion_tokens minus the turn's"),
+    ),
+    view=True,
+))
+
+REPLIES = register(Table(
+    "replies",
+    "One row per assistant turn with its corruption verdict and its link to the server request.",
+    _TURN_CORE + (
+        Column("link_method", pl.Utf8, "'rid' | 'bootstrap_room' | 'time_tokens' | NULL when no unique match"),
+        Column("link_confidence", pl.Float64, "0..1 confidence of the link"),
+        Column("link_candidates", pl.Int64, "server requests that matched by the chosen method (see reply_candidates)"),
+        Column("server_rid", pl.Utf8, "rid of the linked server request"),
+        Column("server_bootstrap_room", pl.Int64, "bootstrap room of the linked server request"),
+        Column("server_host", pl.Utf8, "host that logged the linked request (decode side preferred)"),
+    ) + _TURN_EXTRA,
+    view=True,
+))

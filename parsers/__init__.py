@@ -9,9 +9,14 @@ the first most-confident parser wins. Parsers that take a whole folder also defi
 from __future__ import annotations
 
 from parsers import server_log
+from parsers import claude_code, openai_proxy, opencode, outputs_dir
 
 PARSERS = [
     server_log.PARSER,
+    openai_proxy.PARSER,
+    claude_code.PARSER,
+    opencode.PARSER,
+    outputs_dir.PARSER,
 ]
 
 

@@ -1,0 +1,697 @@
+"""Corruption signatures S1-S16 of an assistant reply (../shared/formats/TRANSCRIPTS.md §6).
+
+Each signature is one function `sN(turn, th) -> Hit | None`; `assess_session` runs them over the
+turns of one session, adds the session verdicts (per-session entropy baseline for S14, the
+'config' class for a leak on every tool call) and picks one class per turn.
+
+Rules that hold for all of them:
+- exact code points (U+FF5C `｜`, U+2581 `▁`); text is never NFKC-normalised, since that would
+  turn `｜` into `|` and make exact and degraded markup indistinguishable;
+- degraded ASCII look-alikes (`<|DSML|`, `< | DSML | `, `_` for `▁`) count, but are reported as
+  degraded in the evidence and the `degraded_markup` column;
+- text inside fenced code blocks and inline code is not evidence: it is blanked (same length, so
+  offsets still point into the original text) before markup is searched;
+- markup that is visibly talked about ("the `<think>` tag", a quoted `"<result>"`) is not a leak.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import unicodedata
+import zlib
+from collections import Counter
+
+FW, LB = "\uff5c", "\u2581"  # ｜ and ▁
+DSML = f"{FW}DSML{FW}"
+BOS, EOS = f"<{FW}begin{LB}of{LB}sentence{FW}>", f"<{FW}end{LB}of{LB}sentence{FW}>"
+
+CLASSES = ("clean", "parse_leak", "incoherent", "empty", "config", "transfer_error")
+# 'config' is a deployment verdict and 'transfer_error' a known failure (S5, S16 rows of §6): they
+# anchor correlation but are not corruption of an otherwise working reply.
+CORRUPTED_CLASSES = ("parse_leak", "incoherent", "empty")
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+    """The defaults of §6; every one can be changed per run."""
+
+    loop_min_chars: int = 200
+    loop_min_copies: int = 8
+    loop_max_unit: int = 32
+    loop_min_cover: float = 0.30
+    zlib_min_chars: int = 500
+    zlib_max_ratio: float = 0.15
+    line_min_repeats: int = 5
+    # a status line ("**Result:** passed") may recur across sections of a long report; a loop
+    # dominates the text or repeats back to back
+    line_min_share: float = 0.30
+    line_min_consecutive: int = 3
+    salad_window_tokens: int = 24
+    salad_min_chars: int = 100
+    salad_min_share: float = 0.40
+    switch_per_100: float = 3.0
+    entropy_min_turns: int = 10
+    entropy_min_chars: int = 200
+    entropy_sigmas: float = 3.0
+    # entropy of prose moves by ~0.1-0.2 bit between ordinary replies; a floor keeps a very
+    # uniform session from flagging every slightly different reply
+    entropy_min_sigma: float = 0.25
+    config_min_tool_turns: int = 2
+
+
+DEFAULT = Thresholds()
+
+
+@dataclasses.dataclass(frozen=True)
+class Hit:
+    """Where a signature fired: the signature, the field, the span, and whether markup was degraded."""
+
+    sig: str
+    field: str  # 'content' | 'reasoning' | 'tool_calls' | 'meta' | 'error'
+    start: int = 0
+    end: int = 0
+    note: str = ""
+    degraded: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    signatures: list[str]
+    corruption_class: str
+    corrupted: bool
+    evidence: str | None
+    degraded: bool
+
+
+# --- text preparation ---------------------------------------------------------------------------
+_FENCE = re.compile(r"(?ms)^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?^[ \t]*\1[ \t]*$")
+_INLINE = re.compile(r"``[^`\n]+``|`[^`\n]+`")
+# a tag followed by "tag"/"token"/"marker" or wrapped in quotes is being talked about, not emitted
+_DISCUSSED_AFTER = re.compile(r"[ \t]+(?:tags?|tokens?|markers?|delimiters?|blocks?|strings?)\b", re.I)
+_QUOTES = "\"'“”‘’「」«»"
+
+
+def _blank(m: re.Match) -> str:
+    return re.sub(r"[^\n]", " ", m.group())
+
+
+def prose(text: str | None) -> str:
+    """`text` with fenced and inline code blanked out, offsets unchanged."""
+    if not text:
+        return ""
+    return _INLINE.sub(_blank, _FENCE.sub(_blank, text))
+
+
+def _emitted(text: str, m: re.Match) -> bool:
+    """False when the markup at `m` is quoted or named as a tag in prose."""
+    before = text[m.start() - 1] if m.start() > 0 else ""
+    after = text[m.end()] if m.end() < len(text) else ""
+    if before in _QUOTES and after in _QUOTES:
+        return False
+    return not _DISCUSSED_AFTER.match(text, m.end())
+
+
+def _find(pattern: re.Pattern, text: str) -> re.Match | None:
+    for m in pattern.finditer(text):
+        if _emitted(text, m):
+            return m
+    return None
+
+
+def _count(pattern: re.Pattern, text: str) -> int:
+    return sum(1 for m in pattern.finditer(text) if _emitted(text, m))
+
+
+RE_DSML = re.compile(re.escape(DSML))
+RE_DSML_DEGRADED = re.compile(r"<\s*[|｜]{1,2}\s*DSML\s*[|｜]{1,2}|[|｜]\s+DSML\s*[|｜]|[|｜]\s*DSML\s+[|｜]|\|{1,2}DSML\|{1,2}")
+RE_WRAPPER_OPEN = re.compile(f"<{DSML}(?:function_calls|tool_calls)>")
+RE_WRAPPER_CLOSE = re.compile(f"</{DSML}(?:function_calls|tool_calls)>")
+RE_INVOKE_OPEN = re.compile(f"<{DSML}invoke\\b")
+RE_INVOKE_CLOSE = re.compile(f"</{DSML}invoke>")
+RE_PARAM_OPEN = re.compile(f"<{DSML}parameter\\b")
+RE_PARAM_CLOSE = re.compile(f"</{DSML}parameter>")
+RE_PARAM_TAG = re.compile(f"<{DSML}parameter\\b[^>\\n]*>")
+RE_PLAIN_PARAM = re.compile(r"<parameter\s+name=")
+RE_V3_TOOL = re.compile(f"<{FW}tool{LB}(?:calls{LB}begin|call{LB}begin|calls{LB}end|call{LB}end|sep|output{LB}begin|outputs{LB}begin|output{LB}end|outputs{LB}end){FW}>")
+RE_SPECIAL = re.compile(
+    f"{re.escape(BOS)}|{re.escape(EOS)}|<{FW}User{FW}>|<{FW}Assistant{FW}>|<{FW}tool{LB}[a-z{LB}]+{FW}>"
+    r"|<function_results>|</function_results>|<result>")
+# ASCII / underscore look-alikes of the special tokens
+RE_SPECIAL_DEGRADED = re.compile(
+    r"<\s*[|｜]\s*(?:begin[_▁ ]of[_▁ ]sentence|end[_▁ ]of[_▁ ]sentence|User|Assistant|tool[_▁ ][a-z_▁ ]+?)\s*[|｜]\s*>")
+RE_THINK = re.compile(r"</?think>")
+RE_THINK_CLOSE = re.compile(r"</think>")
+ERROR_BODY = re.compile(r"KVTransferError|Decode transfer failed|Prefill transfer failed|bootstrap_room mismatch"
+                        r"|KVPoll\.WaitingForInput")
+
+
+def _fields(turn) -> list[tuple[str, str, str]]:
+    """(field, original, prose) for content and reasoning."""
+    out = []
+    for f in ("content", "reasoning"):
+        raw = getattr(turn, f) or ""
+        out.append((f, raw, prose(raw)))
+    return out
+
+
+def _hit_in(sig: str, field: str, m: re.Match, note: str = "", degraded: bool = False) -> Hit:
+    return Hit(sig, field, m.start(), m.end(), note, degraded)
+
+
+def _dsml_anywhere(text: str) -> re.Match | None:
+    return _find(RE_DSML, text) or _find(RE_DSML_DEGRADED, text)
+
+
+# --- S1-S16 -------------------------------------------------------------------------------------
+def s1_dsml_in_content(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S1 DSML_IN_CONTENT: DSML (exact or degraded) in `content` while `tool_calls` is empty."""
+    if turn.tool_calls:
+        return None
+    text = prose(turn.content)
+    m = _find(RE_DSML, text)
+    if m:
+        return _hit_in("S1", "content", m)
+    m = _find(RE_DSML_DEGRADED, text)
+    if m:
+        return _hit_in("S1", "content", m, "degraded", degraded=True)
+    return None
+
+
+_RE_S2 = re.compile(f"<{DSML}(?:function_calls|tool_calls)>|<{DSML}invoke")
+_RE_S2_DEGRADED = re.compile(r"<\s*[|｜]{1,2}\s*DSML\s*[|｜]{1,2}\s*(?:function_calls|tool_calls|invoke)")
+
+
+def s2_dsml_in_reasoning(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S2 DSML_IN_REASONING: a DSML wrapper or invoke inside `reasoning` (the model skipped `</think>`)."""
+    text = prose(turn.reasoning)
+    m = _find(_RE_S2, text)
+    if m:
+        return _hit_in("S2", "reasoning", m)
+    m = _find(_RE_S2_DEGRADED, text)
+    return _hit_in("S2", "reasoning", m, "degraded", degraded=True) if m else None
+
+
+def s3_unbalanced_dsml(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S3 UNBALANCED_DSML: opening and closing DSML tags of a pair differ in number."""
+    for field, _raw, text in _fields(turn):
+        for name, op, cl in (("wrapper", RE_WRAPPER_OPEN, RE_WRAPPER_CLOSE), ("invoke", RE_INVOKE_OPEN, RE_INVOKE_CLOSE),
+                             ("parameter", RE_PARAM_OPEN, RE_PARAM_CLOSE)):
+            n_open, n_close = _count(op, text), _count(cl, text)
+            if n_open != n_close:
+                m = _find(op, text) or _find(cl, text)
+                note = f"{name}: {n_open} open, {n_close} closed"
+                if turn.finish_reason == "length":
+                    note += " (truncated at length)"
+                return _hit_in("S3", field, m, note)
+    return None
+
+
+def s4_bare_invoke(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S4 BARE_INVOKE: a DSML invoke with no `function_calls` / `tool_calls` wrapper around it."""
+    for field, _raw, text in _fields(turn):
+        m = _find(RE_INVOKE_OPEN, text)
+        if m and not _find(RE_WRAPPER_OPEN, text) and not _find(RE_WRAPPER_CLOSE, text):
+            return _hit_in("S4", field, m)
+    return None
+
+
+def expected_dialect(model: str | None) -> str | None:
+    """Tool-call dialect a deployment of `model` should emit, from its name; None if unknown."""
+    if not model:
+        return None
+    m = model.lower()
+    if re.search(r"v4\b|v4[-_.]", m):
+        return "dsml_v4"
+    if re.search(r"v3[._-]?2", m):
+        return "dsml_v32"
+    if re.search(r"v3[._-]?1|\br1\b|-r1|v3(?:[-_]0324)?\b", m):
+        return "v3"
+    return None
+
+
+_DIALECTS = (
+    ("dsml_v32", re.compile(f"<{DSML}function_calls>")),
+    ("dsml_v4", re.compile(f"<{DSML}tool_calls>")),
+    ("v3", re.compile(f"<{FW}tool{LB}calls?{LB}begin{FW}>")),
+)
+
+
+def s5_wrong_dialect(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S5 WRONG_DIALECT: tool markup of another model generation than the deployment's (template/parser mismatch)."""
+    want = expected_dialect(turn.model)
+    if want is None:
+        return None
+    for field, _raw, text in _fields(turn):
+        for dialect, pat in _DIALECTS:
+            if dialect == want:
+                continue
+            m = _find(pat, text)
+            if m:
+                return _hit_in("S5", field, m, f"{dialect} markup from a {want} deployment")
+    return None
+
+
+_RE_STRING_ATTR = re.compile(r'\bstring="([^"]*)"')
+
+
+def s6_malformed_param(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S6 MALFORMED_PARAM: a parameter without the DSML marker, without `string=`, or with a bad `string=` value.
+
+    A plain `<parameter name=` counts only beside DSML markup, so XML in ordinary prose does not.
+    (The fourth rule of §6, `arguments == "{}"` against a raw invoke body, needs the raw completion
+    text, which no transcript source keeps.)
+    """
+    for field, _raw, text in _fields(turn):
+        if not _dsml_anywhere(text):
+            continue
+        m = _find(RE_PLAIN_PARAM, text)
+        if m:
+            return _hit_in("S6", field, m, "parameter without the DSML marker")
+        for m in RE_PARAM_TAG.finditer(text):
+            attr = _RE_STRING_ATTR.search(m.group())
+            if attr is None:
+                return _hit_in("S6", field, m, "DSML parameter without string=")
+            if attr.group(1) not in ("true", "false"):
+                return _hit_in("S6", field, m, f'string="{attr.group(1)}"')
+    return None
+
+
+def s7_special_token_leak(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S7 SPECIAL_TOKEN_LEAK: BOS/EOS, turn markers, V3 tool tokens or tool-result wrappers in the text."""
+    for field, _raw, text in _fields(turn):
+        m = _find(RE_SPECIAL, text)
+        if m:
+            return _hit_in("S7", field, m, "tool token" if RE_V3_TOOL.fullmatch(m.group()) else "")
+    for field, _raw, text in _fields(turn):
+        m = _find(RE_SPECIAL_DEGRADED, text)
+        if m:
+            return _hit_in("S7", field, m, "degraded tool token" if "tool" in m.group() else "degraded", degraded=True)
+    return None
+
+
+def s8_think_tag_leak(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S8 THINK_TAG_LEAK: `<think>` / `</think>` in `content`, or more than one `</think>` in the whole reply."""
+    content = prose(turn.content)
+    m = _find(RE_THINK, content)
+    if m:
+        return _hit_in("S8", "content", m)
+    reasoning = prose(turn.reasoning)
+    if _count(RE_THINK_CLOSE, content) + _count(RE_THINK_CLOSE, reasoning) > 1:
+        m = _find(RE_THINK_CLOSE, reasoning)
+        return _hit_in("S8", "reasoning", m, "several </think>")
+    return None
+
+
+def _has_tools(turn) -> bool:
+    return bool(turn.offered_tools) or bool(turn.tools_offered)
+
+
+def s9_all_reasoning(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S9 ALL_REASONING: tools offered, finish `stop`, nothing visible and no call, everything in `reasoning`."""
+    if (_has_tools(turn) and not (turn.content or "").strip() and not turn.tool_calls
+            and (turn.reasoning or "").strip() and turn.finish_reason == "stop"):
+        return Hit("S9", "reasoning", 0, min(len(turn.reasoning), 80), "content empty, reasoning only")
+    return None
+
+
+def s10_finish_mismatch(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S10 FINISH_MISMATCH: `tool_calls` finish with no call, or `stop` while S1, S3 or S4 fires."""
+    if turn.finish_reason == "tool_calls" and not turn.tool_calls:
+        return Hit("S10", "meta", note="finish_reason tool_calls, no tool call")
+    if turn.finish_reason == "stop":
+        inner = s1_dsml_in_content(turn, th) or s3_unbalanced_dsml(turn, th) or s4_bare_invoke(turn, th)
+        if inner:
+            return dataclasses.replace(inner, sig="S10", note=f"finish_reason stop while {inner.sig} fires")
+    return None
+
+
+def _loads(args) -> tuple[object, str | None]:
+    if isinstance(args, (dict, list)):
+        return args, None
+    if args is None or args == "":
+        return {}, None
+    try:
+        return json.loads(args), None
+    except (TypeError, ValueError) as e:
+        return None, str(e)
+
+
+def s11_bad_tool_args(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S11 BAD_TOOL_ARGS: arguments that are not JSON, an unknown tool name, or missing required keys."""
+    offered = {o["name"]: o for o in (turn.offered_tools or []) if o.get("name")}
+    for i, call in enumerate(turn.tool_calls):
+        args, err = _loads(call.get("arguments"))
+        if err is not None:
+            return Hit("S11", "tool_calls", note=f"call {i} {call.get('name')}: arguments not JSON ({err})")
+        if offered and call.get("name") not in offered:
+            return Hit("S11", "tool_calls", note=f"call {i}: {call.get('name')!r} is not an offered tool")
+        required = (offered.get(call.get("name")) or {}).get("required") or []
+        missing = [k for k in required if not isinstance(args, dict) or k not in args]
+        if missing:
+            return Hit("S11", "tool_calls", note=f"call {i} {call.get('name')}: missing {', '.join(missing)}")
+    return None
+
+
+# Lines that are markup (evidence for other signatures) or tables (rows legitimately repeat) are
+# left out of the degeneration checks S12-S14.
+_RE_SKIP_LINE = re.compile(r"^\s*(?:\|.*\||[|+:\-\s]+|<[/]?\s*[|｜]{1,2}\s*DSML.*|</?\s*[|｜].*[|｜]\s*>.*)\s*$")
+
+
+def degeneration_text(turn) -> str:
+    """`content` + `reasoning` without code, tables and markup lines: the input of S12-S14."""
+    parts = []
+    for f in ("content", "reasoning"):
+        text = prose(getattr(turn, f) or "")
+        lines = [ln for ln in text.split("\n") if not _RE_SKIP_LINE.match(ln)]
+        parts.append("\n".join(ln.rstrip() for ln in lines))
+    return "\n".join(p for p in parts if p.strip())
+
+
+_RE_LOOP = re.compile(r"(.{1,32}?)\1{7,}", re.S)
+_RE_TRIVIAL_UNIT = re.compile(r"^[\s\-=_*#|.·•]*$")
+
+
+def _field_span(turn, snippet: str) -> tuple[str, int, int]:
+    for f in ("content", "reasoning"):
+        i = (getattr(turn, f) or "").find(snippet)
+        if i >= 0:
+            return f, i, i + len(snippet)
+    return "content", 0, 0
+
+
+def s12_repetition_loop(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S12 REPETITION_LOOP: a unit repeated back to back over much of the text, very low zlib ratio, or a looping line."""
+    text = degeneration_text(turn)
+    n = len(text)
+    if n >= th.loop_min_chars:
+        pat = _RE_LOOP if (th.loop_max_unit, th.loop_min_copies) == (32, 8) else re.compile(
+            f"(.{{1,{th.loop_max_unit}}}?)\\1{{{th.loop_min_copies - 1},}}", re.S)
+        best = None
+        for m in pat.finditer(text):
+            if _RE_TRIVIAL_UNIT.match(m.group(1)):
+                continue
+            if best is None or len(m.group()) > len(best.group()):
+                best = m
+        if best is not None and len(best.group()) >= th.loop_min_cover * n:
+            f, s, e = _field_span(turn, best.group()[:64])
+            return Hit("S12", f, s, e, f"{len(best.group()) // len(best.group(1))} copies of {best.group(1)!r}")
+    if n >= th.zlib_min_chars:
+        raw = text.encode()
+        ratio = len(zlib.compress(raw, 9)) / len(raw)
+        if ratio < th.zlib_max_ratio:
+            return Hit("S12", "content", 0, 60, f"zlib ratio {ratio:.3f}")
+    lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+    counts = Counter(ln for ln in lines if len(ln) >= 4 and re.search(r"\w", ln))
+    if counts:
+        line, k = counts.most_common(1)[0]
+        if k >= th.line_min_repeats:
+            run = best_run = 0
+            for ln in lines:
+                run = run + 1 if ln == line else 0
+                best_run = max(best_run, run)
+            if k / len(lines) >= th.line_min_share or best_run >= th.line_min_consecutive:
+                f, s, e = _field_span(turn, line)
+                return Hit("S12", f, s, e, f"line repeated {k} times")
+    return None
+
+
+def script_of(ch: str) -> str | None:
+    """Coarse script of a letter: 'cjk', 'latin', 'cyrillic', 'greek', 'arabic', 'hebrew', 'other', None if not a letter."""
+    o = ord(ch)
+    if 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0x3040 <= o <= 0x30FF or 0xAC00 <= o <= 0xD7AF \
+            or 0x20000 <= o <= 0x2FA1F or 0xF900 <= o <= 0xFAFF:
+        return "cjk"
+    if not ch.isalpha():
+        return None
+    if o < 0x250 or 0x1E00 <= o <= 0x1EFF:
+        return "latin"
+    name = unicodedata.name(ch, "")
+    for s in ("CYRILLIC", "GREEK", "ARABIC", "HEBREW"):
+        if name.startswith(s):
+            return s.lower()
+    return "other"
+
+
+def _script_counts(text: str) -> Counter:
+    return Counter(s for s in map(script_of, text) if s)
+
+
+def _dominant(text: str) -> str | None:
+    c = _script_counts(text)
+    # CJK characters carry a word each, Latin letters a fifth of one: weigh them alike
+    c["cjk"] *= 4
+    return c.most_common(1)[0][0] if c else None
+
+
+_RE_SENTENCE = re.compile(r"[^.!?。！？\n]+")
+_RE_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{2,}")
+_RE_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
+_STOPWORDS = frozenset("the of and to is be by for with that this are was it on as in at from or not".split())
+_OPENERS, _CLOSERS = "\"'“‘「『(（[【《<", "\"'”’」』)）]】》>"
+
+
+def s13_script_switch(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S13 SCRIPT_SWITCH: CJK glued into a Latin sentence (or English phrasing inside a CJK one), or script churn.
+
+    A CJK reply that names Latin terms (`使用 Python 的 requests 库`) is ordinary: only a run of
+    English function words counts as a switch there. Quoted or bracketed runs are citations.
+    """
+    text = degeneration_text(turn)
+    if not text.strip():
+        return None
+    dom = _dominant(text)
+    user_dom = _dominant(turn.user_text or "") if turn.user_text else None
+    for sm in _RE_SENTENCE.finditer(text):
+        sent = sm.group()
+        if dom == "latin" and user_dom in (None, "latin") and len(_RE_LATIN_WORD.findall(sent)) >= 2:
+            for m in _RE_CJK_RUN.finditer(sent):
+                before, after = sent[:m.start()].rstrip(), sent[m.end():].lstrip()
+                if (before and before[-1] in _OPENERS) or (after and after[0] in _CLOSERS):
+                    continue
+                if _RE_LATIN_WORD.search(before[-20:]) or _RE_LATIN_WORD.match(after):
+                    s = sm.start() + m.start()
+                    f, fs, fe = _field_span(turn, text[s:s + len(m.group())])
+                    return Hit("S13", f, fs, fe, "CJK inside a Latin sentence")
+        if dom == "cjk" and user_dom in (None, "cjk") and _RE_CJK_RUN.search(sent):
+            for m in re.finditer(r"(?:[A-Za-z]{2,}[ ,]+){3,}[A-Za-z]{2,}", sent):
+                if m.start() and sent[m.start() - 1] in _OPENERS:
+                    continue
+                words = [w.lower() for w in _RE_LATIN_WORD.findall(m.group())]
+                if sum(w in _STOPWORDS for w in words) >= 2:
+                    s = sm.start() + m.start()
+                    f, fs, fe = _field_span(turn, text[s:s + len(m.group())])
+                    return Hit("S13", f, fs, fe, "English phrasing inside a CJK sentence")
+    # churn among three or more scripts; two-script CJK/Latin prose changes script all the time
+    letters = [(i, s) for i, s in ((i, script_of(c)) for i, c in enumerate(text)) if s]
+    if len({s for _, s in letters}) >= 3:
+        changes = [letters[k][0] for k in range(1, len(letters)) if letters[k][1] != letters[k - 1][1]]
+        for k in range(len(changes)):
+            j = k
+            while j + 1 < len(changes) and changes[j + 1] - changes[k] <= 100:
+                j += 1
+            if j - k + 1 >= th.switch_per_100 + 1 and len({script_of(text[c]) for c in changes[k:j + 1]}) >= 3:
+                f, fs, fe = _field_span(turn, text[changes[k]:changes[k] + 20])
+                return Hit("S13", f, fs, fe, f"{j - k + 1} script changes in 100 chars")
+    return None
+
+
+_SHORT_WORDS = frozenset(
+    "a i o an am as at be by do go he if in is it me my no of oh ok on or so to up us we ye vs eg ie id pr ci ui io"
+    " os db ml ai v1 v2 v3 v4 el la le de du en et un je tu il ce da di ne se si".split())
+_RE_MARKER = re.compile(r"^(?:[-*+>#]+|\d+[.)]|[a-z][.)]|\[[ x]\]|&|=|->|=>|—|–|/|\d+(?:[.,:]\d+)*%?|[$€£]\d[\d.,]*)$", re.I)
+C0 = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffd]")
+
+
+def _salad_token(tok: str) -> bool:
+    core = tok.strip("()[]{}\"'“”‘’*_,.;:!?")
+    if _RE_MARKER.match(tok) or _RE_MARKER.match(core):
+        return False
+    if not core:
+        return True
+    if len(core) <= 2:
+        return core.lower() not in _SHORT_WORDS and not core.isdigit()
+    return not any(c.isalpha() for c in core)
+
+
+def s14_token_salad(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S14 TOKEN_SALAD: U+FFFD / C0 controls, or a window where short non-words dominate.
+
+    Counting every 1-2 char token (as §6 words it) would flag ordinary English (`it is up to us`),
+    list markers and numbers; short common words, markers and numbers are not counted.
+    The entropy rule needs a session baseline: see `entropy_outliers`.
+    """
+    for f in ("content", "reasoning"):
+        raw = getattr(turn, f) or ""
+        m = C0.search(raw)
+        if m:
+            return Hit("S14", f, m.start(), m.end(), f"U+{ord(m.group()):04X} in the text")
+    text = degeneration_text(turn)
+    toks = [(m.start(), m.group()) for m in re.finditer(r"\S+", text)]
+    w = th.salad_window_tokens
+    if len(toks) < w // 2:
+        return None
+    flags = [_salad_token(t) for _, t in toks]
+    for i in range(0, max(1, len(toks) - w + 1), 4):
+        win = toks[i:i + w]
+        chars = win[-1][0] + len(win[-1][1]) - win[0][0]
+        if chars < th.salad_min_chars:
+            continue
+        share = sum(flags[i:i + w]) / len(win)
+        if share >= th.salad_min_share:
+            snippet = text[win[0][0]:win[0][0] + 60]
+            f, s, e = _field_span(turn, snippet)
+            return Hit("S14", f, s, e, f"{share:.0%} short or non-word tokens")
+    return None
+
+
+def char_entropy(text: str) -> float:
+    """Shannon entropy of the characters of `text`, bits per character."""
+    c = Counter(text)
+    n = sum(c.values())
+    return -sum(k / n * math.log2(k / n) for k in c.values()) if n else 0.0
+
+
+def entropy_outliers(turns, th: Thresholds = DEFAULT) -> dict[int, Hit]:
+    """S14 session rule: turns whose character entropy lies outside the session mean ± 3σ.
+
+    Only prose of the session's dominant script is compared (a Chinese reply in an English
+    session has a different entropy and is not salad), each turn against the others.
+    """
+    texts = [degeneration_text(t) for t in turns]
+    doms = [_dominant(x) for x in texts]
+    main = Counter(d for d in doms if d).most_common(1)
+    if not main:
+        return {}
+    elig = [i for i, x in enumerate(texts) if len(x) >= th.entropy_min_chars and doms[i] == main[0][0]]
+    if len(elig) < th.entropy_min_turns + 1:
+        return {}
+    ent = {i: char_entropy(texts[i]) for i in elig}
+    out = {}
+    for i in elig:
+        others = [ent[j] for j in elig if j != i]
+        mean = sum(others) / len(others)
+        sd = max(th.entropy_min_sigma, (sum((e - mean) ** 2 for e in others) / len(others)) ** 0.5)
+        if abs(ent[i] - mean) > th.entropy_sigmas * sd:
+            out[i] = Hit("S14", "content", 0, 60, f"entropy {ent[i]:.2f} bit/char vs session {mean:.2f}±{sd:.2f}")
+    return out
+
+
+def s15_empty_turn(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S15 EMPTY_TURN: finish `stop`, no content, no call, yet tokens were generated.
+
+    A source with no metadata at all (a generated-outputs folder) has only the text: an empty
+    output there is an empty turn too.
+    """
+    if (turn.content or "").strip() or turn.tool_calls:
+        return None
+    if turn.finish_reason == "stop" and (turn.completion_tokens or 0) > 0:
+        return Hit("S15", "content", note=f"finish stop, {turn.completion_tokens} completion tokens, nothing returned")
+    if turn.finish_reason is None and turn.completion_tokens is None and turn.http_status is None \
+            and not (turn.reasoning or "").strip() and not turn.error_text:
+        return Hit("S15", "content", note="empty output")
+    return None
+
+
+def s16_transfer_error_turn(turn, th: Thresholds = DEFAULT) -> Hit | None:
+    """S16 TRANSFER_ERROR_TURN: HTTP 500, a KV-transfer error body, or finish `abort`."""
+    if turn.error_text:
+        m = ERROR_BODY.search(turn.error_text)
+        if m:
+            return Hit("S16", "error", m.start(), m.end())
+    if turn.http_status == 500:
+        return Hit("S16", "error", 0, min(len(turn.error_text or ""), 80), "HTTP 500")
+    if turn.finish_reason == "abort":
+        return Hit("S16", "meta", note="finish_reason abort")
+    return None
+
+
+SIGNATURES = {
+    "S1": s1_dsml_in_content, "S2": s2_dsml_in_reasoning, "S3": s3_unbalanced_dsml, "S4": s4_bare_invoke,
+    "S5": s5_wrong_dialect, "S6": s6_malformed_param, "S7": s7_special_token_leak, "S8": s8_think_tag_leak,
+    "S9": s9_all_reasoning, "S10": s10_finish_mismatch, "S11": s11_bad_tool_args, "S12": s12_repetition_loop,
+    "S13": s13_script_switch, "S14": s14_token_salad, "S15": s15_empty_turn, "S16": s16_transfer_error_turn,
+}
+
+LEAK = ("S1", "S2", "S3", "S4", "S5", "S6", "S10", "S11")
+DEGENERATE = ("S12", "S13", "S14")
+
+
+def detect(turn, th: Thresholds = DEFAULT) -> dict[str, Hit]:
+    """Every signature that fires on one turn (without the session rules)."""
+    out = {}
+    for sig, fn in SIGNATURES.items():
+        h = fn(turn, th)
+        if h is not None:
+            out[sig] = h
+    return out
+
+
+def _is_leak(hits: dict[str, Hit]) -> bool:
+    s7 = hits.get("S7")
+    return any(s in hits for s in LEAK) or bool(s7 and "tool token" in s7.note)
+
+
+def _class(hits: dict[str, Hit]) -> tuple[str, list[str]]:
+    """Class of a turn and the signatures that decided it, by precedence."""
+    if "S16" in hits:
+        return "transfer_error", ["S16"]
+    if "S5" in hits:
+        return "config", ["S5"]
+    degenerate = [s for s in DEGENERATE if s in hits]
+    if degenerate:
+        # the closest tie to corrupted KV: markup mixed into salad is salad
+        return "incoherent", degenerate
+    if _is_leak(hits):
+        return "parse_leak", [s for s in hits if s in LEAK or s == "S7"]
+    if "S7" in hits or "S8" in hits:
+        return "incoherent", [s for s in ("S7", "S8") if s in hits]
+    if "S15" in hits or "S9" in hits:
+        return "empty", [s for s in ("S15", "S9") if s in hits]
+    return "clean", []
+
+
+def assess_session(turns, th: Thresholds = DEFAULT) -> list[Verdict]:
+    """Signatures, class and evidence of every turn of one session (turns in time order)."""
+    hits = [detect(t, th) for t in turns]
+    for i, h in entropy_outliers(turns, th).items():
+        hits[i].setdefault("S14", h)
+    classes = [_class(h) for h in hits]
+    # A template / parser mismatch hits every tool call from the first request on; a leak that
+    # follows load hits some calls of a session that otherwise works (TRANSCRIPTS.md §4).
+    tool_turns = [i for i, t in enumerate(turns) if t.tool_calls or _is_leak(hits[i])]
+    if len(tool_turns) >= th.config_min_tool_turns and all(_is_leak(hits[i]) and not turns[i].tool_calls
+                                                           for i in tool_turns):
+        for i in tool_turns:
+            if classes[i][0] == "parse_leak":
+                classes[i] = ("config", classes[i][1])
+    out = []
+    for t, h, (cls, deciding) in zip(turns, hits, classes):
+        sigs = sorted(h, key=lambda s: int(s[1:]))
+        out.append(Verdict(sigs, cls, cls in CORRUPTED_CLASSES, evidence(t, h, deciding) if h else None,
+                           any(x.degraded for x in h.values())))
+    return out
+
+
+def evidence(turn, hits: dict[str, Hit], deciding: list[str], width: int = 48) -> str:
+    """A short snippet per deciding signature, the matched text between ⟦ and ⟧, control characters escaped."""
+    from forensics.render import escape_control
+
+    def esc(s: str) -> str:
+        return escape_control(s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t"))
+
+    parts = []
+    for sig in (deciding or list(hits))[:3]:
+        h = hits[sig]
+        label = sig + (" degraded" if h.degraded else "")
+        src = {"content": turn.content, "reasoning": turn.reasoning, "error": turn.error_text}.get(h.field) or ""
+        if h.end > h.start and src:
+            a, b = max(0, h.start - width), min(len(src), h.end + width)
+            snippet = ("…" if a else "") + esc(src[a:h.start]) + "⟦" + esc(src[h.start:min(h.end, h.start + 80)]) \
+                + "⟧" + esc(src[h.end:b]) + ("…" if b < len(src) else "")
+            parts.append(f"{label} {h.field}: {snippet}" + (f" ({esc(h.note)})" if h.note else ""))
+        else:
+            parts.append(f"{label}: {esc(h.note)}")
+    return " · ".join(parts)

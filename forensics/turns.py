@@ -1,0 +1,135 @@
+"""The canonical turn record every transcript parser produces (TRANSCRIPTS.md §10), and its rows.
+
+A parser builds one `Turn` per assistant reply, then hands all turns of an input to `frame()`,
+which runs the corruption detectors session by session (some signatures and the 'config' class
+are session verdicts) and returns rows in the columns of the `turns` table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+
+import polars as pl
+
+from forensics import detectors, schema
+
+# AI-SDK (opencode), Anthropic (Claude Code) and OpenAI finish reasons onto sglang's vocabulary.
+_FINISH = {
+    "stop": "stop", "end_turn": "stop", "stop_sequence": "stop", "eos": "stop",
+    "tool_calls": "tool_calls", "tool-calls": "tool_calls", "tool_use": "tool_calls", "function_call": "tool_calls",
+    "length": "length", "max_tokens": "length", "model_context_window_exceeded": "length",
+    "content_filter": "content_filter", "content-filter": "content_filter", "refusal": "content_filter",
+    "abort": "abort", "error": "error", "other": "other", "unknown": "unknown", "pause_turn": "other",
+}
+
+
+def normalise_finish(reason) -> str | None:
+    """`finish_reason` in sglang's words; unknown values are kept lower-cased rather than lost."""
+    if reason is None or reason == "":
+        return None
+    if isinstance(reason, dict):  # sglang meta_info style {'type': 'stop', ...}
+        reason = reason.get("type")
+        if reason is None:
+            return None
+    r = str(reason).strip()
+    return _FINISH.get(r, _FINISH.get(r.lower(), r.lower()))
+
+
+@dataclasses.dataclass
+class Turn:
+    """One assistant reply, whatever the source."""
+
+    source: str  # 'opencode' | 'openai_proxy' | 'claude_code' | 'outputs_dir'
+    session_id: str
+    turn_id: str
+    source_file: str
+    line_no: int | None = None  # line (JSONL) or row / message ordinal (db, tree, export)
+    parent_id: str | None = None
+    t_start: dt.datetime | None = None
+    t_end: dt.datetime | None = None
+    model: str | None = None
+    content: str = ""
+    reasoning: str = ""
+    # [{"id", "name", "arguments"}]; arguments as sent (a JSON string) or an already parsed object
+    tool_calls: list[dict] = dataclasses.field(default_factory=list)
+    finish_reason: str | None = None
+    http_status: int | None = None
+    error_text: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+    response_id: str | None = None
+    rid: str | None = None
+    bootstrap_room: int | None = None
+    # [{"name", "required": [...]}] when the request's tools are known; None when they are not
+    offered_tools: list[dict] | None = None
+    tools_offered: bool | None = None  # an agent offers tools even when the transcript does not list them
+    user_text: str | None = None  # the user turn this replies to (S13 compares scripts)
+    truncated: bool = False  # a stream without [DONE], a reply cut short in the record
+
+
+def frame(turns: list[Turn], th: detectors.Thresholds = detectors.DEFAULT) -> pl.DataFrame:
+    """Rows of the `turns` table, with signatures and class decided per session."""
+    by_session: dict[tuple[str, str], list[Turn]] = {}
+    for t in turns:
+        by_session.setdefault((t.source, t.session_id), []).append(t)
+    rows = []
+    for session in by_session.values():
+        session.sort(key=lambda t: (t.t_start or t.t_end or _EPOCH, t.line_no or 0))
+        verdicts = detectors.assess_session(session, th)
+        for seq, (t, v) in enumerate(zip(session, verdicts)):
+            rows.append({
+                **{f.name: getattr(t, f.name) for f in dataclasses.fields(Turn)
+                   if f.name not in ("tool_calls", "offered_tools", "user_text", "tools_offered")},
+                "seq": seq,
+                "tool_calls": json.dumps(t.tool_calls, ensure_ascii=False) if t.tool_calls else None,
+                "offered_tools": json.dumps([o["name"] for o in t.offered_tools]) if t.offered_tools else None,
+                "n_tool_calls": len(t.tool_calls),
+                "content_chars": len(t.content or ""),
+                "reasoning_chars": len(t.reasoning or ""),
+                "signatures": v.signatures,
+                "corruption_class": v.corruption_class,
+                "corrupted": v.corrupted,
+                "evidence": v.evidence,
+                "degraded_markup": v.degraded,
+            })
+    if not rows:
+        return schema.conform("turns", pl.DataFrame())
+    return schema.conform("turns", pl.DataFrame(rows, schema_overrides=_OVERRIDES, infer_schema_length=None))
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_OVERRIDES = {"signatures": pl.List(pl.Utf8), "t_start": schema.TS, "t_end": schema.TS, "bootstrap_room": pl.Int64}
+
+
+def parse_time(v) -> dt.datetime | None:
+    """ISO-8601 (offset or Z) or epoch seconds / milliseconds, as an aware UTC datetime."""
+    if v is None or v == "":
+        return None
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        secs = v / 1000.0 if v > 1e11 else float(v)  # epoch ms from opencode, seconds elsewhere
+        return dt.datetime.fromtimestamp(secs, dt.timezone.utc)
+    s = str(v).strip()
+    try:
+        if s.replace(".", "", 1).isdigit():
+            return parse_time(float(s))
+        d = dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=dt.timezone.utc)  # transcript times are UTC (TRANSCRIPTS.md §10.4)
+    return d.astimezone(dt.timezone.utc)
+
+
+def as_int(v) -> int | None:
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,59 @@
+-- name: reply_candidates
+-- description: every server request that could be the upstream request of a transcript turn, with a score
+-- inputs: turns, events (kind request_finished / request_received)
+-- parameters: none
+-- columns:
+--   source: turn source
+--   session_id: turn session
+--   turn_id: turn id
+--   method: 'rid' | 'bootstrap_room' | 'time_tokens'
+--   score: 0..1; 1 for a rid, 0.95 for a room, 0.5-0.8 for time and tokens by how close the counts are
+--   server_rid: rid of the server request
+--   server_bootstrap_room: bootstrap room of the server request
+--   server_host: host that logged the request
+--   server_role: role of that host
+--   server_ts: time of the request line
+--   server_event: 'request_finished' | 'request_received'
+--   prompt_tokens_diff: server prompt_tokens minus the turn's
+--   completion_tokens_diff: server completion_tokens minus the turn's
+CREATE OR REPLACE VIEW reply_candidates AS
+-- the server side of each request: finish lines carry token counts, receive lines carry the room
+WITH server AS (
+    SELECT rid, bootstrap_room, host, role, ts, kind, prompt_tokens, completion_tokens
+    FROM events
+    WHERE kind IN ('request_finished', 'request_received')
+),
+-- rule 1 (TRANSCRIPTS.md §10): the response id or request rid is the server's rid
+by_rid AS (
+    SELECT t.source, t.session_id, t.turn_id, 'rid' AS method, 1.0 AS score, s.*,
+           t.prompt_tokens AS t_prompt, t.completion_tokens AS t_completion
+    FROM turns t JOIN server s ON s.rid = t.rid
+    WHERE t.rid IS NOT NULL
+),
+-- rule 2: the room the client sent joins prefill and decode, whatever rids they logged
+by_room AS (
+    SELECT t.source, t.session_id, t.turn_id, 'bootstrap_room' AS method, 0.95 AS score, s.*,
+           t.prompt_tokens AS t_prompt, t.completion_tokens AS t_completion
+    FROM turns t JOIN server s ON s.bootstrap_room = t.bootstrap_room
+    WHERE t.bootstrap_room IS NOT NULL
+),
+-- rule 3: finished requests inside the turn's time window (server logs have 1 s resolution)
+-- whose token counts agree within 1 % or 8 tokens
+by_time AS (
+    SELECT t.source, t.session_id, t.turn_id, 'time_tokens' AS method,
+           0.8 - 0.3 * greatest(
+               abs(s.prompt_tokens - t.prompt_tokens) / greatest(8, 0.01 * t.prompt_tokens),
+               abs(s.completion_tokens - t.completion_tokens) / greatest(8, 0.01 * t.completion_tokens)) AS score,
+           s.*, t.prompt_tokens AS t_prompt, t.completion_tokens AS t_completion
+    FROM turns t JOIN server s
+      ON s.kind = 'request_finished'
+     AND s.ts BETWEEN coalesce(t.t_start, t.t_end) - INTERVAL 2 SECOND AND coalesce(t.t_end, t.t_start) + INTERVAL 2 SECOND
+     AND abs(s.prompt_tokens - t.prompt_tokens) <= greatest(8, 0.01 * t.prompt_tokens)
+     AND abs(s.completion_tokens - t.completion_tokens) <= greatest(8, 0.01 * t.completion_tokens)
+)
+SELECT source, session_id, turn_id, method, CAST(score AS DOUBLE) AS score,
+       rid AS server_rid, bootstrap_room AS server_bootstrap_room, host AS server_host, role AS server_role,
+       ts AS server_ts, kind AS server_event,
+       prompt_tokens - t_prompt AS prompt_tokens_diff, completion_tokens - t_completion AS completion_tokens_diff
+FROM (SELECT * FROM by_rid UNION ALL SELECT * FROM by_room UNION ALL SELECT * FROM by_time)
+ORDER BY source, session_id, turn_id, method, score DESC, server_host, server_ts;
