@@ -187,6 +187,124 @@ def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
     return df.select(cols)
 
 
+# --- issue 3: KV transfers, telemetry, rooms -----------------------------------------------------
+TRANSFER_EVENTS = register(Table(
+    "transfer_events",
+    "One row per line of a KV transfer trace (TRANSFER_TRACE.md §8), in file order. The spec's "
+    "`ts_utc` / `file` / `room` are `ts` / `source_file` / `bootstrap_room` here, like every other table.",
+    (
+        Column("ts", TS, "UTC event time (microseconds)"),
+        Column("ts_raw", pl.Utf8, "the `ts` value as written (float seconds or ISO-8601 text)"),
+        Column("ts_naive", pl.Boolean, "`ts` was an ISO string without an offset, taken as UTC"),
+        Column("host", pl.Utf8, "host of the emitting process (the trace's own `host` field)"),
+        Column("pid", pl.Int64, "OS process id of the emitter"),
+        Column("side", pl.Utf8, "'prefill' | 'decode'"),
+        Column("engine_rank", pl.Int32, "the emitter's engine (TP) rank"),
+        Column("dp_rank", pl.Int32, "the emitter's DP rank"),
+        Column("bootstrap_room", pl.Int64, "PD bootstrap room (exact 63-bit; 0 = warmup/health)"),
+        Column("rid", pl.Utf8, "sglang request id on the emitting side"),
+        Column("kind", pl.Utf8, "'kv' | 'aux' | 'state' | 'index_k' (other values kept, unknown_enum)"),
+        Column("chunk", pl.Int32, "chunk index within the room (kv, chunked index_k); NULL for aux/state"),
+        Column("is_last", pl.Boolean, "the room's last chunk"),
+        Column("event", pl.Utf8, "'post' | 'done' | 'fail' | 'notif' | 'abort' | 'checksum' (other values kept)"),
+        Column("unknown_enum", pl.Boolean, "kind or event outside the spec's lists; excluded from verdicts"),
+        Column("bytes", pl.Int64, "bytes in the unit, or covered by the checksum"),
+        Column("status", pl.Utf8, "NIXL status name (integers of old builds mapped, NIXL.md §7)"),
+        Column("status_raw", pl.Utf8, "the status as written when it was an integer"),
+        Column("peer", pl.Utf8, "remote NIXL agent (decode agent on prefill rows, prefill agent on decode rows)"),
+        Column("error", pl.Utf8, "error or reason text"),
+        Column("checksum", pl.Utf8, "checksum normalised: lower-case hex, no 0x"),
+        Column("checksum_int", pl.Utf8, "the checksum as an unsigned decimal integer (compared across sides)"),
+        Column("extra", pl.Utf8, "every unknown field, as a JSON object (e.g. checksum_algo, notif, src_rank)"),
+    ) + _SOURCE_COLS,
+))
+
+TELEMETRY = register(Table(
+    "telemetry",
+    "NIXL telemetry ring-buffer events (NIXL.md §9, format versions 1-4), read without consuming the file.",
+    (
+        Column("ts", TS, "event time (format v1 only: wall clock at enqueue); NULL for v2+"),
+        Column("host", pl.Utf8, "host the file came from (for clock offsets)"),
+        Column("agent", pl.Utf8, "NIXL agent name: the file's name (a UUID under sglang)"),
+        Column("version", pl.Int32, "telemetry format version 1-4"),
+        Column("slot", pl.Int64, "ring slot the event was read from"),
+        Column("seq", pl.Int64, "order of the event from read_pos (live events), or among stale v1 slots"),
+        Column("category", pl.Utf8, "MEMORY | TRANSFER | CONNECTION | BACKEND | ERROR | PERFORMANCE | SYSTEM | CUSTOM "
+                                    "(v3+: derived from the event type)"),
+        Column("event", pl.Utf8, "event name, e.g. agent_tx_bytes, agent_xfer_time, NIXL_ERR_BACKEND, agent_err_backend"),
+        Column("event_type", pl.Int32, "numeric event type (v2+)"),
+        Column("value", pl.Int64, "bytes, microseconds, counts (see NIXL.md §8)"),
+        Column("stale", pl.Boolean, "a v1 slot outside read_pos..write_pos: already consumed, salvaged"),
+        Column("buffer_full", pl.Boolean, "the ring was full when copied: later events were dropped by the writer"),
+        Column("dropped_events", pl.Int64,
+               "events the agent reported dropping (sum of v4 agent_telemetry_events_dropped); NULL before v4"),
+    ) + _SOURCE_COLS[:1],
+))
+
+TRANSFERS = register(Table(
+    "transfers",
+    "One row per transfer unit (bootstrap_room, kind, chunk) per sending rank, from the transfer trace and "
+    "NIXL notification payloads in debug logs. Clock offsets applied; room 0 (warmup) excluded.",
+    (
+        Column("bootstrap_room", pl.Int64, "PD bootstrap room"),
+        Column("kind", pl.Utf8, "'kv' | 'aux' | 'state' | 'index_k'"),
+        Column("chunk", pl.Int32, "chunk index (NULL for aux/state)"),
+        Column("side", pl.Utf8, "side that describes the transfer: 'prefill' (sender) or 'decode' (only the receiver seen)"),
+        Column("host", pl.Utf8, "host of that side"),
+        Column("engine_rank", pl.Int32, "engine rank of that side"),
+        Column("t_post", TS, "when prefill posted the WRITE"),
+        Column("t_done", TS, "completion: prefill handle DONE, else decode notification / done"),
+        Column("t_notif", TS, "when the decode notification arrived (decode clock, corrected)"),
+        Column("duration_ms", pl.Float64, "t_done - t_post in milliseconds"),
+        Column("bytes", pl.Int64, "bytes in the unit"),
+        Column("is_last", pl.Boolean, "the room's last chunk"),
+        Column("status", pl.Utf8, "'done' | 'failed' | 'aborted' | 'timeout' | 'unknown'"),
+        Column("nixl_status", pl.Utf8, "NIXL status of the failure or completion"),
+        Column("peer", pl.Utf8, "remote NIXL agent"),
+        Column("error", pl.Utf8, "failure text of the unit, else the room's abort text"),
+        Column("clock_offset_s", pl.Float64, "clock offset subtracted from this side's host"),
+        Column("source_file", pl.Utf8, "file of the first event of the unit"),
+        Column("line_no", pl.Int64, "its line number"),
+    ),
+    view=True,
+))
+
+ROOMS = register(Table(
+    "rooms",
+    "One row per bootstrap_room, joining both servers' events and the transfer trace. A room seen on one side "
+    "only is kept. Clock offsets applied; room 0 (warmup) excluded.",
+    (
+        Column("bootstrap_room", pl.Int64, "PD bootstrap room: the join key across servers"),
+        Column("prefill_host", pl.Utf8, "prefill host (first by name when several)"),
+        Column("prefill_rank", pl.Int32, "lowest prefill engine/TP rank seen"),
+        Column("decode_host", pl.Utf8, "decode host"),
+        Column("decode_rank", pl.Int32, "lowest decode engine/TP rank seen"),
+        Column("rid_prefill", pl.Utf8, "request id on prefill"),
+        Column("rid_decode", pl.Utf8, "request id on decode (may differ from prefill's)"),
+        Column("t_received", TS, "first request_received line of the room"),
+        Column("t_bootstrapped", TS, "prefill learned the decode destination (`got info room=`, `is bootstrapped`)"),
+        Column("t_first_transfer", TS, "first WRITE posted (or first notification when only decode is seen)"),
+        Column("t_last_transfer", TS, "last transfer completion (or post when it never completed)"),
+        Column("t_finished", TS, "request_finished, else the last failure or abort of the room"),
+        Column("outcome", pl.Utf8, "'ok' | 'aborted' | 'transfer_failed' | 'waiting_timeout' | 'bootstrap_timeout' | 'unknown'"),
+        Column("checksum_prefill", pl.Utf8, "prefill checksums compared (hex; comma-separated by kind, chunk, rank)"),
+        Column("checksum_decode", pl.Utf8, "decode checksums compared"),
+        Column("checksum_match", pl.Boolean, "TRANSFER_TRACE.md §5 verdict: true verified, false corrupted "
+                                             "(or a `KV checksum mismatch` line), NULL unverified"),
+        Column("checksum_verdict", pl.Utf8, "'verified' | 'corrupted' | 'unverified'"),
+        Column("mismatched_units", pl.Utf8, "units whose checksums differ, as kind:chunk (comma-separated)"),
+        Column("n_post", pl.Int64, "trace post events"),
+        Column("n_fail", pl.Int64, "trace fail events plus transfer failure lines"),
+        Column("n_abort", pl.Int64, "trace abort events plus abort lines"),
+        Column("first_error", pl.Utf8, "first failure or abort text of the room"),
+        Column("seen_prefill", pl.Boolean, "the room appears in prefill events or trace"),
+        Column("seen_decode", pl.Boolean, "the room appears in decode events or trace"),
+        Column("sides_seen", pl.Utf8, "'prefill+decode' | 'prefill' | 'decode' | 'unknown' (only lines of unknown role)"),
+    ),
+    view=True,
+))
+
+
 # --- agent transcripts (issue 4) ----------------------------------------------------------------
 _TURN_CORE = (
     Column("source", pl.Utf8, "'opencode' | 'openai_proxy' | 'claude_code' | 'outputs_dir'"),

@@ -8,11 +8,13 @@ the first most-confident parser wins. Parsers that take a whole folder also defi
 
 from __future__ import annotations
 
-from parsers import server_log
+from parsers import nixl_telemetry, server_log, transfer_trace
 from parsers import claude_code, openai_proxy, opencode, outputs_dir
 
 PARSERS = [
     server_log.PARSER,
+    transfer_trace.PARSER,
+    nixl_telemetry.PARSER,
     openai_proxy.PARSER,
     claude_code.PARSER,
     opencode.PARSER,

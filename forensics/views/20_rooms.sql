@@ -1,0 +1,212 @@
+-- name: rooms
+-- description: one row per bootstrap_room, joining prefill and decode server events (their rids may
+--   differ) and the transfer trace; a room seen on one side only is kept; room 0 (warmup) excluded.
+-- inputs: events, transfer_events, transfers (all clock-corrected)
+-- parameters: none
+-- columns: documented once in forensics/schema.py (ROOMS) and printed by `forensics tables rooms`;
+--   tests/test_transfers_views.py checks that this view returns exactly those columns, in order.
+CREATE OR REPLACE VIEW rooms AS
+-- server events of real rooms, with the side that wrote them: a file's role is a guess (one file can
+-- hold both pods' lines, llm-d#2433), while the failure templates name their side (SGLANG.md §9.2)
+WITH ev AS (
+    SELECT *,
+        CASE
+            WHEN regexp_matches(message, 'Decode transfer failed|Decode handshake failed|decode_req\.|Context corruption'
+                || '|KV checksum mismatch|Metadata unexpectedly|Sent abort notification|Deferred KV release'
+                || '|Lost connection with prefill') THEN 'decode'
+            WHEN regexp_matches(message, 'Prefill transfer failed|Prefill bootstrap failed|req\.bootstrap_room'
+                || '|Unexpected transfer worker error|NIXL transfer encountered|NIXL transport error|sending kvcache'
+                || '|got info room=|is bootstrapped|Received abort notification|left a handle running') THEN 'prefill'
+            WHEN role IN ('prefill', 'decode') THEN role
+            ELSE 'unknown'
+        END AS side
+    FROM events
+    WHERE bootstrap_room IS NOT NULL AND bootstrap_room <> 0
+),
+te AS (
+    SELECT * FROM transfer_events WHERE NOT unknown_enum AND bootstrap_room <> 0
+),
+-- who saw the room: hosts, ranks and rids per side, from both sources
+seen AS (
+    SELECT bootstrap_room, side, host, coalesce(tp_rank, attn_cp_rank) AS rank, rid, ts, source_file, line_no FROM ev
+    UNION ALL
+    SELECT bootstrap_room, side, host, engine_rank, rid, ts, source_file, line_no FROM te
+),
+who AS (
+    SELECT
+        bootstrap_room,
+        min(host) FILTER (WHERE side = 'prefill') AS prefill_host,
+        min(rank) FILTER (WHERE side = 'prefill') AS prefill_rank,
+        min(host) FILTER (WHERE side = 'decode') AS decode_host,
+        min(rank) FILTER (WHERE side = 'decode') AS decode_rank,
+        arg_min(rid, (ts, source_file, line_no)) FILTER (WHERE side = 'prefill' AND rid IS NOT NULL) AS rid_prefill,
+        arg_min(rid, (ts, source_file, line_no)) FILTER (WHERE side = 'decode' AND rid IS NOT NULL) AS rid_decode,
+        bool_or(side = 'prefill') AS seen_prefill,
+        bool_or(side = 'decode') AS seen_decode
+    FROM seen
+    GROUP BY 1
+),
+-- lifecycle times and failure evidence from the server logs
+ev_room AS (
+    SELECT
+        bootstrap_room,
+        min(ts) FILTER (WHERE kind = 'request_received') AS t_received,
+        min(ts) FILTER (WHERE kind = 'bootstrapped') AS t_bootstrapped,
+        max(ts) FILTER (WHERE kind = 'request_finished') AS t_request_finished,
+        max(ts) FILTER (WHERE kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected'))
+            AS t_failed,
+        -- 'transfer_error' is only the generic `... transfer failed` text (a line cut before its exception reads
+        -- so too): it counts when no line of the room gives a reason that is not a transfer failure
+        bool_or(kind IN ('transfer_failed', 'bootstrap_failed')
+                AND reason NOT IN ('aborted', 'waiting_timeout', 'bootstrap_timeout', 'request_timeout', 'unknown_rank',
+                                   'transfer_error'))
+        OR (bool_or(kind IN ('transfer_failed', 'bootstrap_failed') AND reason = 'transfer_error')
+            AND NOT bool_or(reason IN ('aborted', 'waiting_timeout', 'bootstrap_timeout', 'request_timeout')))
+            AS transfer_failed,
+        bool_or(reason = 'bootstrap_timeout') AS bootstrap_timeout,
+        bool_or(reason = 'waiting_timeout') AS waiting_timeout,
+        bool_or(kind IN ('abort', 'corruption_detected') OR reason IN ('aborted', 'request_timeout')
+                OR finish_reason = 'abort') AS aborted,
+        bool_or(kind = 'request_finished' AND finish_reason IS DISTINCT FROM 'abort') AS finished_ok,
+        count(*) FILTER (WHERE kind IN ('transfer_failed', 'bootstrap_failed')) AS n_fail,
+        count(*) FILTER (WHERE kind = 'abort') AS n_abort,
+        arg_min(message, (ts, source_file, line_no)) FILTER (WHERE kind IN ('transfer_failed', 'bootstrap_failed', 'abort',
+                                                    'corruption_detected', 'checksum_mismatch')) AS first_error,
+        min(ts) FILTER (WHERE kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected',
+                                       'checksum_mismatch')) AS t_first_error,
+        bool_or(kind = 'checksum_mismatch') AS log_mismatch,
+        arg_min(lower(nullif(regexp_extract(message, 'expected=(?:0x)?([0-9a-fA-F]+)', 1), '')), (ts, source_file, line_no))
+            FILTER (WHERE kind = 'checksum_mismatch') AS log_expected,
+        arg_min(lower(nullif(regexp_extract(message, 'got=(?:0x)?([0-9a-fA-F]+)', 1), '')), (ts, source_file, line_no))
+            FILTER (WHERE kind = 'checksum_mismatch') AS log_got
+    FROM ev
+    GROUP BY 1
+),
+-- the same from the trace
+te_room AS (
+    SELECT
+        bootstrap_room,
+        count(*) FILTER (WHERE event = 'post') AS n_post,
+        count(*) FILTER (WHERE event = 'fail') AS n_fail,
+        count(*) FILTER (WHERE event = 'abort') AS n_abort,
+        max(ts) FILTER (WHERE event = 'abort') AS t_abort,
+        bool_or(event IN ('fail', 'abort') AND regexp_matches(coalesce(error, ''), 'KVPoll\.Bootstrapping'))
+            AS bootstrap_timeout,
+        bool_or(event IN ('fail', 'abort')
+                AND regexp_matches(coalesce(error, ''), 'KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting'))
+            AS waiting_timeout,
+        arg_min(coalesce(error, status), (ts, source_file, line_no)) FILTER (WHERE event IN ('fail', 'abort')) AS first_error,
+        min(ts) FILTER (WHERE event IN ('fail', 'abort')) AS t_first_error
+    FROM te
+    GROUP BY 1
+),
+-- per-unit outcome from the transfers view
+tf_room AS (
+    SELECT
+        bootstrap_room,
+        min(coalesce(t_post, t_notif)) AS t_first_transfer,
+        max(coalesce(t_done, t_notif, t_post)) AS t_last_transfer,
+        bool_or(status = 'failed') AS any_failed,
+        bool_and(status = 'done') AS all_done
+    FROM transfers
+    GROUP BY 1
+),
+-- checksums, TRANSFER_TRACE.md §5: the latest value per unit, side and engine rank (earlier ones stay in
+-- transfer_events but are not compared)
+ck AS (
+    SELECT bootstrap_room, kind, coalesce(chunk, -2147483648) AS chunk_k, side, engine_rank,
+           arg_max(checksum_int, (ts, line_no)) AS v, arg_max(checksum, (ts, line_no)) AS hex
+    FROM te
+    WHERE event = 'checksum'
+    GROUP BY ALL
+),
+ck_group AS (
+    SELECT bootstrap_room, kind, chunk_k,
+           list_sort(list(engine_rank) FILTER (WHERE side = 'prefill')) AS p_ranks,
+           list_sort(list(engine_rank) FILTER (WHERE side = 'decode')) AS d_ranks,
+           list(v) FILTER (WHERE side = 'prefill') AS p_vals
+    FROM ck
+    GROUP BY ALL
+),
+-- rank by rank when both sides report the same ranks, otherwise every decode value must be some prefill value
+ck_verdict AS (
+    SELECT g.bootstrap_room, g.kind, g.chunk_k,
+        CASE
+            WHEN g.p_ranks IS NULL OR g.d_ranks IS NULL THEN 'unverified'
+            WHEN g.p_ranks = g.d_ranks THEN
+                CASE WHEN bool_or(d.v <> p.v) THEN 'mismatch' ELSE 'match' END
+            ELSE CASE WHEN bool_or(NOT list_contains(g.p_vals, d.v)) THEN 'mismatch' ELSE 'match' END
+        END AS verdict
+    FROM ck_group g
+    LEFT JOIN ck d ON d.side = 'decode' AND d.bootstrap_room = g.bootstrap_room AND d.kind = g.kind
+        AND d.chunk_k = g.chunk_k
+    LEFT JOIN ck p ON p.side = 'prefill' AND p.bootstrap_room = g.bootstrap_room AND p.kind = g.kind
+        AND p.chunk_k = g.chunk_k AND p.engine_rank = d.engine_rank
+    GROUP BY g.bootstrap_room, g.kind, g.chunk_k, g.p_ranks, g.d_ranks, g.p_vals
+),
+ck_room AS (
+    SELECT
+        v.bootstrap_room,
+        CASE WHEN bool_or(verdict = 'mismatch') THEN 'corrupted'
+             WHEN bool_or(verdict = 'match') THEN 'verified' ELSE 'unverified' END AS verdict,
+        string_agg(v.kind || ':' || coalesce(CAST(nullif(v.chunk_k, -2147483648) AS VARCHAR), ''), ','
+                   ORDER BY v.kind, v.chunk_k) FILTER (WHERE verdict = 'mismatch') AS mismatched_units,
+        (SELECT string_agg(hex, ',' ORDER BY kind, chunk_k, engine_rank) FROM ck
+         WHERE ck.bootstrap_room = v.bootstrap_room AND ck.side = 'prefill') AS checksum_prefill,
+        (SELECT string_agg(hex, ',' ORDER BY kind, chunk_k, engine_rank) FROM ck
+         WHERE ck.bootstrap_room = v.bootstrap_room AND ck.side = 'decode') AS checksum_decode
+    FROM ck_verdict v
+    GROUP BY 1
+)
+SELECT
+    w.bootstrap_room,
+    w.prefill_host,
+    CAST(w.prefill_rank AS INTEGER) AS prefill_rank,
+    w.decode_host,
+    CAST(w.decode_rank AS INTEGER) AS decode_rank,
+    w.rid_prefill,
+    w.rid_decode,
+    e.t_received,
+    e.t_bootstrapped,
+    f.t_first_transfer,
+    f.t_last_transfer,
+    coalesce(e.t_request_finished, greatest(e.t_failed, t.t_abort)) AS t_finished,
+    CASE
+        WHEN coalesce(e.transfer_failed, false) OR coalesce(f.any_failed, false) OR coalesce(t.n_fail, 0) > 0
+            THEN 'transfer_failed'
+        WHEN coalesce(e.bootstrap_timeout, false) OR coalesce(t.bootstrap_timeout, false) THEN 'bootstrap_timeout'
+        WHEN coalesce(e.waiting_timeout, false) OR coalesce(t.waiting_timeout, false) THEN 'waiting_timeout'
+        WHEN coalesce(e.aborted, false) OR coalesce(t.n_abort, 0) > 0 THEN 'aborted'
+        WHEN coalesce(e.finished_ok, false) OR coalesce(f.all_done, false) THEN 'ok'
+        ELSE 'unknown'
+    END AS outcome,
+    coalesce(c.checksum_prefill, e.log_expected) AS checksum_prefill,
+    coalesce(c.checksum_decode, e.log_got) AS checksum_decode,
+    CASE
+        WHEN coalesce(e.log_mismatch, false) OR c.verdict = 'corrupted' THEN false
+        WHEN c.verdict = 'verified' THEN true
+    END AS checksum_match,
+    CASE
+        WHEN coalesce(e.log_mismatch, false) OR c.verdict = 'corrupted' THEN 'corrupted'
+        ELSE coalesce(c.verdict, 'unverified')
+    END AS checksum_verdict,
+    c.mismatched_units,
+    coalesce(t.n_post, 0) AS n_post,
+    coalesce(t.n_fail, 0) + coalesce(e.n_fail, 0) AS n_fail,
+    coalesce(t.n_abort, 0) + coalesce(e.n_abort, 0) AS n_abort,
+    CASE WHEN t.t_first_error IS NULL OR e.t_first_error <= t.t_first_error THEN e.first_error ELSE t.first_error END
+        AS first_error,
+    w.seen_prefill,
+    w.seen_decode,
+    CASE
+        WHEN w.seen_prefill AND w.seen_decode THEN 'prefill+decode'
+        WHEN w.seen_prefill THEN 'prefill'
+        WHEN w.seen_decode THEN 'decode'
+        ELSE 'unknown'
+    END AS sides_seen
+FROM who w
+LEFT JOIN ev_room e USING (bootstrap_room)
+LEFT JOIN te_room t USING (bootstrap_room)
+LEFT JOIN tf_room f USING (bootstrap_room)
+LEFT JOIN ck_room c USING (bootstrap_room)
+ORDER BY w.bootstrap_room;
