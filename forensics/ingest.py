@@ -169,9 +169,7 @@ def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress:
     writer = store.writer(f"tmp{os.getpid()}_{abs(hash(src.path))}")
     started = dt.datetime.now(dt.timezone.utc)
     try:
-        for batch in parser.parse(src, ctx):
-            for table, df in batch.items():
-                writer.write(table, df)
+        _write_all(parser.parse(src, ctx), writer)
         if is_dir:
             sha, nbytes = _dir_digest(src.fs_path)
         else:
@@ -210,6 +208,27 @@ def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress:
     writer.dir, writer.key = keyed, final_key
     res.status = "ingested" if writer.commit() else "duplicate"
     return res
+
+
+def _write_all(batches, writer) -> None:
+    """Write each batch while the parser works on the next one (Parquet encoding releases the GIL).
+
+    At most one batch waits to be written, so memory stays bounded by two blocks.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    def write(batch):
+        for table, df in batch.items():
+            writer.write(table, df)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="parquet") as pool:
+        pending = None
+        for batch in batches:
+            if pending is not None:
+                pending.result()
+            pending = pool.submit(write, batch)
+        if pending is not None:
+            pending.result()
 
 
 def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list[FileResult]:

@@ -17,7 +17,8 @@ from parsers.base import Source
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-SKIP_NAMES = {".DS_Store", "planted.json"}
+# notes that travel with a bundle, not inputs (the sample bundle documents itself in them)
+SKIP_NAMES = {".DS_Store", "planted.json", "README.md"}
 
 
 def _decompress(raw: io.BufferedIOBase) -> io.BufferedIOBase:

@@ -16,13 +16,16 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from forensics import schema
 from forensics.errors import ForensicsError
+
+if TYPE_CHECKING:
+    import polars as pl
+    import pyarrow as pa
+
+# polars / pyarrow are imported where used: the CLI imports this module for DEFAULT_STORE, and
+# `forensics --help` must not pay ~0.4 s for them (issue 5).
 
 DEFAULT_STORE = "forensics-store"
 
@@ -33,6 +36,10 @@ def default_store() -> str:
 
 def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
     """Arrow table in the schema's shape; list<struct<key,value>> columns become Parquet MAPs."""
+    import pyarrow as pa
+
+    from forensics import schema
+
     at = schema.conform(table, df).to_arrow()
     for i, name in enumerate(at.column_names):
         col = at.column(i)
@@ -136,6 +143,8 @@ class InputWriter:
         n = self.parts.get(table, 0)
         self.parts[table] = n + 1
         self.rows[table] = self.rows.get(table, 0) + df.height
+        import pyarrow.parquet as pq
+
         pq.write_table(_to_arrow(table, df), self.dir / f"{table}-{n:05d}.parquet", compression="zstd")
 
     def commit(self) -> bool:

@@ -11,7 +11,7 @@ from typing import IO
 
 import polars as pl
 
-BLOCK_BYTES = 32 << 20
+BLOCK_BYTES = 16 << 20
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
 
 
