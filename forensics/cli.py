@@ -156,5 +156,26 @@ def formats():
         click.echo(f"{p.name:20} {p.description}")
 
 
+@main.command()
+@click.option("--corrupted", is_flag=True, help="Only corrupted replies (parse_leak, incoherent, empty).")
+@click.option("--class", "cls", metavar="CLASS",
+              help="Only this class: clean, parse_leak, incoherent, empty, config, transfer_error.")
+@click.option("--session", help="Only this session id.")
+@store_option
+@format_option()
+@handled
+def replies(corrupted, cls, session, store, fmt):
+    """List assistant turns of agent transcripts with their corruption evidence."""
+    from forensics.render import render
+    from forensics.replies import list_replies, print_table
+    from forensics.store import Store
+
+    df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
+    if fmt == "table":
+        print_table(df)
+    else:
+        render(df, fmt)
+
+
 if __name__ == "__main__":
     main()

@@ -47,9 +47,14 @@ class Thresholds:
     line_min_repeats: int = 5
     # a status line ("**Result:** passed") may recur across sections of a long report; a loop
     # dominates the text or repeats back to back
-    line_min_share: float = 0.30
+    line_min_share: float = 0.50
     line_min_consecutive: int = 3
-    salad_window_tokens: int = 24
+    # a loop whose unit is longer than 32 chars ("but but but about you about you ...") still has
+    # very few distinct words; prose of 30 words has a distinct ratio of 0.5 or more
+    words_min: int = 30
+    words_max_distinct: float = 0.2
+    stutter_min_sites: int = 3
+    salad_min_tokens: int = 12
     salad_min_chars: int = 100
     salad_min_share: float = 0.40
     switch_per_100: float = 3.0
@@ -126,7 +131,10 @@ def _count(pattern: re.Pattern, text: str) -> int:
 
 
 RE_DSML = re.compile(re.escape(DSML))
-RE_DSML_DEGRADED = re.compile(r"<\s*[|｜]{1,2}\s*DSML\s*[|｜]{1,2}|[|｜]\s+DSML\s*[|｜]|[|｜]\s*DSML\s+[|｜]|\|{1,2}DSML\|{1,2}")
+# look-alikes seen in the wild (vllm#30541, flocks#687): `<|DSML|`, `< | DSML | `, `<||DSML||`; a bare
+# `| DSML |` counts only before a tag name, so a table cell reading "DSML" is not one
+RE_DSML_DEGRADED = re.compile(r"<\s*/?\s*[|｜]{1,2}\s*DSML\s*[|｜]{1,2}"
+                              r"|[|｜]{1,2}\s*DSML\s*[|｜]{1,2}\s*(?:function_calls|tool_calls|invoke|parameter|tool_use)")
 RE_WRAPPER_OPEN = re.compile(f"<{DSML}(?:function_calls|tool_calls)>")
 RE_WRAPPER_CLOSE = re.compile(f"</{DSML}(?:function_calls|tool_calls)>")
 RE_INVOKE_OPEN = re.compile(f"<{DSML}invoke\\b")
@@ -403,6 +411,16 @@ def s12_repetition_loop(turn, th: Thresholds = DEFAULT) -> Hit | None:
         ratio = len(zlib.compress(raw, 9)) / len(raw)
         if ratio < th.zlib_max_ratio:
             return Hit("S12", "content", 0, 60, f"zlib ratio {ratio:.3f}")
+    words = re.findall(r"\w+", text.lower())
+    if len(words) >= th.words_min and len(set(words)) / len(words) < th.words_max_distinct:
+        f, s, e = _field_span(turn, text.strip()[:40])
+        return Hit("S12", f, s, e, f"{len(set(words))} distinct words in {len(words)}")
+    # stutter: a word three times running ("server server server"), at several places
+    stutters = [i for i in range(2, len(words)) if words[i] == words[i - 1] == words[i - 2]
+                and (i < 3 or words[i - 3] != words[i])]
+    if len(stutters) >= th.stutter_min_sites:
+        f, s, e = _field_span(turn, text.strip()[:40])
+        return Hit("S12", f, s, e, f"{len(stutters)} words stuttered three times")
     lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
     counts = Counter(ln for ln in lines if len(ln) >= 4 and re.search(r"\w", ln))
     if counts:
@@ -448,13 +466,17 @@ def _dominant(text: str) -> str | None:
 
 _RE_SENTENCE = re.compile(r"[^.!?。！？\n]+")
 _RE_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{2,}")
+# CJK carries a word in two characters; other scripts need four letters, so that units and math
+# (μs, Δt, αβ) are not a switch
+_RE_FOREIGN_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{2,}"
+                             r"|[\u0400-\u04ff]{4,}|[\u0370-\u03ff]{4,}|[\u0590-\u05ff]{4,}|[\u0600-\u06ff]{4,}")
 _RE_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
 _STOPWORDS = frozenset("the of and to is be by for with that this are was it on as in at from or not".split())
 _OPENERS, _CLOSERS = "\"'“‘「『(（[【《<", "\"'”’」』)）]】》>"
 
 
 def s13_script_switch(turn, th: Thresholds = DEFAULT) -> Hit | None:
-    """S13 SCRIPT_SWITCH: CJK glued into a Latin sentence (or English phrasing inside a CJK one), or script churn.
+    """S13 SCRIPT_SWITCH: CJK (or Cyrillic, Greek, ...) inside a Latin sentence, English phrasing inside a CJK one, or churn.
 
     A CJK reply that names Latin terms (`使用 Python 的 requests 库`) is ordinary: only a run of
     English function words counts as a switch there. Quoted or bracketed runs are citations.
@@ -467,14 +489,14 @@ def s13_script_switch(turn, th: Thresholds = DEFAULT) -> Hit | None:
     for sm in _RE_SENTENCE.finditer(text):
         sent = sm.group()
         if dom == "latin" and user_dom in (None, "latin") and len(_RE_LATIN_WORD.findall(sent)) >= 2:
-            for m in _RE_CJK_RUN.finditer(sent):
+            for m in _RE_FOREIGN_RUN.finditer(sent):
                 before, after = sent[:m.start()].rstrip(), sent[m.end():].lstrip()
                 if (before and before[-1] in _OPENERS) or (after and after[0] in _CLOSERS):
                     continue
                 if _RE_LATIN_WORD.search(before[-20:]) or _RE_LATIN_WORD.match(after):
                     s = sm.start() + m.start()
                     f, fs, fe = _field_span(turn, text[s:s + len(m.group())])
-                    return Hit("S13", f, fs, fe, "CJK inside a Latin sentence")
+                    return Hit("S13", f, fs, fe, f"{script_of(m.group()[0])} inside a Latin sentence")
         if dom == "cjk" and user_dom in (None, "cjk") and _RE_CJK_RUN.search(sent):
             for m in re.finditer(r"(?:[A-Za-z]{2,}[ ,]+){3,}[A-Za-z]{2,}", sent):
                 if m.start() and sent[m.start() - 1] in _OPENERS:
@@ -501,7 +523,7 @@ def s13_script_switch(turn, th: Thresholds = DEFAULT) -> Hit | None:
 _SHORT_WORDS = frozenset(
     "a i o an am as at be by do go he if in is it me my no of oh ok on or so to up us we ye vs eg ie id pr ci ui io"
     " os db ml ai v1 v2 v3 v4 el la le de du en et un je tu il ce da di ne se si".split())
-_RE_MARKER = re.compile(r"^(?:[-*+>#]+|\d+[.)]|[a-z][.)]|\[[ x]\]|&|=|->|=>|—|–|/|\d+(?:[.,:]\d+)*%?|[$€£]\d[\d.,]*)$", re.I)
+_RE_MARKER = re.compile(r"^(?:[-*+>#]+|\d+[.)]|[a-z][.)]|\[[ x]\]|&|=|->|=>|—|–|/|\d+(?:[.,:]\d+)+%?|\d+%|[$€£]\d[\d.,]*)$", re.I)
 C0 = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffd]")
 
 
@@ -512,7 +534,7 @@ def _salad_token(tok: str) -> bool:
     if not core:
         return True
     if len(core) <= 2:
-        return core.lower() not in _SHORT_WORDS and not core.isdigit()
+        return core.lower() not in _SHORT_WORDS
     return not any(c.isalpha() for c in core)
 
 
@@ -530,20 +552,19 @@ def s14_token_salad(turn, th: Thresholds = DEFAULT) -> Hit | None:
             return Hit("S14", f, m.start(), m.end(), f"U+{ord(m.group()):04X} in the text")
     text = degeneration_text(turn)
     toks = [(m.start(), m.group()) for m in re.finditer(r"\S+", text)]
-    w = th.salad_window_tokens
-    if len(toks) < w // 2:
-        return None
     flags = [_salad_token(t) for _, t in toks]
-    for i in range(0, max(1, len(toks) - w + 1), 4):
-        win = toks[i:i + w]
-        chars = win[-1][0] + len(win[-1][1]) - win[0][0]
-        if chars < th.salad_min_chars:
-            continue
-        share = sum(flags[i:i + w]) / len(win)
-        if share >= th.salad_min_share:
-            snippet = text[win[0][0]:win[0][0] + 60]
-            f, s, e = _field_span(turn, snippet)
-            return Hit("S14", f, s, e, f"{share:.0%} short or non-word tokens")
+    j = 0
+    for i in range(len(toks)):
+        # the shortest run of tokens from i that spans the window
+        j = max(j, i)
+        while j < len(toks) and toks[j][0] + len(toks[j][1]) - toks[i][0] < th.salad_min_chars:
+            j += 1
+        if j >= len(toks):
+            break
+        n = j - i + 1
+        if n >= th.salad_min_tokens and sum(flags[i:j + 1]) / n >= th.salad_min_share:
+            f, s, e = _field_span(turn, text[toks[i][0]:toks[i][0] + 60])
+            return Hit("S14", f, s, e, f"{sum(flags[i:j + 1]) / n:.0%} short or non-word tokens")
     return None
 
 
@@ -675,23 +696,28 @@ def assess_session(turns, th: Thresholds = DEFAULT) -> list[Verdict]:
     return out
 
 
-def evidence(turn, hits: dict[str, Hit], deciding: list[str], width: int = 48) -> str:
-    """A short snippet per deciding signature, the matched text between ⟦ and ⟧, control characters escaped."""
+def evidence(turn, hits: dict[str, Hit], deciding: list[str], width: int = 40) -> str:
+    """A snippet around the first deciding match (between ⟦ and ⟧) plus the other signatures' notes.
+
+    Control characters are escaped; newlines read as \\n so the evidence stays one line.
+    """
     from forensics.render import escape_control
 
     def esc(s: str) -> str:
         return escape_control(s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t"))
 
-    parts = []
-    for sig in (deciding or list(hits))[:3]:
+    parts, shown = [], False
+    for sig in (deciding or list(hits))[:4]:
         h = hits[sig]
         label = sig + (" degraded" if h.degraded else "")
         src = {"content": turn.content, "reasoning": turn.reasoning, "error": turn.error_text}.get(h.field) or ""
-        if h.end > h.start and src:
+        note = f" ({esc(h.note)})" if h.note else ""
+        if not shown and h.end > h.start and src:
             a, b = max(0, h.start - width), min(len(src), h.end + width)
             snippet = ("…" if a else "") + esc(src[a:h.start]) + "⟦" + esc(src[h.start:min(h.end, h.start + 80)]) \
                 + "⟧" + esc(src[h.end:b]) + ("…" if b < len(src) else "")
-            parts.append(f"{label} {h.field}: {snippet}" + (f" ({esc(h.note)})" if h.note else ""))
+            parts.append(f"{label} {h.field}: {snippet}{note}")
+            shown = True
         else:
-            parts.append(f"{label}: {esc(h.note)}")
+            parts.append(f"{label}{note}")
     return " · ".join(parts)

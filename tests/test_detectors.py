@@ -1,0 +1,221 @@
+"""One test per signature S1-S16: positives, and the hard negatives that must stay clean."""
+
+import pytest
+
+from forensics import detectors as d
+from forensics.turns import Turn
+from tests.corpus.texts import CLEAN_CHINESE, CLEAN_MARKUP_DISCUSSION, CLEAN_QUOTED_ERRORS, CLEAN_TABLES, D, EOS, FW, LB
+
+
+def turn(content="", reasoning="", calls=(), finish="stop", model="deepseek-v3.2", completion=40, status=None,
+         error=None, offered=None, tools=True, user=None):
+    return Turn(source="t", session_id="s", turn_id="x", source_file="f", content=content, reasoning=reasoning,
+                tool_calls=list(calls), finish_reason=finish, model=model, completion_tokens=completion,
+                http_status=status, error_text=error, offered_tools=offered, tools_offered=tools, user_text=user)
+
+
+BLOCK = (f'<{D}function_calls>\n<{D}invoke name="read">\n<{D}parameter name="path" string="true">a.py</{D}parameter>\n'
+         f"</{D}invoke>\n</{D}function_calls>")
+CALL = {"id": "c1", "name": "read", "arguments": '{"path": "a.py"}'}
+
+
+def test_s1_dsml_in_content():
+    assert d.s1_dsml_in_content(turn("Reading.\n\n" + BLOCK)).sig == "S1"
+    deg = d.s1_dsml_in_content(turn("Reading.\n\n<|DSML|function_calls>\n<|DSML|invoke name=\"read\">"))
+    assert deg and deg.degraded
+    assert d.s1_dsml_in_content(turn("x < | DSML | invoke name=\"grep\">")).degraded
+    # a real tool call beside the markup is not a leak by S1's definition
+    assert d.s1_dsml_in_content(turn("Reading.\n\n" + BLOCK, calls=[CALL])) is None
+    # markup inside fences or inline code is talked about, not emitted
+    for text in CLEAN_MARKUP_DISCUSSION:
+        assert d.s1_dsml_in_content(turn(text)) is None, text[:60]
+    # an ASCII pipe table that merely mentions DSML is not a degraded marker
+    assert d.s1_dsml_in_content(turn("| format | marker |\n|---|---|\n| V3.2 | DSML |")) is None
+
+
+def test_s2_dsml_in_reasoning():
+    assert d.s2_dsml_in_reasoning(turn("", reasoning="I will read it.\n" + BLOCK)).sig == "S2"
+    assert d.s2_dsml_in_reasoning(turn("", reasoning=f'<{D}invoke name="ls">')).sig == "S2"
+    assert d.s2_dsml_in_reasoning(turn("", reasoning="The DSML format wraps calls in a block.")) is None
+    assert d.s2_dsml_in_reasoning(turn("", reasoning="It looks like `<｜DSML｜invoke name=...>`.")) is None
+
+
+def test_s3_unbalanced_dsml():
+    h = d.s3_unbalanced_dsml(turn(BLOCK.rsplit("\n", 1)[0]))
+    assert h.sig == "S3" and "wrapper: 1 open, 0 closed" in h.note
+    assert "truncated" in d.s3_unbalanced_dsml(turn(BLOCK.rsplit("\n", 2)[0], finish="length")).note
+    assert d.s3_unbalanced_dsml(turn(BLOCK)) is None
+    assert d.s3_unbalanced_dsml(turn("```\n" + BLOCK.rsplit("\n", 1)[0] + "\n```")) is None
+
+
+def test_s4_bare_invoke():
+    bare = f'<{D}invoke name="Bash">\n<{D}parameter name="command" string="true">ls</{D}parameter>\n</{D}invoke>'
+    assert d.s4_bare_invoke(turn(bare)).sig == "S4"
+    assert d.s4_bare_invoke(turn(BLOCK)) is None
+    assert d.s4_bare_invoke(turn("no markup here")) is None
+
+
+def test_s5_wrong_dialect():
+    v31 = (f"<{FW}tool{LB}calls{LB}begin{FW}><{FW}tool{LB}call{LB}begin{FW}>read<{FW}tool{LB}sep{FW}>{{}}"
+           f"<{FW}tool{LB}call{LB}end{FW}><{FW}tool{LB}calls{LB}end{FW}>")
+    assert d.s5_wrong_dialect(turn(v31, model="deepseek-v3.2")).sig == "S5"
+    assert d.s5_wrong_dialect(turn(BLOCK.replace("function_calls", "tool_calls"), model="DeepSeek-V3.2-Exp")).sig == "S5"
+    assert d.s5_wrong_dialect(turn(BLOCK, model="deepseek-v4-flash")).sig == "S5"
+    # the deployment's own dialect, or an unknown deployment, is no mismatch
+    assert d.s5_wrong_dialect(turn(v31, model="deepseek-v3.1-terminus")) is None
+    assert d.s5_wrong_dialect(turn(BLOCK, model="deepseek-v3.2")) is None
+    assert d.s5_wrong_dialect(turn(v31, model="my-model")) is None
+    assert d.expected_dialect("deepseek-r1") == "v3" and d.expected_dialect("DeepSeek-V4-Pro") == "dsml_v4"
+
+
+def test_s6_malformed_param():
+    assert "marker" in d.s6_malformed_param(turn(f'<{D}invoke name="x">\n<parameter name="enabled">true</{D}parameter>')).note
+    assert "without string=" in d.s6_malformed_param(turn(f'<{D}invoke name="x">\n<{D}parameter name="a">1</{D}parameter>')).note
+    assert 'string="yes"' in d.s6_malformed_param(turn(f'<{D}parameter name="a" string="yes">1</{D}parameter>')).note
+    assert d.s6_malformed_param(turn(BLOCK)) is None
+    # XML in ordinary prose, without any DSML around, is not a DSML parameter
+    assert d.s6_malformed_param(turn('Use <parameter name="x"> in the WSDL file.')) is None
+
+
+def test_s7_special_token_leak():
+    assert d.s7_special_token_leak(turn("All done." + EOS)).sig == "S7"
+    assert d.s7_special_token_leak(turn(f"<{FW}User{FW}>thanks")).sig == "S7"
+    assert d.s7_special_token_leak(turn("<function_results>\n<result>ok</result>")).sig == "S7"
+    assert "tool token" in d.s7_special_token_leak(turn(f"x <{FW}tool{LB}calls{LB}begin{FW}>")).note
+    deg = d.s7_special_token_leak(turn("done <|end_of_sentence|>"))
+    assert deg and deg.degraded
+    assert d.s7_special_token_leak(turn("The `<result>` wrapper and the " + f"`{EOS}` token.")) is None
+    assert d.s7_special_token_leak(turn("The <result> tag wraps each tool result.")) is None
+
+
+def test_s8_think_tag_leak():
+    assert d.s8_think_tag_leak(turn("</think>The answer is 4.")).sig == "S8"
+    assert d.s8_think_tag_leak(turn("ok", reasoning="a</think>b</think>")).sig == "S8"
+    assert d.s8_think_tag_leak(turn("DeepSeek puts reasoning in `<think>` blocks.")) is None
+    assert d.s8_think_tag_leak(turn('The "</think>" string closes reasoning.')) is None
+    assert d.s8_think_tag_leak(turn("Wrap it in <think> tags.")) is None
+
+
+def test_s9_all_reasoning():
+    assert d.s9_all_reasoning(turn("", reasoning="I should read the file.")).sig == "S9"
+    assert d.s9_all_reasoning(turn("", reasoning="I should read the file.", tools=False)) is None
+    assert d.s9_all_reasoning(turn("Answer.", reasoning="I should read the file.")) is None
+    assert d.s9_all_reasoning(turn("", reasoning="thinking", finish="length")) is None
+
+
+def test_s10_finish_mismatch():
+    assert "no tool call" in d.s10_finish_mismatch(turn("", finish="tool_calls")).note
+    assert "S1" in d.s10_finish_mismatch(turn(BLOCK)).note
+    assert d.s10_finish_mismatch(turn("", calls=[CALL], finish="tool_calls")) is None
+    assert d.s10_finish_mismatch(turn(BLOCK, finish="length")) is None
+
+
+def test_s11_bad_tool_args():
+    offered = [{"name": "read", "required": ["path"]}]
+    assert "not JSON" in d.s11_bad_tool_args(turn(calls=[{"name": "read", "arguments": '{"path": "a.py"'}])).note
+    assert "not JSON" in d.s11_bad_tool_args(turn(calls=[{"name": "read", "arguments": '{{"path"}'}])).note
+    assert "not an offered" in d.s11_bad_tool_args(turn(calls=[{"name": "rm", "arguments": "{}"}], offered=offered)).note
+    assert "missing path" in d.s11_bad_tool_args(turn(calls=[{"name": "read", "arguments": "{}"}], offered=offered)).note
+    assert d.s11_bad_tool_args(turn(calls=[CALL], offered=offered)) is None
+    assert d.s11_bad_tool_args(turn(calls=[{"name": "read", "arguments": {"path": "a"}}])) is None
+
+
+def test_s12_repetition_loop():
+    assert d.s12_repetition_loop(turn("The patch applies cleanly. " * 12)).sig == "S12"
+    assert d.s12_repetition_loop(turn("Let me look. " + "!" * 300)).sig == "S12"
+    assert d.s12_repetition_loop(turn("I will now read the file.\n" * 6)).sig == "S12"
+    looping = ("Here is what I found while reading the scheduler code and the decode worker this afternoon.\n"
+               + "Retrying the request against decode-3 after the timeout.\n" * 5)
+    assert "line repeated 5 times" in d.s12_repetition_loop(turn(looping)).note
+    assert "distinct words" in d.s12_repetition_loop(turn("but but but about you about you about you " * 6)).note
+    assert "stuttered" in d.s12_repetition_loop(
+        turn("the the the prefill server server server sends sends sends the cache to decode")).note
+    for text in CLEAN_TABLES:  # repeated table rows are data, not a loop
+        assert d.s12_repetition_loop(turn(text)) is None, text[:50]
+    assert d.s12_repetition_loop(turn("```\n" + "ok\n" * 40 + "```\nAll passes.")) is None
+    assert d.s12_repetition_loop(turn("| a | b |\n|---|---|\n" + "| x | 0 |\n" * 30)) is None
+    assert d.s12_repetition_loop(turn("-" * 300 + "\nA separator line is not a loop of words.")) is None
+    report = "".join(f"## Step {i}\nWe changed module {i} to read settings lazily.\n**Result:** passed.\n\n" for i in range(6))
+    assert d.s12_repetition_loop(turn(report)) is None
+
+
+def test_s13_script_switch():
+    assert d.s13_script_switch(turn("The decode server waits to be separable by常规? and retries.")).sig == "S13"
+    assert d.s13_script_switch(turn("The server restarts and затем the requests are retried.")).sig == "S13"
+    assert d.s13_script_switch(turn("我们需要检查配置文件 the value of the key is not set 然后重新启动。")).sig == "S13"
+    assert d.s13_script_switch(turn("Das ist gut, aber the заголовок 设置 wird nicht gespeichert, потому что 缓存 ist alt.")).sig == "S13"
+    for text in CLEAN_CHINESE:  # Chinese replies naming Latin terms are ordinary
+        assert d.s13_script_switch(turn(text)) is None, text[:30]
+    assert d.s13_script_switch(turn('The word "你好" means hello.')) is None
+    assert d.s13_script_switch(turn("The delay is 5 μs and Δt grows.")) is None
+    # the user asked in Chinese: a mixed answer is expected
+    assert d.s13_script_switch(turn("Use the 配置 file.", user="配置在哪里？")) is None
+
+
+def test_s14_token_salad():
+    assert "U+FFFD" in d.s14_token_salad(turn("The loader ret\ufffdurns the dict.")).note
+    assert "U+0007" in d.s14_token_salad(turn("bell \x07 here")).note
+    salad = "ins 3 Q / kv . ,, rt o e 7 ] ] x q zz . p l / 3Q ins ; ; k v 9 # w xx y . . 0 f ll q u j vv ins 3 Q / e e"
+    assert d.s14_token_salad(turn(salad)).sig == "S14"
+    prose = ("It is up to us to do so, as we go on: if it is ok by me, I do it at 10 am or so, and we see if it is "
+             "in or on the list. We go by the plan.")
+    assert d.s14_token_salad(turn(prose)) is None
+    assert d.s14_token_salad(turn("Changed files:\n" + "".join(f"- src/m{i}.py: 3 lines\n" for i in range(20)))) is None
+    for text in CLEAN_CHINESE + CLEAN_QUOTED_ERRORS:
+        assert d.s14_token_salad(turn(text)) is None, text[:30]
+
+
+def test_s14_entropy_outliers_need_a_baseline():
+    base = [turn("The config is loaded twice, once at import time and once in main; the second load overrides the "
+                 f"environment, which is why the flag seems ignored. Case {i}, checked and fixed; the test now sets the variable "
+                 "and reads the flag back.") for i in range(11)]
+    odd = turn("q" * 120 + "zx" * 60)
+    assert 11 in d.entropy_outliers(base + [odd])
+    assert d.entropy_outliers(base[:5] + [odd]) == {}  # fewer than 10 turns of baseline: no verdict
+    chinese = turn(CLEAN_CHINESE[6] * 2)
+    assert d.entropy_outliers(base + [chinese]) == {}  # another script is not compared
+
+
+def test_s15_empty_turn():
+    assert d.s15_empty_turn(turn("", completion=120)).sig == "S15"
+    assert d.s15_empty_turn(turn("", completion=0)) is None
+    assert d.s15_empty_turn(turn("", calls=[CALL], finish="tool_calls")) is None
+    assert d.s15_empty_turn(turn("Done.")) is None
+    # a generated output with no metadata at all: the empty text is the evidence
+    assert d.s15_empty_turn(turn("  \n", finish=None, completion=None)).sig == "S15"
+    assert d.s15_empty_turn(turn("", finish=None, completion=None, error="MessageAbortedError")) is None
+
+
+def test_s16_transfer_error_turn():
+    assert d.s16_transfer_error_turn(turn(status=500, error="Internal Server Error")).sig == "S16"
+    assert d.s16_transfer_error_turn(turn(status=503, error="KVTransferError(bootstrap_room=1): timed out")).sig == "S16"
+    assert d.s16_transfer_error_turn(turn("partial", finish="abort")).sig == "S16"
+    assert d.s16_transfer_error_turn(turn(status=429, error="rate limited")) is None
+    # quoting the error in a reply is not a failed request
+    for text in CLEAN_QUOTED_ERRORS:
+        assert d.s16_transfer_error_turn(turn(text)) is None
+
+
+@pytest.mark.parametrize("sig", sorted(d.SIGNATURES, key=lambda s: int(s[1:])))
+def test_every_signature_is_documented(sig):
+    fn = d.SIGNATURES[sig]
+    assert fn.__doc__ and fn.__doc__.startswith(sig), fn.__name__
+
+
+def test_config_class_needs_every_tool_call_to_leak_from_the_start():
+    leak = turn("Reading.\n\n" + BLOCK, model="sglang-default")
+    ok = turn("", calls=[CALL], finish="tool_calls", model="sglang-default")
+    text = turn("The answer is 4.", model="sglang-default")
+    assert [v.corruption_class for v in d.assess_session([leak, text, leak, leak])] == ["config", "clean", "config", "config"]
+    # a working session with a leak under load: the leak is corruption, not a configuration problem
+    assert [v.corruption_class for v in d.assess_session([ok, leak, ok])] == ["clean", "parse_leak", "clean"]
+    assert [v.corruption_class for v in d.assess_session([leak])] == ["parse_leak"]
+
+
+def test_class_precedence_and_evidence():
+    v = d.assess_session([turn("x " + BLOCK + " \x1b[31m", status=500, error="KVTransferError(bootstrap_room=1)")])[0]
+    assert v.corruption_class == "transfer_error" and not v.corrupted
+    v = d.assess_session([turn("Reading.\n\n" + BLOCK.rsplit("\n", 1)[0] + "\n\x1b]0;pwned\x07")])[0]
+    assert v.corruption_class == "parse_leak" and v.corrupted and v.signatures == ["S1", "S3", "S10", "S14"] or \
+        v.corruption_class == "incoherent"
+    assert "⟦" in v.evidence and "\x1b" not in v.evidence and "\x07" not in v.evidence
