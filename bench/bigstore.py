@@ -1,0 +1,125 @@
+"""A large store written straight to Parquet, in the layout of forensics/store.py.
+
+    <store>/data/<key>/<table>-00000.parquet
+
+Rows are made per column from the registered schema (forensics.schema.TABLES), so tables that
+other issues add (`transfers`, `replies`) are filled as soon as they are registered; a table that
+is not registered yet is skipped and reported. Values are deterministic hashes of the row number;
+bootstrap rooms and rids come from one shared pool so joins across tables hit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+
+import polars as pl
+
+HOSTS = [f"decode-{i}" for i in range(8)] + [f"prefill-{i}" for i in range(8)]
+ROOMS = 2_000_000  # distinct bootstrap rooms
+T0 = dt.datetime(2026, 10, 30, 10, tzinfo=dt.timezone.utc)
+SPAN_S = 6 * 3600
+EVENT_KINDS = ["request_received", "request_finished", "http_access", "log", "transfer_failed", "abort",
+               "bootstrap_failed", "nixl_log", "ucx_error", "exception"]
+EVENT_WEIGHTS = [30, 30, 30, 5, 2, 1, 1, 1, 1, 1]
+
+
+def _h(i: pl.Expr, salt: int) -> pl.Expr:
+    """A cheap deterministic hash of the row number (UInt64)."""
+    x = (i.cast(pl.UInt64) + salt) * 0x9E3779B97F4A7C15
+    return (x ^ (x // (1 << 29))) * 0xBF58476D1CE4E5B9
+
+
+def _column(name: str, dtype, n: int, host: str, table: str, salt: int) -> pl.Expr:
+    i = pl.int_range(0, n, dtype=pl.Int64)
+    h = _h(i, salt)
+    room_idx = (_h(i, 7) % ROOMS).cast(pl.Int64)
+    if name == "ts" or (isinstance(dtype, pl.Datetime) and name.endswith("ts")):
+        step = SPAN_S * 1_000_000 // max(n, 1)
+        return (pl.lit(int(T0.timestamp() * 1e6)) + i * step + (h % 1000).cast(pl.Int64)).cast(pl.Datetime("us", "UTC"))
+    if isinstance(dtype, pl.Datetime):
+        return (pl.lit(int(T0.timestamp() * 1e6)) + (h % (SPAN_S * 1_000_000)).cast(pl.Int64)).cast(dtype)
+    if name == "host":
+        return pl.lit(host)
+    if name == "role":
+        return pl.lit(host.split("-")[0])
+    if name in ("source_file", "path"):
+        return pl.lit(f"{host}.log")
+    if name == "line_no":
+        return i + 1
+    if name == "bootstrap_room" or name.endswith("_room"):
+        return pl.lit(1_000_000_000_000_000_000) + room_idx * 3_000_000_007
+    if name == "rid" or name.endswith("_rid"):
+        return pl.format("{}{}", pl.lit("r"), room_idx.cast(pl.Utf8).str.zfill(31))
+    if name == "kind" and table == "events":
+        cum, choice = 0, pl.lit("log", dtype=pl.Utf8)
+        tot = sum(EVENT_WEIGHTS)
+        m = (h % tot).cast(pl.Int64)
+        exprs = []
+        for k, w in zip(EVENT_KINDS, EVENT_WEIGHTS):
+            exprs.append((m < cum + w, k))
+            cum += w
+        for cond, k in reversed(exprs):
+            choice = pl.when(cond).then(pl.lit(k)).otherwise(choice)
+        return choice
+    if name == "kind" and table == "batches":
+        return pl.lit("decode" if host.startswith("decode") else "prefill")
+    if name.endswith("_rank"):
+        return (h % 8).cast(pl.Int32)
+    if dtype == pl.Utf8:
+        return pl.format("{}-{}", pl.lit(name), (h % 97).cast(pl.Utf8))
+    if dtype == pl.Boolean:
+        return (h % 2) == 0
+    if dtype in (pl.Float64, pl.Float32):
+        return ((h % 100_000).cast(pl.Float64) / 100).cast(dtype)
+    if dtype in (pl.Int64, pl.Int32, pl.Int16, pl.Int8, pl.UInt64, pl.UInt32):
+        return (h % 10_000).cast(dtype)
+    return pl.lit(None, dtype=dtype)
+
+
+def frame(table: str, n: int, host: str, salt: int) -> pl.DataFrame:
+    from forensics import schema
+
+    t = schema.TABLES[table]
+    return pl.select(**{c.name: _column(c.name, c.dtype, n, host, table, salt) for c in t.columns})
+
+
+def build(root: str, transfers: int, batches: int, replies: int, events: int | None = None) -> tuple[str, dict]:
+    """Write the store at `root` (kept if it was built with the same schema and sizes); return (root, rows)."""
+    import parsers  # noqa: F401  (parsers of other issues register their tables on import)
+    from forensics import schema
+    from forensics.store import _to_arrow
+    import pyarrow.parquet as pq
+
+    events = events if events is not None else max(batches, 1_000_000)
+    want = {"transfers": transfers, "batches": batches, "replies": replies, "events": events}
+    present = {k: v for k, v in want.items() if k in schema.TABLES}
+    for k in want:
+        if k not in present:
+            print(f"  table `{k}` is not registered in forensics.schema yet: not written")
+    sig = hashlib.sha256(json.dumps(
+        {k: [(c.name, str(c.dtype)) for c in schema.TABLES[k].columns] for k in present} | {"n": present},
+        sort_keys=True).encode()).hexdigest()[:16]
+    marker = os.path.join(root, "bench-signature")
+    if os.path.exists(marker) and open(marker).read() == sig:
+        return root, present
+    shutil.rmtree(root, ignore_errors=True)
+    for hi, host in enumerate(HOSTS):
+        key = hashlib.sha256(host.encode()).hexdigest()[:32]
+        d = os.path.join(root, "data", key)
+        os.makedirs(d)
+        for table, total in present.items():
+            n = total // len(HOSTS) + (1 if hi < total % len(HOSTS) else 0)
+            df = frame(table, n, host, salt=hi * 1000 + len(table))
+            pq.write_table(_to_arrow(table, df), os.path.join(d, f"{table}-00000.parquet"), compression="zstd")
+        files = pl.DataFrame([{"path": f"{host}.log", "sha256": key * 2, "bytes": 0, "format": "server_log", "host": host,
+                               "role": host.split("-")[0], "lines": 0, "parsed_lines": 0, "continuation_lines": 0,
+                               "unparsed_lines": 0, "first_ts": T0, "last_ts": T0 + dt.timedelta(seconds=SPAN_S),
+                               "tz": "UTC", "run": None, "ingested_at": T0}])
+        pq.write_table(_to_arrow("files", files), os.path.join(d, "files-00000.parquet"), compression="zstd")
+    os.makedirs(os.path.join(root, ".tmp"), exist_ok=True)
+    open(marker, "w").write(sig)
+    return root, present

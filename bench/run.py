@@ -1,0 +1,283 @@
+"""Benchmark `forensics` at incident scale (issue 5): ingest throughput and memory, query latency.
+
+    python bench/run.py                 # 1 GiB of logs, 3 runs each (a few minutes)
+    python bench/run.py --size 200M     # quick
+    python bench/run.py --size 4G --runs 1 --skip-store   # the flat-memory check
+
+Every figure is the median of --runs whole-process runs (`forensics ingest` as a subprocess, a
+fresh store each time), measured beside `grep -c` over the same input in the same run. Peak RSS is
+the largest resident set of the ingest process or any of its workers (wait4 rusage), and the
+largest sum over the process tree sampled every 20 ms (what the machine needs). Results go to
+bench/out/results.json and bench/out/summary.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+OUT = os.path.join(HERE, "out")
+sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
+
+import gen  # noqa: E402
+
+# several files of one PD dump: share of the total size, role, seed, CRI wrapper
+DUMP = [("decode-0.log", 0.35, "decode", 11, False), ("decode-1-k8s.log", 0.25, "decode", 12, True),
+        ("prefill-0.log", 0.25, "prefill", 13, False), ("prefill-1.log", 0.15, "prefill", 14, False)]
+SINGLE = ("decode-big.log", "decode", 7, False)
+
+
+def parse_size(s: str) -> int:
+    s = s.strip().upper().removesuffix("B").removesuffix("I")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:], 1)
+    return int(float(s.rstrip("KMG")) * mult)
+
+
+_CMD: list[str] = []
+
+
+def forensics_cmd() -> list[str]:
+    """The installed console script when it runs this checkout (what a user runs), else `python -m`."""
+    if not _CMD:
+        script = os.path.join(sysconfig.get_path("scripts"), "forensics")
+        where = subprocess.run([sys.executable, "-c", "import forensics; print(forensics.__file__)"],
+                               capture_output=True, text=True, cwd="/").stdout.strip()
+        mine = os.path.realpath(where).startswith(os.path.realpath(ROOT) + os.sep)
+        _CMD.extend([script] if os.path.exists(script) and mine else [sys.executable, "-m", "forensics.cli"])
+    return _CMD
+
+
+# -- data -------------------------------------------------------------------------------------
+
+def make_data(size: int) -> dict:
+    """Generate (or reuse) the single big file and the several-files dump; return the manifest."""
+    d = os.path.join(OUT, "data", str(size))
+    mpath = os.path.join(d, "manifest.json")
+    with open(os.path.join(HERE, "gen.py"), "rb") as f:
+        version = hashlib.sha256(f.read()).hexdigest()[:12]
+    if os.path.exists(mpath):
+        m = json.load(open(mpath))
+        if m.get("gen") == version and all(os.path.exists(os.path.join(d, f["name"])) for f in m["single"] + m["dump"]):
+            return m
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(d, "dump"))
+    t0 = time.perf_counter()
+    name, role, seed, cri = SINGLE
+    b, n = gen.write_log(os.path.join(d, name), role, size, seed, cri)
+    single = [{"name": name, "bytes": b, "lines": n}]
+    dump = []
+    for name, share, role, seed, cri in DUMP:
+        rel = os.path.join("dump", name)
+        b, n = gen.write_log(os.path.join(d, rel), role, int(size * share), seed, cri)
+        dump.append({"name": rel, "bytes": b, "lines": n})
+    m = {"gen": version, "size": size, "dir": d, "single": single, "dump": dump,
+         "generated_s": round(time.perf_counter() - t0, 1)}
+    json.dump(m, open(mpath, "w"), indent=1)
+    print(f"generated {2 * size / 1e6:.0f} MB of logs in {m['generated_s']} s -> {d}", flush=True)
+    return m
+
+
+# -- measuring a process ------------------------------------------------------------------------
+
+def _tree_rss_kib(root: int) -> int:
+    """Sum of VmRSS over `root` and its descendants (from /proc)."""
+    kids: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                st = f.read().rsplit(")", 1)[1].split()
+            kids.setdefault(int(st[1]), []).append(int(p))
+            rss[int(p)] = int(st[21]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+        except (OSError, IndexError, ValueError):
+            continue
+    total, todo = 0, [root]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo.extend(kids.get(p, []))
+    return total
+
+
+def run_proc(cmd: list[str], cwd: str | None = None, env=None) -> dict:
+    """Run `cmd`; wall time, exit code, peak RSS of any one process and of the whole tree."""
+    out = open(os.path.join(OUT, "last_stdout.txt"), "wb")
+    err = open(os.path.join(OUT, "last_stderr.txt"), "wb")
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=cwd, env=env)
+    peak_tree = 0
+    stop = threading.Event()
+
+    def sample():
+        nonlocal peak_tree
+        while not stop.wait(0.02):
+            peak_tree = max(peak_tree, _tree_rss_kib(p.pid))
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    stop.set()
+    th.join()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    out.close()
+    err.close()
+    return {"wall_s": wall, "rc": p.returncode, "peak_rss_mib": ru.ru_maxrss / 1024, "peak_tree_rss_mib": peak_tree / 1024,
+            "cpu_s": ru.ru_utime + ru.ru_stime}
+
+
+def grep_time(paths: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(["grep", "-c", "batch", *paths], stdout=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"})
+    return time.perf_counter() - t0
+
+
+def bench_ingest(label: str, paths: list[str], nbytes: int, nlines: int, runs: int, jobs: int | None) -> dict:
+    store = os.path.join(OUT, "store-ingest")
+    rows = []
+    for i in range(runs):
+        shutil.rmtree(store, ignore_errors=True)
+        g = grep_time(paths)
+        cmd = forensics_cmd() + ["ingest", *paths, "--store", store] + (["-j", str(jobs)] if jobs else [])
+        r = run_proc(cmd, cwd=ROOT)
+        if r["rc"] != 0:
+            sys.exit(f"error: ingest failed (exit {r['rc']}); see {OUT}/last_stderr.txt")
+        r["grep_s"] = g
+        rows.append(r)
+        print(f"  {label} run {i + 1}: {r['wall_s']:.2f} s, {nbytes / r['wall_s'] / 1e6:.0f} MB/s, "
+              f"peak {r['peak_rss_mib']:.0f} MiB/process, {r['peak_tree_rss_mib']:.0f} MiB/tree, grep {g:.3f} s", flush=True)
+    shutil.rmtree(store, ignore_errors=True)
+    wall = statistics.median(r["wall_s"] for r in rows)
+    grep = statistics.median(r["grep_s"] for r in rows)
+    return {
+        "label": label, "files": len(paths), "bytes": nbytes, "lines": nlines, "runs": runs,
+        "wall_s": wall, "mb_s": nbytes / wall / 1e6, "lines_s": nlines / wall,
+        "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in rows),
+        "peak_tree_rss_mib": statistics.median(r["peak_tree_rss_mib"] for r in rows),
+        "cpu_s": statistics.median(r["cpu_s"] for r in rows),
+        "grep_s": grep, "x_grep": wall / grep, "all_runs": rows,
+    }
+
+
+def bench_help(runs: int) -> dict:
+    times = []
+    for _ in range(max(runs, 5)):
+        r = run_proc(forensics_cmd() + ["--help"], cwd=ROOT)
+        times.append(r["wall_s"])
+    return {"help_s": statistics.median(times), "all": times}
+
+
+# -- the large store ----------------------------------------------------------------------------
+
+def _has_command(name: str) -> bool:
+    r = subprocess.run(forensics_cmd() + [name, "--help"], capture_output=True, cwd=ROOT)
+    return r.returncode == 0
+
+
+def build_store(transfers: int, batches: int, replies: int) -> tuple[str, dict]:
+    sys.path.insert(0, HERE)
+    import bigstore
+
+    return bigstore.build(os.path.join(OUT, "store-large"), transfers=transfers, batches=batches, replies=replies)
+
+
+def bench_queries(store: str, runs: int, args: dict[str, list[str]]) -> dict:
+    res = {}
+    for name in ("timeline", "evidence"):
+        if not _has_command(name):
+            print(f"  skip `forensics {name}`: the command does not exist yet (another issue builds it)")
+            res[name] = {"skipped": "command does not exist yet"}
+            continue
+        times, rc = [], 0
+        for _ in range(runs):
+            r = run_proc(forensics_cmd() + [name, *args.get(name, []), "--store", store], cwd=ROOT)
+            times.append(r["wall_s"])
+            rc = r["rc"]
+        if rc != 0:
+            msg = open(os.path.join(OUT, "last_stderr.txt")).read().strip().splitlines()[-3:]
+            print(f"  `forensics {name}` exited {rc}: {' | '.join(msg)}")
+        res[name] = {"wall_s": statistics.median(times), "rc": rc, "all": times}
+        print(f"  forensics {name}: {res[name]['wall_s']:.2f} s (exit {rc})", flush=True)
+    return res
+
+
+# -- report -------------------------------------------------------------------------------------
+
+def summary(results: dict) -> str:
+    t = results["targets"]
+    lines = [f"forensics bench  {results['date']}  {results['machine']}",
+             f"{'case':<28}{'MB/s':>8}{'Mlines/s':>10}{'wall s':>8}{'x grep':>8}{'RSS/proc':>10}{'RSS/tree':>10}"]
+    for r in results["ingest"]:
+        lines.append(f"{r['label']:<28}{r['mb_s']:>8.0f}{r['lines_s'] / 1e6:>10.2f}{r['wall_s']:>8.2f}{r['x_grep']:>8.1f}"
+                     f"{r['peak_rss_mib']:>8.0f}Mi{r['peak_tree_rss_mib']:>8.0f}Mi")
+    lines.append(f"targets: >= {t['mb_s']} MB/s, <= {t['x_grep']}x grep -c, RSS <= {t['rss_mib']} MiB, "
+                 f"--help <= {t['help_s']} s, timeline/evidence <= {t['query_s']} s")
+    lines.append(f"forensics --help: {results['help']['help_s']:.3f} s")
+    for name, q in results.get("queries", {}).items():
+        lines.append(f"forensics {name}: " + (f"skipped ({q['skipped']})" if "skipped" in q
+                                              else f"{q['wall_s']:.2f} s (exit {q['rc']})"))
+    if results.get("store"):
+        lines.append("large store rows: " + ", ".join(f"{k}={v:,}" for k, v in results["store"].items()))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="1G", help="bytes of log per case, e.g. 200M, 1G, 4G (default 1G)")
+    ap.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported (default 3)")
+    ap.add_argument("--skip-ingest", action="store_true")
+    ap.add_argument("--skip-store", action="store_true", help="skip the large store and the query timings")
+    ap.add_argument("--transfers", type=int, default=10_000_000)
+    ap.add_argument("--batches", type=int, default=1_000_000)
+    ap.add_argument("--replies", type=int, default=100_000)
+    ap.add_argument("--timeline-args", default="", help="extra arguments for `forensics timeline`")
+    ap.add_argument("--evidence-args", default="", help="extra arguments for `forensics evidence`")
+    a = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    size = parse_size(a.size)
+    results = {
+        "date": time.strftime("%Y-%m-%d %H:%M"), "machine": f"{platform.node()} {os.cpu_count()} cores "
+        f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, Python {platform.python_version()}",
+        "size": size, "targets": {"mb_s": 250, "x_grep": 10, "rss_mib": 1024, "help_s": 0.3, "query_s": 5},
+        "ingest": [],
+    }
+    if not a.skip_ingest:
+        m = make_data(size)
+        single = [os.path.join(m["dir"], f["name"]) for f in m["single"]]
+        dump = [os.path.join(m["dir"], f["name"]) for f in m["dump"]]
+        sb, sl = sum(f["bytes"] for f in m["single"]), sum(f["lines"] for f in m["single"])
+        db, dl = sum(f["bytes"] for f in m["dump"]), sum(f["lines"] for f in m["dump"])
+        print(f"ingest: one file ({sb / 1e6:.0f} MB, {sl:,} lines) vs {len(dump)} files in parallel "
+              f"({db / 1e6:.0f} MB, {dl:,} lines), {a.runs} runs each", flush=True)
+        results["ingest"].append(bench_ingest("one file", single, sb, sl, a.runs, None))
+        results["ingest"].append(bench_ingest(f"{len(dump)} files, all cores", dump, db, dl, a.runs, None))
+    results["help"] = bench_help(a.runs)
+    if not a.skip_store:
+        print("large store ...", flush=True)
+        store, counts = build_store(a.transfers, a.batches, a.replies)
+        results["store"] = counts
+        results["queries"] = bench_queries(store, a.runs, {"timeline": a.timeline_args.split(),
+                                                           "evidence": a.evidence_args.split()})
+    json.dump(results, open(os.path.join(OUT, "results.json"), "w"), indent=1, default=str)
+    text = summary(results)
+    open(os.path.join(OUT, "summary.txt"), "w").write(text + "\n")
+    print("\n" + text)
+
+
+if __name__ == "__main__":
+    main()
