@@ -78,16 +78,19 @@ def connect(store: Store, offsets: dict[str, float] | None = None) -> duckdb.Duc
             )
         else:
             con.execute(f'CREATE VIEW "{t.name}" AS SELECT * FROM "raw_{t.name}"')
-    for sql in derived_views():
-        con.execute(sql)
+    for name, sql in derived_views():
+        try:
+            con.execute(sql)
+        except duckdb.Error as e:
+            from forensics.errors import ForensicsError
+
+            raise ForensicsError(f"derived view {name} does not build: {str(e).splitlines()[0]}",
+                                 file=f"forensics/views/{name}",
+                                 help="a bug in the toolkit, not in your data: report it with this line") from None
     return con
 
 
-def derived_views() -> list[str]:
-    """The CREATE VIEW statements of forensics/views/*.sql, in file-name order."""
+def derived_views() -> list[tuple[str, str]]:
+    """(file name, SQL) of forensics/views/*.sql, in file-name order."""
     pkg = resources.files("forensics.views")
-    out = []
-    for entry in sorted(pkg.iterdir(), key=lambda p: p.name):
-        if entry.name.endswith(".sql"):
-            out.append(entry.read_text())
-    return out
+    return [(e.name, e.read_text()) for e in sorted(pkg.iterdir(), key=lambda p: p.name) if e.name.endswith(".sql")]

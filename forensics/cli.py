@@ -39,6 +39,13 @@ def handled(f):
                 raise
             click.echo(e.render(), err=True)
             sys.exit(e.exit_code)
+        except Exception as e:  # a bug: still one error shape, the traceback behind --debug
+            if click.get_current_context().find_root().params.get("debug"):
+                raise
+            click.echo(ForensicsError(f"internal error: {type(e).__name__}: {e}",
+                                      help="rerun with `forensics --debug ...` and report the traceback").render(),
+                       err=True)
+            sys.exit(EXIT_FAILED)
 
     return wrapper
 
@@ -175,6 +182,170 @@ def replies(corrupted, cls, session, store, fmt):
         print_table(df)
     else:
         render(df, fmt)
+
+
+@main.group(invoke_without_command=True)
+@store_option
+@format_option()
+@click.pass_context
+@handled
+def clocks(ctx, store, fmt):
+    """Estimate each host pair's clock offset from paired events of the same room.
+
+    Prints the estimate (how far host_b's clock runs ahead of host_a's), its bounds, how many
+    pairs support them, and the offsets in force. `forensics clocks set HOST SECONDS` records one.
+    """
+    if ctx.invoked_subcommand:
+        return
+    from forensics.clocks import describe_offsets, estimate
+    from forensics.render import render
+    from forensics.store import Store
+
+    report = estimate(Store(store))
+    click.echo(describe_offsets(report.offsets), err=fmt in ("csv", "json"))
+    render(report.frame(), fmt)
+
+
+@clocks.command("set", context_settings={"ignore_unknown_options": True})
+@click.argument("host")
+@click.argument("seconds", type=float)
+@store_option
+@handled
+def clocks_set(host, seconds, store):
+    """Record that HOST's clock runs SECONDS ahead (negative: behind); views subtract it."""
+    from forensics.clocks import describe_offsets, set_offset
+    from forensics.store import Store
+
+    click.echo(describe_offsets(set_offset(Store(store), host, seconds)))
+
+
+@main.command()
+@click.argument("room")
+@store_option
+@format_option()
+@handled
+def room(room, store, fmt):
+    """Print one bootstrap room's story across hosts and sources, in corrected time order."""
+    from forensics.clocks import describe_offsets
+    from forensics.render import render
+    from forensics.room import parse_room, room_story
+    from forensics.store import Store
+
+    story = room_story(Store(store), parse_room(room))
+    to_err = fmt in ("csv", "json")
+    click.echo(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", err=to_err)
+    if story.summary.height:
+        row = story.summary.row(0, named=True)
+        keys = ("outcome", "sides_seen", "prefill_host", "decode_host", "rid_prefill", "rid_decode",
+                "checksum_verdict", "mismatched_units")
+        click.echo("room " + str(story.room) + ": " + ", ".join(f"{k}={row[k]}" for k in keys if row[k] is not None),
+                   err=to_err)
+    render(story.timeline, fmt)
+
+
+@main.group()
+def query():
+    """Named analyses in queries/: list them, show one, run one with parameters."""
+
+
+@query.command("list")
+def query_list():
+    """List the named queries with their descriptions."""
+    from forensics import queries
+
+    for q in queries.all_queries().values():
+        click.echo(f"{q.name:26} {q.description}")
+
+
+@query.command("show")
+@click.argument("name")
+@handled
+def query_show(name):
+    """Print a query's SQL with its documented header."""
+    from forensics import queries
+
+    click.echo(queries.get(name).sql)
+
+
+@query.command("run")
+@click.argument("name")
+@store_option
+@format_option()
+@click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE", help="Set a parameter (repeatable).")
+@handled
+def query_run(name, store, fmt, params):
+    """Run a named query; parameters are bound, never pasted into the SQL."""
+    from forensics import queries
+    from forensics.render import render
+    from forensics.store import Store
+
+    render(queries.run(Store(store), name, _params(params)), fmt)
+
+
+@main.command()
+@store_option
+@click.option("--bucket", default="10s", show_default=True, help="Bucket width: 10s, 500ms, 1m, ...")
+@click.option("--since", help="First instant, UTC (e.g. 2026-11-20T14:00:00).")
+@click.option("--until", help="Last instant, UTC.")
+@click.option("--host", help="Only this host's load, transfers and events.")
+@click.option("--format", "fmt", default="table", show_default=True,
+              type=click.Choice(["table", "markdown", "csv", "json", "html", "png", "svg", "perfetto"]))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+@handled
+def timeline(store, bucket, since, until, host, fmt, output):
+    """What happened when: load, transfers, failures and replies per time bucket."""
+    from forensics import timeline as tl
+    from forensics.errors import UsageError
+    from forensics.store import Store
+
+    model = tl.build(Store(store), bucket, since, until, host)
+    if fmt in ("html", "png", "svg", "perfetto"):
+        from forensics import timeline_export
+
+        if not output:
+            raise UsageError(f"--format {fmt} writes a file", help="add -o FILE")
+        timeline_export.write(model, fmt, output, Store(store))
+        click.echo(f"wrote {output}", err=True)
+        return
+    _write(output, lambda out: __import__("forensics.reports", fromlist=["x"]).render_timeline(model, fmt, out))
+
+
+@main.command()
+@store_option
+@click.option("--format", "fmt", default="markdown", show_default=True, type=click.Choice(["markdown", "json"]))
+@click.option("--redact", is_flag=True, help="Mask secrets, IP addresses and host names consistently.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+@handled
+def evidence(store, fmt, redact, output):
+    """The bug-report tables: corrupted vs clean by dimension, wedges, abort storms, checksums."""
+    from forensics import evidence as ev
+    from forensics.reports import render_evidence
+    from forensics.store import Store
+
+    report = ev.build(Store(store), redact=redact)
+    _write(output, lambda out: render_evidence(report, fmt, out))
+
+
+@main.command()
+@click.argument("stores", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--format", "fmt", default="markdown", show_default=True, type=click.Choice(["markdown", "json"]))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+@handled
+def compare(stores, fmt, output):
+    """Compare runs (stores, or --run labels within one): corruption rate and decode throughput."""
+    from forensics import compare as cmp
+
+    result = cmp.build(list(stores))
+    _write(output, lambda out: cmp.render(result, fmt, out))
+
+
+def _write(output, fn) -> None:
+    if output:
+        with open(output, "w", encoding="utf-8") as f:
+            fn(f)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        fn(sys.stdout)
 
 
 if __name__ == "__main__":

@@ -190,7 +190,7 @@ def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress:
         writer.abort()
         res.status, res.error = "failed", f"cannot read {src.path}: {e}"
         return res
-    res.host, res.role = ctx.host, ctx.role or ctx.inferred_role
+    res.host, res.role = ctx.inferred_host or ctx.host, ctx.role or ctx.inferred_role
     res.lines, res.parsed, res.continuation, res.unparsed = (
         ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines)
     res.notes = ctx.notes
@@ -261,7 +261,10 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
         else:
             import multiprocessing as mp
 
-            ctx = mp.get_context("fork")
+            # forkserver, not fork: a parent that already ran polars or DuckDB has worker threads
+            # holding locks, and a forked child inherits those locks held forever (a deadlock).
+            ctx = mp.get_context("forkserver")
+            ctx.set_forkserver_preload(["forensics.ingest"])
             with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
                 futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path]): s for s in sources}
                 for fut in as_completed(futs):

@@ -60,8 +60,10 @@ def flat(df: pl.DataFrame) -> pl.DataFrame:
     nested = [c for c, t in df.schema.items() if t.is_nested() or str(t).lower().startswith(("map", "object"))]
     if not nested:
         return df
-    return df.with_columns(pl.col(c).map_elements(lambda v: json.dumps(v, default=str, ensure_ascii=False),
-                                                  return_dtype=pl.Utf8, skip_nulls=True) for c in nested)
+    return df.with_columns(
+        pl.Series(c, [None if v is None else json.dumps(v, default=_json_default, ensure_ascii=False)
+                      for v in df[c].to_list()], dtype=pl.Utf8)
+        for c in nested)
 
 
 def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None) -> None:

@@ -10,9 +10,12 @@ from forensics.errors import QueryError
 from forensics.store import Store
 
 
-def run_sql(store: Store, sql: str, params: dict | None = None, offsets: dict[str, float] | None = None
-            ) -> pl.DataFrame:
-    con = connect(store.require(), offsets)
+def run_sql(store: Store, sql: str, params: dict | None = None, offsets: dict[str, float] | None = None,
+            con: duckdb.DuckDBPyConnection | None = None) -> pl.DataFrame:
+    """Run `sql` with `params` bound; on a connection of its own unless `con` is given."""
+    own = con is None
+    if own:
+        con = connect(store.require(), offsets)
     try:
         rel = con.sql(sql, params=params or None)
         if rel is None:  # a statement without a result
@@ -20,7 +23,8 @@ def run_sql(store: Store, sql: str, params: dict | None = None, offsets: dict[st
         return pl.from_arrow(rel.to_arrow_table())
     except duckdb.Error as e:
         first = str(e).strip().splitlines()[0]
-        raise QueryError(first, text=sql.strip().splitlines()[0] if sql.strip() else "",
-                         help="`forensics tables` lists the tables and their columns") from None
+        shown = next((ln for ln in sql.strip().splitlines() if ln.strip() and not ln.startswith("--")), "")
+        raise QueryError(first, text=shown, help="`forensics tables` lists the tables and their columns") from None
     finally:
-        con.close()
+        if own:
+            con.close()

@@ -184,9 +184,8 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     if len(sides) == 1:
         ctx.inferred_role = sides.pop()
     if hosts:
-        ctx.inferred_host = sorted(hosts)[0]
-        if ctx.host and hosts != {ctx.host}:
-            ctx.notes.append(f"rows carry the trace's own host field ({', '.join(sorted(hosts))}), not {ctx.host!r}")
+        # the trace names its emitter: that beats a host guessed from the folder (files.host follows it)
+        ctx.inferred_host = ", ".join(sorted(hosts))
     if ctx.continuation_lines > n_blank_before:
         ctx.notes.append(f"{ctx.continuation_lines - n_blank_before} blank lines skipped (counted as continuation)")
 

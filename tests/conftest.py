@@ -31,3 +31,11 @@ def sql(store, q, **params):
     from forensics.store import Store
 
     return run_sql(Store(store), q, params or None)
+
+
+@pytest.fixture(scope="session")
+def sample_store(tmp_path_factory):
+    """sample_logs/ ingested once for the whole session."""
+    from tests.goldens import sample_store as build
+
+    return build(tmp_path_factory.mktemp("sample") / "store")

@@ -45,10 +45,38 @@ def snapshot(case: str) -> dict[str, str]:
         return out
 
 
+def query_snapshot(store, name: str) -> dict:
+    """A named query's output on a store, as CSV (nested values as JSON), with its column names."""
+    from forensics import queries
+    from forensics.render import flat
+    from forensics.store import Store
+
+    df = queries.run(Store(store), name)
+    return {"columns": df.columns, "csv": flat(df).write_csv()}
+
+
+def sample_store(path) -> str:
+    """Ingest all of sample_logs/ into `path` (once); return it."""
+    from forensics import ingest
+
+    ingest.run([str(ROOT / "sample_logs")], str(path), ingest.Options())
+    return str(path)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--update", action="store_true", help="rewrite the golden files")
     args = ap.parse_args()
+    if args.update:
+        from forensics import queries
+
+        with tempfile.TemporaryDirectory() as d:
+            store = sample_store(d)
+            for name in queries.all_queries():
+                p = GOLDEN / "queries" / f"{name}.csv"
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(query_snapshot(store, name)["csv"])
+                print(f"wrote {p.relative_to(ROOT)}")
     for case in CASES:
         for table, text in snapshot(case).items():
             p = GOLDEN / case / f"{table}.csv"

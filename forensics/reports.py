@@ -1,0 +1,184 @@
+"""Renderers for the timeline and evidence result models: terminal, Markdown, CSV, JSON.
+
+They know the result model (a dict of frames and figures), not SQL. The JSON shapes are a contract
+documented in the README.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import sys
+
+import polars as pl
+
+from forensics.render import dumps_json, escape_control, flat, markdown, to_json_rows
+
+TIMELINE_TABLE_COLUMNS = [
+    "bucket_start", "replies", "corrupted_rate", "prefill_new_tokens_per_s", "prefill_queue_req",
+    "prefill_bootstrap_req", "decode_running_req", "decode_gen_throughput", "transfers", "transfer_p99_ms",
+    "transfer_failures", "aborts", "errors",
+]
+
+
+def _offsets_line(offsets: dict) -> str:
+    if not offsets:
+        return "clock offsets: none applied"
+    return "clock offsets: " + ", ".join(f"{h} {v:+.3f} s" for h, v in sorted(offsets.items()))
+
+
+def _jsonable(v):
+    if isinstance(v, pl.DataFrame):
+        return to_json_rows(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def _clean_floats(rows):
+    return [{k: _jsonable(v) for k, v in r.items()} for r in rows]
+
+
+# -- timeline ------------------------------------------------------------------------------------
+
+def timeline_json(model: dict) -> str:
+    from forensics.timeline import anomalies
+
+    rows = model["rows"].with_columns(anomaly=anomalies(model["rows"]))
+    doc = {
+        "kind": "forensics.timeline", "version": 1,
+        "bucket_s": model["bucket_s"], "since": model["since"], "until": model["until"], "host": model["host"],
+        "clock_offsets": model["clock_offsets"],
+        "columns": rows.columns,
+        "rows": _clean_floats(to_json_rows(rows)),
+        "wedges": _clean_floats(to_json_rows(model["wedges"])),
+        "abort_storms": _clean_floats(to_json_rows(model["abort_storms"])),
+    }
+    return dumps_json(doc)
+
+
+def render_timeline(model: dict, fmt: str, out=None) -> None:
+    from forensics.timeline import anomalies
+
+    out = out or sys.stdout
+    rows = model["rows"]
+    if fmt == "json":
+        out.write(timeline_json(model) + "\n")
+        return
+    rows = rows.with_columns(anomaly=anomalies(rows))
+    if fmt == "csv":
+        out.write(flat(rows).write_csv())
+        return
+    if fmt == "markdown":
+        out.write(f"_{_offsets_line(model['clock_offsets'])}; bucket {model['bucket_s']:g} s_\n\n")
+        shown = rows.filter((pl.col("anomaly") != "") | (pl.col("replies") > 0) | pl.col("transfers").gt(0))
+        out.write(markdown(shown.select([*TIMELINE_TABLE_COLUMNS, "anomaly"])))
+        _markdown_section(out, "Wedges", model["wedges"])
+        _markdown_section(out, "Abort storms", model["abort_storms"])
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(file=out, highlight=False, width=None if out.isatty() else 200)
+    t = Table(title=f"timeline ({model['bucket_s']:g} s buckets) — {_offsets_line(model['clock_offsets'])}",
+              header_style="bold")
+    for c in [*TIMELINE_TABLE_COLUMNS, "anomaly"]:
+        t.add_column(c.replace("_", " "), overflow="fold")
+    for r in rows.select([*TIMELINE_TABLE_COLUMNS, "anomaly"]).iter_rows(named=True):
+        cells = [_cell(r[c]) for c in [*TIMELINE_TABLE_COLUMNS, "anomaly"]]
+        style = "bold red" if "wedge" in r["anomaly"] or "storm" in r["anomaly"] else (
+            "yellow" if r["anomaly"] else None)
+        t.add_row(*cells, style=style)
+    con.print(t)
+    for title, df in (("wedges", model["wedges"]), ("abort storms", model["abort_storms"])):
+        if df.height:
+            con.print(f"[bold]{title}[/bold]")
+            _rich_frame(con, df)
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, dt.datetime):
+        return v.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return escape_control(str(v))
+
+
+def _rich_frame(con, df: pl.DataFrame) -> None:
+    from rich.table import Table
+
+    t = Table(header_style="bold")
+    f = flat(df)
+    for c in f.columns:
+        t.add_column(c, overflow="fold")
+    for r in f.iter_rows():
+        t.add_row(*[_cell(v) for v in r])
+    con.print(t)
+
+
+def _markdown_section(out, title: str, df: pl.DataFrame) -> None:
+    out.write(f"\n### {title}\n\n")
+    out.write(markdown(df) if df.height else "_none found_\n")
+
+
+# -- evidence ------------------------------------------------------------------------------------
+
+def evidence_json(report: dict) -> str:
+    doc = {"kind": "forensics.evidence", "version": 1}
+    doc.update({k: _jsonable(v) for k, v in report.items()})
+    for k, v in doc.items():
+        if isinstance(v, list):
+            doc[k] = _clean_floats(v) if v and isinstance(v[0], dict) else v
+    return dumps_json(doc)
+
+
+def render_evidence(report: dict, fmt: str, out=None) -> None:
+    out = out or sys.stdout
+    if fmt == "json":
+        out.write(evidence_json(report) + "\n")
+        return
+    s = report["summary"]
+    out.write("## Evidence\n\n")
+    out.write(f"_{_offsets_line(report['clock_offsets'])}_\n\n")
+    if s["replies"]:
+        out.write(f"{s['corrupted']} of {s['replies']} replies corrupted ({100 * s['corrupted_rate']:.1f}%, "
+                  f"95% CI {100 * s['ci_low']:.1f}-{100 * s['ci_high']:.1f}%); {s['config_leaks']} config leaks "
+                  f"kept apart; {s['linked']} replies linked to a server request.\n")
+    else:
+        out.write("No replies in the store: ingest the agent transcripts to compare corrupted and clean replies.\n")
+    out.write("\n### Corrupted vs clean, by dimension (strongest first)\n\n")
+    comp = report["comparisons"]
+    if comp.height:
+        shown = comp.select(
+            "dimension", "bucket", "replies", "corrupted",
+            pl.format("{}%", (pl.col("rate") * 100).round(1)).alias("rate"),
+            pl.format("{}-{}%", (pl.col("ci_low") * 100).round(1), (pl.col("ci_high") * 100).round(1)).alias("95% CI"),
+            pl.format("{}%", (pl.col("rest_rate") * 100).round(1)).alias("rest"),
+            pl.col("risk_ratio").round(2).alias("risk ratio"),
+            pl.col("p_value").map_elements(lambda p: f"{p:.2g}", return_dtype=pl.Utf8).alias("Fisher p"),
+        )
+        out.write(markdown(shown))
+    else:
+        out.write("_not enough replies to compare_\n")
+    _markdown_section(out, "Corrupted replies and the events around them", _context_table(report["corrupted_replies"]))
+    _markdown_section(out, "Wedges", report["wedges"])
+    _markdown_section(out, "Abort storms", report["abort_storms"])
+    _markdown_section(out, "Checksum mismatches", report["checksum_mismatches"])
+
+
+def _context_table(df: pl.DataFrame) -> pl.DataFrame:
+    if df.height == 0:
+        return df
+    def events(evs):
+        return "; ".join(f"{e['ts'].strftime('%H:%M:%S') if e['ts'] else '?'} {e['host']} {e['kind']}"
+                         + (f" ({e['reason']})" if e["reason"] else "") for e in (evs or []))
+    return df.select(
+        "t_start", "source", "session_id", "turn_id", "corruption_class", "decode_host", "bootstrap_room",
+        pl.col("evidence").str.slice(0, 120),
+    ).with_columns(pl.Series("events nearby", [events(v) for v in df["events"].to_list()], dtype=pl.Utf8))

@@ -1,0 +1,59 @@
+"""`forensics timeline`: what happened when, one row per time bucket, with wedge and storm markers."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from forensics import queries
+from forensics.catalog import connect
+from forensics.errors import UsageError
+from forensics.store import Store
+
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600}
+
+
+def parse_duration(text: str) -> float:
+    """'10s', '500ms', '2m', '1h' or plain seconds -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h)?\s*", str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise UsageError(f"cannot read the duration {text!r}", help="write e.g. 10s, 500ms, 2m or 1h")
+    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
+
+
+def build(store: Store, bucket: str = "10s", since: str | None = None, until: str | None = None,
+          host: str | None = None) -> dict:
+    """The timeline as a result model: params, clock offsets, bucket rows and the marker intervals."""
+    bucket_s = parse_duration(bucket)
+    offsets = store.clocks()
+    con = connect(store.require(), offsets)
+    try:
+        rows = queries.run(store, "timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host},
+                           con=con)
+        wedges = queries.run(store, "wedges", con=con)
+        storms = queries.run(store, "abort_storms", con=con)
+    finally:
+        con.close()
+    if host:
+        wedges = wedges.filter(pl.col("host") == host)
+        storms = storms.filter(pl.col("host") == host)
+    return {"bucket_s": bucket_s, "since": since, "until": until, "host": host, "clock_offsets": offsets,
+            "rows": rows, "wedges": wedges, "abort_storms": storms}
+
+
+def anomalies(rows: pl.DataFrame) -> pl.Series:
+    """Why a bucket stands out (empty when it does not): markers, failures, corruption above baseline."""
+    if rows.height == 0:
+        return pl.Series("anomaly", [], dtype=pl.Utf8)
+    base = rows["corrupted_rate"].drop_nulls().median() or 0.0
+    return rows.select(
+        pl.concat_str([
+            pl.when(pl.col("wedged_hosts").list.len() > 0).then(pl.lit("wedge ") + pl.col("wedged_hosts").list.join(",")),
+            pl.when(pl.col("abort_storm_hosts").list.len() > 0)
+            .then(pl.lit("abort storm ") + pl.col("abort_storm_hosts").list.join(",")),
+            pl.when(pl.col("transfer_failures") > 0).then(pl.format("{} failures", pl.col("transfer_failures"))),
+            pl.when((pl.col("corrupted_rate") > max(2 * base, 0.1)) & (pl.col("replies") >= 3))
+            .then(pl.format("corrupted {}", pl.col("corrupted_rate"))),
+        ], separator="; ", ignore_nulls=True).alias("anomaly")
+    ).to_series()
