@@ -6,12 +6,15 @@ STORE ?= forensics-store
 install:
 	$(PY) -m pip install -q -e '.[test]'
 
-# Ingest the sample incident and show what is in it.
+# Ingest sample_logs/ (the generated incident and the era samples) and walk through the incident.
 demo: install
 	rm -rf $(STORE)
 	forensics ingest sample_logs/ --store $(STORE)
-	forensics sql --store $(STORE) "SELECT host, role, kind, count(*) AS n FROM batches GROUP BY ALL ORDER BY ALL"
-	forensics sql --store $(STORE) "SELECT kind, reason, count(*) AS n FROM events WHERE severity IN ('error', 'fatal') GROUP BY ALL ORDER BY n DESC, kind"
+	forensics clocks --store $(STORE)
+	forensics clocks set decode-1 2.5 --store $(STORE)
+	forensics timeline --store $(STORE) --bucket 1m --since 2026-11-20T14:00:00 --until 2026-11-20T14:20:00
+	forensics evidence --store $(STORE)
+	forensics sql --store $(STORE) "SELECT bootstrap_room, prefill_host, decode_host, outcome FROM rooms WHERE NOT checksum_match ORDER BY bootstrap_room"
 
 test: install
 	$(PY) -m pytest tests
