@@ -241,6 +241,18 @@ TELEMETRY = register(Table(
     ) + _SOURCE_COLS[:1],
 ))
 
+ROOM_EVENTS = register(Table(
+    "room_events",
+    "Server-log events naming a real bootstrap room (not 0), with the PD side that wrote them "
+    "(from the line's template, else the file's role). Clock offsets applied.",
+    EVENTS.columns + (
+        Column("clock_offset_s", pl.Float64, "clock offset subtracted from the host's ts"),
+        Column("side", pl.Utf8, "'prefill' | 'decode' | 'unknown'"),
+        Column("ts_resolution_s", pl.Float64, "1.0 for whole-second sglang prefixes (true time up to 1 s later), else 0"),
+    ),
+    view=True,
+))
+
 TRANSFERS = register(Table(
     "transfers",
     "One row per transfer unit (bootstrap_room, kind, chunk) per sending rank, from the transfer trace and "

@@ -1,28 +1,12 @@
 -- name: rooms
 -- description: one row per bootstrap_room, joining prefill and decode server events (their rids may
 --   differ) and the transfer trace; a room seen on one side only is kept; room 0 (warmup) excluded.
--- inputs: events, transfer_events, transfers (all clock-corrected)
+-- inputs: room_events, transfer_events, transfers (all clock-corrected)
 -- parameters: none
 -- columns: documented once in forensics/schema.py (ROOMS) and printed by `forensics tables rooms`;
 --   tests/test_transfers_views.py checks that this view returns exactly those columns, in order.
 CREATE OR REPLACE VIEW rooms AS
--- server events of real rooms, with the side that wrote them: a file's role is a guess (one file can
--- hold both pods' lines, llm-d#2433), while the failure templates name their side (SGLANG.md §9.2)
-WITH ev AS (
-    SELECT *,
-        CASE
-            WHEN regexp_matches(message, 'Decode transfer failed|Decode handshake failed|decode_req\.|Context corruption'
-                || '|KV checksum mismatch|Metadata unexpectedly|Sent abort notification|Deferred KV release'
-                || '|Lost connection with prefill') THEN 'decode'
-            WHEN regexp_matches(message, 'Prefill transfer failed|Prefill bootstrap failed|req\.bootstrap_room'
-                || '|Unexpected transfer worker error|NIXL transfer encountered|NIXL transport error|sending kvcache'
-                || '|got info room=|is bootstrapped|Received abort notification|left a handle running') THEN 'prefill'
-            WHEN role IN ('prefill', 'decode') THEN role
-            ELSE 'unknown'
-        END AS side
-    FROM events
-    WHERE bootstrap_room IS NOT NULL AND bootstrap_room <> 0
-),
+WITH ev AS (SELECT * FROM room_events),
 te AS (
     SELECT * FROM transfer_events WHERE NOT unknown_enum AND bootstrap_room <> 0
 ),

@@ -1,0 +1,65 @@
+"""One bootstrap room's story: every server line and trace event of it, in corrected time order."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import polars as pl
+
+from forensics.catalog import connect
+from forensics.errors import ForensicsError, UsageError
+from forensics.store import Store
+
+# Corrected time first; rows without a time (lines copied without a prefix) go last, in file order.
+STORY_SQL = """
+SELECT ts, host, side, source, what, detail,
+       CASE WHEN clock_offset_s <> 0 THEN printf('%+.6fs', -clock_offset_s) END AS clock_correction,
+       ts_raw, source_file, line_no
+FROM (
+    SELECT ts, host, side, source, kind AS what, message AS detail, clock_offset_s, ts_raw, source_file, line_no
+    FROM room_events WHERE bootstrap_room = $room
+    UNION ALL
+    SELECT ts, host, side, 'trace', event || ' ' || kind || coalesce(' ' || chunk, '')
+               || CASE WHEN is_last THEN ' (last)' ELSE '' END,
+           concat_ws(' ', 'rank=' || engine_rank, 'rid=' || rid, 'bytes=' || bytes, 'status=' || status,
+                     'checksum=' || checksum, 'peer=' || peer, 'error=' || error),
+           clock_offset_s, ts_raw, source_file, line_no
+    FROM transfer_events WHERE bootstrap_room = $room
+)
+ORDER BY ts NULLS LAST, source_file, line_no
+"""
+
+
+@dataclasses.dataclass
+class RoomStory:
+    room: int
+    offsets: dict[str, float]  # the offsets the times were corrected with
+    summary: pl.DataFrame  # the room's row of `rooms`
+    timeline: pl.DataFrame
+
+
+def parse_room(text: str) -> int:
+    try:
+        room = int(text)
+    except ValueError:
+        raise UsageError(f"a room is a decimal integer, got {text!r}") from None
+    if not 0 <= room < 1 << 63:
+        raise UsageError(f"room {room} is outside 0 .. 2^63-1")
+    return room
+
+
+def room_story(store: Store, room: int, offsets: dict[str, float] | None = None) -> RoomStory:
+    """Everything known about `room`, across hosts and sources, ordered by corrected time."""
+    store.require()
+    used = store.clocks() if offsets is None else offsets
+    con = connect(store, used)
+    try:
+        timeline = pl.from_arrow(con.sql(STORY_SQL, params={"room": room}).to_arrow_table())
+        summary = pl.from_arrow(con.sql("SELECT * FROM rooms WHERE bootstrap_room = $room",
+                                        params={"room": room}).to_arrow_table())
+    finally:
+        con.close()
+    if timeline.height == 0:
+        raise ForensicsError(f"no line or trace event names room {room}",
+                             help="list rooms with `forensics sql \"SELECT bootstrap_room, outcome FROM rooms\"`")
+    return RoomStory(room, used, summary, timeline)
