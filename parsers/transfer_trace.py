@@ -51,8 +51,9 @@ def _int_val(f: str, typ: str) -> str:
 
 
 def _query() -> str:
-    extract = ",\n    ".join(
-        f"json_type(line, '$.\"{f}\"') AS t_{f}, json_extract_string(line, '$.\"{f}\"') AS s_{f}" for f in KNOWN_FIELDS)
+    paths = _sql_list(f'$."{f}"' for f in KNOWN_FIELDS)
+    # one parse per line for all fields: a list of paths is extracted in a single pass
+    extract = ",\n    ".join(f"_t[{i + 1}] AS t_{f}, _s[{i + 1}] AS s_{f}" for i, f in enumerate(KNOWN_FIELDS))
     patch = json.dumps({f: None for f in KNOWN_FIELDS})
     status_case = " ".join(f"WHEN {k} THEN '{v}'" for k, v in STATUS_NAMES.items())
     present = lambda f: f"(t_{f} IS NOT NULL AND t_{f} <> 'NULL')"  # noqa: E731
@@ -73,13 +74,16 @@ def _query() -> str:
     }
     reason = "CASE " + " ".join(f"WHEN NOT coalesce({checks[f]}, false) THEN 'schema:{f}'" for f in CHECK_ORDER) + " END"
     return f"""
-WITH x AS (
+WITH raw AS MATERIALIZED (
+  SELECT line_no, line, json_type(line, [{paths}]) AS _t, json_extract_string(line, [{paths}]) AS _s FROM objs
+),
+x AS (
   SELECT line_no, line,
     {extract}
-  FROM objs
+  FROM raw
 ),
 -- coercions of §7, kept apart from the checks so that each rule reads once
-c AS (
+c AS MATERIALIZED (
   SELECT *,
     CASE WHEN t_ts IN ('BIGINT', 'UBIGINT', 'DOUBLE')
            THEN TRY_CAST(round(coalesce(TRY_CAST(s_ts AS DECIMAL(38, 9)), TRY_CAST(s_ts AS DOUBLE)) * 1000000) AS BIGINT)
