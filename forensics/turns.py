@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import re
 
 import polars as pl
 
@@ -84,6 +85,7 @@ def frame(turns: list[Turn], th: detectors.Thresholds = detectors.DEFAULT) -> pl
             rows.append({
                 **{f.name: getattr(t, f.name) for f in dataclasses.fields(Turn)
                    if f.name not in ("tool_calls", "offered_tools", "user_text", "tools_offered")},
+                "bootstrap_room": t.bootstrap_room if t.bootstrap_room is not None else room_in_error(t.error_text),
                 "seq": seq,
                 "tool_calls": json.dumps(t.tool_calls, ensure_ascii=False) if t.tool_calls else None,
                 "offered_tools": json.dumps([o["name"] for o in t.offered_tools]) if t.offered_tools else None,
@@ -99,6 +101,17 @@ def frame(turns: list[Turn], th: detectors.Thresholds = detectors.DEFAULT) -> pl
     if not rows:
         return schema.conform("turns", pl.DataFrame())
     return schema.conform("turns", pl.DataFrame(rows, schema_overrides=_OVERRIDES, infer_schema_length=None))
+
+
+# sglang names the room in its transfer failures; an error body that quotes one ties the failed
+# turn to its server request even when the client sent no room (SGLANG.md §9.3)
+_ROOM_IN_ERROR = re.compile(r"bootstrap_room[=:] ?'?(\d{1,19})|Request (\d{1,19}) timed out")
+
+
+def room_in_error(text: str | None) -> int | None:
+    """The bootstrap room an sglang error message names, if any."""
+    m = _ROOM_IN_ERROR.search(text or "")
+    return int(m.group(1) or m.group(2)) if m else None
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)

@@ -3,9 +3,10 @@ claims, sniffing against server logs, linking to server requests, and `forensics
 
 import json
 import os
-import shutil
+import pathlib
 
-import polars as pl
+import pytest
+
 from click.testing import CliRunner
 
 from forensics.cli import main
@@ -143,6 +144,11 @@ def test_linking_by_rid_room_and_time(tmp_path):
             + exch("by-time", "2026-10-30T10:09:00Z", "2026-10-30T10:09:10.500Z", prompt=5003, completion=121)
             + exch("ambiguous", "2026-10-30T10:20:00Z", "2026-10-30T10:20:10Z", prompt=7001, completion=60)
             + exch("none", "2026-10-30T11:00:00Z", "2026-10-30T11:00:10Z", prompt=7001, completion=60))
+    # a failed request without a room of its own: the error body names it
+    recs += [{"ts": "2026-10-30T10:25:00Z", "dir": "req", "conn": "error-room", "body": {"model": "deepseek-v3.2"}},
+             {"ts": "2026-10-30T10:30:00Z", "dir": "resp", "conn": "error-room", "status": 500, "body": {
+                 "object": "error", "code": 500, "message": "KVTransferError(bootstrap_room=45): Request 45 timed "
+                                                            "out after 300.0s in KVPoll.WaitingForInput"}}]
     (d / "proxy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     store = tmp_path / "store"
     ingest_paths([d], store, jobs=1)
@@ -156,6 +162,8 @@ def test_linking_by_rid_room_and_time(tmp_path):
     assert 0.5 <= got["by-time"]["link_confidence"] < 0.8
     assert got["ambiguous"]["link_method"] is None and got["ambiguous"]["link_candidates"] == 2
     assert got["none"]["link_method"] is None and got["none"]["link_candidates"] == 0
+    assert got["error-room"]["link_method"] == "bootstrap_room"
+    assert got["error-room"]["server_rid"] == "d0000000000000000000000000000005"
     cands = sql(store, "SELECT server_rid FROM reply_candidates WHERE turn_id = 'ambiguous' ORDER BY server_rid")
     assert cands["server_rid"].to_list() == ["d0000000000000000000000000000004", "d0000000000000000000000000000005"]
 
@@ -180,3 +188,28 @@ def test_replies_command(tmp_path):
     assert r.exit_code == 0 and r.output.strip().count("\n") == 0
     r = CliRunner().invoke(main, ["replies", "--store", store, "--class", "bogus"])
     assert r.exit_code == 2 and "unknown class" in r.output
+
+
+def test_sample_incident_replies_match_what_was_planted(tmp_path):
+    """The sample-data generator labels its replies independently of these detectors."""
+    root = pathlib.Path(__file__).resolve().parent.parent / "sample_logs" / "incident"
+    if not (root / "planted.json").exists():
+        pytest.skip("sample incident not generated")
+    planted = json.loads((root / "planted.json").read_text())
+    store = tmp_path / "store"
+    offset = planted["clock_offset"]
+    ingest_paths([root], store, jobs=1)
+    from forensics.store import Store
+
+    Store(store).set_clock(offset["host"], offset["offset_s"])
+    got = {r["turn_id"]: r for r in sql(store, "SELECT turn_id, corruption_class, server_rid FROM replies").iter_rows(named=True)}
+    truth = {r["reply_id"]: "clean" for r in planted["reply_links"]}
+    truth.update({r["reply_id"]: r["class"] for r in planted["corrupted_replies"]})
+    truth.update({r["reply_id"]: "transfer_error" for r in planted["error_replies"]})
+    assert set(got) == set(truth)
+    wrong = {k: (v, got[k]["corruption_class"]) for k, v in truth.items() if got[k]["corruption_class"] != v}
+    assert not wrong
+    rids = {r["reply_id"]: r["decode_rid"] for r in planted["reply_links"]}
+    linked = [k for k, r in got.items() if r["server_rid"]]
+    assert len(linked) >= 0.95 * len(got)
+    assert all(got[k]["server_rid"] == rids[k] for k in linked)
