@@ -143,7 +143,8 @@ def run_proc(cmd: list[str], cwd: str | None = None, env=None) -> dict:
 
 def grep_time(paths: list[str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run(["grep", "-c", "batch", *paths], stdout=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"})
+    # into a pipe, not /dev/null: GNU grep stops at the first match when its output is /dev/null
+    subprocess.run(["grep", "-c", "batch", *paths], capture_output=True, env={**os.environ, "LC_ALL": "C"})
     return time.perf_counter() - t0
 
 
