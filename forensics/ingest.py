@@ -180,6 +180,11 @@ def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress:
             while safe_read(hasher, 1 << 22, None):
                 pass
             sha, nbytes = hasher.h.hexdigest(), hasher.n
+            from forensics.sources import was_cut
+
+            cut = was_cut(hasher.inner)
+            if cut and not any("cut" in n for n in ctx.notes):
+                ctx.notes.append(f"compressed stream is cut ({cut}); kept what was readable")
             hasher.inner.close()
     except ForensicsError as e:
         writer.abort()

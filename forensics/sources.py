@@ -21,15 +21,51 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 SKIP_NAMES = {".DS_Store", "planted.json", "README.md"}
 
 
+class _CutTolerant(io.RawIOBase):
+    """A decompressed stream that ends quietly where a cut .gz / .zst ends (`cut` says it did).
+
+    A crashed writer or a partial copy leaves a compressed file without its end marker; everything
+    before the cut is still good data, and every parser gets it without handling the error itself.
+    """
+
+    def __init__(self, inner):
+        self.inner, self.cut, self.error = inner, False, None
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        if self.cut:
+            return 0
+        try:
+            data = self.inner.read1(len(b)) if hasattr(self.inner, "read1") else self.inner.read(len(b))
+        except (EOFError, OSError, ValueError) as e:
+            self.cut, self.error = True, f"{type(e).__name__}: {e}"
+            return 0
+        b[: len(data)] = data
+        return len(data)
+
+    def close(self):
+        self.inner.close()
+        super().close()
+
+
 def _decompress(raw: io.BufferedIOBase) -> io.BufferedIOBase:
     head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
     if head.startswith(GZIP_MAGIC):
-        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+        return io.BufferedReader(_CutTolerant(gzip.GzipFile(fileobj=raw)), buffer_size=1 << 20)
     if head.startswith(ZSTD_MAGIC):
         import zstandard
 
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True))
+        inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        return io.BufferedReader(_CutTolerant(inner), buffer_size=1 << 20)
     return raw
+
+
+def was_cut(stream) -> str | None:
+    """The error that ended a cut compressed stream early, if it was cut."""
+    raw = getattr(stream, "raw", None)
+    return raw.error if isinstance(raw, _CutTolerant) and raw.cut else None
 
 
 def open_source(src: Source) -> io.BufferedIOBase:

@@ -101,7 +101,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
         names = np.char.decode(np.char.rstrip(ev["name"], b"\0"), "utf-8", "replace")
         cat = ev["category"]
         df = pl.DataFrame({
-            "ts": pl.Series(ev["ts_us"].astype(np.int64)).cast(pl.Datetime("us", "UTC")),
+            "ts": _plausible_time(ev["ts_us"]),
             "slot": order, "seq": np.concatenate([np.arange(live.size), np.arange(stale.size)]),
             "category": [CATEGORIES[c] if 0 <= c < len(CATEGORIES) else str(c) for c in cat.tolist()],
             "event": names.tolist(), "value": ev["value"].astype(np.int64),
@@ -140,6 +140,13 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     if ts.len():
         ctx.first_ts, ctx.last_ts = ts.min(), ts.max()
     yield {"telemetry": df}
+
+
+def _plausible_time(us: np.ndarray) -> pl.Series:
+    """µs since the epoch as UTC times; a torn or foreign slot can hold any 8 bytes, so values
+    outside 1970..2200 become NULL instead of overflowing."""
+    s = pl.Series(us.astype(np.int64))
+    return pl.select(pl.when(s.is_between(0, 7_258_118_400_000_000)).then(s)).to_series().cast(pl.Datetime("us", "UTC"))
 
 
 def build(version: int, events: list[tuple], capacity: int = 8, read_pos: int = 0,
