@@ -1,0 +1,385 @@
+"""`forensics timeline --format html|png|svg|perfetto` on the generated incident and on hostile text.
+
+The HTML test drives headless Chromium (Debian's `chromium`; .ci/run installs it): a screenshot, and
+the DOM after the page's script ran, opened with `#select=<reply>` so the detail panel is filled as a
+click would fill it.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import json
+import re
+import shutil
+import struct
+import subprocess
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from forensics import ingest, timeline, timeline_export
+from forensics.render import escape_control
+from forensics.sql import run_sql
+from forensics.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+INCIDENT = ROOT / "sample_logs" / "incident"
+PLANTED = json.loads((INCIDENT / "planted.json").read_text())
+OFFSET_HOST, OFFSET_S = PLANTED["clock_offset"]["host"], PLANTED["clock_offset"]["offset_s"]
+WINDOWS = PLANTED["windows"]
+
+HOSTILE = ('<script>alert(1)</script>" onmouseover="document.body.dataset.pwned=1" '
+           '<img src=x onerror="document.body.dataset.pwned=1"> \x1b]8;;http://evil.example/\x07click\x1b]8;;\x07 '
+           '\u202eevil')
+# a folder name: anything but "/"
+HOSTILE_HOST = "decode-<b onmouseover=alert(2)>x\u202e"
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("no chromium binary on PATH (apt-get install chromium); the HTML export is untested here")
+
+
+def _run_chromium(tmp: Path, url: str, *mode: str) -> subprocess.CompletedProcess:
+    profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={profile}", "--window-size=1600,1000", *mode, url]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out
+
+
+def _dom(tmp: Path, html: Path, fragment: str = "") -> str:
+    return _run_chromium(tmp, html.as_uri() + fragment, "--dump-dom").stdout
+
+
+def _page_data(html_text: str) -> dict:
+    m = re.search(r'<script type="application/json" id="timeline-data">(.*?)</script>', html_text, re.S)
+    assert m, "the page carries its data in a JSON script element"
+    return json.loads(m.group(1))
+
+
+def _elements(dom: str) -> list[tuple[str, dict]]:
+    """Every element of a serialised DOM with its attributes, as a browser would build them."""
+    found = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, dict(attrs)))
+
+    Collect().feed(dom)
+    return found
+
+
+def _us(iso: str) -> int:
+    t = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    return (t - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1)
+
+
+# -- fixtures ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def incident(tmp_path_factory):
+    """The sample incident ingested with its planted clock offset, and every export written once."""
+    base = tmp_path_factory.mktemp("timeline_export")
+    store = Store(base / "store")
+    ingest.run([str(INCIDENT)], str(store.root), ingest.Options())
+    store.set_clock(OFFSET_HOST, OFFSET_S)
+    model = timeline.build(store, "10s")
+    files = {}
+    for fmt, name in (("html", "timeline.html"), ("png", "timeline.png"), ("svg", "timeline.svg"),
+                      ("perfetto", "timeline.json")):
+        files[fmt] = base / name
+        timeline_export.write(model, fmt, str(files[fmt]), store)
+    return {"store": store, "model": model, "files": files, "tmp": base}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A dump whose host name, log message, transcript turn id and reply text are all hostile."""
+    base = tmp_path_factory.mktemp("hostile")
+    dump = base / "dump"
+    (dump / HOSTILE_HOST).mkdir(parents=True)
+    lines = [f"[2026-11-20 14:00:{s:02d} DP0 TP0 EP0] Decode batch, #running-req: 1, #token: 100, token usage: 0.01, "
+             f"#prealloc-req: 0, #transfer-req: 0, cuda graph: True, gen throughput (token/s): 50.0, #queue-req: 0"
+             for s in range(0, 40, 2)]
+    lines.insert(5, "[2026-11-20 14:00:09 DP0 TP0 EP0] Decode transfer failed for request rank=0 "
+                    f"decode_req.req.rid='{HOSTILE}' decode_req.req.bootstrap_room=42 with exception "
+                    f"KVTransferError(bootstrap_room=42): {HOSTILE}")
+    (dump / HOSTILE_HOST / "sglang.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (dump / "agent").mkdir()
+    conn = "c-" + HOSTILE
+    leak = '\n<｜DSML｜invoke name="edit">\n<｜DSML｜parameter name="filePath" string="true">/x</｜DSML｜parameter>'
+    records = [
+        {"ts": "2026-11-20T14:00:10.000Z", "dir": "req", "conn": conn, "upstream": "http://router/v1/chat/completions",
+         "body": {"model": "m", "stream": False, "messages": [{"role": "user", "content": HOSTILE}]}},
+        {"ts": "2026-11-20T14:00:15.000Z", "dir": "resp", "conn": conn, "status": 200, "latency_ms": 5000,
+         "body": {"id": "chatcmpl-x", "object": "chat.completion", "model": "m",
+                  "choices": [{"index": 0, "message": {"role": "assistant", "content": HOSTILE + leak},
+                               "finish_reason": "stop"}],
+                  "usage": {"prompt_tokens": 10, "completion_tokens": 50, "total_tokens": 60}}},
+    ]
+    (dump / "agent" / "proxy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    store = Store(base / "store")
+    ingest.run([str(dump)], str(store.root), ingest.Options())
+    model = timeline.build(store, "5s")
+    files = {"html": base / "hostile.html", "perfetto": base / "hostile.json"}
+    for fmt, path in files.items():
+        timeline_export.write(model, fmt, str(path), store)
+    return {"store": store, "model": model, "files": files, "tmp": base}
+
+
+# -- HTML -------------------------------------------------------------------------------------------
+
+def test_html_is_self_contained(incident):
+    text = incident["files"]["html"].read_text(encoding="utf-8")
+    # nothing is fetched: no external script, style, image, font or frame
+    assert not re.search(r"""<(script|link|img|iframe)\b[^>]*\b(src|href)\s*=""", text, re.I)
+    assert not re.search(r"@import|url\(\s*['\"]?(https?:)?//", text, re.I)
+    assert "default-src 'none'" in text
+    assert f"clock offsets applied: {OFFSET_HOST} {OFFSET_S:+.3f} s" in text
+    data = _page_data(text)
+    assert [h["name"] for h in data["hosts"]] == ["prefill-0", "decode-0", "decode-1"]
+    assert data["offsets"] == {OFFSET_HOST: OFFSET_S}
+
+
+def test_html_renders_lanes_bands_and_replies_in_chromium(incident):
+    html, tmp = incident["files"]["html"], incident["tmp"]
+    shot = tmp / "timeline-screenshot.png"
+    _run_chromium(tmp, html.as_uri(), f"--screenshot={shot}")
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (1600, 1000)
+    assert len(png) > 50_000, "a blank page compresses to a few KiB"
+
+    data = _page_data(html.read_text(encoding="utf-8"))
+    n_corrupted = run_sql(incident["store"], "SELECT count(*) AS n FROM replies WHERE corrupted")["n"][0]
+    dom = _dom(tmp, html)
+    assert 'data-rendered="4"' in dom, "the script ran: three hosts and the unlinked replies"
+    for host in ("prefill-0", "decode-0", "decode-1"):
+        assert f'data-lane="host" data-host="{host}"' in dom
+        assert f'data-lane="load" data-host="{host}"' in dom
+        assert f'data-lane="transfers" data-host="{host}"' in dom
+    # the planted wedge on decode-1 and the abort storm on both decode hosts
+    assert re.findall(r'data-band="wedge" data-host="([^"]+)"', dom) == [WINDOWS["wedge"]["host"]]
+    assert sorted(re.findall(r'data-band="abort-storm" data-host="([^"]+)"', dom)) == ["decode-0", "decode-1"]
+    assert len(re.findall(r'data-corrupted="true"', dom)) == n_corrupted == len(PLANTED["corrupted_replies"])
+    classes = collections.Counter(re.findall(r'data-class="(\w+)" data-corrupted="true"', dom))
+    assert classes == collections.Counter(r["class"] for r in PLANTED["corrupted_replies"])
+    assert len(re.findall(r'data-outcome="aborted"', dom)) >= WINDOWS["storm"]["aborted_in_transfer"]
+    assert sum(1 for r in data["replies"] if r["corrupted"]) == n_corrupted
+
+
+def test_html_click_shows_evidence_and_events(incident):
+    html, tmp = incident["files"]["html"], incident["tmp"]
+    data = _page_data(html.read_text(encoding="utf-8"))
+    # a corrupted reply that overlapped the abort storm: its panel lists the aborts around it
+    i, reply = max(((i, r) for i, r in enumerate(data["replies"]) if r["corrupted"]), key=lambda x: len(x[1]["events"]))
+    assert reply["events"]
+    dom = _dom(tmp, html, f"#select={i}")
+    panel = re.search(r'<section id="detail"[^>]*data-selected="(\d+)"[^>]*>(.*?)</section>', dom, re.S)
+    assert panel and int(panel.group(1)) == i
+    body = panel.group(2)
+    assert f"Corrupted reply: {reply['cls'].replace('_', ' ')}" in body
+    assert reply["turn"] in body and reply["room"] in body
+    assert "data-evidence" in body and reply["signatures"][0] in body
+    assert f'data-events="{len(reply["events"])}"' in body
+    assert body.count("<tr>") == len(reply["events"]) + 1
+    assert 'class="selected"' in dom
+
+
+def test_html_view_fragment_zooms(incident):
+    html, tmp = incident["files"]["html"], incident["tmp"]
+    storm = WINDOWS["storm"]
+    t0, t1 = _us(storm["start"]) / 1000 - 5000, _us(storm["end"]) / 1000 + 5000
+    full = _dom(tmp, html)
+    zoomed = _dom(tmp, html, f"#view={t0:.0f},{t1:.0f}")
+    assert re.search(r'id="range">14:09:52\.\d+ – 14:10:04\.\d+ UTC', zoomed)
+    assert 0 < zoomed.count("data-room=") < full.count("data-room=") / 3
+    assert 'data-band="abort-storm" data-host="decode-0"' in zoomed
+
+
+# -- hostile text -----------------------------------------------------------------------------------
+
+def test_hostile_text_is_inert_in_html(hostile):
+    html, tmp = hostile["files"]["html"], hostile["tmp"]
+    text = html.read_text(encoding="utf-8")
+    assert "<script>alert" not in text and "<img" not in text and "<b " not in text
+    assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    assert len(re.findall(r"<script\b", text)) == 2 and len(re.findall(r"</script>", text)) == 2
+    data = _page_data(text)
+    (reply,) = data["replies"]
+    assert reply["corrupted"] and reply["turn"] == escape_control("c-" + HOSTILE)
+    assert [h["name"] for h in data["hosts"]] == [escape_control(HOSTILE_HOST)]
+
+    dom = _dom(tmp, html, "#select=0")
+    assert 'data-selected="0"' in dom and 'data-rendered="2"' in dom
+    # nothing the transcript or the log carried became an element, an attribute or ran
+    elements = _elements(dom)
+    tags = collections.Counter(tag for tag, _ in elements)
+    assert tags["script"] == 2 and not tags["img"] and not tags["b"]
+    assert not [(tag, a) for tag, attrs in elements for a in attrs if a.startswith("on")]
+    assert not [a for tag, attrs in elements if tag == "body" for a in attrs if "pwned" in a]
+    # it is there as text, with the escapes visible
+    assert "c-&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+    assert "\\x1b]8;;http://evil.example/\\x07click" in dom and "\\u202eevil" in dom
+    assert "\x1b" not in dom and "\u202e" not in dom
+    assert 'data-host="' + escape_control(HOSTILE_HOST).replace("<", "&lt;").replace(">", "&gt;") + '"' in dom
+
+
+def test_hostile_text_is_inert_in_perfetto(hostile):
+    raw = hostile["files"]["perfetto"].read_text(encoding="utf-8")
+    assert raw.isascii() and "<" not in raw and ">" not in raw
+    trace = json.loads(raw)
+    (reply,) = [e for e in trace["traceEvents"] if e.get("cat") == "reply"]
+    assert reply["args"]["turn_id"] == escape_control("c-" + HOSTILE)
+    assert "<script>alert(1)</script>" in reply["args"]["turn_id"]
+    assert "\u202e" not in reply["args"]["turn_id"] and "\x1b" not in reply["args"]["turn_id"]
+    (fail,) = [e for e in trace["traceEvents"] if e.get("cat") == "failure"]
+    assert fail["args"]["rid"] == escape_control(HOSTILE) and fail["args"]["bootstrap_room"] == "42"
+    names = [e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"]
+    assert escape_control(HOSTILE_HOST) + " (decode)" in names
+
+
+# -- Perfetto ---------------------------------------------------------------------------------------
+
+def _trace(incident) -> dict:
+    return json.loads(incident["files"]["perfetto"].read_text(encoding="utf-8"))
+
+
+def test_perfetto_schema(incident):
+    raw = incident["files"]["perfetto"].read_text(encoding="utf-8")
+    trace = json.loads(raw)
+    # Perfetto's tokenizer stops at an unknown key; these three are known
+    assert list(trace) == ["displayTimeUnit", "otherData", "traceEvents"]
+    assert trace["displayTimeUnit"] == "ms"
+    events = trace["traceEvents"]
+    lo, hi = _us(PLANTED["t0"]) - 3600 * 10**6, _us(PLANTED["t_end"]) + 3600 * 10**6
+    threads, processes = set(), set()
+    for e in events:
+        assert e["ph"] in {"M", "C", "b", "e", "i"}, e
+        assert isinstance(e["ts"], int) and lo <= e["ts"] <= hi, "µs since the epoch"
+        assert isinstance(e["pid"], int) and isinstance(e["tid"], int)
+        if e["ph"] == "M":
+            (processes if e["name"].startswith("process") else threads).add((e["pid"], e["tid"]))
+        if e["ph"] == "i":
+            assert e["s"] == "t"
+        if e["ph"] == "C":
+            assert e["args"] and all(isinstance(v, (int, float)) for v in e["args"].values())
+        for k, v in (e.get("args") or {}).items():
+            if k == "bootstrap_room":
+                assert v is None or (isinstance(v, str) and v.isdigit()), "63-bit rooms travel as text"
+    named_threads = {(e["pid"], e["tid"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert {(e["pid"], e["tid"]) for e in events if e["ph"] != "M"} <= named_threads
+    # async slices: every begin has its end, per category and id, never before it
+    open_ = collections.defaultdict(list)
+    for e in sorted((e for e in events if e["ph"] in "be"), key=lambda e: (e["ts"], e["ph"] != "b")):
+        key = (e["pid"], e["cat"], e["id"])
+        assert isinstance(e["id"], str)
+        if e["ph"] == "b":
+            open_[key].append(e)
+        else:
+            assert open_[key], f"end without begin: {key}"
+            b = open_[key].pop()
+            assert b["name"] == e["name"] and b["ts"] <= e["ts"]
+    assert not any(open_.values())
+    # flows: one out and one in per id, the out no later than the in, on the two sides of one room
+    outs = {e["bind_id"]: e for e in events if e.get("flow_out")}
+    ins = {e["bind_id"]: e for e in events if e.get("flow_in")}
+    assert outs and outs.keys() == ins.keys()
+    assert len(outs) == sum(1 for e in events if e.get("flow_out"))
+    for fid, o in outs.items():
+        i = ins[fid]
+        assert o["cat"] == "transfer" and i["cat"] == "transfer.recv" and o["id"] == i["id"]
+        assert int(fid, 16) == int(o["id"]) and o["ts"] <= i["ts"] and o["pid"] != i["pid"]
+    proc = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert sorted(proc.values()) == ["decode-0 (decode)", "decode-1 (decode)", "prefill-0 (prefill)"]
+    ranks = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert {"rank 0", "rank 1", "rank 2", "rank 3"} <= ranks
+    counters = {e["name"] for e in events if e["ph"] == "C"}
+    assert {"queue_req", "running_req", "bootstrap_req", "inflight_req", "transfer_req"} <= counters
+
+
+def test_perfetto_shows_the_planted_facts(incident):
+    events = _trace(incident)["traceEvents"]
+    pid = {e["args"]["name"].split(" ")[0]: e["pid"] for e in events if e["name"] == "process_name"}
+    # the wedge on decode-1, edges within a log second of the planted ones (clock offset applied)
+    w = WINDOWS["wedge"]
+    (wb,) = [e for e in events if e["ph"] == "b" and e["cat"] == "wedge"]
+    (we,) = [e for e in events if e["ph"] == "e" and e["cat"] == "wedge"]
+    assert wb["pid"] == pid[w["host"]]
+    assert abs(wb["ts"] - _us(w["start"])) < 10**6 and abs(we["ts"] - _us(w["end"])) < 10**6
+    assert {str(r) for r in w["stuck_rooms"]} <= set(wb["args"]["rooms"])
+    # the abort storm: a slice on each decode host and its aborts as instants inside it
+    s = WINDOWS["storm"]
+    storms = {e["pid"]: e for e in events if e["ph"] == "b" and e["cat"] == "abort_storm"}
+    assert set(storms) == {pid["decode-0"], pid["decode-1"]}
+    assert abs(storms[pid[s["host"]]]["ts"] - _us(s["start"])) < 10**6
+    for host, n in s["aborted_requests_by_host"].items():
+        inside = [e for e in events if e["ph"] == "i" and e["cat"] == "abort" and e["pid"] == pid[host]
+                  and _us(s["start"]) - 10**6 <= e["ts"] <= _us(s["end"]) + 10**6]
+        assert len(inside) >= min(n, 20)
+        assert storms[pid[host]]["args"]["n_aborts"] >= 20
+    aborted = {e["id"] for e in events if e["ph"] == "b" and e["cat"] == "transfer" and "aborted" in e["name"]}
+    assert len(aborted & {str(r) for r in s["aborted_rooms"]}) >= s["aborted_in_transfer"] * 0.9
+    # every planted corrupted reply, on its decode host, with its room as exact text
+    replies = [e for e in events if e["ph"] == "i" and e["cat"] == "reply"]
+    assert len(replies) == len(PLANTED["corrupted_replies"])
+    by_room = {e["args"]["bootstrap_room"]: e for e in replies}
+    for r in PLANTED["corrupted_replies"]:
+        e = by_room[str(r["room"])]
+        assert e["args"]["class"] == r["class"] and e["pid"] == pid[r["decode_host"]]
+    # the planted transfer failures on decode-0 are failure instants naming their rooms
+    f = WINDOWS["transfer_failures"]
+    failed = {e["args"]["bootstrap_room"] for e in events if e["ph"] == "i" and e["cat"] == "failure"
+              and e["pid"] == pid[f["host"]]}
+    assert {str(r) for r in f["rooms"]} <= failed
+    # the prefill slam shows in the prefill queue counter
+    slam = WINDOWS["slam"]
+    q = [sum(e["args"].values()) for e in events if e["ph"] == "C" and e["name"] == "queue_req"
+         and e["pid"] == pid[slam["host"]] and _us(slam["start"]) <= e["ts"] <= _us(slam["backlog_cleared"])]
+    assert max(q) >= slam["peak_queue_req"] / 4 > 0
+
+
+# -- static chart -----------------------------------------------------------------------------------
+
+def test_png_is_sized_for_an_issue(incident):
+    png = incident["files"]["png"].read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", png[16:24]) == (1600, 900)
+    assert len(png) > 60_000
+
+
+def test_svg_parses_and_names_every_panel(incident):
+    svg = incident["files"]["svg"]
+    assert svg.stat().st_size > 60_000
+    root = ET.parse(svg).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    texts = {"".join(t.itertext()).strip() for t in root.iter("{http://www.w3.org/2000/svg}text")}
+    for title in ("prefill-0 (prefill)", "decode-0 (decode)", "decode-1 (decode)"):
+        assert title in texts
+    assert any(t.startswith("replies by class") for t in texts)
+    (title,) = [t for t in texts if t.startswith("forensics timeline")]
+    assert str(incident["store"].root) in title and f"{OFFSET_HOST} {OFFSET_S:+.3f} s" in title
+    assert any(t.startswith("wedge (silence") for t in texts)
+    assert sum(t.startswith("abort storm") for t in texts) == 2
+
+
+def test_cli_writes_each_format_and_needs_a_file(incident, tmp_path):
+    from click.testing import CliRunner
+
+    from forensics.cli import main
+
+    runner = CliRunner()
+    out = tmp_path / "t.svg"
+    r = runner.invoke(main, ["timeline", "--store", str(incident["store"].root), "--format", "svg", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert ET.parse(out).getroot().tag.endswith("svg")
+    r = runner.invoke(main, ["timeline", "--store", str(incident["store"].root), "--format", "perfetto"])
+    assert r.exit_code == 2 and "add -o FILE" in r.output
