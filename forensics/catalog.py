@@ -8,7 +8,13 @@ Derived views (forensics/views/*.sql) are created after the base views, in file-
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import re
+import shutil
 from importlib import resources
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -48,10 +54,13 @@ def _empty_select(t: schema.Table) -> str:
     return f"SELECT {cols} WHERE false"
 
 
-def connect(store: Store, offsets: dict[str, float] | None = None) -> duckdb.DuckDBPyConnection:
+def connect(store: Store, offsets: dict[str, float] | None = None, materialize: bool = False
+            ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's tables and views.
 
     `offsets` overrides the store's clocks.json (host -> seconds the host's clock is ahead).
+    Derived views already materialized for this exact store state are read from their cache;
+    `materialize` computes and caches the missing ones (reports do, ad-hoc SQL does not).
     """
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
@@ -87,7 +96,54 @@ def connect(store: Store, offsets: dict[str, float] | None = None) -> duckdb.Duc
             raise ForensicsError(f"derived view {name} does not build: {str(e).splitlines()[0]}",
                                  file=f"forensics/views/{name}",
                                  help="a bug in the toolkit, not in your data: report it with this line") from None
+    _use_cache(con, store, offsets, materialize)
     return con
+
+
+_VIEW_NAME = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.I)
+
+
+def _cache_dir(store: Store, offsets: dict) -> Path:
+    """A folder named after everything the derived views depend on: inputs, offsets and view SQL."""
+    from forensics import __version__
+
+    h = hashlib.sha256()
+    h.update(__version__.encode())
+    h.update(json.dumps(sorted(store.committed())).encode())
+    h.update(json.dumps(sorted(offsets.items())).encode())
+    for name, sql in derived_views():
+        h.update(name.encode() + sql.encode())
+    return store.root / "derived" / h.hexdigest()[:24]
+
+
+def _use_cache(con, store: Store, offsets: dict, materialize: bool) -> None:
+    """Swap the expensive derived views (transfers, rooms, replies, ...) for Parquet snapshots.
+
+    The joins behind them take minutes on a large incident; their result only changes when an
+    input, a clock offset or the view SQL does, and all three are in the cache folder's name.
+    Views are done in file order, so each one is computed from its already cached inputs.
+    """
+    if not store.exists():
+        return
+    cache = _cache_dir(store, offsets)
+    for _, sql in derived_views():
+        for name in _VIEW_NAME.findall(sql):
+            path = cache / f"{name}.parquet"
+            if not path.exists():
+                if not materialize:
+                    return
+                try:
+                    cache.mkdir(parents=True, exist_ok=True)
+                    tmp = cache / f".{name}.{os.getpid()}.parquet"
+                    con.execute(f"COPY (SELECT * FROM \"{name}\") TO {_quote(str(tmp))} (FORMAT parquet)")
+                    os.replace(tmp, path)
+                except (OSError, duckdb.Error):
+                    return  # a read-only store still answers, just without the cache
+            con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))})')
+    # snapshots of an older state of the store are never read again
+    for old in (store.root / "derived").iterdir():
+        if old != cache and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def derived_views() -> list[tuple[str, str]]:

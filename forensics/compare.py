@@ -29,7 +29,7 @@ def build(stores: list[str]) -> dict:
         store = Store(path).require()
         name = os.path.basename(os.path.normpath(path))
         offsets[name] = store.clocks()
-        con = connect(store, offsets[name])
+        con = connect(store, offsets[name], materialize=True)
         try:
             rates.append(pl.from_arrow(con.sql(RATE_SQL, params={"default_run": name}).to_arrow_table()))
             b = queries.run(store, "decode_throughput_bands", con=con)

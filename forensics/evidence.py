@@ -102,7 +102,7 @@ def compare_dimensions(features: pl.DataFrame, min_replies: int = 5) -> pl.DataF
 def build(store: Store, redact: bool = False) -> dict:
     """The evidence report as a plain dict (the JSON shape documented in the README)."""
     offsets = store.clocks()
-    con = connect(store.require(), offsets)
+    con = connect(store.require(), offsets, materialize=True)
     try:
         feats = queries.run(store, "reply_features", con=con)
         summary = con.sql(

@@ -123,4 +123,4 @@ def run(store: Store, name: str, params: dict | None = None, offsets: dict | Non
     from forensics.sql import run_sql
 
     q = get(name)
-    return run_sql(store, q.sql, q.bind(params), offsets=offsets, con=con)
+    return run_sql(store, q.sql, q.bind(params), offsets=offsets, con=con, materialize=True)

@@ -25,7 +25,7 @@ def list_replies(store: Store, corrupted: bool = False, cls: str | None = None, 
          "WHERE ($corrupted = false OR corrupted) AND ($cls IS NULL OR corruption_class = $cls) "
          "AND ($session IS NULL OR session_id = $session) "
          "ORDER BY t_end NULLS LAST, t_start NULLS LAST, source, session_id, seq")
-    return run_sql(store, q, {"corrupted": corrupted, "cls": cls, "session": session})
+    return run_sql(store, q, {"corrupted": corrupted, "cls": cls, "session": session}, materialize=True)
 
 
 def print_table(df: pl.DataFrame, out=None) -> None:

@@ -52,7 +52,7 @@ def room_story(store: Store, room: int, offsets: dict[str, float] | None = None)
     """Everything known about `room`, across hosts and sources, ordered by corrected time."""
     store.require()
     used = store.clocks() if offsets is None else offsets
-    con = connect(store, used)
+    con = connect(store, used, materialize=True)
     try:
         timeline = pl.from_arrow(con.sql(STORY_SQL, params={"room": room}).to_arrow_table())
         summary = pl.from_arrow(con.sql("SELECT * FROM rooms WHERE bootstrap_room = $room",

@@ -11,11 +11,14 @@ from forensics.store import Store
 
 
 def run_sql(store: Store, sql: str, params: dict | None = None, offsets: dict[str, float] | None = None,
-            con: duckdb.DuckDBPyConnection | None = None) -> pl.DataFrame:
-    """Run `sql` with `params` bound; on a connection of its own unless `con` is given."""
+            con: duckdb.DuckDBPyConnection | None = None, materialize: bool = False) -> pl.DataFrame:
+    """Run `sql` with `params` bound; on a connection of its own unless `con` is given.
+
+    `materialize` caches the derived views for the next run (see catalog.connect).
+    """
     own = con is None
     if own:
-        con = connect(store.require(), offsets)
+        con = connect(store.require(), offsets, materialize=materialize)
     try:
         rel = con.sql(sql, params=params or None)
         if rel is None:  # a statement without a result

@@ -27,7 +27,7 @@ def build(store: Store, bucket: str = "10s", since: str | None = None, until: st
     """The timeline as a result model: params, clock offsets, bucket rows and the marker intervals."""
     bucket_s = parse_duration(bucket)
     offsets = store.clocks()
-    con = connect(store.require(), offsets)
+    con = connect(store.require(), offsets, materialize=True)
     try:
         rows = queries.run(store, "timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host},
                            con=con)

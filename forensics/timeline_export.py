@@ -164,7 +164,7 @@ def gather(model: dict, store: Store, stats: bool = False) -> dict:
     lo, hi = _window(model)
     window = {"t_lo": lo, "t_hi": hi}
     filtered = {**window, "host": model["host"]}
-    con = connect(store.require(), model["clock_offsets"])
+    con = connect(store.require(), model["clock_offsets"], materialize=True)
     try:
         load = run_sql(store, _LOAD_SQL, {**filtered, "bucket_s": model["bucket_s"]}, con=con)
         rooms = run_sql(store, _ROOMS_SQL, filtered, con=con)

@@ -142,3 +142,27 @@ def test_package_ships_parsers_and_queries(tmp_path):
         assert f"queries/{f}" in names
     for f in sorted(p.name for p in (ROOT / "forensics" / "views").glob("*.sql")):
         assert f"forensics/views/{f}" in names
+
+
+def test_derived_view_snapshots_follow_the_store(tmp_path):
+    """Reports cache transfers/rooms/replies; a new input or a new offset makes a new snapshot."""
+    from forensics import queries
+    from forensics.store import Store
+
+    p = tmp_path / "decode-0.log"
+    p.write_text(LOG)
+    store = tmp_path / "s"
+    ingest_paths([p], store)
+    queries.run(Store(store), "wedges")
+    first = sorted((store / "derived").iterdir())
+    assert len(first) == 1 and (first[0] / "rooms.parquet").exists()
+    Store(store).set_clock("decode-0", 1.5)
+    queries.run(Store(store), "wedges")
+    second = sorted((store / "derived").iterdir())
+    assert len(second) == 1 and second != first  # the old snapshot is gone, not reused
+    q = tmp_path / "decode-1.log"
+    q.write_text(LOG.replace("DP0", "DP1"))
+    ingest_paths([q], store)
+    assert sql(store, "SELECT count(*) n FROM batches")["n"][0] == 4
+    queries.run(Store(store), "wedges")
+    assert sorted((store / "derived").iterdir()) != second
