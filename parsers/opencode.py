@@ -18,6 +18,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 
+from forensics.errors import InputError
 from forensics.turns import Turn, as_int, normalise_finish, parse_time
 from parsers.base import Batch, Context, Sample, Source
 from parsers.transcript import batch
@@ -222,7 +223,13 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
             head = f.read(len(SQLITE_MAGIC))
         base = os.path.basename(source.path)
         if head == SQLITE_MAGIC:
-            turns = _parse_db(source, ctx, unparsed)
+            try:
+                turns = _parse_db(source, ctx, unparsed)
+            except sqlite3.DatabaseError as e:
+                # a half-copied or corrupt database: refuse it by name rather than crash the ingest
+                raise InputError(f"{source.path} is an unreadable SQLite database: {e}", file=source.path,
+                                 help="copy opencode.db again together with its -wal file, or open it "
+                                      "with sqlite3 and run .recover") from None
         elif base.endswith(("-wal", "-shm")):
             ctx.notes.append("write-ahead log: read together with its opencode.db")
             turns = []
