@@ -2,8 +2,8 @@
 
 A new format is one module here with `name`, `description`, `samples`, `sniff` and `parse`
 (see parsers/base.py), plus one line in PARSERS. Order matters only for ties in `sniff`:
-the first most-confident parser wins. Parsers that take a whole folder also define
-`sniff_dir(path) -> float`.
+the first most-confident parser wins. The modules themselves are the parser objects. Parsers
+that take a whole folder also define `sniff_dir(path) -> float`.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from parsers import nixl_telemetry, server_log, transfer_trace
 from parsers import claude_code, openai_proxy, opencode, outputs_dir
 
 PARSERS = [
-    server_log.PARSER,
-    transfer_trace.PARSER,
-    nixl_telemetry.PARSER,
-    openai_proxy.PARSER,
-    claude_code.PARSER,
-    opencode.PARSER,
-    outputs_dir.PARSER,
+    server_log,
+    transfer_trace,
+    nixl_telemetry,
+    openai_proxy,
+    claude_code,
+    opencode,
+    outputs_dir,
 ]
 
 

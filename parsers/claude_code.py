@@ -183,16 +183,3 @@ samples = [
         {"turns": [{"http_status": 500, "content_chars": 0, "signatures": ["S16"], "corruption_class": "transfer_error"}]},
     ),
 ]
-
-
-class _Module:
-    """Expose this module as a Parser object for the registry."""
-
-    name = name
-    description = description
-    samples = samples
-    sniff = staticmethod(sniff)
-    parse = staticmethod(parse)
-
-
-PARSER = _Module()

@@ -206,16 +206,3 @@ samples = [
         ]},
     ),
 ]
-
-
-class _Module:
-    """Expose this module as a Parser object for the registry."""
-
-    name = name
-    description = description
-    samples = samples
-    sniff = staticmethod(sniff)
-    parse = staticmethod(parse)
-
-
-PARSER = _Module()

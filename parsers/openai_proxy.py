@@ -266,16 +266,3 @@ samples = [
         {"turns": [{"content": "The answer is", "truncated": True, "finish_reason": None, "t_start": None}]},
     ),
 ]
-
-
-class _Module:
-    """Expose this module as a Parser object for the registry."""
-
-    name = name
-    description = description
-    samples = samples
-    sniff = staticmethod(sniff)
-    parse = staticmethod(parse)
-
-
-PARSER = _Module()

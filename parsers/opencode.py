@@ -302,17 +302,3 @@ samples = [
                     "corrupted": False}]},
     ),
 ]
-
-
-class _Module:
-    """Expose this module as a Parser object for the registry."""
-
-    name = name
-    description = description
-    samples = samples
-    sniff = staticmethod(sniff)
-    sniff_dir = staticmethod(sniff_dir)
-    parse = staticmethod(parse)
-
-
-PARSER = _Module()

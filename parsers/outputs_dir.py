@@ -135,17 +135,3 @@ samples = [
         {"turns": [{"signatures": ["S15"], "corruption_class": "empty", "corrupted": True}]},
     ),
 ]
-
-
-class _Module:
-    """Expose this module as a Parser object for the registry."""
-
-    name = name
-    description = description
-    samples = samples
-    sniff = staticmethod(sniff)
-    sniff_dir = staticmethod(sniff_dir)
-    parse = staticmethod(parse)
-
-
-PARSER = _Module()

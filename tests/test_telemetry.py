@@ -14,7 +14,7 @@ V1 = [(1764765296104297, 5, "agent_xfer_post_time", 41), (1764765296104302, 1, "
 
 
 def _read(data: bytes, name="8f3e2a1c-5b7d-4e9f-a0b1-c2d3e4f5a6b7"):
-    tables, ctx = parse_text(nt.PARSER, data, name=name)
+    tables, ctx = parse_text(nt, data, name=name)
     return tables.get("telemetry"), ctx
 
 

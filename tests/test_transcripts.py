@@ -37,14 +37,14 @@ def test_streamed_and_non_streamed_reply_give_the_same_row():
             "calls": [{"id": c["id"], "name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
                       for c in MESSAGE["tool_calls"]]}
     raw = B._sse(body["id"], "deepseek-v3.2", spec, USAGE)
-    plain, _ = parse_text(openai_proxy.PARSER, _pair({"body": body}), name="agent.jsonl")
-    streamed, _ = parse_text(openai_proxy.PARSER, _pair({"raw": raw}), name="agent.jsonl")
+    plain, _ = parse_text(openai_proxy, _pair({"body": body}), name="agent.jsonl")
+    streamed, _ = parse_text(openai_proxy, _pair({"raw": raw}), name="agent.jsonl")
     a, b = plain["turns"].drop("source_file"), streamed["turns"].drop("source_file")
     assert a.height == b.height == 1
     assert a.row(0, named=True) == b.row(0, named=True)
     assert a["n_tool_calls"][0] == 2 and a["corruption_class"][0] == "clean"
     # the same stream cut before [DONE] is kept and flagged
-    cut, _ = parse_text(openai_proxy.PARSER, _pair({"raw": raw[:-1]}), name="agent.jsonl")
+    cut, _ = parse_text(openai_proxy, _pair({"raw": raw[:-1]}), name="agent.jsonl")
     assert cut["turns"]["truncated"][0] and cut["turns"]["content"][0] == MESSAGE["content"]
 
 

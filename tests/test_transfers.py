@@ -139,14 +139,14 @@ def test_room_is_exact_through_every_json_form():
     room = 9223372036854775807  # 2^63 - 1: a float would round it to 2^63
     lines = [json.dumps({"ts": 1.0, "host": "h", "side": "prefill", "engine_rank": 0, "room": r, "kind": "kv",
                          "event": "post"}) for r in (room, str(room))]
-    tables, _ = parse_text(transfer_trace.PARSER, "\n".join(lines) + "\n", name="t.jsonl")
+    tables, _ = parse_text(transfer_trace, "\n".join(lines) + "\n", name="t.jsonl")
     assert tables["transfer_events"]["bootstrap_room"].to_list() == [room, room]
 
 
 def test_unknown_fields_go_to_extra_and_every_line_is_accounted():
     text = ('{"ts":1,"host":"h","side":"decode","engine_rank":0,"room":5,"kind":"kv","event":"notif",'
             '"notif":"5_kv_0_1_3","src_rank":3,"weird":{"a":[1,2]}}\n\n   \n{"ts":1}\n')
-    tables, ctx = parse_text(transfer_trace.PARSER, text, name="t.jsonl")
+    tables, ctx = parse_text(transfer_trace, text, name="t.jsonl")
     assert json.loads(tables["transfer_events"]["extra"][0]) == {"notif": "5_kv_0_1_3", "src_rank": 3,
                                                                   "weird": {"a": [1, 2]}}
     assert tables["unparsed"]["reason"].to_list() == ["schema:host"]
@@ -161,7 +161,7 @@ def test_trace_with_a_million_lines_is_vectorised(tmp_path):
     import time
 
     t0 = time.perf_counter()
-    tables, ctx = parse_text(transfer_trace.PARSER, p.read_bytes(), name="big.jsonl")
+    tables, ctx = parse_text(transfer_trace, p.read_bytes(), name="big.jsonl")
     elapsed = time.perf_counter() - t0
     assert tables["transfer_events"].height == 200_000 == ctx.parsed_lines
     assert elapsed < 20, f"{elapsed:.1f}s for 200k lines"
