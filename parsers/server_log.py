@@ -233,6 +233,20 @@ def _local_to_utc(expr: pl.Expr, tz: str) -> pl.Expr:
     return expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
 
 
+def _sglang_time(date: pl.Expr, time: pl.Expr, ms: pl.Expr, year: int) -> tuple[pl.Expr, pl.Expr]:
+    """(ts_raw, local datetime) of a sglang prefix: full date or MM-DD (year from context, SGLANG.md §2)."""
+    full = pl.when(date.str.len_chars() == 5).then(pl.lit(f"{year}-") + date).otherwise(date)
+    raw = pl.concat_str(date, pl.lit(" "), time, pl.when(ms.is_not_null()).then(pl.lit(".") + ms).otherwise(pl.lit("")))
+    local = pl.concat_str(full, pl.lit(" "), time, pl.lit("."), ms.fill_null("000")).str.to_datetime(
+        "%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+    return raw, local
+
+
+def _rank_cols(tags: pl.Expr) -> dict[str, pl.Expr]:
+    # in ' DP0 TP0' the TP pattern must not match inside ATTN_CP / MOE_DP: anchor on the space
+    return {r: tags.str.extract(rf" {r.removesuffix('_rank').upper()}(\d+)", 1).cast(pl.Int32) for r in RANKS}
+
+
 def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     """Split the shipper wrapper (§3) off every line: body, prefix, outer_ts (absolute, UTC) or None."""
     line = pl.col("line")
@@ -315,15 +329,8 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     )
     # the custom-config shape also matches the plain prefix, so it is tried first
     message = pl.coalesce(f("_cu", 5), f("_sg", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), body)
-    # sglang: full date or MM-DD (year from context, SGLANG.md §2)
-    sg_date = pl.coalesce(f("_cu", 1), f("_sg", 1))
-    sg_date = pl.when(sg_date.str.len_chars() == 5).then(pl.lit(f"{year}-") + sg_date).otherwise(sg_date)
-    sg_time = pl.coalesce(f("_cu", 2), f("_sg", 2))
-    sg_ms = pl.coalesce(f("_cu", 3), f("_sg", 3))
-    sg_raw = pl.concat_str(pl.coalesce(f("_cu", 1), f("_sg", 1)), pl.lit(" "), sg_time,
-                           pl.when(sg_ms.is_not_null()).then(pl.lit(".") + sg_ms).otherwise(pl.lit("")))
-    sg_local = pl.concat_str(sg_date, pl.lit(" "), sg_time, pl.lit("."), sg_ms.fill_null("000")).str.to_datetime(
-        "%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+    sg_raw, sg_local = _sglang_time(pl.coalesce(f("_cu", 1), f("_sg", 1)), pl.coalesce(f("_cu", 2), f("_sg", 2)),
+                                    pl.coalesce(f("_cu", 3), f("_sg", 3)), year)
     gl_raw = pl.concat_str(f("_gl", 1), f("_gl", 2), f("_gl", 3), pl.lit(" "), f("_gl", 4))
     gl_local = pl.concat_str(pl.lit(f"{year}-"), f("_gl", 2), pl.lit("-"), f("_gl", 3), pl.lit(" "), f("_gl", 4)
                              ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
@@ -333,9 +340,7 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
                               ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
     ux_ts = (f("_ux", 1).cast(pl.Float64, strict=False) * 1e6).round().cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
     local = pl.coalesce(sg_local, gl_local, c10_local)
-    tags = f("_sg", 4)
-    rank_cols = {r: tags.str.extract(rf" {r.removesuffix('_rank').upper()}(\d+)", 1).cast(pl.Int32) for r in RANKS}
-    # in ' DP0 TP0' the TP pattern must not match inside ATTN_CP / MOE_DP: anchor on the space
+    rank_cols = _rank_cols(f("_sg", 4))
     level = (
         pl.when(f("_cu", 4).is_not_null()).then(f("_cu", 4))
         .when(f("_gl", 1).is_not_null()).then(f("_gl", 1))
@@ -372,13 +377,16 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
 def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     """Decide which unrecognised lines are traceback bodies and attach them to their record."""
     body = pl.col("body")
+    # `_brk`: the line right above was a stats line taken out by the fast path (`_parse_block`).
+    # A stats line is a non-event head: it starts a group and is never indented.
+    brk = pl.col("_brk") if "_brk" in df.columns else pl.lit(False)
     indented = body.str.contains(r"^\s+\S")
-    tb_like = body.str.contains(RE_TB) | (body.str.contains(RE_EXC_LINE) & indented.shift(1, fill_value=False))
+    tb_like = body.str.contains(RE_TB) | (body.str.contains(RE_EXC_LINE) & indented.shift(1, fill_value=False) & ~brk)
     df = df.with_columns(
         _cont=pl.col("family").is_null() & tb_like,
         _is_event=pl.col("family").is_not_null() & ~pl.col("message").str.contains(RE_STATS),
     )
-    grp = (~pl.col("_cont")).cast(pl.Int64).cum_sum()
+    grp = (~pl.col("_cont") | brk).cast(pl.Int64).cum_sum()
     df = df.with_columns(_grp=grp).with_columns(_head_ok=pl.col("_is_event").first().over("_grp"))
     # A traceback with no event above it (file start, or after a stats line) opens its own record.
     opens = pl.col("_cont") & ~pl.col("_head_ok") & body.str.starts_with("Traceback (most recent call last)")
@@ -718,10 +726,48 @@ def _role_from_name(path: str) -> str | None:
     return None
 
 
+# A plain sglang stats line, no shipper wrapper (SGLANG.md §5): 70-90% of the lines of a PD log.
+# It matches RE_SGLANG (not RE_SGLANG_CUSTOM, which needs `][`) with a message matching RE_STATS,
+# so the full path would make it a `batches` row with exactly these fields.
+RE_FAST_STATS = (
+    r"^(\[(\d{4}-\d{2}-\d{2}|\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{3}))?"
+    r"((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] )(?:Prefill|Decode) batch(?: \[\d+\])?[.,]"
+)
+
+
+def _fast_stats(df: pl.DataFrame, year: int, ctx: Context) -> pl.DataFrame:
+    """The rows of `df` (with a `_fh` header struct) in the shape `_classify` gives a plain stats line."""
+    h = lambda i: pl.col("_fh").struct.field(str(i))  # noqa: E731
+    raw, local = _sglang_time(h(2), h(3), h(4), year)
+    return df.select(
+        "line_no", "unterminated",
+        message=pl.col("line").str.slice(h(1).str.len_chars()).str.strip_chars_end(" \t\r"),
+        ts_raw=raw, ts=_local_to_utc(local, ctx.tz), prefix=pl.lit(None, dtype=pl.Utf8), **_rank_cols(h(5)),
+    )
+
+
 def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str) -> Batch:
-    # Tracebacks that cross a block boundary lose their head: blocks are large (32 MiB), and the
+    # Plain stats lines skip wrapper stripping, classification and folding (issue 5). A k8s
+    # partial record anywhere in the block may swallow the line after it: then no fast path.
+    fh = pl.col("line").str.starts_with("[") & pl.col("line").str.contains(" batch", literal=True)
+    df = df.with_columns(_fh=pl.when(fh).then(pl.col("line").str.extract_groups(RE_FAST_STATS)))
+    fast_mask = df["_fh"].struct.field("1").is_not_null()
+    fast = None
+    if fast_mask.any():
+        rest = _strip_wrappers(df.filter(~fast_mask).drop("_fh").with_columns(_brk=fast_mask.shift(1, fill_value=False)
+                                                                             .filter(~fast_mask)))
+        if rest["partial"].any():
+            rest = None
+        else:
+            fast = _fast_stats(df.filter(fast_mask), year, ctx)
+    if fast is None:
+        rest = _strip_wrappers(df.drop("_fh"))
+    return _parse_rest(rest, fast, ctx, year, role, path)
+
+
+def _parse_rest(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, year: int, role: str, path: str) -> Batch:
+    # Tracebacks that cross a block boundary lose their head: blocks are large (16 MiB), and the
     # orphaned body lines still land in unparsed with their numbers, so nothing is lost.
-    df = _strip_wrappers(df)
     df = _join_partials(df)
     df = _classify(df, ctx, year)
     df = _fold_continuations(df)
@@ -742,7 +788,11 @@ def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str
     )
     ev = df.filter(pl.col("_table") == "events").join(conts, on="_grp", how="left")
     ev = _events(ev, ctx).with_columns(truncated=pl.col("unterminated"))
-    st = _batches(df.filter(pl.col("_table") == "batches"))
+    st = df.filter(pl.col("_table") == "batches")
+    if fast is not None:
+        fast = fast.with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path))
+        st = pl.concat([st.select(fast.columns), fast]).sort("line_no")
+    st = _batches(st)
     un = df.filter(pl.col("_table") == "unparsed").with_columns(
         line=pl.col("line").str.slice(0, MAX_LINE_CHARS),
         reason=pl.when(pl.col("line").str.strip_chars() == "").then(pl.lit("blank"))
@@ -939,16 +989,3 @@ samples = [
         {"batches": [{"running_req": 12, "queue_req": None, "truncated": True, "tail": "#queue-req: 1"}]},
     ),
 ]
-
-
-class _Module:
-    """Expose this module as a Parser object for the registry."""
-
-    name = name
-    description = description
-    samples = samples
-    sniff = staticmethod(sniff)
-    parse = staticmethod(parse)
-
-
-PARSER = _Module()
