@@ -24,15 +24,37 @@ WITH c AS (
     FROM replies r LEFT JOIN rooms rm ON rm.bootstrap_room = coalesce(r.server_bootstrap_room, r.bootstrap_room)
     WHERE r.corrupted
 ),
+-- warnings and errors only: the rest is the background the timeline already shows
+loud AS (
+    SELECT ts, host, kind, reason, bootstrap_room, source_file, line_no, left(message, 160) AS message,
+           CAST(floor(epoch(ts) / 10) AS BIGINT) AS tkey
+    FROM events WHERE severity IN ('warning', 'error', 'fatal') AND ts IS NOT NULL
+),
+-- each reply's window cut into 10 s keys, so that the host-and-time match is a hash join
+windows AS (
+    SELECT c.*, unnest(range(
+               CAST(floor(epoch(c.t_start - to_microseconds(CAST(CAST($before_s AS DOUBLE) * 1e6 AS BIGINT))) / 10) AS BIGINT),
+               CAST(floor(epoch(c.t_end + to_microseconds(CAST(CAST($after_s AS DOUBLE) * 1e6 AS BIGINT))) / 10) AS BIGINT)
+               + 1)) AS tkey
+    FROM c WHERE c.dhost IS NOT NULL
+),
+matched AS (
+    -- the same room, wherever and whenever it was logged
+    SELECT c.source, c.session_id, c.turn_id, c.t_start, e.* EXCLUDE (tkey, bootstrap_room)
+    FROM c JOIN loud e ON e.bootstrap_room = c.room
+    UNION
+    -- the decode host around the reply's lifetime
+    SELECT w.source, w.session_id, w.turn_id, w.t_start, e.* EXCLUDE (tkey, bootstrap_room)
+    FROM windows w JOIN loud e
+      ON e.host = w.dhost AND e.tkey = w.tkey
+     AND e.ts BETWEEN w.t_start - to_microseconds(CAST(CAST($before_s AS DOUBLE) * 1e6 AS BIGINT))
+                  AND w.t_end + to_microseconds(CAST(CAST($after_s AS DOUBLE) * 1e6 AS BIGINT))
+),
 near AS (
-    SELECT c.source, c.session_id, c.turn_id, e.ts, e.host, e.kind, e.reason, left(e.message, 160) AS message,
-           row_number() OVER (PARTITION BY c.source, c.session_id, c.turn_id
-                              ORDER BY abs(epoch(e.ts - c.t_start)), e.source_file, e.line_no) AS k
-    FROM c JOIN events e
-      ON (e.bootstrap_room = c.room OR (e.host = c.dhost
-          AND e.ts BETWEEN c.t_start - to_microseconds(CAST(CAST($before_s AS DOUBLE) * 1e6 AS BIGINT))
-                       AND c.t_end + to_microseconds(CAST(CAST($after_s AS DOUBLE) * 1e6 AS BIGINT))))
-     AND e.severity IN ('warning', 'error', 'fatal')
+    SELECT source, session_id, turn_id, ts, host, kind, reason, message,
+           row_number() OVER (PARTITION BY source, session_id, turn_id
+                              ORDER BY abs(epoch(ts - t_start)), source_file, line_no) AS k
+    FROM matched
 )
 SELECT c.source, c.session_id, c.turn_id, c.t_start, c.corruption_class, c.signatures, c.evidence,
        CAST(c.room AS VARCHAR) AS bootstrap_room, c.dhost AS decode_host, c.outcome,

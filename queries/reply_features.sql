@@ -3,7 +3,7 @@
 --   was prefilled, its transfer, failures on its decode host just before, concurrency, host and rank
 -- inputs: replies, rooms, transfers, batches, events
 -- parameters:
---   window_s DOUBLE = 10: half-width of the window around the prefill instant for prefill load
+--   window_s DOUBLE = 10: half-width of the window around the prefill instant, in whole seconds (sglang stamps seconds)
 --   lookback_s DOUBLE = 60: how far back failures and aborts on the same decode host are counted
 -- columns:
 --   source: transcript source
@@ -37,16 +37,22 @@ placed AS (
            coalesce(rm.decode_host, r.server_host) AS dhost
     FROM r LEFT JOIN rooms rm ON rm.bootstrap_room = r.room
 ),
-prefill_lines AS (
-    SELECT ts, dp_rank, host, new_token, queue_req FROM batches WHERE kind = 'prefill' AND ts IS NOT NULL
+-- prefill load per second, then each reply's window as a list of seconds: a hash join on the
+-- second instead of a range join of every reply against every stats line
+prefill_seconds AS (
+    SELECT CAST(floor(epoch(ts)) AS BIGINT) AS sec, sum(new_token) AS new_token, max(queue_req) AS queue_req
+    FROM batches WHERE kind = 'prefill' AND ts IS NOT NULL GROUP BY sec
+),
+reply_seconds AS (
+    SELECT source, session_id, turn_id, unnest(range(
+               CAST(floor(epoch(t_prefill) - CAST($window_s AS DOUBLE)) AS BIGINT),
+               CAST(floor(epoch(t_prefill) + CAST($window_s AS DOUBLE)) AS BIGINT) + 1)) AS sec
+    FROM placed
 ),
 prefill_load AS (
-    SELECT p.source, p.session_id, p.turn_id,
-           sum(b.new_token) / (2 * CAST($window_s AS DOUBLE)) AS new_tok_s,
-           max(b.queue_req) AS peak_queue
-    FROM placed p JOIN prefill_lines b
-      ON b.ts BETWEEN p.t_prefill - to_microseconds(CAST(CAST($window_s AS DOUBLE) * 1e6 AS BIGINT))
-                  AND p.t_prefill + to_microseconds(CAST(CAST($window_s AS DOUBLE) * 1e6 AS BIGINT))
+    SELECT r.source, r.session_id, r.turn_id,
+           sum(b.new_token) / (2 * CAST($window_s AS DOUBLE)) AS new_tok_s, max(b.queue_req) AS peak_queue
+    FROM reply_seconds r JOIN prefill_seconds b USING (sec)
     GROUP BY ALL
 ),
 room_transfer AS (

@@ -38,15 +38,27 @@ by_room AS (
     WHERE t.bootstrap_room IS NOT NULL
 ),
 -- rule 3: finished requests inside the turn's time window (server logs have 1 s resolution)
--- whose token counts agree within 1 % or 8 tokens
+-- whose token counts agree within 1 % or 8 tokens. The window is cut into 10 s keys and each finish
+-- line carries its key, so the join is a hash join on the key instead of a range join of every turn
+-- against every request (minutes on a large incident).
+turn_keys AS (
+    SELECT t.*, unnest(range(
+               CAST(floor(epoch(coalesce(t.t_start, t.t_end) - INTERVAL 2 SECOND) / 10) AS BIGINT),
+               CAST(floor(epoch(coalesce(t.t_end, t.t_start) + INTERVAL 2 SECOND) / 10) AS BIGINT) + 1)) AS tkey
+    FROM turns t
+    WHERE coalesce(t.t_start, t.t_end) IS NOT NULL AND t.prompt_tokens IS NOT NULL AND t.completion_tokens IS NOT NULL
+),
+finished AS (
+    SELECT *, CAST(floor(epoch(ts) / 10) AS BIGINT) AS skey FROM server WHERE kind = 'request_finished'
+),
 by_time AS (
     SELECT t.source, t.session_id, t.turn_id, 'time_tokens' AS method,
            0.8 - 0.3 * greatest(
                abs(s.prompt_tokens - t.prompt_tokens) / greatest(8, 0.01 * t.prompt_tokens),
                abs(s.completion_tokens - t.completion_tokens) / greatest(8, 0.01 * t.completion_tokens)) AS score,
-           s.*, t.prompt_tokens AS t_prompt, t.completion_tokens AS t_completion
-    FROM turns t JOIN server s
-      ON s.kind = 'request_finished'
+           s.* EXCLUDE (skey), t.prompt_tokens AS t_prompt, t.completion_tokens AS t_completion
+    FROM turn_keys t JOIN finished s
+      ON s.skey = t.tkey
      AND s.ts BETWEEN coalesce(t.t_start, t.t_end) - INTERVAL 2 SECOND AND coalesce(t.t_end, t.t_start) + INTERVAL 2 SECOND
      AND abs(s.prompt_tokens - t.prompt_tokens) <= greatest(8, 0.01 * t.prompt_tokens)
      AND abs(s.completion_tokens - t.completion_tokens) <= greatest(8, 0.01 * t.completion_tokens)
