@@ -256,14 +256,20 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
         total = sum(s.size or 0 for s in sources)
         if progress:
             progress.start(total, len(sources))
-        jobs = opts.jobs or min(len(sources), os.cpu_count() or 1)
         results: list[FileResult] = []
-        if jobs <= 1 or len(sources) <= 1:
-            for s in sources:
-                results.append(ingest_one(store_root, s, opts, hosts[s.path], progress.advance if progress else None))
-                if progress:
-                    progress.done_file(results[-1])
+        # A large input already runs on all cores (the parser parses its blocks on threads), and
+        # a worker process parsing full blocks peaks at ~0.5 GiB: large inputs go one at a time in
+        # this process, small ones to a pool of workers, so RSS stays under 1 GiB (issue 5).
+        # An explicit --jobs sends every input to the pool.
+        if opts.jobs:
+            pooled, inline = sources, []
         else:
+            pooled = [s for s in sources if _is_small(s)]
+            inline = [s for s in sources if not _is_small(s)]
+        jobs = opts.jobs or min(len(pooled), os.cpu_count() or 1)
+        if jobs <= 1 or len(pooled) <= 1:
+            pooled, inline = [], pooled + inline
+        if pooled:
             import multiprocessing as mp
 
             # forkserver, not fork: a parent that already ran polars or DuckDB has worker threads
@@ -271,7 +277,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
             ctx = mp.get_context("forkserver")
             ctx.set_forkserver_preload(["forensics.ingest"])
             with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
-                futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path]): s for s in sources}
+                futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path]): s for s in pooled}
                 for fut in as_completed(futs):
                     s = futs[fut]
                     try:
@@ -282,11 +288,26 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
                     if progress:
                         progress.advance(s.size or 0)
                         progress.done_file(r)
+        # after the pool: this process would otherwise keep its peak while the workers run
+        for s in inline:
+            results.append(ingest_one(store_root, s, opts, hosts[s.path], progress.advance if progress else None))
+            if progress:
+                progress.done_file(results[-1])
         order = {s.path: i for i, s in enumerate(sources)}
         results.sort(key=lambda r: order.get(r.path, 0))
         return results
     finally:
         lock.close()
+
+
+SMALL_INPUT_BYTES = 8 << 20  # half a parse block (parsers.lines.BLOCK_BYTES)
+
+
+def _is_small(s: Source) -> bool:
+    """A plain file well under one parse block: cheap to parse in a worker process."""
+    if s.member is not None or s.size is None or os.path.isdir(s.fs_path):
+        return False
+    return s.size < SMALL_INPUT_BYTES and not s.fs_path.lower().endswith((".gz", ".zst", ".bz2", ".xz"))
 
 
 def _dir_claimer():

@@ -519,22 +519,83 @@ def _stats_value(raw: pl.Expr, typ: str) -> pl.Expr:
     return raw.replace_strict({"True": True, "False": False}, default=None, return_dtype=pl.Boolean)
 
 
-def _batches(st: pl.DataFrame) -> pl.DataFrame:
+def _stats_lead(st: pl.DataFrame) -> pl.DataFrame:
+    """kind, iteration and item list of stats lines, from their message."""
     lead = _groups("message", RE_STATS)
-    st = st.with_columns(
+    return st.with_columns(
         kind=lead.struct.field("1").str.to_lowercase(),
         _iter=lead.struct.field("2"),
         _body=lead.struct.field("3").str.strip_chars_end(", "),
     )
-    plain = st.select(pl.col("_iter").is_null() & ~pl.col("unterminated") & pl.col("_body").str.contains(RE_PLAIN_ITEMS)
-                      ).to_series()
-    if not plain.any():
-        return _batches_general(st)
-    fast = _batches_plain(st.filter(plain))
-    if plain.all():
-        return fast
-    slow = _batches_general(st.filter(~plain))
-    return pl.concat([slow, fast.select(slow.columns)]).sort("line_no")
+
+
+def _batches(st: pl.DataFrame) -> pl.DataFrame:
+    """Batches rows from stats lines with `kind`, `_iter` and `_body` (see `_stats_lead`)."""
+    done, st = _batches_by_keys(st)
+    if st.height or not done:
+        plain = st.select(pl.col("_iter").is_null() & ~pl.col("unterminated")
+                          & pl.col("_body").str.contains(RE_PLAIN_ITEMS)).to_series()
+        if not plain.any():
+            done.append(_batches_general(st))
+        elif plain.all():
+            done.append(_batches_plain(st))
+        else:
+            done += [_batches_general(st.filter(~plain)), _batches_plain(st.filter(plain))]
+    if len(done) == 1:
+        return done[0]
+    cols = done[0].columns
+    return pl.concat([d.select(cols) for d in done]).sort("line_no")
+
+
+def _stats_columns(kind: str) -> dict[str, str]:
+    """Raw key -> column on one side (side-specific keys only on their side)."""
+    m: dict[str, str] = {}
+    for col, keys, side, _ in STATS_KEYS:
+        if side in (None, kind):
+            for k in keys:
+                assert m.setdefault(k, col) == col, k
+    return m
+
+
+def _batches_by_keys(st: pl.DataFrame, rounds: int = 4) -> tuple[list[pl.DataFrame], pl.DataFrame]:
+    """Stats lines that print the same plain keys in the same order as an earlier one, by one regex.
+
+    A server prints one key sequence per side and version, so a few anchored regexes
+    (`^k1: ([^,:]*), k2: ...$`, built from the first line of each sequence) take nearly every
+    line; the values are the ones `_batches_plain` gives (first item of a column wins). Returns
+    the frames done and the rows left for the general paths.
+    """
+    done: list[pl.DataFrame] = []
+    cand = pl.col("_iter").is_null() & ~pl.col("unterminated")
+    extra_t = pl.List(pl.Struct({"key": pl.Utf8, "value": pl.Utf8}))
+    for _ in range(rounds):
+        first = st.filter(cand).head(1)
+        if first.height == 0:
+            break
+        kind, body = first["kind"][0], first["_body"][0]
+        if kind not in ("prefill", "decode") or not re.fullmatch(RE_PLAIN_ITEMS, body):
+            break
+        keys = [it.split(": ", 1)[0] for it in body.split(", ")]
+        pattern = "^" + ", ".join(pl.escape_regex(k) + ": ([^,:]*)" for k in keys) + "$"
+        st = st.with_columns(_v=pl.when(cand & (pl.col("kind") == kind)).then(pl.col("_body").str.extract_groups(pattern)))
+        hit = st["_v"].struct.field("1").is_not_null()
+        sub = st.filter(hit)
+        st = st.filter(~hit).drop("_v")
+        v = lambda i: pl.col("_v").struct.field(str(i + 1))  # noqa: E731
+        col_of = _stats_columns(kind)
+        cols = {}
+        for col, _, _, typ in STATS_KEYS:
+            pos = next((i for i, k in enumerate(keys) if col_of.get(k) == col), None)
+            cols[col] = _stats_value(v(pos).str.strip_chars() if pos is not None else pl.lit(None, dtype=pl.Utf8), typ)
+        unknown = [(i, k) for i, k in enumerate(keys) if k not in KNOWN_STATS_KEYS]
+        extra = (pl.concat_list([pl.struct(key=pl.lit(k, dtype=pl.Utf8), value=v(i)) for i, k in unknown]).cast(extra_t)
+                 if unknown else pl.lit([], dtype=extra_t))
+        graph = next((m.group(1) for k in keys if (m := re.fullmatch(r"(cuda|cpu|npu|musa) graph", k))), None)
+        done.append(sub.with_columns(
+            **cols, graph_backend=pl.lit(graph, dtype=pl.Utf8), extra=extra,
+            tail=pl.lit(None, dtype=pl.Utf8), truncated=pl.col("unterminated"),
+        ).drop("_iter", "_body", "_v"))
+    return done, st
 
 
 def _batches_plain(st: pl.DataFrame) -> pl.DataFrame:
@@ -548,14 +609,7 @@ def _batches_plain(st: pl.DataFrame) -> pl.DataFrame:
         st.select("_i", "kind", _it=pl.col("_body").str.split(", ")).explode("_it")
         .with_columns(pl.col("_it").str.split_exact(": ", 1).struct.rename_fields(["_k", "_v"])).unnest("_it")
     )
-    col_of = {}
-    for kind in ("prefill", "decode"):
-        m = {}
-        for col, keys, side, _ in STATS_KEYS:
-            if side in (None, kind):
-                for k in keys:
-                    assert m.setdefault(k, col) == col, k
-        col_of[kind] = m
+    col_of = {kind: _stats_columns(kind) for kind in ("prefill", "decode")}
     long = long.with_columns(
         _c=pl.when(pl.col("kind") == "prefill").then(pl.col("_k").replace_strict(col_of["prefill"], default=None))
         .otherwise(pl.col("_k").replace_strict(col_of["decode"], default=None)),
@@ -704,13 +758,18 @@ def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iter
             ctx.notes.extend(b.notes)
         return out
 
-    with ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="parse") as pool:
+    # In an ingest worker process the other workers have the other cores: one block at a time
+    # keeps the whole tree's memory flat with several files in parallel (issue 5).
+    import multiprocessing
+
+    threads = 1 if multiprocessing.parent_process() is not None else PARSE_THREADS
+    with ThreadPoolExecutor(threads, thread_name_prefix="parse") as pool:
         queue: collections.deque = collections.deque()
         first = True
         for df, _ in blocks:
             bctx = dataclasses.replace(ctx, lines=0, parsed_lines=0, continuation_lines=0, unparsed_lines=0, notes=[])
             queue.append(pool.submit(run, df, bctx))
-            if first or len(queue) >= PARSE_THREADS:
+            if first or len(queue) >= threads:
                 first = False
                 yield merge(queue.popleft())
         while queue:
@@ -731,7 +790,7 @@ def _role_from_name(path: str) -> str | None:
 # so the full path would make it a `batches` row with exactly these fields.
 RE_FAST_STATS = (
     r"^(\[(\d{4}-\d{2}-\d{2}|\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{3}))?"
-    r"((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] )(?:Prefill|Decode) batch(?: \[\d+\])?[.,]"
+    r"((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] (Prefill|Decode) batch(?: \[(\d+)\])?[.,] ?)"
 )
 
 
@@ -739,9 +798,11 @@ def _fast_stats(df: pl.DataFrame, year: int, ctx: Context) -> pl.DataFrame:
     """The rows of `df` (with a `_fh` header struct) in the shape `_classify` gives a plain stats line."""
     h = lambda i: pl.col("_fh").struct.field(str(i))  # noqa: E731
     raw, local = _sglang_time(h(2), h(3), h(4), year)
+    # the fields `_stats_lead` takes from the message; a batches row keeps no message
     return df.select(
         "line_no", "unterminated",
-        message=pl.col("line").str.slice(h(1).str.len_chars()).str.strip_chars_end(" \t\r"),
+        kind=h(6).str.to_lowercase(), _iter=h(7),
+        _body=pl.col("line").str.slice(h(1).str.len_chars()).str.strip_chars_end(" \t\r").str.strip_chars_end(", "),
         ts_raw=raw, ts=_local_to_utc(local, ctx.tz), prefix=pl.lit(None, dtype=pl.Utf8), **_rank_cols(h(5)),
     )
 
@@ -788,7 +849,7 @@ def _parse_rest(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, year:
     )
     ev = df.filter(pl.col("_table") == "events").join(conts, on="_grp", how="left")
     ev = _events(ev, ctx).with_columns(truncated=pl.col("unterminated"))
-    st = df.filter(pl.col("_table") == "batches")
+    st = _stats_lead(df.filter(pl.col("_table") == "batches"))
     if fast is not None:
         fast = fast.with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path))
         st = pl.concat([st.select(fast.columns), fast]).sort("line_no")
