@@ -247,6 +247,12 @@ def _rank_cols(tags: pl.Expr) -> dict[str, pl.Expr]:
     return {r: tags.str.extract(rf" {r.removesuffix('_rank').upper()}(\d+)", 1).cast(pl.Int32) for r in RANKS}
 
 
+def _outer_ts(text: pl.Expr) -> pl.Expr:
+    """A shipper's ISO-8601 time (CRI, docker), to UTC."""
+    return (text.str.replace(r"Z$", "+00:00").str.replace(r"([+-]\d{2})(\d{2})$", "$1:$2")
+            .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC"))
+
+
 def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     """Split the shipper wrapper (§3) off every line: body, prefix, outer_ts (absolute, UTC) or None."""
     line = pl.col("line")
@@ -280,8 +286,7 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
         partial=pl.col("_cri").struct.field("2") == "P",
         kibana_ts=pl.col("_kib").struct.field("1").str.to_datetime("%b %d, %Y @ %H:%M:%S%.f", strict=False,
                                                                    time_unit="us"),
-        outer_ts=outer_text.str.replace(r"Z$", "+00:00").str.replace(r"([+-]\d{2})(\d{2})$", "$1:$2")
-        .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC"),
+        outer_ts=_outer_ts(outer_text),
     ).drop("_json_log", "_json_time", "_cri", "_dock", "_kib")
     glued = pl.col("body").str.extract_groups(RE_GLUED)
     is_glued = ~pl.col("body").str.contains(r"^(?:\[\d|[IWEF]\d{4} |\[rank\d)") & glued.struct.field("2").is_not_null()
@@ -785,11 +790,12 @@ def _role_from_name(path: str) -> str | None:
     return None
 
 
-# A plain sglang stats line, no shipper wrapper (SGLANG.md §5): 70-90% of the lines of a PD log.
-# It matches RE_SGLANG (not RE_SGLANG_CUSTOM, which needs `][`) with a message matching RE_STATS,
-# so the full path would make it a `batches` row with exactly these fields.
+# A plain sglang stats line, bare or in a k8s CRI `F` record (SGLANG.md §3, §5): 70-90% of the
+# lines of a PD log. It matches RE_SGLANG (not RE_SGLANG_CUSTOM, which needs `][`) with a message
+# matching RE_STATS, so the full path would make it a `batches` row with exactly these fields.
 RE_FAST_STATS = (
-    r"^(\[(\d{4}-\d{2}-\d{2}|\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{3}))?"
+    r"^((?:(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})) (?:stdout|stderr) (F) ?)?"
+    r"\[(\d{4}-\d{2}-\d{2}|\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{3}))?"
     r"((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] (Prefill|Decode) batch(?: \[(\d+)\])?[.,] ?)"
 )
 
@@ -797,21 +803,21 @@ RE_FAST_STATS = (
 def _fast_stats(df: pl.DataFrame, year: int, ctx: Context) -> pl.DataFrame:
     """The rows of `df` (with a `_fh` header struct) in the shape `_classify` gives a plain stats line."""
     h = lambda i: pl.col("_fh").struct.field(str(i))  # noqa: E731
-    raw, local = _sglang_time(h(2), h(3), h(4), year)
+    raw, local = _sglang_time(h(4), h(5), h(6), year)
     # the fields `_stats_lead` takes from the message; a batches row keeps no message
     return df.select(
         "line_no", "unterminated",
-        kind=h(6).str.to_lowercase(), _iter=h(7),
+        kind=h(8).str.to_lowercase(), _iter=h(9),
         _body=pl.col("line").str.slice(h(1).str.len_chars()).str.strip_chars_end(" \t\r").str.strip_chars_end(", "),
-        ts_raw=raw, ts=_local_to_utc(local, ctx.tz), prefix=pl.lit(None, dtype=pl.Utf8), **_rank_cols(h(5)),
+        ts_raw=raw, ts=pl.coalesce(_outer_ts(h(2)), _local_to_utc(local, ctx.tz)),
+        prefix=pl.concat_str(h(2), pl.lit(" "), h(3)), **_rank_cols(h(7)),
     )
 
 
 def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str) -> Batch:
     # Plain stats lines skip wrapper stripping, classification and folding (issue 5). A k8s
     # partial record anywhere in the block may swallow the line after it: then no fast path.
-    fh = pl.col("line").str.starts_with("[") & pl.col("line").str.contains(" batch", literal=True)
-    df = df.with_columns(_fh=pl.when(fh).then(pl.col("line").str.extract_groups(RE_FAST_STATS)))
+    df = df.with_columns(_fh=pl.col("line").str.extract_groups(RE_FAST_STATS))
     fast_mask = df["_fh"].struct.field("1").is_not_null()
     fast = None
     if fast_mask.any():
