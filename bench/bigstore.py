@@ -85,6 +85,11 @@ def _column(name: str, dtype, n: int, host: str, table: str, salt: int) -> pl.Ex
     if table == "turns" and name in ("t_start", "t_end"):
         return (pl.lit(int(T0.timestamp() * 1e6)) + (h % (SPAN_S * 1_000_000)).cast(pl.Int64)
                 + (30_000_000 if name == "t_end" else 0)).cast(pl.Datetime("us", "UTC"))
+    # a turn is identified by (source, session_id, turn_id): keep it unique, as real transcripts do
+    if table == "turns" and name == "turn_id":
+        return pl.format("{}-turn-{}", pl.lit(host), i)
+    if table == "turns" and name == "session_id":
+        return pl.format("ses-{}", i // 50)
     if table == "turns" and name == "corrupted":
         return (h % 50) == 0
     if name == "kind" and table == "batches":
@@ -128,7 +133,7 @@ def build(root: str, transfers: int, batches: int, replies: int, events: int | N
         else:
             print(f"  table `{k}` is not registered in forensics.schema yet: not written")
     sig = hashlib.sha256(json.dumps(
-        {k: [(c.name, str(c.dtype)) for c in schema.TABLES[k].columns] for k in present} | {"n": present},
+        {k: [(c.name, str(c.dtype)) for c in schema.TABLES[k].columns] for k in present} | {"n": present, "gen": 2},
         sort_keys=True).encode()).hexdigest()[:16]
     marker = os.path.join(root, "bench-signature")
     if os.path.exists(marker) and open(marker).read() == sig:

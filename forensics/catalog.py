@@ -64,6 +64,10 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
     """
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
+    # a laptop runs this after an incident: spill big joins to disk rather than eat all memory
+    con.execute("SET memory_limit = '4GB'")
+    if store.exists():
+        con.execute(f"SET temp_directory = {_quote(str(store.root / '.tmp' / 'duckdb'))}")
     offsets = store.clocks() if offsets is None else offsets
     con.execute("CREATE TABLE clock_offsets (host VARCHAR PRIMARY KEY, offset_s DOUBLE)")
     if offsets:

@@ -71,10 +71,20 @@ before AS (
      AND e.ts >= p.t_arrival - to_microseconds(CAST(CAST($lookback_s AS DOUBLE) * 1e6 AS BIGINT))
     GROUP BY ALL
 ),
+-- replies in flight at each start = starts so far minus ends so far: a sweep with window counts
+-- and an ASOF join, instead of a self range join (quadratic on a large incident)
+starts AS (
+    SELECT source, session_id, turn_id, t_start,
+           count(*) OVER (ORDER BY t_start RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n_started
+    FROM r
+),
+ends AS (
+    SELECT t_end, count(*) OVER (ORDER BY t_end RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n_ended
+    FROM r WHERE t_end > t_start
+),
 conc AS (
-    SELECT a.source, a.session_id, a.turn_id, count(*) AS n
-    FROM placed a JOIN r b ON b.t_start <= a.t_start AND b.t_end > a.t_start
-    GROUP BY ALL
+    SELECT s.source, s.session_id, s.turn_id, s.n_started - coalesce(e.n_ended, 0) AS n
+    FROM starts s ASOF LEFT JOIN ends e ON s.t_start >= e.t_end
 ),
 -- decode load at the start: each rank's last stats line, summed
 decode_lines AS (
