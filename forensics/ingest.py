@@ -97,22 +97,30 @@ def _looks_binary(head: bytes) -> bool:
 
 
 class _HashingStream:
-    """Wraps a binary stream and hashes what is read through it."""
+    """Wraps a binary stream and hashes what is read through it; `eof` once it was read to the end."""
 
     def __init__(self, inner):
-        self.inner, self.h, self.n = inner, hashlib.sha256(), 0
+        self.inner, self.h, self.n, self.eof = inner, hashlib.sha256(), 0, False
+
+    def _seen(self, b: bytes, asked) -> bytes:
+        self.h.update(b)
+        self.n += len(b)
+        if not b and asked != 0:
+            self.eof = True
+        return b
 
     def read(self, n=-1):
-        b = self.inner.read(n)
-        self.h.update(b)
-        self.n += len(b)
-        return b
+        return self._seen(self.inner.read(n), n)
 
     def read1(self, n=-1):
-        b = self.inner.read1(n) if hasattr(self.inner, "read1") else self.inner.read(n)
-        self.h.update(b)
-        self.n += len(b)
-        return b
+        return self._seen(self.inner.read1(n) if hasattr(self.inner, "read1") else self.inner.read(n), n)
+
+    def readline(self, limit=-1):
+        return self._seen(self.inner.readline(limit), limit)
+
+    def __iter__(self):
+        while line := self.readline():
+            yield line
 
     def peek(self, n=0):
         return self.inner.peek(n) if hasattr(self.inner, "peek") else b""
@@ -126,6 +134,30 @@ class _HashingStream:
     def __exit__(self, *exc):
         # kept open: ingest drains the rest into the hash, then closes it
         return None
+
+
+def _content_digest(open_stream, hasher: "_HashingStream | None") -> tuple[str, int, str | None]:
+    """sha256 and size of the decompressed content, and why a compressed stream was cut, if it was.
+
+    The parser's own read is reused when it went to the end; a parser that read only a head and
+    then used the file by path (SQLite) gets a fresh full read, so that two files never share a
+    hash because they share a header.
+    """
+    from forensics.sources import was_cut
+    from parsers.lines import safe_read
+
+    if hasher is not None and not hasher.closed:
+        while safe_read(hasher, 1 << 22, None):
+            pass
+    if hasher is None or not hasher.eof:
+        if hasher is not None:
+            hasher.inner.close()
+        hasher = _HashingStream(open_stream())
+        while safe_read(hasher, 1 << 22, None):
+            pass
+    cut = was_cut(hasher.inner)
+    hasher.inner.close()
+    return hasher.h.hexdigest(), hasher.n, cut
 
 
 def _dir_digest(path: str) -> tuple[str, int]:
@@ -173,19 +205,9 @@ def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress:
         if is_dir:
             sha, nbytes = _dir_digest(src.fs_path)
         else:
-            # the parser may not have read to the end (structured formats): finish the hash
-            assert hasher is not None
-            from parsers.lines import safe_read
-
-            while safe_read(hasher, 1 << 22, None):
-                pass
-            sha, nbytes = hasher.h.hexdigest(), hasher.n
-            from forensics.sources import was_cut
-
-            cut = was_cut(hasher.inner)
+            sha, nbytes, cut = _content_digest(orig_open, hasher)
             if cut and not any("cut" in n for n in ctx.notes):
                 ctx.notes.append(f"compressed stream is cut ({cut}); kept what was readable")
-            hasher.inner.close()
     except ForensicsError as e:
         writer.abort()
         res.status, res.error = "failed", e.render()

@@ -166,3 +166,25 @@ def test_derived_view_snapshots_follow_the_store(tmp_path):
     assert sql(store, "SELECT count(*) n FROM batches")["n"][0] == 4
     queries.run(Store(store), "wedges")
     assert sorted((store / "derived").iterdir()) != second
+
+
+def test_files_sharing_a_header_are_not_duplicates(tmp_path):
+    """A parser that reads only a head and then opens the file by path (SQLite) must not make two
+    different files hash alike."""
+    import shutil
+    import sqlite3
+
+    src = ROOT / "tests" / "corpus" / "transcripts" / "opencode_db" / "opencode.db"
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        shutil.copy(src, tmp_path / name / "opencode.db")
+    con = sqlite3.connect(tmp_path / "b" / "opencode.db")
+    con.execute("CREATE TABLE forensics_test_marker (x)")
+    con.commit()
+    con.close()
+    store = tmp_path / "s"
+    assert [r.status for r in ingest_paths([tmp_path / "a" / "opencode.db"], store)] == ["ingested"]
+    assert [r.status for r in ingest_paths([tmp_path / "b" / "opencode.db"], store)] == ["ingested"]
+    assert [r.status for r in ingest_paths([tmp_path / "a" / "opencode.db"], store)] == ["duplicate"]
+    shas = sql(store, "SELECT sha256 FROM files ORDER BY path")["sha256"].to_list()
+    assert len(set(shas)) == 2
