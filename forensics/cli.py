@@ -25,6 +25,11 @@ def format_option(choices=("table", "csv", "json", "markdown"), default="table")
                         help="Output format.")
 
 
+def param_option(f):
+    return click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE",
+                        help="Bind a parameter, $NAME in the SQL (repeatable); never pasted into the text.")(f)
+
+
 def handled(f):
     """Render library errors in the one error shape; tracebacks only with --debug."""
 
@@ -103,7 +108,7 @@ def ingest(paths, store, host, role, tz, year, run_label, forced_format, jobs, c
 @click.argument("query")
 @store_option
 @format_option()
-@click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE", help="Bind $NAME (repeatable).")
+@param_option
 @handled
 def sql(query, store, fmt, params):
     """Run SQL over the store; every table is a view of the same name."""
@@ -271,7 +276,7 @@ def query_show(name):
 @click.argument("name")
 @store_option
 @format_option()
-@click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE", help="Set a parameter (repeatable).")
+@param_option
 @handled
 def query_run(name, store, fmt, params):
     """Run a named query; parameters are bound, never pasted into the SQL."""
