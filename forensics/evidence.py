@@ -13,6 +13,7 @@ import polars as pl
 
 from forensics import queries, stats
 from forensics.catalog import connect
+from forensics.sql import run_sql
 from forensics.store import Store
 
 # dimension -> (feature column, how to bucket it, label)
@@ -114,8 +115,9 @@ def build(store: Store, redact: bool = False) -> dict:
             "summary": _summary(summary),
             "comparisons": compare_dimensions(feats),
             "corrupted_replies": queries.run(store, "corrupted_context", con=con),
-            "wedges": queries.run(store, "wedges", con=con),
-            "abort_storms": queries.run(store, "abort_storms", con=con),
+            # default thresholds, from the snapshotted views the timeline uses too
+            "wedges": run_sql(store, "SELECT * FROM incident_wedges ORDER BY t_start, host, kind", con=con),
+            "abort_storms": run_sql(store, "SELECT * FROM incident_abort_storms ORDER BY t_start, host", con=con),
             "checksum_mismatches": queries.run(store, "checksum_mismatches", con=con),
         }
     finally:

@@ -9,6 +9,7 @@ import polars as pl
 from forensics import queries
 from forensics.catalog import connect
 from forensics.errors import UsageError
+from forensics.sql import run_sql
 from forensics.store import Store
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600}
@@ -31,8 +32,9 @@ def build(store: Store, bucket: str = "10s", since: str | None = None, until: st
     try:
         rows = queries.run(store, "timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host},
                            con=con)
-        wedges = queries.run(store, "wedges", con=con)
-        storms = queries.run(store, "abort_storms", con=con)
+        # the default thresholds, as the bucket markers use them (one shared, snapshotted computation)
+        wedges = run_sql(store, "SELECT * FROM incident_wedges ORDER BY t_start, host, kind", con=con)
+        storms = run_sql(store, "SELECT * FROM incident_abort_storms ORDER BY t_start, host", con=con)
     finally:
         con.close()
     if host:

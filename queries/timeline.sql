@@ -1,7 +1,7 @@
 -- name: timeline
 -- description: one row per time bucket: replies by class, prefill and decode load, transfers,
 --   failures, aborts, errors, and the wedge and abort-storm markers
--- inputs: batches, events, transfers, replies, wedge_intervals, abort_storm_intervals
+-- inputs: batches, events, transfers, replies, incident_wedges, incident_abort_storms
 -- parameters:
 --   bucket_s DOUBLE = 10: bucket width in seconds
 --   since TIMESTAMP = NULL: first instant shown (UTC), default the start of the data
@@ -138,13 +138,13 @@ rp AS (
 -- markers: a bucket is marked when it overlaps the interval
 wedged AS (
     SELECT k.bucket_start, list(DISTINCT w.host ORDER BY w.host) AS hosts
-    FROM buckets k JOIN wedge_intervals() w
+    FROM buckets k JOIN incident_wedges w
       ON w.t_start < k.bucket_start + to_microseconds(CAST(k.bucket_s * 1e6 AS BIGINT)) AND w.t_end > k.bucket_start
     GROUP BY k.bucket_start
 ),
 storms AS (
     SELECT k.bucket_start, list(DISTINCT a.host ORDER BY a.host) AS hosts
-    FROM buckets k JOIN abort_storm_intervals() a
+    FROM buckets k JOIN incident_abort_storms a
       ON a.t_start < k.bucket_start + to_microseconds(CAST(k.bucket_s * 1e6 AS BIGINT)) AND a.t_end >= k.bucket_start
     GROUP BY k.bucket_start
 )

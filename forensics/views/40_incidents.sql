@@ -115,7 +115,9 @@ bursts AS (
 per_burst AS (
     SELECT host, min(ts) AS t_start, max(ts) AS t_end, count(*) AS n_aborts FROM bursts GROUP BY host, burst
 ),
-storms AS (SELECT * FROM per_burst WHERE n_aborts >= min_aborts)
+storms AS (SELECT * FROM per_burst WHERE n_aborts >= min_aborts),
+-- computed once here, not once per storm inside the subquery below
+wedges AS (SELECT host, t_start FROM wedge_intervals())
 SELECT s.host, s.t_start, s.t_end, s.n_aborts,
        round(s.n_aborts / greatest(epoch(s.t_end - s.t_start), 1), 2) AS aborts_per_s,
        (SELECT count(*) FROM events e WHERE e.host = s.host AND e.ts > s.t_end
@@ -123,5 +125,5 @@ SELECT s.host, s.t_start, s.t_end, s.n_aborts,
           AND e.severity IN ('error', 'fatal')) AS errors_after,
        (SELECT count(*) FROM replies r WHERE r.corrupted AND r.t_start >= s.t_start
           AND r.t_start <= s.t_end + to_microseconds(CAST(aftermath_s * 1e6 AS BIGINT))) AS corrupted_replies_after,
-       (SELECT min(w.t_start) FROM wedge_intervals() w WHERE w.host = s.host AND w.t_start >= s.t_start) AS next_wedge
+       (SELECT min(w.t_start) FROM wedges w WHERE w.host = s.host AND w.t_start >= s.t_start) AS next_wedge
 FROM storms s;
