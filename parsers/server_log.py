@@ -405,20 +405,57 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(_cont=pl.col("_cont") & pl.col("_head_ok"))
 
 
+def _on_rows(df: pl.DataFrame, mask: pl.Series | pl.Expr, fn) -> pl.DataFrame:
+    """Add the columns `fn(sub)` computes on the rows of `df` where `mask` holds; null elsewhere.
+
+    A regex in `when(..).then(..)` still runs on every row: running it on the few rows that can
+    match (a kind, or a literal every pattern of the family needs) gives the same columns.
+    """
+    if isinstance(mask, pl.Expr):
+        mask = df.select(mask.fill_null(False)).to_series()
+    sub = fn(df.filter(mask))
+    if sub.height == df.height:
+        return df.with_columns(sub)
+    idx = mask.arg_true()
+    return df.with_columns([
+        pl.Series(c.name, dtype=c.dtype).extend_constant(None, df.height).scatter(idx, c) for c in sub.get_columns()
+    ])
+
+
+def _first_capture(d: pl.DataFrame, patterns: list[str]) -> pl.Series:
+    """`_alt(patterns)` on `d`, each later pattern run only on the rows still without a capture."""
+    m = d["message"]
+    res = m.str.extract(patterns[0], 1)
+    for p in patterns[1:]:
+        miss = res.is_null()
+        if not miss.any():
+            break
+        res = res.scatter(miss.arg_true(), m.filter(miss).str.extract(p, 1))
+    return res
+
+
+# Literals each pattern of a family needs: a row with none of them cannot match any of them.
+PRE_RID = r"rid|'id': '|equest |req=|Req "
+PRE_ROOM = r"room|Request |_kv|_aux|_state|_stg"
+PRE_REQ = r"finish_reason|_tokens|e2e_latency|status_code"
+PRE_PEER = r"(?:to|from) \d|bootstrap_addr: "
+RE_ACCESS = r'(?:^INFO:\s+)?(\S+?)(?: - \S+)? (?:- )?(?:\[[^\]]+\] )?"(\S+) (\S+) [^"]*" (\d{3})'
+
+
 def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     msg = pl.col("message")
     fam = pl.col("family")
-    sg_kind = _kind_expr(KIND_RULES, "message", "log")
     is_access = msg.str.contains(r'^INFO:\s+\S+ - "') | msg.str.contains(r'^\S+ (?:- \S+ )?\[[^\]]+\] "\S+ \S+ HTTP')
     lvl_uv = msg.str.extract(RE_UVICORN_LEVEL, 1)
     glog_nixl = pl.col("glog_file").str.contains(r"(?i)nixl|ucx")
     glog_mc = pl.col("glog_file").str.contains(r"(?i)transfer_engine|mooncake|rdma|transport")
     is_err_level = pl.col("level").is_in(["E", "F", "ERROR", "FATAL", "CRITICAL"])
     timeout_txt = msg.str.contains(r"timed out after|collective operation timeout|before timing out|[Tt]imeout")
-    kind = (
+    # every branch before the sglang message rules gives a kind; those rules run on the rest only
+    kind0 = (
         pl.when(fam == "uvicorn").then(pl.when(is_access).then(pl.lit("http_access")).otherwise(pl.lit("http_log")))
         .when(fam.is_in(["sglang", "bare"]) & is_access).then(pl.lit("http_access"))
-        .when(fam.is_in(["sglang", "bare"]) & msg.str.contains(RE_UVICORN_LEVEL)).then(pl.lit("http_log"))
+        .when(fam.is_in(["sglang", "bare"]) & pl.col("_lvl_uv").is_not_null()).then(pl.lit("http_log"))
         .when(fam == "glog").then(
             pl.when(glog_nixl).then(pl.when(is_err_level).then(pl.lit("nixl_error")).otherwise(pl.lit("nixl_log")))
             .when(glog_mc).then(pl.when(is_err_level).then(pl.lit("mooncake_error")).otherwise(pl.lit("mooncake_log")))
@@ -432,8 +469,9 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .when(fam == "python").then(pl.lit("exception"))
         .when(msg.str.contains(r"^(?:Backend \w+ was instantiated|Initialized NIXL agent|Created NIXL agent|Loaded plugin)"))
         .then(pl.lit("nixl_log"))
-        .otherwise(sg_kind)
     )
+    ev = ev.with_columns(_lvl_uv=lvl_uv).with_columns(_k0=kind0)
+    ev = _on_rows(ev, pl.col("_k0").is_null(), lambda d: d.select(_sgk=_kind_expr(KIND_RULES, "message", "log")))
     level_sev = (
         pl.when(pl.col("level").is_in(["E", "ERROR", "CRITICAL"])).then(pl.lit("error"))
         .when(pl.col("level").is_in(["F", "FATAL"])).then(pl.lit("fatal"))
@@ -441,8 +479,8 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .when(pl.col("level").is_in(["I", "INFO"])).then(pl.lit("info"))
         .when(pl.col("level").is_in(["DEBUG", "TRACE", "DIAG", "D"])).then(pl.lit("debug"))
     )
-    uv_sev = lvl_uv.str.to_lowercase().replace({"critical": "fatal", "trace": "debug"})
-    ev = ev.with_columns(kind=kind, _uv_sev=uv_sev, _lvl_sev=level_sev)
+    uv_sev = pl.col("_lvl_uv").str.to_lowercase().replace({"critical": "fatal", "trace": "debug"})
+    ev = ev.with_columns(kind=pl.coalesce("_k0", "_sgk"), _uv_sev=uv_sev, _lvl_sev=level_sev).drop("_lvl_uv", "_k0", "_sgk")
     ev = ev.with_columns(
         severity=pl.coalesce(pl.col("_lvl_sev"), pl.col("_uv_sev"),
                              pl.col("kind").replace_strict(SEVERITY_BY_KIND, default="info")),
@@ -451,43 +489,55 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
             .when(pl.col("kind").is_in(["http_access", "http_log"])).then(pl.lit("uvicorn"))
             .otherwise(pl.lit("sglang"))).otherwise(fam),
     )
-    kvt = msg.str.extract(r"KVTransferError\(bootstrap_room=\d+\): (.*)$", 1)
-    reason_src = pl.coalesce(kvt, msg.str.extract(r"with exception (.*)$", 1), msg)
-    reason_kinds = list(FAILURE_KINDS) + ["deferred_release"]
-    ev = ev.with_columns(_reason_src=reason_src)
-    reason = _kind_expr(REASON_RULES, "_reason_src", None)
-    room = _alt(ROOM_PATTERNS).cast(pl.UInt64, strict=False)
-    access = msg.str.extract_groups(r'(?:^INFO:\s+)?(\S+?)(?: - \S+)? (?:- )?(?:\[[^\]]+\] )?"(\S+) (\S+) [^"]*" (\d{3})')
-    json_ts = msg.str.extract(r'^\{"timestamp": ?"([^"]+)"', 1).str.to_datetime(
-        "%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
+
+    def reason(d: pl.DataFrame) -> pl.DataFrame:
+        kvt = msg.str.extract(r"KVTransferError\(bootstrap_room=\d+\): (.*)$", 1)
+        d = d.with_columns(_reason_src=pl.coalesce(kvt, msg.str.extract(r"with exception (.*)$", 1), msg))
+        return d.select(reason=pl.coalesce(_kind_expr(REASON_RULES, "_reason_src", None),
+                                           pl.when(pl.col("kind") == "abort").then(pl.lit("aborted")), pl.lit("other")))
+
+    def room(d: pl.DataFrame) -> pl.DataFrame:
+        r = pl.lit(_first_capture(d, ROOM_PATTERNS)).cast(pl.UInt64, strict=False)
+        return d.select(bootstrap_room=pl.when(r < (1 << 63)).then(r).cast(pl.Int64))
+
+    def access(d: pl.DataFrame) -> pl.DataFrame:
+        a = msg.str.extract_groups(RE_ACCESS)
+        return d.select(_acc_status=a.struct.field("4"), http_method=a.struct.field("2"),
+                        http_path=a.struct.field("3"), _acc_peer=a.struct.field("1"))
+
+    def request(d: pl.DataFrame) -> pl.DataFrame:
+        return d.select(
+            finish_reason=msg.str.extract(r"""['"]finish_reason['"]: \{['"]type['"]: ['"](\w+)""", 1),
+            prompt_tokens=msg.str.extract(r"""['"]prompt_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
+            completion_tokens=msg.str.extract(r"""['"]completion_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
+            cached_tokens=msg.str.extract(r"""['"]cached_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
+            e2e_latency=msg.str.extract(r"""['"]e2e_latency['"]: ([\d.]+)""", 1).cast(pl.Float64, strict=False),
+            _status=msg.str.extract(r"""['"]status_code['"]: (\d{3})""", 1),
+        )
+
+    def json_ts(d: pl.DataFrame) -> pl.DataFrame:
+        t = msg.str.extract(r'^\{"timestamp": ?"([^"]+)"', 1).str.to_datetime(
+            "%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
+        return d.select(_jts=pl.when(pl.col("outer_ts").is_null()).then(_local_to_utc(t, ctx.tz)))
+
+    ev = _on_rows(ev, pl.col("kind").is_in(list(FAILURE_KINDS) + ["deferred_release"]), reason)
+    ev = _on_rows(ev, msg.str.contains(PRE_RID), lambda d: d.select(rid=_first_capture(d, RID_PATTERNS)))
+    ev = _on_rows(ev, msg.str.contains(PRE_ROOM), room)
+    ev = _on_rows(ev, msg.str.contains(PRE_REQ), request)
+    ev = _on_rows(ev, pl.col("kind") == "http_access", access)
+    ev = _on_rows(ev, msg.str.contains(PRE_PEER), lambda d: d.select(
+        _peer=pl.coalesce(msg.str.extract(r"(?:to|from) (\d{1,3}(?:\.\d{1,3}){3}:\d+)", 1),
+                          msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1))))
+    ev = _on_rows(ev, msg.str.starts_with('{"timestamp"'), json_ts)
+    ev = _on_rows(ev, pl.col("tp_rank").is_null() & msg.str.contains("rank=", literal=True),
+                  lambda d: d.select(_rank=msg.str.extract(r"\brank=(\d+)", 1).cast(pl.Int32, strict=False)))
     ev = ev.with_columns(
-        reason=pl.when(pl.col("kind").is_in(reason_kinds)).then(
-            pl.coalesce(reason, pl.when(pl.col("kind") == "abort").then(pl.lit("aborted")),
-                        pl.lit("other"))),
-        rid=_alt(RID_PATTERNS),
-        bootstrap_room=pl.when(room < (1 << 63)).then(room).cast(pl.Int64),
-        finish_reason=msg.str.extract(r"""['"]finish_reason['"]: \{['"]type['"]: ['"](\w+)""", 1),
-        prompt_tokens=msg.str.extract(r"""['"]prompt_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
-        completion_tokens=msg.str.extract(r"""['"]completion_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
-        cached_tokens=msg.str.extract(r"""['"]cached_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
-        e2e_latency=msg.str.extract(r"""['"]e2e_latency['"]: ([\d.]+)""", 1).cast(pl.Float64, strict=False),
-        http_status=pl.coalesce(
-            pl.when(pl.col("kind") == "http_access").then(access.struct.field("4")),
-            msg.str.extract(r"""['"]status_code['"]: (\d{3})""", 1),
-        ).cast(pl.Int32, strict=False),
-        http_method=pl.when(pl.col("kind") == "http_access").then(access.struct.field("2")),
-        http_path=pl.when(pl.col("kind") == "http_access").then(access.struct.field("3")),
-        peer=pl.coalesce(
-            pl.when(pl.col("kind") == "http_access").then(access.struct.field("1")),
-            msg.str.extract(r"(?:to|from) (\d{1,3}(?:\.\d{1,3}){3}:\d+)", 1),
-            msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1),
-            pl.col("peer_host"),
-        ),
+        http_status=pl.coalesce("_acc_status", "_status").cast(pl.Int32, strict=False),
+        peer=pl.coalesce("_acc_peer", "_peer", "peer_host"),
         # request logs in JSON carry a µs local timestamp: better than the prefix second
-        ts=pl.coalesce(pl.when(pl.col("outer_ts").is_null()).then(_local_to_utc(json_ts, ctx.tz)), pl.col("ts")),
-        tp_rank=pl.coalesce(pl.col("tp_rank"), msg.str.extract(r"\brank=(\d+)", 1).cast(pl.Int32, strict=False),
-                            pl.col("c10_rank")),
-    )
+        ts=pl.coalesce("_jts", "ts"),
+        tp_rank=pl.coalesce(pl.col("tp_rank"), pl.col("_rank"), pl.col("c10_rank")),
+    ).drop("_acc_status", "_status", "_acc_peer", "_peer", "_jts", "_rank")
     # A worker error names the room, the failure line right after it often only the rid
     # (llm-d#2433): carry the room to the next failure line of the same worker burst.
     fail = pl.col("kind").is_in(["transfer_failed", "bootstrap_failed"])
