@@ -196,8 +196,9 @@ def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress:
             hasher = _HashingStream(orig_open())
             return hasher
 
+        # the parser reads through the hash: one pass over the data, not two
         src = dataclasses.replace(src)
-        object.__setattr__(src, "open", hashed_open)
+        src.open = hashed_open  # type: ignore[method-assign]
     writer = store.writer(f"tmp{os.getpid()}_{abs(hash(src.path))}")
     started = dt.datetime.now(dt.timezone.utc)
     try:
