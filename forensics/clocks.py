@@ -20,6 +20,7 @@ import polars as pl
 
 from forensics.catalog import connect
 from forensics.errors import UsageError
+from forensics.render import escape_control
 from forensics.store import Store
 
 # One row per ordered pair of observations (before on host_a, after on host_b) and the bound it gives.
@@ -168,7 +169,7 @@ def set_offset(store: Store, host: str, seconds: float) -> dict[str, float]:
 
 
 def describe_offsets(offsets: dict[str, float]) -> str:
-    """One line naming the offsets a report used."""
+    """One line naming the offsets a report used (every report and export says it the same way)."""
     if not offsets:
-        return "clock offsets: none (all hosts' clocks taken as they are)"
-    return "clock offsets: " + ", ".join(f"{h} {v:+.6f}s" for h, v in sorted(offsets.items()))
+        return "clock offsets: none applied"
+    return "clock offsets applied: " + ", ".join(f"{escape_control(h)} {v:+g} s" for h, v in sorted(offsets.items()))

@@ -43,18 +43,15 @@ def _buckets(values: pl.Series, how: str) -> pl.Series:
         return values.cast(pl.Utf8)
     q1, q2 = known.quantile(1 / 3, "nearest"), known.quantile(2 / 3, "nearest")
     # words rather than < and >: the labels go into Markdown, where those are HTML
+    v = values.cast(pl.Float64)
     if q1 == q2:  # heavy ties: split at the value itself
-        cuts = [(f"up to {_fmt(q1)}", lambda v: v <= q1), (f"above {_fmt(q1)}", lambda v: v > q1)]
+        label = pl.when(v <= q1).then(pl.lit(f"up to {_fmt(q1)}")).when(v.is_not_null()).then(
+            pl.lit(f"above {_fmt(q1)}"))
     else:
-        cuts = [(f"up to {_fmt(q1)}", lambda v: v <= q1), (f"{_fmt(q1)} to {_fmt(q2)}", lambda v: v <= q2),
-                (f"above {_fmt(q2)}", lambda v: True)]
-
-    def label(v):
-        if v is None:
-            return None
-        return next(name for name, test in cuts if test(v))
-
-    return values.cast(pl.Float64).map_elements(label, return_dtype=pl.Utf8)
+        label = (pl.when(v <= q1).then(pl.lit(f"up to {_fmt(q1)}"))
+                 .when(v <= q2).then(pl.lit(f"{_fmt(q1)} to {_fmt(q2)}"))
+                 .when(v.is_not_null()).then(pl.lit(f"above {_fmt(q2)}")))
+    return pl.select(label.alias(values.name)).to_series()
 
 
 def _fmt(v: float) -> str:

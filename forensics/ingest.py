@@ -77,10 +77,10 @@ def choose_parser(src: Source, forced: str | None):
     if os.path.isdir(src.fs_path) and src.member is None:
         best = max(PARSERS, key=lambda p: getattr(p, "sniff_dir", lambda _: 0.0)(src.fs_path))
         return best
-    from parsers.lines import safe_read
+    from parsers.lines import read_upto
 
     with src.open() as f:
-        head = safe_read(f, SNIFF_BYTES, None)
+        head = read_upto(f, SNIFF_BYTES)
     best = max(PARSERS, key=lambda p: p.sniff(head, src.path))
     if best.sniff(head, src.path) < 0.5 and _looks_binary(head):
         raise InputError(f"{src.path} is a binary file, not a log or transcript", file=src.path,
@@ -144,16 +144,16 @@ def _content_digest(open_stream, hasher: "_HashingStream | None") -> tuple[str, 
     hash because they share a header.
     """
     from forensics.sources import was_cut
-    from parsers.lines import safe_read
+    from parsers.lines import read_upto
 
     if hasher is not None and not hasher.closed:
-        while safe_read(hasher, 1 << 22, None):
+        while read_upto(hasher, 1 << 22):
             pass
     if hasher is None or not hasher.eof:
         if hasher is not None:
             hasher.inner.close()
         hasher = _HashingStream(open_stream())
-        while safe_read(hasher, 1 << 22, None):
+        while read_upto(hasher, 1 << 22):
             pass
     cut = was_cut(hasher.inner)
     hasher.inner.close()
@@ -207,7 +207,7 @@ def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress:
             sha, nbytes = _dir_digest(src.fs_path)
         else:
             sha, nbytes, cut = _content_digest(orig_open, hasher)
-            if cut and not any("cut" in n for n in ctx.notes):
+            if cut:
                 ctx.notes.append(f"compressed stream is cut ({cut}); kept what was readable")
     except ForensicsError as e:
         writer.abort()

@@ -12,6 +12,7 @@ import sys
 
 import polars as pl
 
+from forensics.clocks import describe_offsets
 from forensics.render import dumps_json, escape_control, flat, markdown, to_json_rows
 
 TIMELINE_TABLE_COLUMNS = [
@@ -19,12 +20,6 @@ TIMELINE_TABLE_COLUMNS = [
     "prefill_bootstrap_req", "decode_running_req", "decode_gen_throughput", "transfers", "transfer_p99_ms",
     "transfer_failures", "aborts", "errors",
 ]
-
-
-def _offsets_line(offsets: dict) -> str:
-    if not offsets:
-        return "clock offsets: none applied"
-    return "clock offsets: " + ", ".join(f"{h} {v:+.3f} s" for h, v in sorted(offsets.items()))
 
 
 def _jsonable(v):
@@ -74,7 +69,7 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         out.write(flat(rows).write_csv())
         return
     if fmt == "markdown":
-        out.write(f"_{_offsets_line(model['clock_offsets'])}; bucket {model['bucket_s']:g} s_\n\n")
+        out.write(f"_{describe_offsets(model['clock_offsets'])}; bucket {model['bucket_s']:g} s_\n\n")
         shown = rows.filter((pl.col("anomaly") != "") | (pl.col("replies") > 0) | pl.col("transfers").gt(0))
         out.write(markdown(shown.select([*TIMELINE_TABLE_COLUMNS, "anomaly"])))
         _markdown_section(out, "Wedges", model["wedges"])
@@ -84,7 +79,7 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
     from rich.table import Table
 
     con = Console(file=out, highlight=False, width=None if out.isatty() else 200)
-    t = Table(title=f"timeline ({model['bucket_s']:g} s buckets) — {_offsets_line(model['clock_offsets'])}",
+    t = Table(title=f"timeline ({model['bucket_s']:g} s buckets) — {describe_offsets(model['clock_offsets'])}",
               header_style="bold")
     for c in [*TIMELINE_TABLE_COLUMNS, "anomaly"]:
         t.add_column(c.replace("_", " "), overflow="fold")
@@ -145,7 +140,7 @@ def render_evidence(report: dict, fmt: str, out=None) -> None:
         return
     s = report["summary"]
     out.write("## Evidence\n\n")
-    out.write(f"_{_offsets_line(report['clock_offsets'])}_\n\n")
+    out.write(f"_{describe_offsets(report['clock_offsets'])}_\n\n")
     if s["replies"]:
         out.write(f"{s['corrupted']} of {s['replies']} replies corrupted ({100 * s['corrupted_rate']:.1f}%, "
                   f"95% CI {100 * s['ci_low']:.1f}-{100 * s['ci_high']:.1f}%); {s['config_leaks']} config leaks "

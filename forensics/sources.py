@@ -10,6 +10,7 @@ import gzip
 import io
 import os
 import tarfile
+import zlib
 from collections.abc import Iterator
 
 from forensics.errors import InputError
@@ -22,14 +23,14 @@ SKIP_NAMES = {".DS_Store", "planted.json", "README.md"}
 
 
 class _CutTolerant(io.RawIOBase):
-    """A decompressed stream that ends quietly where a cut .gz / .zst ends (`cut` says it did).
+    """A decompressed stream that ends quietly where a cut or damaged .gz / .zst ends (`cut` says so).
 
     A crashed writer or a partial copy leaves a compressed file without its end marker; everything
     before the cut is still good data, and every parser gets it without handling the error itself.
     """
 
-    def __init__(self, inner):
-        self.inner, self.cut, self.error = inner, False, None
+    def __init__(self, inner, errors: tuple):
+        self.inner, self.errors, self.cut, self.error = inner, errors, False, None
 
     def readable(self):
         return True
@@ -39,7 +40,7 @@ class _CutTolerant(io.RawIOBase):
             return 0
         try:
             data = self.inner.read1(len(b)) if hasattr(self.inner, "read1") else self.inner.read(len(b))
-        except (EOFError, OSError, ValueError) as e:
+        except self.errors as e:
             self.cut, self.error = True, f"{type(e).__name__}: {e}"
             return 0
         b[: len(data)] = data
@@ -53,12 +54,13 @@ class _CutTolerant(io.RawIOBase):
 def _decompress(raw: io.BufferedIOBase) -> io.BufferedIOBase:
     head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
     if head.startswith(GZIP_MAGIC):
-        return io.BufferedReader(_CutTolerant(gzip.GzipFile(fileobj=raw)), buffer_size=1 << 20)
+        return io.BufferedReader(_CutTolerant(gzip.GzipFile(fileobj=raw), (EOFError, OSError, zlib.error)),
+                                 buffer_size=1 << 20)
     if head.startswith(ZSTD_MAGIC):
         import zstandard
 
         inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        return io.BufferedReader(_CutTolerant(inner), buffer_size=1 << 20)
+        return io.BufferedReader(_CutTolerant(inner, (EOFError, OSError, zstandard.ZstdError)), buffer_size=1 << 20)
     return raw
 
 

@@ -21,6 +21,7 @@ import polars as pl
 
 from forensics import queries
 from forensics.catalog import connect
+from forensics.clocks import describe_offsets
 from forensics.errors import UsageError
 from forensics.render import escape_control
 from forensics.sql import run_sql
@@ -244,12 +245,6 @@ def _safe(v):
     return v
 
 
-def _offsets_text(offsets: dict) -> str:
-    if not offsets:
-        return "clock offsets: none applied"
-    return "clock offsets applied: " + ", ".join(f"{escape_control(h)} {v:+.3f} s" for h, v in sorted(offsets.items()))
-
-
 def _other_replies(model: dict) -> str:
     """Where replies go that no drawn host served (--host keeps every reply, as the bucket rows do)."""
     return "replies on other hosts or without a server link" if model["host"] else "replies without a server link"
@@ -383,7 +378,7 @@ def perfetto_trace(model: dict, d: dict, store_name: str) -> dict:
         # Perfetto's tokenizer stops at the first key it does not know: only these three, this order
         "displayTimeUnit": "ms",
         "otherData": {"source": "forensics timeline", "store": escape_control(store_name),
-                      "clock_offsets": _offsets_text(d["offsets"]), "bucket_s": model["bucket_s"]},
+                      "clock_offsets": describe_offsets(d["offsets"]), "bucket_s": model["bucket_s"]},
         "traceEvents": meta + ev,
     }
 
@@ -507,7 +502,7 @@ def write_chart(model: dict, path: str, store: Store, fmt: str) -> None:
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
     ax.set_xlabel("UTC")
     ax.set_xlim(edges[0], edges[-1])
-    fig.suptitle(f"forensics timeline — {escape_control(str(store.root))} — {_offsets_text(d['offsets'])} — "
+    fig.suptitle(f"forensics timeline — {escape_control(str(store.root))} — {describe_offsets(d['offsets'])} — "
                  f"{model['bucket_s']:g} s buckets", fontsize=11)
     # text stays text in the SVG (searchable, and the panel titles can be checked); no date, so
     # the same store gives the same file
@@ -600,7 +595,7 @@ def write_html(model: dict, path: str, store: Store, fmt: str = "html") -> None:
     page = (_HTML
             .replace("%TITLE%", html.escape(f"forensics timeline — {escape_control(str(store.root))}"))
             .replace("%STORE%", html.escape(escape_control(str(store.root))))
-            .replace("%OFFSETS%", html.escape(_offsets_text(d["offsets"])))
+            .replace("%OFFSETS%", html.escape(describe_offsets(d["offsets"])))
             .replace("%SUMMARY%", html.escape(escape_control(header)))
             .replace("%LEGEND%", legend)
             .replace("%OUTCOMES%", outcomes)

@@ -15,7 +15,7 @@ BLOCK_BYTES = 16 << 20
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
 
 
-def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=None, notes: list | None = None
+def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=None
                 ) -> Iterator[tuple[pl.DataFrame, bool]]:
     """Yield (frame of line_no, line, unterminated, last_line) and whether it is the last block.
 
@@ -23,7 +23,7 @@ def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=N
     `unterminated` is true only for a final line with no newline (a cut log).
     """
     pending = None
-    for df in _blocks(stream, block_bytes, on_progress, notes):
+    for df in _blocks(stream, block_bytes, on_progress):
         if pending is not None:
             yield pending.with_columns(last_line=pl.lit(False)), False
         pending = df
@@ -31,18 +31,16 @@ def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=N
         yield pending.with_columns(last_line=pl.col("line_no") == pl.col("line_no").max()), True
 
 
-def safe_read(stream: IO[bytes], n: int, notes: list | None) -> bytes:
-    """Read, treating a cut .gz / .zst (a crashed writer, a partial copy) as the end of the data."""
-    # Small reads: a decompressor that hits the cut raises and drops what that one call had read.
+def read_upto(stream: IO[bytes], n: int) -> bytes:
+    """Up to `n` bytes, less only at the end of the data.
+
+    read1 steps: a decompressor hands over each piece as it has it, so a stream that ends early
+    (sources._CutTolerant) still yields everything before the cut.
+    """
     parts, got = [], 0
-    read = getattr(stream, "read1", stream.read)  # read1: one decompressor step, nothing held back
+    read = getattr(stream, "read1", stream.read)
     while got < n:
-        try:
-            b = read(min(1 << 20, n - got))
-        except (EOFError, OSError, ValueError) as e:
-            if notes is not None:
-                notes.append(f"compressed stream is cut ({type(e).__name__}: {e}); kept what was readable")
-            break
+        b = read(min(1 << 20, n - got))
         if not b:
             break
         parts.append(b)
@@ -50,11 +48,11 @@ def safe_read(stream: IO[bytes], n: int, notes: list | None) -> bytes:
     return b"".join(parts)
 
 
-def _blocks(stream: IO[bytes], block_bytes: int, on_progress, notes) -> Iterator[pl.DataFrame]:
+def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[pl.DataFrame]:
     line_no = 1
     rest = b""
     while True:
-        data = safe_read(stream, block_bytes, notes)
+        data = read_upto(stream, block_bytes)
         if on_progress and data:
             on_progress(len(data))
         eof = not data

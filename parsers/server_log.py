@@ -22,7 +22,7 @@ import polars as pl
 
 from forensics.schema import RANKS
 from parsers.base import Batch, Context, Sample, Source
-from parsers.lines import MAX_LINE_CHARS, read_blocks, safe_read
+from parsers.lines import MAX_LINE_CHARS, read_blocks, read_upto
 
 name = "server_log"
 HEAD_BYTES = 4 << 20  # read up front for the year and the role
@@ -765,7 +765,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     # The head (for the year and the role) is read from its own stream: peeking a gzip stream
     # returns one buffer at most, and a cut one raises inside peek.
     with source.open() as head_stream:
-        head_text = safe_read(head_stream, HEAD_BYTES, None).decode("utf-8", "replace")
+        head_text = read_upto(head_stream, HEAD_BYTES).decode("utf-8", "replace")
     year = ctx.year or _guess_year(head_text)
     if year is None and source.mtime:
         import datetime as _dt
@@ -777,7 +777,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     ctx.inferred_role = role
     first_ts = last_ts = None
     with source.open() as stream:
-        blocks = read_blocks(stream, on_progress=ctx.on_progress, notes=ctx.notes)
+        blocks = read_blocks(stream, on_progress=ctx.on_progress)
         for out in _parse_blocks(blocks, ctx, year, role, source.path):
             yield out
             for t in ("batches", "events"):

@@ -152,6 +152,16 @@ def test_notes_say_a_compressed_file_was_cut(tmp_path):
     assert r.status == "ingested" and any("cut" in n for n in r.notes)
 
 
+def test_damaged_zstd_keeps_the_frames_before_the_damage(tmp_path):
+    good_part = zstandard.ZstdCompressor().compress(good(50).encode())
+    damaged = zstandard.ZstdCompressor().compress(good(50, start=20).encode())
+    p = tmp_path / "decode.log.zst"
+    p.write_bytes(good_part + damaged[:12] + b"\xff" * 40 + damaged[52:])
+    [r] = ingest_paths([p], tmp_path / "s")
+    assert r.status == "ingested" and any("cut" in n for n in r.notes), (r.error, r.notes)
+    assert sql(tmp_path / "s", "SELECT count(*) n FROM batches")["n"][0] == 50
+
+
 @pytest.mark.parametrize("kill_after", [0.15, 0.5, 1.2, 2.5])
 def test_killed_ingest_leaves_a_consistent_store(tmp_path, kill_after):
     """SIGKILL mid-ingest: the store stays readable, and re-running completes it without duplicates."""

@@ -144,7 +144,7 @@ def test_html_is_self_contained(incident):
     assert not re.search(r"""<(script|link|img|iframe)\b[^>]*\b(src|href)\s*=""", text, re.I)
     assert not re.search(r"@import|url\(\s*['\"]?(https?:)?//", text, re.I)
     assert "default-src 'none'" in text
-    assert f"clock offsets applied: {OFFSET_HOST} {OFFSET_S:+.3f} s" in text
+    assert f"clock offsets applied: {OFFSET_HOST} {OFFSET_S:+g} s" in text
     data = _page_data(text)
     assert [h["name"] for h in data["hosts"]] == ["prefill-0", "decode-0", "decode-1"]
     assert data["offsets"] == {OFFSET_HOST: OFFSET_S}
@@ -366,7 +366,7 @@ def test_svg_parses_and_names_every_panel(incident):
         assert title in texts
     assert any(t.startswith("replies by class") for t in texts)
     (title,) = [t for t in texts if t.startswith("forensics timeline")]
-    assert str(incident["store"].root) in title and f"{OFFSET_HOST} {OFFSET_S:+.3f} s" in title
+    assert str(incident["store"].root) in title and f"{OFFSET_HOST} {OFFSET_S:+g} s" in title
     assert any(t.startswith("wedge (silence") for t in texts)
     assert sum(t.startswith("abort storm") for t in texts) == 2
 
