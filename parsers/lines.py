@@ -1,11 +1,13 @@
 """Streaming lines out of a byte stream in large blocks, as polars frames.
 
 The hot path never loops over lines in Python: a block of up to `block_bytes` is cut at its last
-newline, decoded once, and split into a polars Series in Rust.
+newline, decoded once, and split into a polars Series in Rust (or handed undecoded to the native
+scanner, parsers/native.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import IO
 
@@ -15,6 +17,17 @@ BLOCK_BYTES = 16 << 20
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
 
 
+@dataclasses.dataclass
+class RawBlock:
+    """Whole lines of a stream, undecoded: what `read_blocks` frames, and the native scanner scans."""
+
+    body: bytes  # the lines, without the newline after the last one
+    line_no: int  # 1-based number of its first line
+    lines: int
+    unterminated: bool  # its last line has no newline: the cut end of a file
+    last: bool  # the last block of the stream
+
+
 def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=None
                 ) -> Iterator[tuple[pl.DataFrame, bool]]:
     """Yield (frame of line_no, line, unterminated, last_line) and whether it is the last block.
@@ -22,13 +35,36 @@ def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=N
     Invalid UTF-8 is kept as `\\xNN` escapes so no byte is lost and the text stays valid.
     `unterminated` is true only for a final line with no newline (a cut log).
     """
+    for raw in read_raw_blocks(stream, block_bytes, on_progress):
+        yield frame(raw), raw.last
+
+
+def frame(raw: RawBlock) -> pl.DataFrame:
+    """The lines of a block as a frame of line_no, line, unterminated, last_line."""
+    text = raw.body.decode("utf-8", "backslashreplace")
+    lines = pl.Series("line", [text], dtype=pl.Utf8).str.split("\n").explode()
+    return with_flags(pl.DataFrame({
+        "line_no": pl.int_range(raw.line_no, raw.line_no + raw.lines, dtype=pl.Int64, eager=True),
+        "line": lines.str.strip_suffix("\r"),
+    }), raw)
+
+
+def with_flags(df: pl.DataFrame, raw: RawBlock) -> pl.DataFrame:
+    """`unterminated` and `last_line` for (some of) the lines of `raw`, from their line_no."""
+    at_end = pl.col("line_no") == raw.line_no + raw.lines - 1
+    return df.with_columns(unterminated=at_end & raw.unterminated, last_line=at_end & raw.last)
+
+
+def read_raw_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=None) -> Iterator[RawBlock]:
+    """Blocks of whole lines, each knowing whether it is the last one (one block of look-ahead)."""
     pending = None
-    for df in _blocks(stream, block_bytes, on_progress):
+    for raw in _blocks(stream, block_bytes, on_progress):
         if pending is not None:
-            yield pending.with_columns(last_line=pl.lit(False)), False
-        pending = df
+            yield pending
+        pending = raw
     if pending is not None:
-        yield pending.with_columns(last_line=pl.col("line_no") == pl.col("line_no").max()), True
+        pending.last = True
+        yield pending
 
 
 def read_upto(stream: IO[bytes], n: int) -> bytes:
@@ -48,7 +84,7 @@ def read_upto(stream: IO[bytes], n: int) -> bytes:
     return b"".join(parts)
 
 
-def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[pl.DataFrame]:
+def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[RawBlock]:
     line_no = 1
     rest = b""
     while True:
@@ -68,14 +104,8 @@ def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[pl.Dat
                 rest = buf
                 continue
             body, rest, unterminated = buf[:cut], buf[cut + 1:], False
-        text = body.decode("utf-8", "backslashreplace")
-        lines = pl.Series("line", [text], dtype=pl.Utf8).str.split("\n").explode()
-        n = lines.len()
-        df = pl.DataFrame({
-            "line_no": pl.int_range(line_no, line_no + n, dtype=pl.Int64, eager=True),
-            "line": lines.str.strip_suffix("\r"),
-        }).with_columns(unterminated=(pl.col("line_no") == line_no + n - 1) & pl.lit(unterminated))
+        n = body.count(b"\n") + 1
+        yield RawBlock(body, line_no, n, unterminated, False)
         line_no += n
-        yield df
         if eof:
             return

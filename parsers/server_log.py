@@ -20,9 +20,11 @@ from collections.abc import Iterator
 
 import polars as pl
 
+from forensics import schema
 from forensics.schema import RANKS
+from parsers import lines, native
 from parsers.base import Batch, Context, Sample, Source
-from parsers.lines import MAX_LINE_CHARS, read_blocks, read_upto
+from parsers.lines import MAX_LINE_CHARS, RawBlock, read_upto
 
 name = "server_log"
 HEAD_BYTES = 4 << 20  # read up front for the year and the role
@@ -777,7 +779,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     ctx.inferred_role = role
     first_ts = last_ts = None
     with source.open() as stream:
-        blocks = read_blocks(stream, on_progress=ctx.on_progress)
+        blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress)
         for out in _parse_blocks(blocks, ctx, year, role, source.path):
             yield out
             for t in ("batches", "events"):
@@ -802,8 +804,8 @@ def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iter
     import dataclasses
     from concurrent.futures import ThreadPoolExecutor
 
-    def run(df, bctx):
-        return _parse_block(df, bctx, year, role, path), bctx
+    def run(raw, bctx):
+        return _parse_raw(raw, bctx, year, role, path), bctx
 
     def merge(fut):
         out, b = fut.result()
@@ -821,9 +823,9 @@ def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iter
     with ThreadPoolExecutor(threads, thread_name_prefix="parse") as pool:
         queue: collections.deque = collections.deque()
         first = True
-        for df, _ in blocks:
+        for raw in blocks:
             bctx = dataclasses.replace(ctx, lines=0, parsed_lines=0, continuation_lines=0, unparsed_lines=0, notes=[])
-            queue.append(pool.submit(run, df, bctx))
+            queue.append(pool.submit(run, raw, bctx))
             if first or len(queue) >= threads:
                 first = False
                 yield merge(queue.popleft())
@@ -864,6 +866,35 @@ def _fast_stats(df: pl.DataFrame, year: int, ctx: Context) -> pl.DataFrame:
     )
 
 
+# The native scanner's stats columns, in STATS_KEYS order, and every known raw key with its
+# column on the prefill and on the decode side (-1: known, but no column on that side).
+NATIVE_COLUMNS = [(col, typ) for col, _, _, typ in STATS_KEYS]
+
+
+def _native_keys() -> list[tuple[str, int, int]]:
+    index = {col: i for i, (col, _) in enumerate(NATIVE_COLUMNS)}
+    sides = [_stats_columns("prefill"), _stats_columns("decode")]
+    return [(k, *(index[m[k]] if k in m else -1 for m in sides)) for k in KNOWN_STATS_KEYS]
+
+
+def _parse_raw(raw: RawBlock, ctx: Context, year: int, role: str, path: str) -> Batch:
+    """One block: plain stats lines by the native scanner when it is built, the rest with polars."""
+    if not native.enabled():
+        return _parse_block(lines.frame(raw), ctx, year, role, path)
+    native.configure(_native_keys(), "".join(t[0] for _, t in NATIVE_COLUMNS))
+    d = native.scan(raw, year)
+    if d["partial"]:
+        # a k8s partial record may swallow the line after it: the polars path decides the block
+        return _parse_block(lines.frame(raw), ctx, year, role, path)
+    nat = native.stats_frame(d, NATIVE_COLUMNS).with_columns(
+        ts=pl.coalesce(_outer_ts(pl.col("cri")), _local_to_utc(pl.col("local"), ctx.tz)),
+        prefix=pl.concat_str(pl.col("cri"), pl.lit(" F")),
+        tail=pl.lit(None, dtype=pl.Utf8), truncated=pl.lit(False),
+        host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path),
+    )
+    return _parse_rest(_strip_wrappers(native.rest_frame(d, raw)), None, ctx, year, role, path, taken=nat)
+
+
 def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str) -> Batch:
     # Plain stats lines skip wrapper stripping, classification and folding (issue 5). A k8s
     # partial record anywhere in the block may swallow the line after it: then no fast path.
@@ -882,7 +913,10 @@ def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str
     return _parse_rest(rest, fast, ctx, year, role, path)
 
 
-def _parse_rest(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, year: int, role: str, path: str) -> Batch:
+def _parse_rest(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, year: int, role: str, path: str,
+                taken: pl.DataFrame | None = None) -> Batch:
+    """The lines of a block that no fast path took; `fast` (raw fields) and `taken` (finished
+    batches rows) are the stats lines the regex fast path and the native scanner took."""
     # Tracebacks that cross a block boundary lose their head: blocks are large (16 MiB), and the
     # orphaned body lines still land in unparsed with their numbers, so nothing is lost.
     df = _join_partials(df)
@@ -910,6 +944,8 @@ def _parse_rest(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, year:
         fast = fast.with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path))
         st = pl.concat([st.select(fast.columns), fast]).sort("line_no")
     st = _batches(st)
+    if taken is not None:
+        st = pl.concat([schema.conform("batches", st), schema.conform("batches", taken)]).sort("line_no")
     un = df.filter(pl.col("_table") == "unparsed").with_columns(
         line=pl.col("line").str.slice(0, MAX_LINE_CHARS),
         reason=pl.when(pl.col("line").str.strip_chars() == "").then(pl.lit("blank"))

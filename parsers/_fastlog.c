@@ -1,0 +1,727 @@
+/* Native scanner for the hot path of parsers/server_log.py (issue 5).
+ *
+ * One call takes a block of a log (whole lines, cut at a newline) and does two things without
+ * creating a Python object per line:
+ *   - splits it into lines, decoding each as Python's bytes.decode("utf-8", "backslashreplace")
+ *     does and dropping one trailing '\r' (what parsers.lines gives the polars path);
+ *   - recognises plain scheduler stats lines (`[date time tags] Decode batch, key: value, ...`,
+ *     bare or in a k8s CRI `F` record: 70-90% of a PD log) and parses them straight into typed
+ *     columns, with the values parsers/server_log.py would give them.
+ *
+ * It is conservative by design: any line it is not certain about (an odd value, a date it would
+ * have to judge, non-ASCII text, an iteration tag, the cut last line) is left to the polars path,
+ * which stays the reference. tests/test_native.py checks that both give identical tables.
+ *
+ * The result is a dict of bytes objects laid out as Arrow buffers (validity bitmaps, int64
+ * offsets), which parsers/native.py wraps into Arrow arrays without copying them again.
+ */
+#define _GNU_SOURCE /* memmem */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_KEYS 64
+#define MAX_COLS 32
+#define MAX_ITEMS 64
+#define NRANKS 6
+
+/* ---- configuration (set once from Python by configure()) ----------------------------------- */
+
+typedef struct {
+    char key[64];
+    int len;
+    int col[2]; /* column on the prefill [0] / decode [1] side; -1: known key with no column there */
+} KeyDef;
+
+static KeyDef g_keys[MAX_KEYS];
+static int g_nkeys = 0;
+static char g_types[MAX_COLS]; /* 'i' int, 'f' float, 'p' percent, 'b' bool */
+static int g_ncols = 0;
+static int g_configured = 0;
+
+/* ---- growable buffers ---------------------------------------------------------------------- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *src, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+static void buf_free(Buf *b) {
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+/* A column of strings in Arrow large_string layout, with a validity bitmap. */
+typedef struct {
+    Buf off, data, valid;
+    int64_t n;
+} StrCol;
+
+static int bit_append(Buf *bits, int64_t i, int v) {
+    if ((i & 7) == 0) {
+        char z = 0;
+        if (buf_put(bits, &z, 1)) return -1;
+    }
+    if (v) bits->p[i >> 3] |= (char)(1 << (i & 7));
+    return 0;
+}
+
+static int strcol_init(StrCol *c) {
+    int64_t z = 0;
+    memset(c, 0, sizeof *c);
+    return buf_put(&c->off, &z, 8);
+}
+
+static int strcol_push(StrCol *c, const char *s, size_t n, int valid) {
+    if (valid && n && buf_put(&c->data, s, n)) return -1;
+    int64_t end = (int64_t)c->data.len;
+    if (buf_put(&c->off, &end, 8)) return -1;
+    if (bit_append(&c->valid, c->n, valid)) return -1;
+    c->n++;
+    return 0;
+}
+
+static void strcol_free(StrCol *c) {
+    buf_free(&c->off);
+    buf_free(&c->data);
+    buf_free(&c->valid);
+}
+
+/* ---- small parsers --------------------------------------------------------------------------- */
+
+#define ISD(c) ((c) >= '0' && (c) <= '9')
+
+static int digits(const uint8_t *s, Py_ssize_t n, Py_ssize_t at, int k) {
+    if (at + k > n) return 0;
+    for (int i = 0; i < k; i++)
+        if (!ISD(s[at + i])) return 0;
+    return 1;
+}
+
+static int num2(const uint8_t *s) { return (s[0] - '0') * 10 + (s[1] - '0'); }
+
+static int64_t days_from_civil(int64_t y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int days_in_month(int y, int m) {
+    static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return 29;
+    return dm[m - 1];
+}
+
+/* Value grammars the polars casts certainly agree on; anything else goes to the polars path. */
+static int parse_int(const char *s, size_t n, int64_t *out) {
+    size_t i = 0;
+    int neg = 0;
+    if (n && s[0] == '-') neg = 1, i = 1;
+    size_t nd = n - i;
+    if (nd == 0 || nd > 18) return 0;
+    if (nd > 1 && s[i] == '0') return 0;
+    int64_t v = 0;
+    for (; i < n; i++) {
+        if (!ISD(s[i])) return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = neg ? -v : v;
+    return 1;
+}
+
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static int parse_float(const char *s, size_t n, double *out) {
+    size_t i = 0, nd = 0, nf = 0;
+    int neg = 0;
+    uint64_t m = 0;
+    if (n && s[0] == '-') i = 1, neg = 1;
+    while (i < n && ISD(s[i])) m = m * 10 + (uint64_t)(s[i++] - '0'), nd++;
+    if (nd == 0) return 0;
+    if (i < n) {
+        if (s[i] != '.') return 0;
+        i++;
+        while (i < n && ISD(s[i])) m = m * 10 + (uint64_t)(s[i++] - '0'), nf++;
+        if (nf == 0 || i != n) return 0;
+    }
+    if (nd + nf <= 15) {
+        /* Clinger's fast path: an integer below 2^53 and a power of ten up to 1e22 are both exact,
+         * so one division is correctly rounded, as polars' parser (and strtod) round */
+        double v = (double)m / POW10[nf];
+        *out = neg ? -v : v;
+        return 1;
+    }
+    if (n > 40) return 0;
+    char tmp[48];
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    char *end;
+    *out = strtod(tmp, &end);
+    return end == tmp + n;
+}
+
+static int is_ascii(const uint8_t *p, Py_ssize_t n) {
+    uint64_t acc = 0, w;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) memcpy(&w, p + i, 8), acc |= w;
+    for (; i < n; i++) acc |= p[i];
+    return !(acc & 0x8080808080808080ULL);
+}
+
+static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+/* ---- UTF-8 with backslashreplace, as CPython decodes ------------------------------------------ */
+
+static int utf8_len(const uint8_t *s, Py_ssize_t n, Py_ssize_t i) {
+    uint8_t c = s[i];
+    if (c < 0x80) return 1;
+#define CONT(k) (i + (k) < n && (s[i + (k)] & 0xC0) == 0x80)
+    if (c >= 0xC2 && c <= 0xDF) return CONT(1) ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (i + 1 >= n) return 0;
+        uint8_t c1 = s[i + 1];
+        if (c == 0xE0 && (c1 < 0xA0 || c1 > 0xBF)) return 0;
+        if (c == 0xED && (c1 < 0x80 || c1 > 0x9F)) return 0;
+        if ((c1 & 0xC0) != 0x80) return 0;
+        return CONT(2) ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (i + 1 >= n) return 0;
+        uint8_t c1 = s[i + 1];
+        if (c == 0xF0 && (c1 < 0x90 || c1 > 0xBF)) return 0;
+        if (c == 0xF4 && (c1 < 0x80 || c1 > 0x8F)) return 0;
+        if ((c1 & 0xC0) != 0x80) return 0;
+        return CONT(2) && CONT(3) ? 4 : 0;
+    }
+#undef CONT
+    return 0;
+}
+
+/* Append a line to `c`, escaping invalid UTF-8 bytes as \xNN (each byte of an invalid sequence
+ * is escaped on its own in CPython too: a continuation byte never starts a valid sequence). */
+static int push_decoded(StrCol *c, const uint8_t *s, Py_ssize_t n, int ascii) {
+    if (ascii) return strcol_push(c, (const char *)s, (size_t)n, 1);
+    static const char hex[] = "0123456789abcdef";
+    if (buf_reserve(&c->data, (size_t)n * 4)) return -1;
+    char *o = c->data.p + c->data.len;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        int k = utf8_len(s, n, i);
+        if (k) {
+            memcpy(o, s + i, k);
+            o += k;
+            i += k;
+        } else {
+            *o++ = '\\';
+            *o++ = 'x';
+            *o++ = hex[s[i] >> 4];
+            *o++ = hex[s[i] & 15];
+            i++;
+        }
+    }
+    size_t len = (size_t)(o - (c->data.p + c->data.len));
+    c->data.len += len;
+    int64_t end = (int64_t)c->data.len;
+    if (buf_put(&c->off, &end, 8)) return -1;
+    if (bit_append(&c->valid, c->n, 1)) return -1;
+    c->n++;
+    return 0;
+}
+
+/* ---- one stats line ---------------------------------------------------------------------- */
+
+typedef struct {
+    int kind; /* 0 prefill, 1 decode */
+    int64_t local_us;
+    const char *raw;
+    size_t raw_len;
+    const char *cri;
+    size_t cri_len; /* 0: no CRI record around the line */
+    int64_t rank[NRANKS];
+    int has_rank[NRANKS];
+    int64_t ival[MAX_COLS];
+    double fval[MAX_COLS];
+    int set[MAX_COLS];
+    int graph; /* -1 none, else index into GRAPHS */
+    int nextra;
+    const char *ek[MAX_ITEMS], *ev[MAX_ITEMS];
+    size_t ekl[MAX_ITEMS], evl[MAX_ITEMS];
+    int last_key[MAX_ITEMS]; /* per item position: the key found there on the line before */
+} Row;
+
+static const char *RANK_TAGS[NRANKS] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP"}; /* schema.RANKS order */
+static const char *GRAPHS[4] = {"cuda graph", "cpu graph", "npu graph", "musa graph"};
+static const size_t GRAPH_LEN[4] = {10, 9, 9, 10};
+static const size_t RANK_LEN[NRANKS] = {2, 2, 7, 6, 2, 2};
+static int find_key(int *last_key, const char *k, size_t n, int pos) {
+    if (pos < MAX_ITEMS) {
+        int j = last_key[pos];
+        if (j >= 0 && j < g_nkeys && (size_t)g_keys[j].len == n && memcmp(g_keys[j].key, k, n) == 0) return j;
+    }
+    for (int j = 0; j < g_nkeys; j++)
+        if ((size_t)g_keys[j].len == n && memcmp(g_keys[j].key, k, n) == 0) {
+            if (pos < MAX_ITEMS) last_key[pos] = j;
+            return j;
+        }
+    return -1;
+}
+
+/* CRI time: \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2}); returns its length or 0. */
+static Py_ssize_t cri_time(const uint8_t *s, Py_ssize_t n) {
+    if (!(digits(s, n, 0, 4) && n > 4 && s[4] == '-' && digits(s, n, 5, 2) && n > 7 && s[7] == '-' &&
+          digits(s, n, 8, 2) && n > 10 && s[10] == 'T' && digits(s, n, 11, 2) && n > 13 && s[13] == ':' &&
+          digits(s, n, 14, 2) && n > 16 && s[16] == ':' && digits(s, n, 17, 2)))
+        return 0;
+    Py_ssize_t p = 19;
+    if (p < n && s[p] == '.') {
+        Py_ssize_t q = p + 1;
+        while (q < n && ISD(s[q])) q++;
+        if (q == p + 1) return 0;
+        p = q;
+    }
+    if (p < n && s[p] == 'Z') return p + 1;
+    if (p < n && (s[p] == '+' || s[p] == '-')) {
+        if (!digits(s, n, p + 1, 2)) return 0;
+        p += 3;
+        if (p < n && s[p] == ':') p++;
+        if (!digits(s, n, p, 2)) return 0;
+        return p + 2;
+    }
+    return 0;
+}
+
+static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
+    Py_ssize_t p = 0;
+    r->cri = NULL;
+    r->cri_len = 0;
+    if (n == 0) return 0;
+    if (s[0] != '[') {
+        Py_ssize_t t = cri_time(s, n);
+        if (!t) return 0;
+        if (t + 9 > n || (memcmp(s + t, " stdout F", 9) != 0 && memcmp(s + t, " stderr F", 9) != 0)) return 0;
+        r->cri = (const char *)s;
+        r->cri_len = (size_t)t;
+        p = t + 9;
+        if (p < n && s[p] == ' ') p++;
+        if (p >= n || s[p] != '[') return 0;
+    }
+    p++; /* '[' */
+    Py_ssize_t d0 = p;
+    int y, mo, dd;
+    if (digits(s, n, p, 4) && p + 4 < n && s[p + 4] == '-' && digits(s, n, p + 5, 2) && p + 7 < n && s[p + 7] == '-' &&
+        digits(s, n, p + 8, 2)) {
+        y = (s[p] - '0') * 1000 + (s[p + 1] - '0') * 100 + (s[p + 2] - '0') * 10 + (s[p + 3] - '0');
+        mo = num2(s + p + 5);
+        dd = num2(s + p + 8);
+        p += 10;
+    } else if (digits(s, n, p, 2) && p + 2 < n && s[p + 2] == '-' && digits(s, n, p + 3, 2)) {
+        y = year;
+        mo = num2(s + p);
+        dd = num2(s + p + 3);
+        p += 5;
+    } else
+        return 0;
+    if (!(p + 9 <= n && s[p] == ' ' && digits(s, n, p + 1, 2) && s[p + 3] == ':' && digits(s, n, p + 4, 2) &&
+          s[p + 6] == ':' && digits(s, n, p + 7, 2)))
+        return 0;
+    int hh = num2(s + p + 1), mi = num2(s + p + 4), ss = num2(s + p + 7);
+    p += 9;
+    int ms = 0;
+    if (p < n && s[p] == '.') {
+        if (!digits(s, n, p + 1, 3)) return 0;
+        ms = (s[p + 1] - '0') * 100 + (s[p + 2] - '0') * 10 + (s[p + 3] - '0');
+        p += 4;
+    }
+    /* dates the polars parser would have to judge (leap seconds, Feb 30) stay with it */
+    if (y < 1 || mo < 1 || mo > 12 || dd < 1 || dd > days_in_month(y, mo) || hh > 23 || mi > 59 || ss > 59) return 0;
+    r->raw = (const char *)s + d0;
+    r->raw_len = (size_t)(p - d0);
+    r->local_us = ((days_from_civil(y, mo, dd) * 86400 + hh * 3600 + mi * 60 + ss) * 1000 + ms) * 1000;
+    for (int k = 0; k < NRANKS; k++) r->has_rank[k] = 0;
+    while (p < n && s[p] == ' ') {
+        int found = -1;
+        size_t tl = 0;
+        for (int k = 0; k < NRANKS; k++) {
+            tl = RANK_LEN[k];
+            if ((size_t)(n - p - 1) > tl && memcmp(s + p + 1, RANK_TAGS[k], tl) == 0 && ISD(s[p + 1 + tl])) {
+                found = k;
+                break;
+            }
+        }
+        if (found < 0) return 0;
+        Py_ssize_t q = p + 1 + tl, q0 = q;
+        int64_t v = 0;
+        while (q < n && ISD(s[q])) v = v * 10 + (s[q++] - '0');
+        if (q - q0 > 9) return 0; /* the Int32 cast of the polars path would fail: leave it there */
+        if (!r->has_rank[found]) r->has_rank[found] = 1, r->rank[found] = v;
+        p = q;
+    }
+    if (p + 2 > n || s[p] != ']' || s[p + 1] != ' ') return 0;
+    p += 2;
+    if (p + 7 <= n && memcmp(s + p, "Prefill", 7) == 0)
+        r->kind = 0;
+    else if (p + 6 <= n && memcmp(s + p, "Decode", 6) == 0)
+        r->kind = 1;
+    else
+        return 0;
+    p += r->kind ? 6 : 7;
+    if (p + 7 > n || memcmp(s + p, " batch", 6) != 0) return 0;
+    p += 6;
+    if (s[p] != '.' && s[p] != ',') return 0; /* ` [iter]` and the rest: the polars path */
+    p++;
+    if (p < n && s[p] == ' ') p++;
+
+    /* body: strip_chars_end(" \t\r"), then strip_chars_end(", ") */
+    Py_ssize_t e = n;
+    while (e > p && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) e--;
+    while (e > p && (s[e - 1] == ',' || s[e - 1] == ' ')) e--;
+    if (e == p) return 0;
+
+    for (int c = 0; c < g_ncols; c++) r->set[c] = 0;
+    r->graph = -1;
+    r->nextra = 0;
+    int pos = 0;
+    Py_ssize_t i = p;
+    for (;;) {
+        /* item: [^,:]+ ": " [^,:]* , items joined by ", " */
+        Py_ssize_t k0 = i;
+        const uint8_t *comma = memchr(s + i, ',', (size_t)(e - i));
+        Py_ssize_t j = comma ? comma - s : e;
+        const uint8_t *c1 = memchr(s + i, ':', (size_t)(j - i));
+        if (!c1) return 0;
+        Py_ssize_t colon = c1 - s;
+        if (colon == k0 || colon + 1 >= j || s[colon + 1] != ' ' || memchr(c1 + 1, ':', (size_t)(j - colon - 1)))
+            return 0;
+        const char *key = (const char *)s + k0, *val = (const char *)s + colon + 2;
+        size_t kl = (size_t)(colon - k0), vl = (size_t)(j - colon - 2);
+        int kid = find_key(r->last_key, key, kl, pos);
+        if (kid < 0) {
+            if (r->nextra >= MAX_ITEMS) return 0;
+            r->ek[r->nextra] = key, r->ekl[r->nextra] = kl, r->ev[r->nextra] = val, r->evl[r->nextra] = vl;
+            r->nextra++;
+        } else {
+            int col = g_keys[kid].col[r->kind];
+            if (col >= 0 && !r->set[col]) { /* the first item of a column wins */
+                const char *v = val;
+                size_t l = vl;
+                while (l && is_ws((uint8_t)v[0])) v++, l--;
+                while (l && is_ws((uint8_t)v[l - 1])) l--;
+                switch (g_types[col]) {
+                case 'i':
+                    if (!parse_int(v, l, &r->ival[col])) return 0;
+                    break;
+                case 'f':
+                    if (!parse_float(v, l, &r->fval[col])) return 0;
+                    break;
+                case 'p':
+                    if (l && v[l - 1] == '%') l--;
+                    if (!parse_float(v, l, &r->fval[col])) return 0;
+                    r->fval[col] /= 100.0;
+                    break;
+                case 'b':
+                    if (l == 4 && memcmp(v, "True", 4) == 0)
+                        r->ival[col] = 1;
+                    else if (l == 5 && memcmp(v, "False", 5) == 0)
+                        r->ival[col] = 0;
+                    else
+                        return 0;
+                    break;
+                default:
+                    return 0;
+                }
+                r->set[col] = 1;
+            }
+            if (r->graph < 0)
+                for (int g = 0; g < 4; g++)
+                    if (GRAPH_LEN[g] == kl && memcmp(GRAPHS[g], key, kl) == 0) r->graph = g;
+        }
+        pos++;
+        if (j >= e) break;
+        if (j + 1 >= e || s[j + 1] != ' ') return 0;
+        i = j + 2;
+        if (i >= e) return 0;
+    }
+    return 1;
+}
+
+/* ---- output columns of the stats rows ------------------------------------------------------ */
+
+/* Fixed-width columns are allocated for `cap` rows (the lines of the block) with calloc, so only
+ * the pages of rows actually written are ever touched; strings grow. */
+typedef struct {
+    int64_t n, cap;
+    int64_t *line_no, *local_us;
+    StrCol kind, ts_raw, cri, graph, ek, ev;
+    int32_t *extra_off;
+    int32_t nextra_total;
+    int32_t *rank[NRANKS];
+    uint8_t *rank_valid[NRANKS];
+    void *val[MAX_COLS];
+    uint8_t *valid[MAX_COLS];
+} Out;
+
+static int out_init(Out *o, int64_t cap) {
+    memset(o, 0, sizeof *o);
+    o->cap = cap;
+    size_t bits = (size_t)(cap + 7) / 8 + 1;
+    if (strcol_init(&o->kind) || strcol_init(&o->ts_raw) || strcol_init(&o->cri) || strcol_init(&o->graph) ||
+        strcol_init(&o->ek) || strcol_init(&o->ev))
+        return -1;
+    if (buf_reserve(&o->ts_raw.data, (size_t)cap * 23) || buf_reserve(&o->ts_raw.off, (size_t)cap * 8 + 8) ||
+        buf_reserve(&o->kind.data, (size_t)cap * 7) || buf_reserve(&o->kind.off, (size_t)cap * 8 + 8))
+        return -1;
+    o->line_no = calloc((size_t)cap, 8);
+    o->local_us = calloc((size_t)cap, 8);
+    o->extra_off = calloc((size_t)cap + 1, 4);
+    if (!o->line_no || !o->local_us || !o->extra_off) return -1;
+    for (int k = 0; k < NRANKS; k++)
+        if (!(o->rank[k] = calloc((size_t)cap, 4)) || !(o->rank_valid[k] = calloc(bits, 1))) return -1;
+    for (int c = 0; c < g_ncols; c++)
+        if (!(o->val[c] = calloc(g_types[c] == 'b' ? bits : (size_t)cap * 8, 1)) || !(o->valid[c] = calloc(bits, 1)))
+            return -1;
+    return 0;
+}
+
+static void out_free(Out *o) {
+    free(o->line_no);
+    free(o->local_us);
+    free(o->extra_off);
+    strcol_free(&o->kind);
+    strcol_free(&o->ts_raw);
+    strcol_free(&o->cri);
+    strcol_free(&o->graph);
+    strcol_free(&o->ek);
+    strcol_free(&o->ev);
+    for (int k = 0; k < NRANKS; k++) free(o->rank[k]), free(o->rank_valid[k]);
+    for (int c = 0; c < MAX_COLS; c++) free(o->val[c]), free(o->valid[c]);
+}
+
+#define SETBIT(bits, i) ((bits)[(i) >> 3] |= (uint8_t)(1 << ((i)&7)))
+
+static int out_push(Out *o, const Row *r, int64_t line_no) {
+    int64_t i = o->n;
+    if (i >= o->cap) return -1;
+    o->line_no[i] = line_no;
+    o->local_us[i] = r->local_us;
+    if (strcol_push(&o->kind, r->kind ? "decode" : "prefill", r->kind ? 6 : 7, 1)) return -1;
+    if (strcol_push(&o->ts_raw, r->raw, r->raw_len, 1)) return -1;
+    if (strcol_push(&o->cri, r->cri, r->cri_len, r->cri_len > 0)) return -1;
+    if (r->graph >= 0) {
+        if (strcol_push(&o->graph, GRAPHS[r->graph], GRAPH_LEN[r->graph] - 6, 1)) return -1;
+    } else if (strcol_push(&o->graph, NULL, 0, 0))
+        return -1;
+    for (int k = 0; k < NRANKS; k++)
+        if (r->has_rank[k]) {
+            o->rank[k][i] = (int32_t)r->rank[k];
+            SETBIT(o->rank_valid[k], i);
+        }
+    for (int c = 0; c < g_ncols; c++) {
+        if (!r->set[c]) continue;
+        SETBIT(o->valid[c], i);
+        if (g_types[c] == 'b') {
+            if (r->ival[c]) SETBIT((uint8_t *)o->val[c], i);
+        } else if (g_types[c] == 'i')
+            ((int64_t *)o->val[c])[i] = r->ival[c];
+        else
+            ((double *)o->val[c])[i] = r->fval[c];
+    }
+    for (int x = 0; x < r->nextra; x++)
+        if (strcol_push(&o->ek, r->ek[x], r->ekl[x], 1) || strcol_push(&o->ev, r->ev[x], r->evl[x], 1)) return -1;
+    o->nextra_total += r->nextra;
+    o->extra_off[i + 1] = o->nextra_total;
+    o->n++;
+    return 0;
+}
+
+/* ---- Python API ------------------------------------------------------------------------------ */
+
+static PyObject *b(const Buf *x) { return PyBytes_FromStringAndSize(x->p ? x->p : "", (Py_ssize_t)x->len); }
+
+static PyObject *mem(const void *p, size_t n) { return PyBytes_FromStringAndSize(n ? p : "", (Py_ssize_t)n); }
+
+static int put(PyObject *d, const char *k, PyObject *v) {
+    if (!v) return -1;
+    int rc = PyDict_SetItemString(d, k, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+static int put_str(PyObject *d, const char *name, const StrCol *c) {
+    char k[64];
+    snprintf(k, sizeof k, "%s.off", name);
+    if (put(d, k, b(&c->off))) return -1;
+    snprintf(k, sizeof k, "%s.data", name);
+    if (put(d, k, b(&c->data))) return -1;
+    snprintf(k, sizeof k, "%s.valid", name);
+    return put(d, k, b(&c->valid));
+}
+
+static PyObject *configure(PyObject *self, PyObject *args) {
+    PyObject *keys;
+    const char *types;
+    Py_ssize_t ntypes;
+    if (!PyArg_ParseTuple(args, "Os#", &keys, &types, &ntypes)) return NULL;
+    if (ntypes > MAX_COLS) return PyErr_Format(PyExc_ValueError, "too many columns");
+    PyObject *seq = PySequence_Fast(keys, "keys must be a sequence of (bytes, int, int)");
+    if (!seq) return NULL;
+    Py_ssize_t nk = PySequence_Fast_GET_SIZE(seq);
+    if (nk > MAX_KEYS) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "too many keys");
+    }
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        const char *k;
+        Py_ssize_t kl;
+        int cp, cd;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y#ii", &k, &kl, &cp, &cd)) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (kl >= (Py_ssize_t)sizeof g_keys[i].key || cp >= ntypes || cd >= ntypes) {
+            Py_DECREF(seq);
+            return PyErr_Format(PyExc_ValueError, "bad key %zd", i);
+        }
+        memcpy(g_keys[i].key, k, kl);
+        g_keys[i].len = (int)kl;
+        g_keys[i].col[0] = cp;
+        g_keys[i].col[1] = cd;
+    }
+    Py_DECREF(seq);
+    g_nkeys = (int)nk;
+    memcpy(g_types, types, ntypes);
+    g_ncols = (int)ntypes;
+    g_configured = 1;
+    Py_RETURN_NONE;
+}
+
+/* scan(block, first_line_no, lines, year, take_stats) -> dict
+ *
+ * rest.*: the lines not taken, decoded (line_no int64, brk uint8: the line above was taken)
+ * st.*:   the stats rows taken, column by column (Arrow buffers); partial: a CRI `P` record may
+ *         be in the block (the caller then parses the block on the polars path alone).
+ */
+static PyObject *scan(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    long long first, cap;
+    int year, take;
+    if (!PyArg_ParseTuple(args, "y*LLip", &view, &first, &cap, &year, &take)) return NULL;
+    if (!g_configured) {
+        PyBuffer_Release(&view);
+        return PyErr_Format(PyExc_RuntimeError, "_fastlog.configure() was not called");
+    }
+    const uint8_t *s = view.buf;
+    Py_ssize_t n = view.len;
+    StrCol rest;
+    Buf rest_no = {0}, rest_brk = {0};
+    Out o;
+    /* the rest lines need as many bytes as the block (more only with escapes) */
+    int err = strcol_init(&rest) || out_init(&o, take ? cap : 0) || buf_reserve(&rest.data, (size_t)n + 64) ||
+              buf_reserve(&rest.off, (size_t)cap * 8 + 8) || buf_reserve(&rest_no, (size_t)cap * 8) ||
+              buf_reserve(&rest_brk, (size_t)cap);
+    int partial = 0;
+    int64_t line_no = first;
+    Row *r = malloc(sizeof(Row));
+    if (!r)
+        err = 1;
+    else
+        for (int x = 0; x < MAX_ITEMS; x++) r->last_key[x] = -1;
+    Py_BEGIN_ALLOW_THREADS
+    int prev_taken = 0;
+    Py_ssize_t i = 0;
+    while (!err) {
+        const uint8_t *nl = memchr(s + i, '\n', (size_t)(n - i));
+        Py_ssize_t e = nl ? (Py_ssize_t)(nl - s) : n;
+        Py_ssize_t len = e - i;
+        const uint8_t *line = s + i;
+        if (len && line[len - 1] == '\r') len--;
+        int ascii = is_ascii(line, len);
+        /* the last line of a block is left to the polars path: it may be the cut end of a file */
+        int taken = take && ascii && nl && try_stats(line, len, year, r);
+        if (taken) {
+            err = out_push(&o, r, line_no);
+        } else {
+            if (len && (ISD(line[0]) || !ascii) &&
+                (memmem(line, (size_t)len, "stdout P", 8) || memmem(line, (size_t)len, "stderr P", 8)))
+                partial = 1;
+            uint8_t bk = (uint8_t)prev_taken;
+            err = push_decoded(&rest, line, len, ascii) || buf_put(&rest_no, &line_no, 8) || buf_put(&rest_brk, &bk, 1);
+        }
+        prev_taken = taken;
+        line_no++;
+        if (!nl) break;
+        i = e + 1;
+    }
+    Py_END_ALLOW_THREADS
+    free(r);
+    PyBuffer_Release(&view);
+    PyObject *d = NULL;
+    if (err) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    d = PyDict_New();
+    if (!d) goto done;
+    char k[32];
+    int bad = put(d, "partial", PyBool_FromLong(partial)) || put(d, "lines", PyLong_FromLongLong(line_no - first)) ||
+              put_str(d, "rest.line", &rest) || put(d, "rest.line_no", b(&rest_no)) ||
+              put(d, "rest.brk", b(&rest_brk)) || put(d, "rest.n", PyLong_FromLongLong(rest.n)) ||
+              put(d, "st.n", PyLong_FromLongLong(o.n)) || put(d, "st.line_no", mem(o.line_no, (size_t)o.n * 8)) ||
+              put(d, "st.local_us", mem(o.local_us, (size_t)o.n * 8)) || put_str(d, "st.kind", &o.kind) ||
+              put_str(d, "st.ts_raw", &o.ts_raw) || put_str(d, "st.cri", &o.cri) || put_str(d, "st.graph", &o.graph) ||
+              put_str(d, "st.extra_key", &o.ek) || put_str(d, "st.extra_value", &o.ev) ||
+              put(d, "st.extra_off", mem(o.extra_off, (size_t)(o.n + 1) * 4)) || put(d, "st.extra_n", PyLong_FromLong(o.nextra_total));
+    for (int x = 0; !bad && x < NRANKS; x++) {
+        snprintf(k, sizeof k, "st.rank%d", x);
+        bad = put(d, k, mem(o.rank[x], (size_t)o.n * 4));
+        snprintf(k, sizeof k, "st.rank%d.valid", x);
+        bad = bad || put(d, k, mem(o.rank_valid[x], (size_t)(o.n + 7) / 8));
+    }
+    for (int c = 0; !bad && c < g_ncols; c++) {
+        snprintf(k, sizeof k, "st.col%d", c);
+        bad = put(d, k, mem(o.val[c], g_types[c] == 'b' ? (size_t)(o.n + 7) / 8 : (size_t)o.n * 8));
+        snprintf(k, sizeof k, "st.col%d.valid", c);
+        bad = bad || put(d, k, mem(o.valid[c], (size_t)(o.n + 7) / 8));
+    }
+    if (bad) Py_CLEAR(d);
+done:
+    strcol_free(&rest);
+    buf_free(&rest_no);
+    buf_free(&rest_brk);
+    out_free(&o);
+    return d;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS, "configure(keys, types): the stats keys and column types"},
+    {"scan", scan, METH_VARARGS, "scan(block, first_line_no, lines, year, take_stats) -> dict of Arrow buffers"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastlog", "Native scanner for server logs.", -1, methods};
+
+PyMODINIT_FUNC PyInit__fastlog(void) { return PyModule_Create(&module); }

@@ -1,0 +1,88 @@
+"""The native scanner (parsers/_fastlog.c) from Python: its buffers as polars frames.
+
+The extension is built at install time when a C compiler is there (setup.py marks it optional).
+Without it, or with FORENSICS_NATIVE=0, every line takes the polars path, which gives the same
+tables (tests/test_native.py), only slower.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import polars as pl
+
+from forensics.schema import RANKS
+from parsers.lines import RawBlock, with_flags
+
+try:
+    from parsers import _fastlog
+except ImportError:  # no compiler at install time: the polars path does it all
+    _fastlog = None
+
+_configured: tuple | None = None
+
+
+def enabled() -> bool:
+    return _fastlog is not None and os.environ.get("FORENSICS_NATIVE", "1") != "0"
+
+
+def configure(keys: list[tuple[str, int, int]], types: str) -> None:
+    """Stats keys as (key, column on the prefill side, on the decode side; -1 none) and column types."""
+    global _configured
+    spec = (tuple(keys), types)
+    if _configured != spec:
+        _fastlog.configure([(k.encode(), p, d) for k, p, d in keys], types.encode())
+        _configured = spec
+
+
+def scan(raw: RawBlock, year: int, take_stats: bool = True) -> dict:
+    return _fastlog.scan(raw.body, raw.line_no, raw.lines, year, take_stats)
+
+
+def _str(d: dict, name: str, n: int):
+    import pyarrow as pa
+
+    return pa.LargeStringArray.from_buffers(
+        n, pa.py_buffer(d[f"{name}.off"]), pa.py_buffer(d[f"{name}.data"]), pa.py_buffer(d[f"{name}.valid"]))
+
+
+def _prim(d: dict, name: str, n: int, typ):
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(typ, n, [pa.py_buffer(d[f"{name}.valid"]), pa.py_buffer(d[name])])
+
+
+def rest_frame(d: dict, raw: RawBlock) -> pl.DataFrame:
+    """The lines the scanner left, as `parsers.lines.frame` gives them, and `_brk` (line above taken)."""
+    n = d["rest.n"]
+    df = pl.DataFrame({
+        "line_no": np.frombuffer(d["rest.line_no"], dtype=np.int64),
+        "line": pl.from_arrow(_str(d, "rest.line", n)).cast(pl.Utf8),
+    })
+    return with_flags(df, raw).with_columns(_brk=pl.Series(np.frombuffer(d["rest.brk"], dtype=np.uint8) > 0))
+
+
+def stats_frame(d: dict, columns: list[tuple[str, str]]) -> pl.DataFrame:
+    """The stats rows the scanner took: raw fields (`local` is naive local time, `cri` the CRI
+    record's time or null) and the typed value of every (column, type) of `columns`."""
+    import pyarrow as pa
+
+    n = d["st.n"]
+    typ = {"int": pa.int64(), "float": pa.float64(), "pct": pa.float64(), "bool": pa.bool_()}
+    cols = {
+        "line_no": pa.array(np.frombuffer(d["st.line_no"], dtype=np.int64)),
+        "local": pa.array(np.frombuffer(d["st.local_us"], dtype=np.int64)).cast(pa.timestamp("us")),
+        "kind": _str(d, "st.kind", n),
+        "ts_raw": _str(d, "st.ts_raw", n),
+        "cri": _str(d, "st.cri", n),
+        "graph_backend": _str(d, "st.graph", n),
+    }
+    for i, r in enumerate(RANKS):
+        cols[r] = _prim(d, f"st.rank{i}", n, pa.int32())
+    for i, (name, t) in enumerate(columns):
+        cols[name] = _prim(d, f"st.col{i}", n, typ[t])
+    entries = pa.StructArray.from_arrays(
+        [_str(d, "st.extra_key", d["st.extra_n"]), _str(d, "st.extra_value", d["st.extra_n"])], names=["key", "value"])
+    cols["extra"] = pa.ListArray.from_arrays(pa.array(np.frombuffer(d["st.extra_off"], dtype=np.int32)), entries)
+    return pl.from_arrow(pa.table(cols))

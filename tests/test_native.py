@@ -1,0 +1,186 @@
+"""The native scanner (parsers/_fastlog.c) gives exactly the tables of the polars path.
+
+It only takes lines it is sure of and leaves the rest to polars, so every case here parses the
+same input both ways and compares whole tables, dtypes included.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from forensics import schema
+from parsers import lines, native, server_log
+from tests.helpers import parse_text
+
+pytestmark = pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+REAL = os.path.join(ROOT, "..", "shared", "real_logs")
+
+
+def _tables(data: bytes, use_native: bool, monkeypatch, **kw) -> tuple[dict, tuple]:
+    monkeypatch.setenv("FORENSICS_NATIVE", "1" if use_native else "0")
+    tables, ctx = parse_text(server_log, data, **kw)
+    conformed = {t: schema.conform(t, df) for t, df in tables.items()}
+    return conformed, (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines, ctx.notes)
+
+
+def assert_same(data: bytes, monkeypatch, **kw) -> dict:
+    want, want_acct = _tables(data, False, monkeypatch, **kw)
+    got, got_acct = _tables(data, True, monkeypatch, **kw)
+    assert got_acct == want_acct
+    assert sorted(got) == sorted(want)
+    for t in want:
+        assert_frame_equal(got[t], want[t], check_exact=True)
+    return got
+
+
+HDR = "[2026-10-30 10:00:05 DP1 TP1 EP1] "
+EDGE = [
+    HDR + "Decode batch, #running-req: 41, #token: 151946, token usage: 0.37, pre-allocated usage: 0.09, "
+    "#prealloc-req: 0, #transfer-req: 2, #retracted-req: 0, cuda graph: True, gen throughput (token/s): 4123.11, #queue-req: 0, ",
+    "[2025-10-15 14:44:32 DP14 TP14 EP14] Prefill batch. #new-seq: 2, #new-token: 68, #cached-token: 0, token usage: 0.01, "
+    "#unbootstrapped-req: 0, #queue-req: 0, #transferring-req: 1, input throughput (token/s): 1326.00, ",
+    "[2024-11-29 10:28:29 TP0] Prefill batch. #new-seq: 2, #new-token: 2048, cache hit rate: 0.00%, #running-req: 69",
+    "[11-29 10:28:29 TP0] Prefill batch. #new-seq: 2, cache hit rate: 12.5%, #queue-req: 130",  # MM-DD
+    "[02-29 10:28:29 TP0] Decode batch. #running-req: 1",  # no Feb 29 in the file's year
+    "[2026-02-30 10:28:29] Decode batch. #running-req: 1",
+    "[2026-10-30 24:00:00] Decode batch. #running-req: 1",
+    "[2026-10-30 23:59:60] Decode batch. #running-req: 1",
+    "[2026-10-30 10:00:07.482 PP1 TP3] Decode batch, #full token: 120000, full token usage: 0.45, #swa token: 4000, npu graph: True",
+    "[2026-10-30 10:00:07.482123 TP3] Decode batch, #running-req: 1",
+    "[2026-10-30 10:00:07 ATTN_CP2 MOE_DP3 TP1 DP0] Decode batch, #running-req: 1",
+    "[2026-10-30 10:00:07 XX1] Decode batch, #running-req: 1",
+    "[2026-10-30 10:00:07 DP1 DP2] Decode batch, #running-req: 1, #running-req: 2, #token: x, #token: 5",
+    "[2026-10-30 10:00:07 DP1] Decode batch, #token: 5, #token: x",
+    "[2026-10-30 10:00:07] Decode batch [1234], #running-req: 1",
+    "[2026-10-30 10:00:07] Decode batch #running-req: 1",
+    "[2026-10-30 10:00:07] Decode batch.#running-req: 1",
+    "[2026-10-30 10:00:07] Decode batch,",
+    "[2026-10-30 10:00:07] Decode batch, ",
+    "[2026-10-30 10:00:07] Decode batch, #running-req: 1\r",
+    "[2026-10-30 10:00:07] Decode batch, #running-req: 1 \t, ",
+    "[2026-10-30 10:00:07] Decode batch, #running-req: 1,, #token: 2",
+    "[2026-10-30 10:00:07] Decode batch, #running-req: 1,#token: 2",
+    "[2026-10-30 10:00:07] Decode batch, #running-req:1",
+    "[2026-10-30 10:00:07] Decode batch, #running-req: ",
+    "[2026-10-30 10:00:07] Decode batch, odd key: , other: x y z",
+    "[2026-10-30 10:00:07] Decode batch, #running-req: 1: 2",
+    "[2026-10-30 10:00:07] Decode batch, no colon here",
+    "[2026-10-30 10:00:07] Decode batch,  #running-req: 1,  #token: 2",
+    *[f"[2026-10-30 10:00:07] Decode batch, #running-req: {v}, token usage: {v}, cuda graph: {v}, cache hit rate: {v}"
+      for v in ["-1", "007", "0", "-0", "1e3", "nan", "inf", "1.", ".5", "5%", "5 %", "True", "true", " 5 ", "+3",
+                "1.25", "99999999999999999999", "123456789012345678", "0.1000000000000000055511151231257827"]],
+    "[2026-10-30 10:00:07] Prefill batch, #prealloc-req: 3, #transfer-req: 4, #inflight-req: 5",
+    "[2026-10-30 10:00:07] Decode batch, #prealloc-req: 3, #unbootstrapped-req: 4, #transfer-req: 5",
+    "[2026-10-30 10:00:07] Decode batch, cuda graph: False, npu graph: True, musa graph: x",
+    "2026-01-14T05:32:17.632471128Z stdout F [2026-01-14 05:32:17 DP0 TP0] Decode batch, #running-req: 3, #token: 9",
+    "2026-01-14T05:32:17+08:00 stderr F[2026-01-14 05:32:17] Decode batch, #running-req: 3",
+    "2026-01-14T05:32:17+0800 stderr F [2026-01-14 05:32:17] Decode batch, #running-req: 3",
+    "2026-13-14T05:32:17Z stderr F [2026-01-14 05:32:17] Decode batch, #running-req: 3",
+    "[2026-10-30 10:00:07] Decode batch, #running-req: 1, caf\u00e9: 2",
+    "[2026-10-30 10:00:07] Decode batch, #running-req: \u0661",
+    "[2026-10-30 10:00:07] Decode batch, #running-req: 1\x00",
+    "Traceback (most recent call last):",
+    '  File "x.py", line 1, in <module>',
+    "ValueError: after a stats line",
+    "[2026-10-30 10:00:08] Scheduler hit an exception",
+    "Traceback (most recent call last):",
+    '  File "x.py", line 1, in <module>',
+    "ValueError: boom",
+    "",
+    "[2026-10-30 10:00:09] INFO:     10.0.0.1:5000 - \"POST /generate HTTP/1.1\" 200 OK",
+    "[2026-10-30 10:00:09] Decode batch, #running-req: 1, #token: 2",
+]
+
+
+def test_edge_lines_both_ways(monkeypatch):
+    data = "\n".join(EDGE).encode() + b"\n"
+    got = assert_same(data, monkeypatch)
+    assert got["batches"].height > 40
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai", "America/New_York"])
+def test_time_zones_and_a_cut_last_line(monkeypatch, tz):
+    data = ("\n".join(EDGE[:12]) + "\n" + EDGE[0][:80]).encode()
+    assert_same(data, monkeypatch, tz=tz)
+
+
+def test_invalid_utf8_is_escaped_like_python(monkeypatch):
+    bad = [b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xf0\x80\x80\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf",
+           b"\xe0\x80\xaf", b"\xf0\x9f\x98", b"\x80abc", "é€😀".encode()]
+    rows = []
+    for x in bad:
+        rows += [b"[2026-10-30 10:00:07] Decode batch, #running-req: 1, k" + x + b": 2",
+                 b"[2026-10-30 10:00:07] odd " + x + b" text", x]
+    got = assert_same(b"\n".join(rows) + b"\n", monkeypatch)
+    assert any("\\xff" in v for v in got["unparsed"]["line"])
+
+
+def test_partial_records_fall_back_to_polars(monkeypatch):
+    data = ("2026-03-24T12:06:11.864923140+08:00 stderr P [2026-03-24 12:06:11] Decode batch, #run\n"
+            "2026-03-24T12:06:11.864923140+08:00 stderr F ning-req: 3\n"
+            + "\n".join(EDGE[:5]) + "\n").encode()
+    assert_same(data, monkeypatch)
+
+
+def test_block_boundaries(monkeypatch):
+    """Small blocks: every line is some block's first or last line, tracebacks cross blocks."""
+    monkeypatch.setattr(lines, "BLOCK_BYTES", 300)
+    data = "\n".join(EDGE * 3).encode() + b"\n"
+    assert_same(data, monkeypatch)
+
+
+def test_the_scanner_takes_plain_stats_lines():
+    """Guard against a silent fallback: plain lines must be taken natively, odd ones left."""
+    body = "\n".join([EDGE[0], EDGE[1], "[2026-10-30 10:00:07] Decode batch [1], #running-req: 1", EDGE[0]]).encode()
+    server_log._parse_raw  # configured on first use
+    native.configure(server_log._native_keys(), "".join(t[0] for _, t in server_log.NATIVE_COLUMNS))
+    d = native.scan(lines.RawBlock(body, 1, 4, False, True), 2026)
+    # the block's last line is always left to polars (it may be a file's cut end)
+    assert d["st.n"] == 2 and d["rest.n"] == 2
+    assert native.rest_frame(d, lines.RawBlock(body, 1, 4, False, True))["line_no"].to_list() == [3, 4]
+
+
+def _files():
+    found = sorted(glob.glob(os.path.join(ROOT, "sample_logs", "eras", "*.log")))
+    found += sorted(glob.glob(os.path.join(ROOT, "sample_logs", "incident", "*", "sglang.log*")))
+    found += sorted(glob.glob(os.path.join(REAL, "*.log")))
+    return found
+
+
+@pytest.mark.parametrize("path", _files(), ids=os.path.basename)
+def test_sample_and_real_logs_both_ways(monkeypatch, path):
+    import gzip
+
+    data = open(path, "rb").read()
+    if path.endswith(".gz"):
+        data = gzip.decompress(data)
+    assert_same(data, monkeypatch, name=os.path.basename(path).removesuffix(".gz"))
+
+
+KEYS = [k for k in server_log.KNOWN_STATS_KEYS] + ["#swa token", "odd key", "k"]
+VALUES = ["0", "1", "-3", "12.5", "0.00%", "7%", "True", "False", "", " 4 ", "1e3", "x", "007", "2.", "\u0662", "\t9"]
+item = st.tuples(st.sampled_from(KEYS), st.sampled_from(VALUES)).map(lambda kv: f"{kv[0]}: {kv[1]}")
+head = st.sampled_from(["[2026-10-30 10:00:05 DP1 TP1] ", "[10-30 10:00:05.123] ", "[2026-10-30 10:00:05 DP99] ",
+                        "2026-01-14T05:32:17.6Z stdout F [2026-01-14 05:32:17 TP2] ", "[2026-10-30 10:00:05]  "])
+stats_line = st.tuples(head, st.sampled_from(["Decode batch, ", "Prefill batch. ", "Decode batch [3], ", "Prefill batch,"]),
+                       st.lists(item, max_size=8), st.sampled_from([", ", ",", ", , ", "  ", ""]),
+                       st.sampled_from(["", ", ", " \t", "\r"])).map(lambda t: t[0] + t[1] + t[3].join(t[2]) + t[4])
+other = st.sampled_from(["Traceback (most recent call last):", '  File "x.py", line 1', "ValueError: x", "",
+                         "[2026-10-30 10:00:05] Receive: obj=GenerateReqInput(rid='abc', bootstrap_room=7)",
+                         "2026-03-24T12:06:11.8Z stderr P [2026-03-24 12:06:11] Decode", "\xff"])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(stats_line, stats_line, other), min_size=1, max_size=25), st.booleans())
+def test_random_stats_lines_both_ways(monkeypatch, ls, final_newline):
+    data = ("\n".join(ls) + ("\n" if final_newline else "")).encode("utf-8", "surrogatepass")
+    assert_same(data, monkeypatch)
