@@ -272,6 +272,7 @@ typedef struct {
     const char *ek[MAX_ITEMS], *ev[MAX_ITEMS];
     size_t ekl[MAX_ITEMS], evl[MAX_ITEMS];
     int last_key[MAX_ITEMS]; /* per item position: the key found there on the line before */
+    Py_ssize_t body, msg, body_end; /* other sglang lines: where body and message start, body end */
 } Row;
 
 static const char *RANK_TAGS[NRANKS] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP"}; /* schema.RANKS order */
@@ -315,10 +316,14 @@ static Py_ssize_t cri_time(const uint8_t *s, Py_ssize_t n) {
     return 0;
 }
 
-static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
+/* The sglang prefix `[date time(.ms) tags]`, bare or in a CRI `F` record: fills the time, CRI and
+ * rank fields of `r`, sets r->body to where the text after the CRI wrapper starts, and returns the
+ * position right after the `]` (0: not such a line). */
+static Py_ssize_t parse_header(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
     Py_ssize_t p = 0;
     r->cri = NULL;
     r->cri_len = 0;
+    r->body = 0;
     if (n == 0) return 0;
     if (s[0] != '[') {
         Py_ssize_t t = cri_time(s, n);
@@ -329,6 +334,7 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
         p = t + 9;
         if (p < n && s[p] == ' ') p++;
         if (p >= n || s[p] != '[') return 0;
+        r->body = p;
     }
     p++; /* '[' */
     Py_ssize_t d0 = p;
@@ -381,8 +387,14 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
         if (!r->has_rank[found]) r->has_rank[found] = 1, r->rank[found] = v;
         p = q;
     }
-    if (p + 2 > n || s[p] != ']' || s[p + 1] != ' ') return 0;
-    p += 2;
+    if (p >= n || s[p] != ']') return 0;
+    return p + 1;
+}
+
+static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
+    Py_ssize_t p = parse_header(s, n, year, r);
+    if (!p || p >= n || s[p] != ' ') return 0;
+    p++;
     if (p + 7 <= n && memcmp(s + p, "Prefill", 7) == 0)
         r->kind = 0;
     else if (p + 6 <= n && memcmp(s + p, "Decode", 6) == 0)
@@ -467,6 +479,54 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
         if (i >= e) return 0;
     }
     return 1;
+}
+
+/* Any other line with a plain sglang prefix: what _strip_wrappers and _classify make of it is
+ * known from the prefix alone (family sglang, body, message). `[date time][file:line][LEVEL]`
+ * (the custom logging config) is left to polars. */
+static int try_sg(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
+    Py_ssize_t p = parse_header(s, n, year, r);
+    if (!p || (p < n && s[p] == '[')) return 0;
+    Py_ssize_t e = n; /* body: strip_chars_end(" \t\r") */
+    while (e > r->body && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) e--;
+    if (p < e && s[p] == ' ') p++;
+    r->msg = p;
+    r->body_end = e;
+    return 1;
+}
+
+typedef struct {
+    int64_t n;
+    Buf line_no, brk, local_us;
+    StrCol line, body, message, ts_raw, cri;
+    Buf rank[NRANKS], rank_valid[NRANKS];
+} SgOut;
+
+static int sg_init(SgOut *o) {
+    memset(o, 0, sizeof *o);
+    return strcol_init(&o->line) || strcol_init(&o->body) || strcol_init(&o->message) || strcol_init(&o->ts_raw) ||
+           strcol_init(&o->cri);
+}
+
+static void sg_free(SgOut *o) {
+    buf_free(&o->line_no), buf_free(&o->brk), buf_free(&o->local_us);
+    strcol_free(&o->line), strcol_free(&o->body), strcol_free(&o->message), strcol_free(&o->ts_raw);
+    strcol_free(&o->cri);
+    for (int k = 0; k < NRANKS; k++) buf_free(&o->rank[k]), buf_free(&o->rank_valid[k]);
+}
+
+static int sg_push(SgOut *o, const Row *r, const uint8_t *s, Py_ssize_t n, int ascii, int64_t line_no, uint8_t brk) {
+    if (buf_put(&o->line_no, &line_no, 8) || buf_put(&o->brk, &brk, 1) || buf_put(&o->local_us, &r->local_us, 8) ||
+        push_decoded(&o->line, s, n, ascii) || push_decoded(&o->body, s + r->body, r->body_end - r->body, ascii) ||
+        push_decoded(&o->message, s + r->msg, r->body_end - r->msg, ascii) ||
+        strcol_push(&o->ts_raw, r->raw, r->raw_len, 1) || strcol_push(&o->cri, r->cri, r->cri_len, r->cri_len > 0))
+        return -1;
+    for (int k = 0; k < NRANKS; k++) {
+        int32_t v = r->has_rank[k] ? (int32_t)r->rank[k] : 0;
+        if (buf_put(&o->rank[k], &v, 4) || bit_append(&o->rank_valid[k], o->n, r->has_rank[k])) return -1;
+    }
+    o->n++;
+    return 0;
 }
 
 /* ---- output columns of the stats rows ------------------------------------------------------ */
@@ -639,8 +699,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     StrCol rest;
     Buf rest_no = {0}, rest_brk = {0};
     Out o;
+    SgOut sg;
     /* the rest lines need as many bytes as the block (more only with escapes) */
-    int err = strcol_init(&rest) || out_init(&o, take ? cap : 0) || buf_reserve(&rest.data, (size_t)n + 64) ||
+    int err = strcol_init(&rest) || out_init(&o, take ? cap : 0) || sg_init(&sg) || buf_reserve(&rest.data, (size_t)n + 64) ||
               buf_reserve(&rest.off, (size_t)cap * 8 + 8) || buf_reserve(&rest_no, (size_t)cap * 8) ||
               buf_reserve(&rest_brk, (size_t)cap);
     int partial = 0;
@@ -664,6 +725,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         int taken = take && ascii && nl && try_stats(line, len, year, r);
         if (taken) {
             err = out_push(&o, r, line_no);
+        } else if (take && nl && try_sg(line, len, year, r)) {
+            err = sg_push(&sg, r, line, len, ascii, line_no, (uint8_t)prev_taken);
         } else {
             if (len && (ISD(line[0]) || !ascii) &&
                 (memmem(line, (size_t)len, "stdout P", 8) || memmem(line, (size_t)len, "stderr P", 8)))
@@ -701,6 +764,16 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         snprintf(k, sizeof k, "st.rank%d.valid", x);
         bad = bad || put(d, k, mem(o.rank_valid[x], (size_t)(o.n + 7) / 8));
     }
+    bad = bad || put(d, "sg.n", PyLong_FromLongLong(sg.n)) || put(d, "sg.line_no", b(&sg.line_no)) ||
+          put(d, "sg.brk", b(&sg.brk)) || put(d, "sg.local_us", b(&sg.local_us)) || put_str(d, "sg.line", &sg.line) ||
+          put_str(d, "sg.body", &sg.body) || put_str(d, "sg.message", &sg.message) ||
+          put_str(d, "sg.ts_raw", &sg.ts_raw) || put_str(d, "sg.cri", &sg.cri);
+    for (int x = 0; !bad && x < NRANKS; x++) {
+        snprintf(k, sizeof k, "sg.rank%d", x);
+        bad = put(d, k, b(&sg.rank[x]));
+        snprintf(k, sizeof k, "sg.rank%d.valid", x);
+        bad = bad || put(d, k, b(&sg.rank_valid[x]));
+    }
     for (int c = 0; !bad && c < g_ncols; c++) {
         snprintf(k, sizeof k, "st.col%d", c);
         bad = put(d, k, mem(o.val[c], g_types[c] == 'b' ? (size_t)(o.n + 7) / 8 : (size_t)o.n * 8));
@@ -713,6 +786,7 @@ done:
     buf_free(&rest_no);
     buf_free(&rest_brk);
     out_free(&o);
+    sg_free(&sg);
     return d;
 }
 

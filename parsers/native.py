@@ -63,6 +63,27 @@ def rest_frame(d: dict, raw: RawBlock) -> pl.DataFrame:
     return with_flags(df, raw).with_columns(_brk=pl.Series(np.frombuffer(d["rest.brk"], dtype=np.uint8) > 0))
 
 
+def sglang_frame(d: dict) -> pl.DataFrame:
+    """Other lines with a plain sglang prefix: line_no, `_brk`, line, body (without the CRI wrapper,
+    end stripped), message, ts_raw, naive `local` time, CRI time `cri` and the rank tags."""
+    import pyarrow as pa
+
+    n = d["sg.n"]
+    cols = {
+        "line_no": pa.array(np.frombuffer(d["sg.line_no"], dtype=np.int64)),
+        "_brk": pa.array(np.frombuffer(d["sg.brk"], dtype=np.uint8) > 0),
+        "line": _str(d, "sg.line", n),
+        "body": _str(d, "sg.body", n),
+        "message": _str(d, "sg.message", n),
+        "ts_raw": _str(d, "sg.ts_raw", n),
+        "local": pa.array(np.frombuffer(d["sg.local_us"], dtype=np.int64)).cast(pa.timestamp("us")),
+        "cri": _str(d, "sg.cri", n),
+    }
+    for i, r in enumerate(RANKS):
+        cols[r] = _prim(d, f"sg.rank{i}", n, pa.int32())
+    return pl.from_arrow(pa.table(cols))
+
+
 def stats_frame(d: dict, columns: list[tuple[str, str]]) -> pl.DataFrame:
     """The stats rows the scanner took: raw fields (`local` is naive local time, `cri` the CRI
     record's time or null) and the typed value of every (column, type) of `columns`."""

@@ -892,7 +892,18 @@ def _parse_raw(raw: RawBlock, ctx: Context, year: int, role: str, path: str) -> 
         tail=pl.lit(None, dtype=pl.Utf8), truncated=pl.lit(False),
         host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path),
     )
-    return _parse_rest(_strip_wrappers(native.rest_frame(d, raw)), None, ctx, year, role, path, taken=nat)
+    other = _classify(_join_partials(_strip_wrappers(native.rest_frame(d, raw))), ctx, year)
+    sg = lines.with_flags(native.sglang_frame(d), raw).with_columns(
+        prefix=pl.concat_str(pl.col("cri"), pl.lit(" F")),
+        partial=pl.when(pl.col("cri").is_not_null()).then(False),
+        outer_ts=_outer_ts(pl.col("cri")),
+        folded=pl.lit(0, dtype=pl.Int64),
+        family=pl.lit("sglang"),
+    ).with_columns(ts=pl.coalesce(pl.col("outer_ts"), _local_to_utc(pl.col("local"), ctx.tz)))
+    # what _classify gives such a line: no level, glog file, peer or c10d rank (null columns)
+    sg = sg.select([pl.col(c) if c in sg.columns else pl.lit(None).alias(c) for c in other.columns]).cast(other.schema)
+    classified = pl.concat([other, sg]).sort("line_no")
+    return _finish_block(classified, None, ctx, role, path, taken=nat)
 
 
 def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str) -> Batch:
@@ -913,14 +924,17 @@ def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str
     return _parse_rest(rest, fast, ctx, year, role, path)
 
 
-def _parse_rest(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, year: int, role: str, path: str,
-                taken: pl.DataFrame | None = None) -> Batch:
-    """The lines of a block that no fast path took; `fast` (raw fields) and `taken` (finished
+def _parse_rest(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, year: int, role: str, path: str) -> Batch:
+    """The lines of a block that the fast path did not take (`fast`: the stats lines it took)."""
+    return _finish_block(_classify(_join_partials(df), ctx, year), fast, ctx, role, path)
+
+
+def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, role: str, path: str,
+                  taken: pl.DataFrame | None = None) -> Batch:
+    """Classified lines of a block into its tables; `fast` (raw fields) and `taken` (finished
     batches rows) are the stats lines the regex fast path and the native scanner took."""
     # Tracebacks that cross a block boundary lose their head: blocks are large (16 MiB), and the
     # orphaned body lines still land in unparsed with their numbers, so nothing is lost.
-    df = _join_partials(df)
-    df = _classify(df, ctx, year)
     df = _fold_continuations(df)
     is_stats = pl.col("family").is_not_null() & pl.col("message").str.contains(RE_STATS)
     df = df.with_columns(

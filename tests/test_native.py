@@ -98,6 +98,25 @@ EDGE = [
     "[2026-10-30 10:00:09] INFO:     10.0.0.1:5000 - \"POST /generate HTTP/1.1\" 200 OK",
     "[2026-10-30 10:00:09] Decode batch, #running-req: 1, #token: 2",
 ]
+# other lines with a sglang prefix (taken by the scanner's header path) and near misses
+SGLANG = [
+    "[2026-10-30 10:00:07] ", "[2026-10-30 10:00:07]", "[2026-10-30 10:00:07]x", "[2026-10-30 10:00:07]  two spaces",
+    "[2026-10-30 10:00:07] trailing \t\r", "[2026-10-30 10:00:07][x.py:1][INFO]: custom config",
+    "[2026-10-30 10:00:07,123][x.py:1][WARNING] custom config", "[2026-10-30 10:00:07 TP1 encode_server] encoder",
+    "[2026-10-30 10:00:07.12] short ms", "[2026-10-30 10:00:07 TP1][x] bracket after tags",
+    "[10-30 10:00:07 DP2 TP2] MM-DD Receive: obj=GenerateReqInput(rid='a1', bootstrap_room=77)",
+    "[2026-10-30 10:00:07] INFO:     10.0.0.1:5000 - \"GET /health HTTP/1.1\" 200 OK",
+    "[2026-10-30 10:00:07] caf\u00e9 \u4f60\u597d message", "[2026-02-29 10:00:07] not a leap year",
+    "2026-01-14T05:32:17.632471128Z stdout F [2026-01-14 05:32:17 DP0 TP0] Scheduler hit an exception",
+    "2026-01-14T05:32:17.632471128Z stdout F",
+    "2026-01-14T05:32:17Z stdout F [2026-01-14 05:32:17] Decode transfer failed for request rank=0 "
+    "decode_req.req.rid='x' decode_req.req.bootstrap_room=5 with exception KVTransferError(bootstrap_room=5): Aborted",
+    "Traceback (most recent call last):", '  File "y.py", line 2, in f', "KeyError: 'k'",
+    '{"log":"[2026-10-30 10:00:07] in docker json\\n","stream":"stderr","time":"2026-10-30T10:00:07.1Z"}',
+    "\u2588\u2588 50%|[2026-10-30 10:00:07] glued to a tqdm bar",
+    "May 16, 2026 @ 20:44:55.560    [2026-05-16 12:44:55 DP2 TP2] behind Kibana",
+]
+EDGE = EDGE + SGLANG
 
 
 def test_edge_lines_both_ways(monkeypatch):
@@ -139,13 +158,15 @@ def test_block_boundaries(monkeypatch):
 
 def test_the_scanner_takes_plain_stats_lines():
     """Guard against a silent fallback: plain lines must be taken natively, odd ones left."""
-    body = "\n".join([EDGE[0], EDGE[1], "[2026-10-30 10:00:07] Decode batch [1], #running-req: 1", EDGE[0]]).encode()
-    server_log._parse_raw  # configured on first use
+    body = "\n".join([EDGE[0], EDGE[1], "[2026-10-30 10:00:07] Decode batch [1], #running-req: 1",
+                      "I0801 15:40:05.041554    1049 nixl_agent.cpp:92] x", EDGE[0]]).encode()
     native.configure(server_log._native_keys(), "".join(t[0] for _, t in server_log.NATIVE_COLUMNS))
-    d = native.scan(lines.RawBlock(body, 1, 4, False, True), 2026)
-    # the block's last line is always left to polars (it may be a file's cut end)
-    assert d["st.n"] == 2 and d["rest.n"] == 2
-    assert native.rest_frame(d, lines.RawBlock(body, 1, 4, False, True))["line_no"].to_list() == [3, 4]
+    raw = lines.RawBlock(body, 1, 5, False, True)
+    d = native.scan(raw, 2026)
+    assert d["st.n"] == 2  # plain stats lines
+    assert native.sglang_frame(d)["line_no"].to_list() == [3]  # another sglang-prefixed line
+    # a glog line, and the block's last line: it may be a file's cut end
+    assert native.rest_frame(d, raw)["line_no"].to_list() == [4, 5]
 
 
 def _files():
@@ -174,13 +195,17 @@ stats_line = st.tuples(head, st.sampled_from(["Decode batch, ", "Prefill batch. 
                        st.lists(item, max_size=8), st.sampled_from([", ", ",", ", , ", "  ", ""]),
                        st.sampled_from(["", ", ", " \t", "\r"])).map(lambda t: t[0] + t[1] + t[3].join(t[2]) + t[4])
 other = st.sampled_from(["Traceback (most recent call last):", '  File "x.py", line 1', "ValueError: x", "",
+                         *SGLANG,
                          "[2026-10-30 10:00:05] Receive: obj=GenerateReqInput(rid='abc', bootstrap_room=7)",
                          "2026-03-24T12:06:11.8Z stderr P [2026-03-24 12:06:11] Decode", "\xff"])
 
 
+sg_line = st.tuples(head, st.text(max_size=40)).map("".join)
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
-@given(st.lists(st.one_of(stats_line, stats_line, other), min_size=1, max_size=25), st.booleans())
+@given(st.lists(st.one_of(stats_line, stats_line, other, sg_line), min_size=1, max_size=25), st.booleans())
 def test_random_stats_lines_both_ways(monkeypatch, ls, final_newline):
     data = ("\n".join(ls) + ("\n" if final_newline else "")).encode("utf-8", "surrogatepass")
     assert_same(data, monkeypatch)
