@@ -790,7 +790,23 @@ done:
     return d;
 }
 
+/* count_newlines(buffer) -> int: bytes.count(b"\n") runs at ~1 GB/s, memchr (SIMD) much faster */
+static PyObject *count_newlines(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    const uint8_t *p = view.buf;
+    Py_ssize_t n = view.len, i = 0;
+    long long c = 0;
+    Py_BEGIN_ALLOW_THREADS
+    const uint8_t *q;
+    while (i < n && (q = memchr(p + i, '\n', (size_t)(n - i)))) c++, i = (q - p) + 1;
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromLongLong(c);
+}
+
 static PyMethodDef methods[] = {
+    {"count_newlines", count_newlines, METH_VARARGS, "count_newlines(buffer) -> number of b'\\n' in it"},
     {"configure", configure, METH_VARARGS, "configure(keys, types): the stats keys and column types"},
     {"scan", scan, METH_VARARGS, "scan(block, first_line_no, lines, year, take_stats) -> dict of Arrow buffers"},
     {NULL, NULL, 0, NULL},

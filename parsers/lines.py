@@ -13,6 +13,12 @@ from typing import IO
 
 import polars as pl
 
+try:
+    from parsers._fastlog import count_newlines
+except ImportError:  # the native scanner is optional (parsers/native.py)
+    def count_newlines(b) -> int:
+        return bytes(b).count(b"\n")
+
 BLOCK_BYTES = 16 << 20
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
 
@@ -21,7 +27,7 @@ MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
 class RawBlock:
     """Whole lines of a stream, undecoded: what `read_blocks` frames, and the native scanner scans."""
 
-    body: bytes  # the lines, without the newline after the last one
+    body: bytes | memoryview  # the lines, without the newline after the last one
     line_no: int  # 1-based number of its first line
     lines: int
     unterminated: bool  # its last line has no newline: the cut end of a file
@@ -41,7 +47,7 @@ def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=N
 
 def frame(raw: RawBlock) -> pl.DataFrame:
     """The lines of a block as a frame of line_no, line, unterminated, last_line."""
-    text = raw.body.decode("utf-8", "backslashreplace")
+    text = str(raw.body, "utf-8", "backslashreplace")
     lines = pl.Series("line", [text], dtype=pl.Utf8).str.split("\n").explode()
     return with_flags(pl.DataFrame({
         "line_no": pl.int_range(raw.line_no, raw.line_no + raw.lines, dtype=pl.Int64, eager=True),
@@ -67,13 +73,13 @@ def read_raw_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progre
         yield pending
 
 
-def read_upto(stream: IO[bytes], n: int) -> bytes:
-    """Up to `n` bytes, less only at the end of the data.
+def read_upto(stream: IO[bytes], n: int, prefix: bytes = b"") -> bytes:
+    """`prefix` and up to `n` bytes after it, less only at the end of the data.
 
     read1 steps: a decompressor hands over each piece as it has it, so a stream that ends early
     (sources._CutTolerant) still yields everything before the cut.
     """
-    parts, got = [], 0
+    parts, got = [prefix], 0
     read = getattr(stream, "read1", stream.read)
     while got < n:
         b = read(min(1 << 20, n - got))
@@ -88,11 +94,13 @@ def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[RawBlo
     line_no = 1
     rest = b""
     while True:
-        data = read_upto(stream, block_bytes)
-        if on_progress and data:
-            on_progress(len(data))
-        eof = not data
-        buf = rest + data
+        # one copy per block: the carried-over line and the new data are joined once, and the
+        # block is a view of the result
+        buf = read_upto(stream, block_bytes, rest)
+        got = len(buf) - len(rest)
+        if on_progress and got:
+            on_progress(got)
+        eof = not got
         if eof:
             if not buf:
                 return
@@ -103,8 +111,8 @@ def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[RawBlo
                 # a single line longer than a block: keep reading until it ends
                 rest = buf
                 continue
-            body, rest, unterminated = buf[:cut], buf[cut + 1:], False
-        n = body.count(b"\n") + 1
+            body, rest, unterminated = memoryview(buf)[:cut], buf[cut + 1:], False
+        n = count_newlines(body) + 1
         yield RawBlock(body, line_no, n, unterminated, False)
         line_no += n
         if eof:
