@@ -229,6 +229,25 @@ def _groups(col: str | pl.Expr, pattern: str) -> pl.Expr:
     return pl.struct(*[head.struct.field(str(i + 1)).alias(str(i)) for i in range(1, n)], tail.alias(str(n)))
 
 
+def _with_groups(df: pl.DataFrame, col: str, **patterns: str) -> pl.DataFrame:
+    """`df` with a column `name` holding `_groups(col, pattern)` for each `name=pattern`.
+
+    The `_groups` expression re-runs the head regex for each field it yields: here it runs once per
+    pattern, into a column the fields are then taken from (same struct, same fields, same buffers).
+    """
+    heads = {f"_h{name}": pl.col(col).str.extract_groups("^(" + p[1:-len("(.*)$")] + ")") for name, p in patterns.items()}
+    df = df.with_columns(**heads)
+    structs = {}
+    for name, p in patterns.items():
+        assert p.startswith("^") and p.endswith("(.*)$"), p
+        n = re.compile(p).groups
+        head = pl.col(f"_h{name}")
+        whole = head.struct.field("1")
+        tail = pl.when(whole.is_not_null()).then(pl.col(col).str.slice(whole.str.len_chars()))
+        structs[name] = pl.struct(*[head.struct.field(str(i + 1)).alias(str(i)) for i in range(1, n)], tail.alias(str(n)))
+    return df.with_columns(**structs).drop(*heads)
+
+
 def _local_to_utc(expr: pl.Expr, tz: str) -> pl.Expr:
     return expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
 
@@ -314,13 +333,8 @@ def _join_partials(df: pl.DataFrame) -> pl.DataFrame:
 def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     """Recognise every line's family; extract its time, rank tags and message."""
     body = pl.col("body")
-    sg = _groups(body, RE_SGLANG)
-    cu = _groups(body, RE_SGLANG_CUSTOM)
-    gl = _groups(body, RE_GLOG)
-    ux = _groups(body, RE_UCX)
-    c10 = _groups(body, RE_C10D)
-    nc = _groups(body, RE_NCCL)
-    df = df.with_columns(_sg=sg, _cu=cu, _gl=gl, _ux=ux, _c10=c10, _nc=nc)
+    df = _with_groups(df, "body", _sg=RE_SGLANG, _cu=RE_SGLANG_CUSTOM, _gl=RE_GLOG, _ux=RE_UCX, _c10=RE_C10D,
+                      _nc=RE_NCCL)
     f = lambda s, i: pl.col(s).struct.field(str(i))  # noqa: E731
     family = (
         pl.when(f("_cu", 5).is_not_null()).then(pl.lit("sglang"))
