@@ -213,6 +213,24 @@ def _kind_expr(rules: list[tuple[str, str]], col: str, default=None) -> pl.Expr:
     return expr
 
 
+def _first_kind(text: pl.Series, rules: list[tuple[str, str]], default=None) -> pl.Series:
+    """`_kind_expr(rules, ...)` on `text`, each rule run only on the rows no earlier rule took.
+
+    The when-chain runs every rule's regex on every row. Most lines take one of the first rules
+    (request logs): after it they leave, and the later rules see only the few rows left.
+    """
+    out = pl.repeat(default, text.len(), dtype=pl.Utf8, eager=True).alias(text.name)
+    idx = pl.arange(0, text.len(), eager=True)
+    for kind, pat in rules:
+        if text.is_empty():
+            break
+        hit = text.str.contains(pat).fill_null(False)
+        if hit.any():
+            out = out.scatter(idx.filter(hit), kind)
+            idx, text = idx.filter(~hit), text.filter(~hit)
+    return out
+
+
 def _groups(col: str | pl.Expr, pattern: str) -> pl.Expr:
     """`str.extract_groups(pattern)` for a pattern ending in `(.*)$`, without capturing the tail.
 
@@ -454,13 +472,23 @@ PRE_ROOM = r"room|Request |_kv|_aux|_state|_stg"
 PRE_REQ = r"finish_reason|_tokens|e2e_latency|status_code"
 PRE_PEER = r"(?:to|from) \d|bootstrap_addr: "
 RE_ACCESS = r'(?:^INFO:\s+)?(\S+?)(?: - \S+)? (?:- )?(?:\[[^\]]+\] )?"(\S+) (\S+) [^"]*" (\d{3})'
+# uvicorn's own access line, all ASCII: wherever it matches, RE_ACCESS matches at the start with the
+# same groups (no quote or space inside a field leaves RE_ACCESS another way), and its captures cost
+# the regex engine a quarter of RE_ACCESS's lazy, Unicode ones
+RE_ACCESS_UVICORN = r'^INFO: +([!#-~]+) - "([A-Z]+) ([!#-~]+) HTTP/[0-9.]+" ([0-9]{3})'
 
 
 def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     msg = pl.col("message")
     fam = pl.col("family")
     is_access = msg.str.contains(r'^INFO:\s+\S+ - "') | msg.str.contains(r'^\S+ (?:- \S+ )?\[[^\]]+\] "\S+ \S+ HTTP')
-    lvl_uv = msg.str.extract(RE_UVICORN_LEVEL, 1)
+    # RE_UVICORN_LEVEL's `(.*)$` scans the whole line for a newline: on a line without one its
+    # level word, a colon and a space decide
+    has_nl = msg.str.contains("\n", literal=True)
+    lvl_uv = pl.coalesce(
+        pl.when(~has_nl).then(msg).str.extract(r"^(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s", 1),
+        pl.when(has_nl).then(msg).str.extract(RE_UVICORN_LEVEL, 1),
+    )
     glog_nixl = pl.col("glog_file").str.contains(r"(?i)nixl|ucx")
     glog_mc = pl.col("glog_file").str.contains(r"(?i)transfer_engine|mooncake|rdma|transport")
     is_err_level = pl.col("level").is_in(["E", "F", "ERROR", "FATAL", "CRITICAL"])
@@ -485,7 +513,7 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .then(pl.lit("nixl_log"))
     )
     ev = ev.with_columns(_lvl_uv=lvl_uv).with_columns(_k0=kind0)
-    ev = _on_rows(ev, pl.col("_k0").is_null(), lambda d: d.select(_sgk=_kind_expr(KIND_RULES, "message", "log")))
+    ev = _on_rows(ev, pl.col("_k0").is_null(), lambda d: _first_kind(d["message"], KIND_RULES, "log").alias("_sgk").to_frame())
     level_sev = (
         pl.when(pl.col("level").is_in(["E", "ERROR", "CRITICAL"])).then(pl.lit("error"))
         .when(pl.col("level").is_in(["F", "FATAL"])).then(pl.lit("fatal"))
@@ -515,9 +543,12 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         return d.select(bootstrap_room=pl.when(r < (1 << 63)).then(r).cast(pl.Int64))
 
     def access(d: pl.DataFrame) -> pl.DataFrame:
-        a = msg.str.extract_groups(RE_ACCESS)
-        return d.select(_acc_status=a.struct.field("4"), http_method=a.struct.field("2"),
-                        http_path=a.struct.field("3"), _acc_peer=a.struct.field("1"))
+        a = d["message"].str.extract_groups(RE_ACCESS_UVICORN).struct.unnest()
+        miss = a["1"].is_null()
+        if miss.any():
+            b = d["message"].filter(miss).str.extract_groups(RE_ACCESS).struct.unnest()
+            a = a.with_columns(a[c].scatter(miss.arg_true(), b[c]) for c in a.columns)
+        return a.select(_acc_status="4", http_method="2", http_path="3", _acc_peer="1")
 
     def request(d: pl.DataFrame) -> pl.DataFrame:
         return d.select(
