@@ -294,13 +294,9 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     """Split the shipper wrapper (§3) off every line: body, prefix, outer_ts (absolute, UTC) or None."""
     line = pl.col("line")
     is_json = line.str.starts_with('{"log":')
-    cri = _groups(line, RE_CRI)
-    dock = _groups(line, RE_DOCKER_T)
-    kib = _groups(line, RE_KIBANA)
-    df = df.with_columns(
+    df = _with_groups(df, "line", _cri=RE_CRI, _dock=RE_DOCKER_T, _kib=RE_KIBANA).with_columns(
         _json_log=pl.when(is_json).then(line.str.json_path_match("$.log")),
         _json_time=pl.when(is_json).then(line.str.json_path_match("$.time")),
-        _cri=cri, _dock=dock, _kib=kib,
     )
     body = pl.coalesce(
         pl.col("_json_log").str.strip_suffix("\n"),
