@@ -350,15 +350,18 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     df = _with_groups(df, "body", _sg=RE_SGLANG, _cu=RE_SGLANG_CUSTOM, _gl=RE_GLOG, _ux=RE_UCX, _c10=RE_C10D,
                       _nc=RE_NCCL)
     f = lambda s, i: pl.col(s).struct.field(str(i))  # noqa: E731
+    # a when-chain runs every branch on every row: the two regexes below only on the lines no
+    # sglang prefix decides (null never takes a branch)
+    undecided = pl.when(f("_cu", 5).is_null() & f("_sg", 5).is_null()).then(body)
     family = (
         pl.when(f("_cu", 5).is_not_null()).then(pl.lit("sglang"))
         .when(f("_sg", 5).is_not_null()).then(pl.lit("sglang"))
-        .when(body.str.contains(RE_UVICORN_LEVEL)).then(pl.lit("uvicorn"))
+        .when(undecided.str.contains(RE_UVICORN_LEVEL)).then(pl.lit("uvicorn"))
         .when(f("_gl", 8).is_not_null()).then(pl.lit("glog"))
         .when(f("_ux", 8).is_not_null()).then(pl.lit("ucx"))
         .when(f("_c10", 9).is_not_null()).then(pl.lit("c10d"))
         .when(f("_nc", 6).is_not_null()).then(pl.lit("nccl"))
-        .when(body.str.contains(RE_BARE_KNOWN)).then(pl.lit("bare"))
+        .when(undecided.str.contains(RE_BARE_KNOWN)).then(pl.lit("bare"))
     )
     # the custom-config shape also matches the plain prefix, so it is tried first
     message = pl.coalesce(f("_cu", 5), f("_sg", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), body)
@@ -531,7 +534,7 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     def reason(d: pl.DataFrame) -> pl.DataFrame:
         kvt = msg.str.extract(r"KVTransferError\(bootstrap_room=\d+\): (.*)$", 1)
         d = d.with_columns(_reason_src=pl.coalesce(kvt, msg.str.extract(r"with exception (.*)$", 1), msg))
-        return d.select(reason=pl.coalesce(_kind_expr(REASON_RULES, "_reason_src", None),
+        return d.select(reason=pl.coalesce(pl.lit(_first_kind(d["_reason_src"], REASON_RULES)),
                                            pl.when(pl.col("kind") == "abort").then(pl.lit("aborted")), pl.lit("other")))
 
     def room(d: pl.DataFrame) -> pl.DataFrame:
@@ -570,7 +573,8 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         _peer=pl.coalesce(msg.str.extract(r"(?:to|from) (\d{1,3}(?:\.\d{1,3}){3}:\d+)", 1),
                           msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1))))
     ev = _on_rows(ev, msg.str.starts_with('{"timestamp"'), json_ts)
-    ev = _on_rows(ev, pl.col("tp_rank").is_null() & msg.str.contains("rank=", literal=True),
+    # `\brank=\d`, not the literal `rank=`: request logs print `dp_rank=None` and friends
+    ev = _on_rows(ev, pl.col("tp_rank").is_null() & msg.str.contains(r"\brank=\d"),
                   lambda d: d.select(_rank=msg.str.extract(r"\brank=(\d+)", 1).cast(pl.Int32, strict=False)))
     ev = ev.with_columns(
         http_status=pl.coalesce("_acc_status", "_status").cast(pl.Int32, strict=False),
