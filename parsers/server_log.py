@@ -477,17 +477,34 @@ RE_ACCESS = r'(?:^INFO:\s+)?(\S+?)(?: - \S+)? (?:- )?(?:\[[^\]]+\] )?"(\S+) (\S+
 RE_ACCESS_UVICORN = r'^INFO: +([!#-~]+) - "([A-Z]+) ([!#-~]+) HTTP/[0-9.]+" ([0-9]{3})'
 
 
+def _uvicorn_level(msg: pl.Expr) -> pl.Expr:
+    """Group 1 of RE_UVICORN_LEVEL.
+
+    Its `(.*)$` scans the whole line for a newline: on a line without one the level word, a colon
+    and a space decide.
+    """
+    has_nl = msg.str.contains("\n", literal=True)
+    return pl.coalesce(
+        pl.when(~has_nl).then(msg).str.extract(r"^(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s", 1),
+        pl.when(has_nl).then(msg).str.extract(RE_UVICORN_LEVEL, 1),
+    )
+
+
+def _access_groups(message: pl.Series) -> pl.DataFrame:
+    """The groups of RE_ACCESS (columns "1".."4"): RE_ACCESS_UVICORN first, RE_ACCESS on the rest."""
+    a = message.str.extract_groups(RE_ACCESS_UVICORN).struct.unnest()
+    miss = a["1"].is_null()
+    if miss.any():
+        b = message.filter(miss).str.extract_groups(RE_ACCESS).struct.unnest()
+        a = a.with_columns(a[c].scatter(miss.arg_true(), b[c]) for c in a.columns)
+    return a
+
+
 def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     msg = pl.col("message")
     fam = pl.col("family")
     is_access = msg.str.contains(r'^INFO:\s+\S+ - "') | msg.str.contains(r'^\S+ (?:- \S+ )?\[[^\]]+\] "\S+ \S+ HTTP')
-    # RE_UVICORN_LEVEL's `(.*)$` scans the whole line for a newline: on a line without one its
-    # level word, a colon and a space decide
-    has_nl = msg.str.contains("\n", literal=True)
-    lvl_uv = pl.coalesce(
-        pl.when(~has_nl).then(msg).str.extract(r"^(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s", 1),
-        pl.when(has_nl).then(msg).str.extract(RE_UVICORN_LEVEL, 1),
-    )
+    lvl_uv = _uvicorn_level(msg)
     glog_nixl = pl.col("glog_file").str.contains(r"(?i)nixl|ucx")
     glog_mc = pl.col("glog_file").str.contains(r"(?i)transfer_engine|mooncake|rdma|transport")
     is_err_level = pl.col("level").is_in(["E", "F", "ERROR", "FATAL", "CRITICAL"])
@@ -542,11 +559,7 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         return d.select(bootstrap_room=pl.when(r < (1 << 63)).then(r).cast(pl.Int64))
 
     def access(d: pl.DataFrame) -> pl.DataFrame:
-        a = d["message"].str.extract_groups(RE_ACCESS_UVICORN).struct.unnest()
-        miss = a["1"].is_null()
-        if miss.any():
-            b = d["message"].filter(miss).str.extract_groups(RE_ACCESS).struct.unnest()
-            a = a.with_columns(a[c].scatter(miss.arg_true(), b[c]) for c in a.columns)
+        a = _access_groups(d["message"])
         return a.select(_acc_status="4", http_method="2", http_path="3", _acc_peer="1")
 
     def request(d: pl.DataFrame) -> pl.DataFrame:
