@@ -215,6 +215,24 @@ def _kind_expr(rules: list[tuple[str, str]], col: str, default=None) -> pl.Expr:
     return expr
 
 
+def _first_kind(text: pl.Series, rules: list[tuple[str, str]], default=None) -> pl.Series:
+    """`_kind_expr(rules, ...)` on `text`, each rule run only on the rows no earlier rule took.
+
+    The when-chain runs every rule's regex on every row. Most lines take one of the first rules
+    (request logs): after it they leave, and the later rules see only the few rows left.
+    """
+    out = pl.repeat(default, text.len(), dtype=pl.Utf8, eager=True).alias(text.name)
+    idx = pl.arange(0, text.len(), eager=True)
+    for kind, pat in rules:
+        if text.is_empty():
+            break
+        hit = text.str.contains(pat).fill_null(False)
+        if hit.any():
+            out = out.scatter(idx.filter(hit), kind)
+            idx, text = idx.filter(~hit), text.filter(~hit)
+    return out
+
+
 def _groups(col: str | pl.Expr, pattern: str) -> pl.Expr:
     """`str.extract_groups(pattern)` for a pattern ending in `(.*)$`, without capturing the tail.
 
@@ -229,6 +247,25 @@ def _groups(col: str | pl.Expr, pattern: str) -> pl.Expr:
     whole = head.struct.field("1")
     tail = pl.when(whole.is_not_null()).then(expr.str.slice(whole.str.len_chars()))
     return pl.struct(*[head.struct.field(str(i + 1)).alias(str(i)) for i in range(1, n)], tail.alias(str(n)))
+
+
+def _with_groups(df: pl.DataFrame, col: str, **patterns: str) -> pl.DataFrame:
+    """`df` with a column `name` holding `_groups(col, pattern)` for each `name=pattern`.
+
+    The `_groups` expression re-runs the head regex for each field it yields: here it runs once per
+    pattern, into a column the fields are then taken from (same struct, same fields, same buffers).
+    """
+    heads = {f"_h{name}": pl.col(col).str.extract_groups("^(" + p[1:-len("(.*)$")] + ")") for name, p in patterns.items()}
+    df = df.with_columns(**heads)
+    structs = {}
+    for name, p in patterns.items():
+        assert p.startswith("^") and p.endswith("(.*)$"), p
+        n = re.compile(p).groups
+        head = pl.col(f"_h{name}")
+        whole = head.struct.field("1")
+        tail = pl.when(whole.is_not_null()).then(pl.col(col).str.slice(whole.str.len_chars()))
+        structs[name] = pl.struct(*[head.struct.field(str(i + 1)).alias(str(i)) for i in range(1, n)], tail.alias(str(n)))
+    return df.with_columns(**structs).drop(*heads)
 
 
 def _local_to_utc(expr: pl.Expr, tz: str) -> pl.Expr:
@@ -259,13 +296,9 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     """Split the shipper wrapper (§3) off every line: body, prefix, outer_ts (absolute, UTC) or None."""
     line = pl.col("line")
     is_json = line.str.starts_with('{"log":')
-    cri = _groups(line, RE_CRI)
-    dock = _groups(line, RE_DOCKER_T)
-    kib = _groups(line, RE_KIBANA)
-    df = df.with_columns(
+    df = _with_groups(df, "line", _cri=RE_CRI, _dock=RE_DOCKER_T, _kib=RE_KIBANA).with_columns(
         _json_log=pl.when(is_json).then(line.str.json_path_match("$.log")),
         _json_time=pl.when(is_json).then(line.str.json_path_match("$.time")),
-        _cri=cri, _dock=dock, _kib=kib,
     )
     body = pl.coalesce(
         pl.col("_json_log").str.strip_suffix("\n"),
@@ -316,23 +349,21 @@ def _join_partials(df: pl.DataFrame) -> pl.DataFrame:
 def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     """Recognise every line's family; extract its time, rank tags and message."""
     body = pl.col("body")
-    sg = _groups(body, RE_SGLANG)
-    cu = _groups(body, RE_SGLANG_CUSTOM)
-    gl = _groups(body, RE_GLOG)
-    ux = _groups(body, RE_UCX)
-    c10 = _groups(body, RE_C10D)
-    nc = _groups(body, RE_NCCL)
-    df = df.with_columns(_sg=sg, _cu=cu, _gl=gl, _ux=ux, _c10=c10, _nc=nc)
+    df = _with_groups(df, "body", _sg=RE_SGLANG, _cu=RE_SGLANG_CUSTOM, _gl=RE_GLOG, _ux=RE_UCX, _c10=RE_C10D,
+                      _nc=RE_NCCL)
     f = lambda s, i: pl.col(s).struct.field(str(i))  # noqa: E731
+    # a when-chain runs every branch on every row: the two regexes below only on the lines no
+    # sglang prefix decides (null never takes a branch)
+    undecided = pl.when(f("_cu", 5).is_null() & f("_sg", 5).is_null()).then(body)
     family = (
         pl.when(f("_cu", 5).is_not_null()).then(pl.lit("sglang"))
         .when(f("_sg", 5).is_not_null()).then(pl.lit("sglang"))
-        .when(body.str.contains(RE_UVICORN_LEVEL)).then(pl.lit("uvicorn"))
+        .when(undecided.str.contains(RE_UVICORN_LEVEL)).then(pl.lit("uvicorn"))
         .when(f("_gl", 8).is_not_null()).then(pl.lit("glog"))
         .when(f("_ux", 8).is_not_null()).then(pl.lit("ucx"))
         .when(f("_c10", 9).is_not_null()).then(pl.lit("c10d"))
         .when(f("_nc", 6).is_not_null()).then(pl.lit("nccl"))
-        .when(body.str.contains(RE_BARE_KNOWN)).then(pl.lit("bare"))
+        .when(undecided.str.contains(RE_BARE_KNOWN)).then(pl.lit("bare"))
     )
     # the custom-config shape also matches the plain prefix, so it is tried first
     message = pl.coalesce(f("_cu", 5), f("_sg", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), body)
@@ -442,13 +473,40 @@ PRE_ROOM = r"room|Request |_kv|_aux|_state|_stg"
 PRE_REQ = r"finish_reason|_tokens|e2e_latency|status_code"
 PRE_PEER = r"(?:to|from) \d|bootstrap_addr: "
 RE_ACCESS = r'(?:^INFO:\s+)?(\S+?)(?: - \S+)? (?:- )?(?:\[[^\]]+\] )?"(\S+) (\S+) [^"]*" (\d{3})'
+# uvicorn's own access line, all ASCII: wherever it matches, RE_ACCESS matches at the start with the
+# same groups (no quote or space inside a field leaves RE_ACCESS another way), and its captures cost
+# the regex engine a quarter of RE_ACCESS's lazy, Unicode ones
+RE_ACCESS_UVICORN = r'^INFO: +([!#-~]+) - "([A-Z]+) ([!#-~]+) HTTP/[0-9.]+" ([0-9]{3})'
+
+
+def _uvicorn_level(msg: pl.Expr) -> pl.Expr:
+    """Group 1 of RE_UVICORN_LEVEL.
+
+    Its `(.*)$` scans the whole line for a newline: on a line without one the level word, a colon
+    and a space decide.
+    """
+    has_nl = msg.str.contains("\n", literal=True)
+    return pl.coalesce(
+        pl.when(~has_nl).then(msg).str.extract(r"^(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s", 1),
+        pl.when(has_nl).then(msg).str.extract(RE_UVICORN_LEVEL, 1),
+    )
+
+
+def _access_groups(message: pl.Series) -> pl.DataFrame:
+    """The groups of RE_ACCESS (columns "1".."4"): RE_ACCESS_UVICORN first, RE_ACCESS on the rest."""
+    a = message.str.extract_groups(RE_ACCESS_UVICORN).struct.unnest()
+    miss = a["1"].is_null()
+    if miss.any():
+        b = message.filter(miss).str.extract_groups(RE_ACCESS).struct.unnest()
+        a = a.with_columns(a[c].scatter(miss.arg_true(), b[c]) for c in a.columns)
+    return a
 
 
 def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     msg = pl.col("message")
     fam = pl.col("family")
     is_access = msg.str.contains(r'^INFO:\s+\S+ - "') | msg.str.contains(r'^\S+ (?:- \S+ )?\[[^\]]+\] "\S+ \S+ HTTP')
-    lvl_uv = msg.str.extract(RE_UVICORN_LEVEL, 1)
+    lvl_uv = _uvicorn_level(msg)
     glog_nixl = pl.col("glog_file").str.contains(r"(?i)nixl|ucx")
     glog_mc = pl.col("glog_file").str.contains(r"(?i)transfer_engine|mooncake|rdma|transport")
     is_err_level = pl.col("level").is_in(["E", "F", "ERROR", "FATAL", "CRITICAL"])
@@ -473,7 +531,7 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .then(pl.lit("nixl_log"))
     )
     ev = ev.with_columns(_lvl_uv=lvl_uv).with_columns(_k0=kind0)
-    ev = _on_rows(ev, pl.col("_k0").is_null(), lambda d: d.select(_sgk=_kind_expr(KIND_RULES, "message", "log")))
+    ev = _on_rows(ev, pl.col("_k0").is_null(), lambda d: _first_kind(d["message"], KIND_RULES, "log").alias("_sgk").to_frame())
     level_sev = (
         pl.when(pl.col("level").is_in(["E", "ERROR", "CRITICAL"])).then(pl.lit("error"))
         .when(pl.col("level").is_in(["F", "FATAL"])).then(pl.lit("fatal"))
@@ -495,7 +553,7 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     def reason(d: pl.DataFrame) -> pl.DataFrame:
         kvt = msg.str.extract(r"KVTransferError\(bootstrap_room=\d+\): (.*)$", 1)
         d = d.with_columns(_reason_src=pl.coalesce(kvt, msg.str.extract(r"with exception (.*)$", 1), msg))
-        return d.select(reason=pl.coalesce(_kind_expr(REASON_RULES, "_reason_src", None),
+        return d.select(reason=pl.coalesce(pl.lit(_first_kind(d["_reason_src"], REASON_RULES)),
                                            pl.when(pl.col("kind") == "abort").then(pl.lit("aborted")), pl.lit("other")))
 
     def room(d: pl.DataFrame) -> pl.DataFrame:
@@ -503,9 +561,8 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         return d.select(bootstrap_room=pl.when(r < (1 << 63)).then(r).cast(pl.Int64))
 
     def access(d: pl.DataFrame) -> pl.DataFrame:
-        a = msg.str.extract_groups(RE_ACCESS)
-        return d.select(_acc_status=a.struct.field("4"), http_method=a.struct.field("2"),
-                        http_path=a.struct.field("3"), _acc_peer=a.struct.field("1"))
+        a = _access_groups(d["message"])
+        return a.select(_acc_status="4", http_method="2", http_path="3", _acc_peer="1")
 
     def request(d: pl.DataFrame) -> pl.DataFrame:
         return d.select(
@@ -531,7 +588,8 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         _peer=pl.coalesce(msg.str.extract(r"(?:to|from) (\d{1,3}(?:\.\d{1,3}){3}:\d+)", 1),
                           msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1))))
     ev = _on_rows(ev, msg.str.starts_with('{"timestamp"'), json_ts)
-    ev = _on_rows(ev, pl.col("tp_rank").is_null() & msg.str.contains("rank=", literal=True),
+    # `\brank=\d`, not the literal `rank=`: request logs print `dp_rank=None` and friends
+    ev = _on_rows(ev, pl.col("tp_rank").is_null() & msg.str.contains(r"\brank=\d"),
                   lambda d: d.select(_rank=msg.str.extract(r"\brank=(\d+)", 1).cast(pl.Int32, strict=False)))
     ev = ev.with_columns(
         http_status=pl.coalesce("_acc_status", "_status").cast(pl.Int32, strict=False),

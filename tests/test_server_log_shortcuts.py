@@ -1,0 +1,28 @@
+"""The cheaper forms server_log uses give what the plain regexes give, on any text."""
+
+import polars as pl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parsers import server_log as S
+
+ACCESS = ['INFO:     10.82.2.111:33402 - "POST /generate HTTP/1.1" 200 OK', 'INFO:  1.2.3.4:5 - "GET /h HTTP/1.0" 503 x',
+          '10.0.0.1 - - [12/Oct/2024:10:00:00 +0000] "GET /x HTTP/1.1" 200 5']
+PIECES = ACCESS + ["INFO:", "WARNING:", "TRACE:", " ", "\t", "\n", "\u00a0", '"', "-", " - ", "[x] ", "HTTP/2", "200",
+                   "2000", "\u0663", "\u00e9", "Receive: ", "Finish: ", "Prefill transfer failed", "NIXL", "ABORT",
+                   "KVPoll.WaitingForInput", "timed out after 5ms", "checksum mismatch", "4127750395128840213_kv_0_1"]
+texts = st.lists(st.one_of(st.text(max_size=12), st.sampled_from(PIECES)), max_size=8).map("".join)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(texts, min_size=1, max_size=40))
+def test_shortcuts_match_the_plain_regexes(rows):
+    m = pl.Series("message", rows, dtype=pl.Utf8)
+    assert S._access_groups(m).rows() == m.str.extract_groups(S.RE_ACCESS).struct.unnest().rows()
+    msg = pl.col("message")
+    d = m.to_frame()
+    want = d.select(msg.str.extract(S.RE_UVICORN_LEVEL, 1)).to_series().to_list()
+    assert d.select(S._uvicorn_level(msg)).to_series().to_list() == want
+    for rules, default in ((S.KIND_RULES, "log"), (S.REASON_RULES, None)):
+        want = d.select(S._kind_expr(rules, "message", default)).to_series().to_list()
+        assert S._first_kind(m, rules, default).to_list() == want
