@@ -273,6 +273,8 @@ typedef struct {
     size_t ekl[MAX_ITEMS], evl[MAX_ITEMS];
     int last_key[MAX_ITEMS]; /* per item position: the key found there on the line before */
     Py_ssize_t body, msg, body_end; /* other sglang lines: where body and message start, body end */
+    int access;                      /* ... and a canonical access message: peer, method, path, status */
+    Py_ssize_t acc[4][2];
 } Row;
 
 static const char *RANK_TAGS[NRANKS] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP"}; /* schema.RANKS order */
@@ -481,6 +483,45 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
     return 1;
 }
 
+/* A uvicorn access message in its canonical shape, `INFO:     <peer> - "<method> <path> <proto>" <status>`,
+ * with none of the literals the polars path looks for rids, rooms, request fields or ranks by:
+ * then its event fields are known (see server_log._access_rows). Returns 1 and the four spans. */
+static const char *ACCESS_MISS[] = {"rid", "'id': '", "equest ", "req=", "Req ", "room", "_kv", "_aux", "_state",
+                                    "_stg", "finish_reason", "_tokens", "e2e_latency", "status_code", "rank=", NULL};
+
+static int token(const uint8_t *m, Py_ssize_t n, Py_ssize_t *p) {
+    Py_ssize_t q = *p;
+    while (q < n && m[q] > ' ' && m[q] < 0x7f && m[q] != '"') q++;
+    if (q == *p) return 0;
+    *p = q;
+    return 1;
+}
+
+static int try_access(const uint8_t *m, Py_ssize_t n, Py_ssize_t span[4][2]) {
+    if (n < 6 || memcmp(m, "INFO:", 5) != 0 || !is_ws(m[5])) return 0;
+    Py_ssize_t p = 5;
+    while (p < n && is_ws(m[p])) p++;
+    span[0][0] = p;
+    if (!token(m, n, &p) || p + 4 > n || memcmp(m + p, " - \"", 4) != 0) return 0;
+    span[0][1] = p;
+    p += 4;
+    span[1][0] = p;
+    if (!token(m, n, &p) || p >= n || m[p] != ' ') return 0;
+    span[1][1] = p++;
+    span[2][0] = p;
+    if (!token(m, n, &p) || p >= n || m[p] != ' ') return 0;
+    span[2][1] = p;
+    const uint8_t *q = memchr(m + p, '"', (size_t)(n - p));
+    if (!q) return 0;
+    p = q - m + 1;
+    if (p + 4 > n || m[p] != ' ' || !digits(m, n, p + 1, 3)) return 0;
+    span[3][0] = p + 1;
+    span[3][1] = p + 4;
+    for (int i = 0; ACCESS_MISS[i]; i++)
+        if (memmem(m, (size_t)n, ACCESS_MISS[i], strlen(ACCESS_MISS[i]))) return 0;
+    return 1;
+}
+
 /* Any other line with a plain sglang prefix: what _strip_wrappers and _classify make of it is
  * known from the prefix alone (family sglang, body, message). `[date time][file:line][LEVEL]`
  * (the custom logging config) is left to polars. */
@@ -492,6 +533,7 @@ static int try_sg(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
     if (p < e && s[p] == ' ') p++;
     r->msg = p;
     r->body_end = e;
+    r->access = try_access(s + p, e - p, r->acc);
     return 1;
 }
 
@@ -499,11 +541,14 @@ typedef struct {
     int64_t n;
     Buf line_no, brk, local_us;
     StrCol line, body, message, ts_raw, cri;
+    StrCol acc[4];
     Buf rank[NRANKS], rank_valid[NRANKS];
 } SgOut;
 
 static int sg_init(SgOut *o) {
     memset(o, 0, sizeof *o);
+    for (int k = 0; k < 4; k++)
+        if (strcol_init(&o->acc[k])) return -1;
     return strcol_init(&o->line) || strcol_init(&o->body) || strcol_init(&o->message) || strcol_init(&o->ts_raw) ||
            strcol_init(&o->cri);
 }
@@ -512,6 +557,7 @@ static void sg_free(SgOut *o) {
     buf_free(&o->line_no), buf_free(&o->brk), buf_free(&o->local_us);
     strcol_free(&o->line), strcol_free(&o->body), strcol_free(&o->message), strcol_free(&o->ts_raw);
     strcol_free(&o->cri);
+    for (int k = 0; k < 4; k++) strcol_free(&o->acc[k]);
     for (int k = 0; k < NRANKS; k++) buf_free(&o->rank[k]), buf_free(&o->rank_valid[k]);
 }
 
@@ -521,6 +567,10 @@ static int sg_push(SgOut *o, const Row *r, const uint8_t *s, Py_ssize_t n, int a
         push_decoded(&o->message, s + r->msg, r->body_end - r->msg, ascii) ||
         strcol_push(&o->ts_raw, r->raw, r->raw_len, 1) || strcol_push(&o->cri, r->cri, r->cri_len, r->cri_len > 0))
         return -1;
+    for (int k = 0; k < 4; k++) /* the spans are ASCII: no decoding needed */
+        if (strcol_push(&o->acc[k], (const char *)s + r->msg + r->acc[k][0], r->access ? r->acc[k][1] - r->acc[k][0] : 0,
+                        r->access))
+            return -1;
     for (int k = 0; k < NRANKS; k++) {
         int32_t v = r->has_rank[k] ? (int32_t)r->rank[k] : 0;
         if (buf_put(&o->rank[k], &v, 4) || bit_append(&o->rank_valid[k], o->n, r->has_rank[k])) return -1;
@@ -767,7 +817,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     bad = bad || put(d, "sg.n", PyLong_FromLongLong(sg.n)) || put(d, "sg.line_no", b(&sg.line_no)) ||
           put(d, "sg.brk", b(&sg.brk)) || put(d, "sg.local_us", b(&sg.local_us)) || put_str(d, "sg.line", &sg.line) ||
           put_str(d, "sg.body", &sg.body) || put_str(d, "sg.message", &sg.message) ||
-          put_str(d, "sg.ts_raw", &sg.ts_raw) || put_str(d, "sg.cri", &sg.cri);
+          put_str(d, "sg.ts_raw", &sg.ts_raw) || put_str(d, "sg.cri", &sg.cri) || put_str(d, "sg.acc0", &sg.acc[0]) ||
+          put_str(d, "sg.acc1", &sg.acc[1]) || put_str(d, "sg.acc2", &sg.acc[2]) || put_str(d, "sg.acc3", &sg.acc[3]);
     for (int x = 0; !bad && x < NRANKS; x++) {
         snprintf(k, sizeof k, "sg.rank%d", x);
         bad = put(d, k, b(&sg.rank[x]));

@@ -65,7 +65,8 @@ def rest_frame(d: dict, raw: RawBlock) -> pl.DataFrame:
 
 def sglang_frame(d: dict) -> pl.DataFrame:
     """Other lines with a plain sglang prefix: line_no, `_brk`, line, body (without the CRI wrapper,
-    end stripped), message, ts_raw, naive `local` time, CRI time `cri` and the rank tags."""
+    end stripped), message, ts_raw, naive `local` time, CRI time `cri`, the rank tags, and for a
+    canonical access message its `_acc_peer`, `_acc_method`, `_acc_path`, `_acc_status`."""
     import pyarrow as pa
 
     n = d["sg.n"]
@@ -79,6 +80,8 @@ def sglang_frame(d: dict) -> pl.DataFrame:
         "local": pa.array(np.frombuffer(d["sg.local_us"], dtype=np.int64)).cast(pa.timestamp("us")),
         "cri": _str(d, "sg.cri", n),
     }
+    for i, name in enumerate(("_acc_peer", "_acc_method", "_acc_path", "_acc_status")):
+        cols[name] = _str(d, f"sg.acc{i}", n)
     for i, r in enumerate(RANKS):
         cols[r] = _prim(d, f"sg.rank{i}", n, pa.int32())
     return pl.from_arrow(pa.table(cols))

@@ -249,13 +249,22 @@ def _groups(col: str | pl.Expr, pattern: str) -> pl.Expr:
     return pl.struct(*[head.struct.field(str(i + 1)).alias(str(i)) for i in range(1, n)], tail.alias(str(n)))
 
 
-def _with_groups(df: pl.DataFrame, col: str, **patterns: str) -> pl.DataFrame:
+def _with_groups(df: pl.DataFrame, col: str, gates: dict[str, pl.Expr], **patterns: str) -> pl.DataFrame:
     """`df` with a column `name` holding `_groups(col, pattern)` for each `name=pattern`.
 
     The `_groups` expression re-runs the head regex for each field it yields: here it runs once per
     pattern, into a column the fields are then taken from (same struct, same fields, same buffers).
+    `gates[name]` is a cheap test every line the pattern matches passes: with no line passing,
+    the fields are null without compiling the regex (polars keeps few compiled; issue 5).
     """
-    heads = {f"_h{name}": pl.col(col).str.extract_groups("^(" + p[1:-len("(.*)$")] + ")") for name, p in patterns.items()}
+    heads = {}
+    for name, p in patterns.items():
+        head = "^(" + p[1:-len("(.*)$")] + ")"
+        if name in gates and not df.select(gates[name].fill_null(False).any()).item():
+            fields = {str(i + 1): pl.Utf8 for i in range(re.compile(head).groups)}
+            heads[f"_h{name}"] = pl.lit(None, dtype=pl.Struct(fields))
+        else:
+            heads[f"_h{name}"] = pl.col(col).str.extract_groups(head)
     df = df.with_columns(**heads)
     structs = {}
     for name, p in patterns.items():
@@ -296,7 +305,10 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     """Split the shipper wrapper (§3) off every line: body, prefix, outer_ts (absolute, UTC) or None."""
     line = pl.col("line")
     is_json = line.str.starts_with('{"log":')
-    df = _with_groups(df, "line", _cri=RE_CRI, _dock=RE_DOCKER_T, _kib=RE_KIBANA).with_columns(
+    iso = line.str.slice(4, 1) == "-"  # `\d{4}-` starts both shippers' times
+    gates = {"_cri": iso & line.str.contains("std", literal=True), "_dock": iso,
+             "_kib": line.str.contains(" @ ", literal=True)}
+    df = _with_groups(df, "line", gates, _cri=RE_CRI, _dock=RE_DOCKER_T, _kib=RE_KIBANA).with_columns(
         _json_log=pl.when(is_json).then(line.str.json_path_match("$.log")),
         _json_time=pl.when(is_json).then(line.str.json_path_match("$.time")),
     )
@@ -323,6 +335,8 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
                                                                    time_unit="us"),
         outer_ts=_outer_ts(outer_text),
     ).drop("_json_log", "_json_time", "_cri", "_dock", "_kib")
+    if not df.select(pl.col("body").str.slice(1).str.contains("[", literal=True).any()).item():
+        return df  # nothing can be glued in front of a `[...]` prefix
     glued = pl.col("body").str.extract_groups(RE_GLUED)
     is_glued = ~pl.col("body").str.contains(r"^(?:\[\d|[IWEF]\d{4} |\[rank\d)") & glued.struct.field("2").is_not_null()
     return df.with_columns(
@@ -349,7 +363,10 @@ def _join_partials(df: pl.DataFrame) -> pl.DataFrame:
 def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     """Recognise every line's family; extract its time, rank tags and message."""
     body = pl.col("body")
-    df = _with_groups(df, "body", _sg=RE_SGLANG, _cu=RE_SGLANG_CUSTOM, _gl=RE_GLOG, _ux=RE_UCX, _c10=RE_C10D,
+    gates = {"_sg": body.str.starts_with("["), "_cu": body.str.contains("][", literal=True),
+             "_gl": body.str.slice(0, 1).is_in(["I", "W", "E", "F"]), "_ux": body.str.contains("UCX", literal=True),
+             "_c10": body.str.starts_with("[rank"), "_nc": body.str.contains(" NCCL ", literal=True)}
+    df = _with_groups(df, "body", gates, _sg=RE_SGLANG, _cu=RE_SGLANG_CUSTOM, _gl=RE_GLOG, _ux=RE_UCX, _c10=RE_C10D,
                       _nc=RE_NCCL)
     f = lambda s, i: pl.col(s).struct.field(str(i))  # noqa: E731
     # a when-chain runs every branch on every row: the two regexes below only on the lines no
@@ -438,14 +455,18 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(_cont=pl.col("_cont") & pl.col("_head_ok"))
 
 
-def _on_rows(df: pl.DataFrame, mask: pl.Series | pl.Expr, fn) -> pl.DataFrame:
-    """Add the columns `fn(sub)` computes on the rows of `df` where `mask` holds; null elsewhere.
+def _on_rows(df: pl.DataFrame, mask: pl.Series | pl.Expr, fn, schema: dict) -> pl.DataFrame:
+    """Add the columns `fn(sub)` computes (`schema`) on the rows of `df` where `mask` holds; null elsewhere.
 
     A regex in `when(..).then(..)` still runs on every row: running it on the few rows that can
-    match (a kind, or a literal every pattern of the family needs) gives the same columns.
+    match (a kind, or a literal every pattern of the family needs) gives the same columns. With
+    no such row `fn` is not run at all: polars compiles a regex even for no rows, and keeps only
+    a few compiled (issue 5).
     """
     if isinstance(mask, pl.Expr):
         mask = df.select(mask.fill_null(False)).to_series()
+    if not mask.any():
+        return df.with_columns(pl.lit(None, dtype=t).alias(c) for c, t in schema.items())
     sub = fn(df.filter(mask))
     if sub.height == df.height:
         return df.with_columns(sub)
@@ -531,7 +552,8 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .then(pl.lit("nixl_log"))
     )
     ev = ev.with_columns(_lvl_uv=lvl_uv).with_columns(_k0=kind0)
-    ev = _on_rows(ev, pl.col("_k0").is_null(), lambda d: _first_kind(d["message"], KIND_RULES, "log").alias("_sgk").to_frame())
+    ev = _on_rows(ev, pl.col("_k0").is_null(), lambda d: _first_kind(d["message"], KIND_RULES, "log").alias("_sgk").to_frame(),
+                  {"_sgk": pl.Utf8})
     level_sev = (
         pl.when(pl.col("level").is_in(["E", "ERROR", "CRITICAL"])).then(pl.lit("error"))
         .when(pl.col("level").is_in(["F", "FATAL"])).then(pl.lit("fatal"))
@@ -579,18 +601,23 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
             "%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
         return d.select(_jts=pl.when(pl.col("outer_ts").is_null()).then(_local_to_utc(t, ctx.tz)))
 
-    ev = _on_rows(ev, pl.col("kind").is_in(list(FAILURE_KINDS) + ["deferred_release"]), reason)
-    ev = _on_rows(ev, msg.str.contains(PRE_RID), lambda d: d.select(rid=_first_capture(d, RID_PATTERNS)))
-    ev = _on_rows(ev, msg.str.contains(PRE_ROOM), room)
-    ev = _on_rows(ev, msg.str.contains(PRE_REQ), request)
-    ev = _on_rows(ev, pl.col("kind") == "http_access", access)
+    utf8, i64 = pl.Utf8, pl.Int64
+    ev = _on_rows(ev, pl.col("kind").is_in(list(FAILURE_KINDS) + ["deferred_release"]), reason, {"reason": utf8})
+    ev = _on_rows(ev, msg.str.contains(PRE_RID), lambda d: d.select(rid=_first_capture(d, RID_PATTERNS)), {"rid": utf8})
+    ev = _on_rows(ev, msg.str.contains(PRE_ROOM), room, {"bootstrap_room": i64})
+    ev = _on_rows(ev, msg.str.contains(PRE_REQ), request, {
+        "finish_reason": utf8, "prompt_tokens": i64, "completion_tokens": i64, "cached_tokens": i64,
+        "e2e_latency": pl.Float64, "_status": utf8})
+    ev = _on_rows(ev, pl.col("kind") == "http_access", access,
+                  {"_acc_status": utf8, "http_method": utf8, "http_path": utf8, "_acc_peer": utf8})
     ev = _on_rows(ev, msg.str.contains(PRE_PEER), lambda d: d.select(
         _peer=pl.coalesce(msg.str.extract(r"(?:to|from) (\d{1,3}(?:\.\d{1,3}){3}:\d+)", 1),
-                          msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1))))
-    ev = _on_rows(ev, msg.str.starts_with('{"timestamp"'), json_ts)
+                          msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1))), {"_peer": utf8})
+    ev = _on_rows(ev, msg.str.starts_with('{"timestamp"'), json_ts, {"_jts": pl.Datetime("us", "UTC")})
     # `\brank=\d`, not the literal `rank=`: request logs print `dp_rank=None` and friends
-    ev = _on_rows(ev, pl.col("tp_rank").is_null() & msg.str.contains(r"\brank=\d"),
-                  lambda d: d.select(_rank=msg.str.extract(r"\brank=(\d+)", 1).cast(pl.Int32, strict=False)))
+    ev = _on_rows(ev, pl.col("tp_rank").is_null() & msg.str.contains("rank=", literal=True),
+                  lambda d: d.select(_rank=msg.str.extract(r"\brank=(\d+)", 1).cast(pl.Int32, strict=False)),
+                  {"_rank": pl.Int32})
     ev = ev.with_columns(
         http_status=pl.coalesce("_acc_status", "_status").cast(pl.Int32, strict=False),
         peer=pl.coalesce("_acc_peer", "_peer", "peer_host"),
@@ -959,9 +986,24 @@ def _parse_raw(raw: RawBlock, ctx: Context, year: int, role: str, path: str) -> 
         family=pl.lit("sglang"),
     ).with_columns(ts=pl.coalesce(pl.col("outer_ts"), _local_to_utc(pl.col("local"), ctx.tz)))
     # what _classify gives such a line: no level, glog file, peer or c10d rank (null columns)
-    sg = sg.select([pl.col(c) if c in sg.columns else pl.lit(None).alias(c) for c in other.columns]).cast(other.schema)
+    sg = sg.select([pl.col(c) if c in sg.columns else pl.lit(None).alias(c) for c in other.columns] + _ACCESS_COLUMNS
+                   ).cast(other.schema)
+    other = other.with_columns(pl.lit(None, dtype=pl.Utf8).alias(c) for c in _ACCESS_COLUMNS)
     classified = pl.concat([other, sg]).sort("line_no")
     return _finish_block(classified, None, ctx, role, path, taken=nat)
+
+
+_ACCESS_COLUMNS = ["_acc_peer", "_acc_method", "_acc_path", "_acc_status"]
+
+
+def _access_rows(ev: pl.DataFrame) -> pl.DataFrame:
+    """What `_events` gives a canonical uvicorn access line (`INFO:     peer - "METHOD path proto"
+    status`) with no rid, room, request field or rank in it: the native scanner vouches for both."""
+    return ev.with_columns(
+        kind=pl.lit("http_access"), severity=pl.lit("info"), source=pl.lit("uvicorn"),
+        http_status=pl.col("_acc_status").cast(pl.Int32), http_method=pl.col("_acc_method"),
+        http_path=pl.col("_acc_path"), peer=pl.col("_acc_peer"),
+    ).drop(_ACCESS_COLUMNS)
 
 
 def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str) -> Batch:
@@ -1010,7 +1052,17 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
              exc_type=pl.col("body").filter(~pl.col("body").str.contains(r"^\s")).last().str.extract(RE_EXC_LINE, 1))
     )
     ev = df.filter(pl.col("_table") == "events").join(conts, on="_grp", how="left")
-    ev = _events(ev, ctx).with_columns(truncated=pl.col("unterminated"))
+    if "_acc_status" in ev.columns:
+        # access lines the native scanner recognised skip `_events`; no field of another row
+        # depends on them (they carry no rid, room or failure)
+        known = ev["_acc_status"].is_not_null()
+        acc = _ACCESS_COLUMNS
+        ev = pl.concat([
+            schema.conform("events", _events(ev.filter(~known).drop(acc), ctx).with_columns(truncated=pl.col("unterminated"))),
+            schema.conform("events", _access_rows(ev.filter(known)).with_columns(truncated=pl.col("unterminated"))),
+        ]).sort("line_no")
+    else:
+        ev = _events(ev, ctx).with_columns(truncated=pl.col("unterminated"))
     st = _stats_lead(df.filter(pl.col("_table") == "batches"))
     if fast is not None:
         fast = fast.with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path))

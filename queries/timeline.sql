@@ -68,10 +68,12 @@ b AS (
     FROM batches x, params p
     WHERE ts IS NOT NULL AND (p.only_host IS NULL OR host = p.only_host)
 ),
--- ranks first (each DP rank reports its own queues), then summed per host and over hosts
+-- ranks first (each DP rank reports its own queues), then summed per host and over hosts; in
+-- DECIMAL, so the sums do not depend on the order DuckDB's threads add them in (a 33.45 once
+-- rounded to 33.4 or 33.5 from one run to the next)
 prefill_rank AS (
-    SELECT bucket_start, host, dp_rank, sum(new_token) AS new_token, avg(queue_req) AS queue_req,
-           avg(bootstrap_req) AS bootstrap_req, avg(inflight_req) AS inflight_req
+    SELECT bucket_start, host, dp_rank, sum(new_token) AS new_token, avg(queue_req)::DECIMAL(24, 9) AS queue_req,
+           avg(bootstrap_req)::DECIMAL(24, 9) AS bootstrap_req, avg(inflight_req)::DECIMAL(24, 9) AS inflight_req
     FROM b WHERE kind = 'prefill' GROUP BY ALL
 ),
 prefill AS (
@@ -80,8 +82,9 @@ prefill AS (
     FROM prefill_rank GROUP BY bucket_start
 ),
 decode_rank AS (
-    SELECT bucket_start, host, dp_rank, avg(running_req) AS running_req, avg(queue_req) AS queue_req,
-           avg(transfer_req) AS transfer_req, avg(gen_throughput) AS gen_throughput
+    SELECT bucket_start, host, dp_rank, avg(running_req)::DECIMAL(24, 9) AS running_req,
+           avg(queue_req)::DECIMAL(24, 9) AS queue_req, avg(transfer_req)::DECIMAL(24, 9) AS transfer_req,
+           avg(gen_throughput::DECIMAL(24, 6))::DECIMAL(24, 9) AS gen_throughput
     FROM b WHERE kind = 'decode' GROUP BY ALL
 ),
 decode_host AS (
@@ -90,10 +93,11 @@ decode_host AS (
     FROM decode_rank GROUP BY ALL
 ),
 decode AS (
-    SELECT bucket_start, sum(running_req) AS running_req, sum(queue_req) AS queue_req,
-           sum(gen_throughput) AS gen_throughput,
-           list({'host': host, 'running_req': running_req, 'queue_req': queue_req, 'transfer_req': transfer_req,
-                 'gen_throughput': gen_throughput} ORDER BY host) AS decode_hosts
+    SELECT bucket_start, sum(running_req)::DOUBLE AS running_req, sum(queue_req)::DOUBLE AS queue_req,
+           sum(gen_throughput)::DOUBLE AS gen_throughput,
+           list({'host': host, 'running_req': running_req::DOUBLE, 'queue_req': queue_req::DOUBLE,
+                 'transfer_req': transfer_req::DOUBLE, 'gen_throughput': gen_throughput::DOUBLE} ORDER BY host)
+               AS decode_hosts
     FROM decode_host GROUP BY bucket_start
 ),
 e AS (
@@ -155,8 +159,9 @@ SELECT k.bucket_start,
        coalesce(rp.transfer_error, 0) AS replies_transfer_error,
        round(rp.corrupted / nullif(rp.replies, 0), 3) AS corrupted_rate,
        round(prefill.new_token / k.bucket_s, 1) AS prefill_new_tokens_per_s,
-       round(prefill.queue_req, 1) AS prefill_queue_req, round(prefill.bootstrap_req, 1) AS prefill_bootstrap_req,
-       round(prefill.inflight_req, 1) AS prefill_inflight_req,
+       round(prefill.queue_req, 1)::DOUBLE AS prefill_queue_req,
+       round(prefill.bootstrap_req, 1)::DOUBLE AS prefill_bootstrap_req,
+       round(prefill.inflight_req, 1)::DOUBLE AS prefill_inflight_req,
        decode.running_req AS decode_running_req, decode.queue_req AS decode_queue_req,
        decode.gen_throughput AS decode_gen_throughput, coalesce(decode.decode_hosts, []) AS decode_hosts,
        coalesce(tr.transfers, 0) AS transfers, tr.p50 AS transfer_p50_ms, tr.p99 AS transfer_p99_ms,

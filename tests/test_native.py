@@ -115,6 +115,26 @@ SGLANG = [
     '{"log":"[2026-10-30 10:00:07] in docker json\\n","stream":"stderr","time":"2026-10-30T10:00:07.1Z"}',
     "\u2588\u2588 50%|[2026-10-30 10:00:07] glued to a tqdm bar",
     "May 16, 2026 @ 20:44:55.560    [2026-05-16 12:44:55 DP2 TP2] behind Kibana",
+    # uvicorn access lines: the canonical shape is taken whole, anything near it left to polars
+    *[f"[2026-10-30 10:00:07] {m}" for m in [
+        'INFO:     10.0.0.1:5000 - "POST /generate HTTP/1.1" 200 OK',
+        'INFO:\t10.0.0.1:5000 - "GET /health HTTP/1.1" 503 Service Unavailable',
+        'INFO:     10.0.0.1:5000 - "GET /v1/requests?rid=abc HTTP/1.1" 200 OK',
+        'INFO:     10.0.0.1:5000 - "GET /x?room=5 HTTP/1.1" 200 OK',
+        'INFO:     10.0.0.1:5000 - "GET /x?rank=5 HTTP/1.1" 404 Not Found',
+        'INFO:     10.0.0.1:5000 - "GET /a"b HTTP/1.1" 200 OK',
+        'INFO:     10.0.0.1:5000 - "GET /caf\u00e9 HTTP/1.1" 200 OK',
+        'INFO:     10.0.0.1:5000 - "GET - " 200',
+        'INFO:     10.0.0.1:5000 - "GET - "POST /y HTTP" 200',
+        'INFO:     10.0.0.1:5000 - "GET /x HTTP/1.1" 20 OK',
+        'INFO:     10.0.0.1:5000 - "GET /x HTTP/1.1 \u00e9" 200 OK \u00e9',
+        'INFO:     10.0.0.1:5000 - "GET  /x HTTP/1.1" 200 OK',
+        'INFO:     - - "GET /x HTTP/1.1" 200 OK',
+        'INFO: 10.0.0.1:5000 - "PUT /x HTTP/2" 201',
+        'WARNING:  10.0.0.1:5000 - "GET /x HTTP/1.1" 200 OK',
+        'INFO:     10.0.0.1:5000 - "GET /x HTTP/1.1" 200 OK finish_reason',
+        '10.0.0.1 - - [30/Oct/2026:10:00:07 +0000] "GET /x HTTP/1.1" 200 12',
+    ]],
 ]
 EDGE = EDGE + SGLANG
 
