@@ -256,6 +256,14 @@ static int push_decoded(StrCol *c, const uint8_t *s, Py_ssize_t n, int ascii) {
 /* ---- one stats line ---------------------------------------------------------------------- */
 
 typedef struct {
+    int kind; /* 0: not taken, 1: request_received, 2: request_finished */
+    Py_ssize_t rid[2], fin[2], status[2];
+    int has_fin, has_status, has_room, has_e2e, has_rank, has_tok[3];
+    int64_t room, tok[3], rank;
+    double e2e;
+} Req;
+
+typedef struct {
     int kind; /* 0 prefill, 1 decode */
     int64_t local_us;
     const char *raw;
@@ -275,6 +283,7 @@ typedef struct {
     Py_ssize_t body, msg, body_end; /* other sglang lines: where body and message start, body end */
     int access;                      /* ... and a canonical access message: peer, method, path, status */
     Py_ssize_t acc[4][2];
+    Req req; /* ... or a request log line */
 } Row;
 
 static const char *RANK_TAGS[NRANKS] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP"}; /* schema.RANKS order */
@@ -486,8 +495,43 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
 /* A uvicorn access message in its canonical shape, `INFO:     <peer> - "<method> <path> <proto>" <status>`,
  * with none of the literals the polars path looks for rids, rooms, request fields or ranks by:
  * then its event fields are known (see server_log._access_rows). Returns 1 and the four spans. */
-static const char *ACCESS_MISS[] = {"rid", "'id': '", "equest ", "req=", "Req ", "room", "_kv", "_aux", "_state",
-                                    "_stg", "finish_reason", "_tokens", "e2e_latency", "status_code", "rank=", NULL};
+#define AT(m, n, i, lit) ((i) + (Py_ssize_t)sizeof(lit) - 1 <= (n) && memcmp((m) + (i), lit, sizeof(lit) - 1) == 0)
+
+/* Does `m` hold a literal the polars path looks for rids, rooms, request fields or ranks by
+ * (PRE_RID, PRE_ROOM, PRE_REQ, `rank=`)? One pass; memmem per literal cost more than the rest. */
+static int has_field_literal(const uint8_t *m, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int hit = 0;
+        switch (m[i]) {
+        case 'r':
+            hit = AT(m, n, i, "rid") || AT(m, n, i, "room") || AT(m, n, i, "req=") || AT(m, n, i, "rank=");
+            break;
+        case '\'':
+            hit = AT(m, n, i, "'id': '");
+            break;
+        case 'e':
+            hit = AT(m, n, i, "equest ") || AT(m, n, i, "e2e_latency");
+            break;
+        case 'R':
+            hit = AT(m, n, i, "Req ");
+            break;
+        case '_':
+            hit = AT(m, n, i, "_kv") || AT(m, n, i, "_aux") || AT(m, n, i, "_state") || AT(m, n, i, "_stg") ||
+                  AT(m, n, i, "_tokens");
+            break;
+        case 'f':
+            hit = AT(m, n, i, "finish_reason");
+            break;
+        case 's':
+            hit = AT(m, n, i, "status_code");
+            break;
+        default:
+            break;
+        }
+        if (hit) return 1;
+    }
+    return 0;
+}
 
 static int token(const uint8_t *m, Py_ssize_t n, Py_ssize_t *p) {
     Py_ssize_t q = *p;
@@ -517,9 +561,150 @@ static int try_access(const uint8_t *m, Py_ssize_t n, Py_ssize_t span[4][2]) {
     if (p + 4 > n || m[p] != ' ' || !digits(m, n, p + 1, 3)) return 0;
     span[3][0] = p + 1;
     span[3][1] = p + 4;
-    for (int i = 0; ACCESS_MISS[i]; i++)
-        if (memmem(m, (size_t)n, ACCESS_MISS[i], strlen(ACCESS_MISS[i]))) return 0;
+    return !has_field_literal(m, n);
+}
+
+/* A request log line (`Receive: ...` / `Finish: ...`, SGLANG.md §6) in ASCII: the fields the
+ * polars path extracts from it (server_log._events), found the way its regexes find them (the
+ * leftmost match of the first pattern that matches). Where it would have to judge (a room written
+ * another way, a peer address, an odd number), the line is left to polars. */
+
+static int is_word(uint8_t c) { return ISD(c) || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+
+/* digits at p: their span end, and the value without leading zeros if it has <= maxd digits */
+static Py_ssize_t number(const uint8_t *m, Py_ssize_t n, Py_ssize_t p, int maxd, uint64_t *v, int *fits) {
+    Py_ssize_t q = p;
+    int sig = 0;
+    *v = 0;
+    while (q < n && ISD(m[q])) {
+        if (sig || m[q] != '0') sig++;
+        if (sig <= 19) *v = *v * 10 + (uint64_t)(m[q] - '0');
+        q++;
+    }
+    *fits = sig <= maxd;
+    return q;
+}
+
+#define QUOTE(c) ((c) == '\'' || (c) == '"')
+
+/* After a quote at i: `KEY['"]: ` then what the field's regex wants; fills q. 0: reject the line. */
+static int quoted_field(const uint8_t *m, Py_ssize_t n, Py_ssize_t i, Req *q) {
+    static const char *TOK[3] = {"prompt_tokens", "completion_tokens", "cached_tokens"};
+    Py_ssize_t k = i + 1;
+    if (!q->has_fin && AT(m, n, k, "finish_reason")) {
+        /* ['"]finish_reason['"]: \{['"]type['"]: ['"](\w+) */
+        Py_ssize_t j = k + 13;
+        if (j + 12 < n && QUOTE(m[j]) && memcmp(m + j + 1, ": {", 3) == 0 && QUOTE(m[j + 4]) &&
+            memcmp(m + j + 5, "type", 4) == 0 && QUOTE(m[j + 9]) && memcmp(m + j + 10, ": ", 2) == 0 && QUOTE(m[j + 12])) {
+            Py_ssize_t w0 = j + 13, w1 = w0;
+            while (w1 < n && is_word(m[w1])) w1++;
+            if (w1 > w0) q->fin[0] = w0, q->fin[1] = w1, q->has_fin = 1;
+        }
+        return 1;
+    }
+    for (int t = 0; t < 3; t++) {
+        size_t kl = strlen(TOK[t]);
+        if (q->has_tok[t] || k + (Py_ssize_t)kl > n || memcmp(m + k, TOK[t], kl) != 0) continue;
+        Py_ssize_t j = k + (Py_ssize_t)kl; /* ['"]KEY['"]: (\d+) */
+        if (j + 3 < n && QUOTE(m[j]) && m[j + 1] == ':' && m[j + 2] == ' ' && ISD(m[j + 3])) {
+            uint64_t v;
+            int fits;
+            number(m, n, j + 3, 18, &v, &fits);
+            if (!fits) return 0;
+            q->tok[t] = (int64_t)v, q->has_tok[t] = 1;
+        }
+        return 1;
+    }
+    if (!q->has_e2e && AT(m, n, k, "e2e_latency")) {
+        Py_ssize_t j = k + 11; /* ['"]e2e_latency['"]: ([\d.]+) */
+        if (j + 3 < n && QUOTE(m[j]) && m[j + 1] == ':' && m[j + 2] == ' ' && (ISD(m[j + 3]) || m[j + 3] == '.')) {
+            Py_ssize_t v0 = j + 3, v1 = v0;
+            while (v1 < n && (ISD(m[v1]) || m[v1] == '.')) v1++;
+            if (!parse_float((const char *)m + v0, (size_t)(v1 - v0), &q->e2e)) return 0;
+            q->has_e2e = 1;
+        }
+        return 1;
+    }
+    if (!q->has_status && AT(m, n, k, "status_code")) {
+        Py_ssize_t j = k + 11; /* ['"]status_code['"]: (\d{3}) */
+        if (j + 3 < n && QUOTE(m[j]) && m[j + 1] == ':' && m[j + 2] == ' ' && digits(m, n, j + 3, 3))
+            q->status[0] = j + 3, q->status[1] = j + 6, q->has_status = 1;
+    }
     return 1;
+}
+
+static int try_request(const uint8_t *m, Py_ssize_t n, Req *q) {
+    int kind;
+    if (AT(m, n, 0, "Receive: ") || AT(m, n, 0, "Receive OpenAI: "))
+        kind = 1;
+    else if (AT(m, n, 0, "Finish: "))
+        kind = 2;
+    else
+        return 0;
+    if (!is_ascii(m, n)) return 0;
+    int room_found = 0, room_literal = 0, rid = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        switch (m[i]) {
+        case '"':
+            if (AT(m, n, i, "\"event\"")) return 0; /* the other alternatives of the request kind rules */
+            /* fallthrough */
+        case '\'':
+            if (!quoted_field(m, n, i, q)) return 0;
+            break;
+        case 'b':
+            if (AT(m, n, i, "bootstrap_addr: ")) return 0; /* PRE_PEER */
+            if (!room_found && AT(m, n, i, "bootstrap_room")) {
+                Py_ssize_t j = i + 14; /* bootstrap_room[=:] ?'?(\d+): the first room pattern */
+                if (j < n && (m[j] == '=' || m[j] == ':')) {
+                    j++;
+                    if (j < n && m[j] == ' ') j++;
+                    if (j < n && m[j] == '\'') j++;
+                    if (j < n && ISD(m[j])) {
+                        uint64_t v;
+                        int fits;
+                        number(m, n, j, 19, &v, &fits);
+                        room_found = 1;
+                        q->has_room = fits && v < ((uint64_t)1 << 63);
+                        q->room = (int64_t)v;
+                    }
+                }
+            }
+            break;
+        case 't':
+            if (AT(m, n, i, "to ") && i + 3 < n && ISD(m[i + 3])) return 0; /* PRE_PEER: (?:to|from) \d */
+            break;
+        case 'f':
+            if (AT(m, n, i, "from ") && i + 5 < n && ISD(m[i + 5])) return 0;
+            break;
+        case 'r':
+            if (!rid && AT(m, n, i, "rid='")) { /* rid='([^']*)': the first rid pattern */
+                const uint8_t *e = memchr(m + i + 5, '\'', (size_t)(n - i - 5));
+                if (!e) return 0;
+                q->rid[0] = i + 5, q->rid[1] = e - m, rid = 1;
+            }
+            if (AT(m, n, i, "room")) room_literal = 1;
+            if (!q->has_rank && AT(m, n, i, "rank=") && (i == 0 || !is_word(m[i - 1])) && i + 5 < n && ISD(m[i + 5])) {
+                uint64_t v; /* \brank=(\d+) */
+                int fits;
+                number(m, n, i + 5, 9, &v, &fits);
+                if (!fits) return 0;
+                q->rank = (int64_t)v, q->has_rank = 1;
+            }
+            break;
+        case 'R':
+            if (AT(m, n, i, "Request ")) room_literal = 1;
+            break;
+        case '_':
+            if (AT(m, n, i, "_kv") || AT(m, n, i, "_aux") || AT(m, n, i, "_state") || AT(m, n, i, "_stg")) room_literal = 1;
+            break;
+        default:
+            break;
+        }
+    }
+    /* no rid, or a room the first pattern does not find while another room pattern might */
+    if (!rid || (!room_found && room_literal)) return 0;
+    q->kind = kind;
+    return kind;
 }
 
 /* Any other line with a plain sglang prefix: what _strip_wrappers and _classify make of it is
@@ -534,6 +719,8 @@ static int try_sg(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
     r->msg = p;
     r->body_end = e;
     r->access = try_access(s + p, e - p, r->acc);
+    memset(&r->req, 0, sizeof r->req);
+    if (!r->access) try_request(s + p, e - p, &r->req);
     return 1;
 }
 
@@ -543,14 +730,31 @@ typedef struct {
     StrCol line, body, message, ts_raw, cri;
     StrCol acc[4];
     Buf rank[NRANKS], rank_valid[NRANKS];
+    Buf req_kind;              /* uint8: 0 none, 1 received, 2 finished */
+    StrCol rid, fin, status;   /* request fields */
+    Buf num[6], num_valid[6];  /* room, prompt, completion, cached tokens (int64), e2e (double), rank (int64) */
 } SgOut;
 
-static int sg_init(SgOut *o) {
+/* Reserved for every line of the block (`cap`) and all its bytes (`n`): address space only, the
+ * pages are touched as rows are written, and nothing is copied by growing. */
+static int sg_init(SgOut *o, int64_t cap, Py_ssize_t n) {
     memset(o, 0, sizeof *o);
-    for (int k = 0; k < 4; k++)
-        if (strcol_init(&o->acc[k])) return -1;
-    return strcol_init(&o->line) || strcol_init(&o->body) || strcol_init(&o->message) || strcol_init(&o->ts_raw) ||
-           strcol_init(&o->cri);
+    size_t rows = (size_t)cap + 1, bits = rows / 8 + 1;
+    StrCol *strs[] = {&o->line, &o->body, &o->message, &o->ts_raw, &o->cri, &o->acc[0], &o->acc[1], &o->acc[2],
+                      &o->acc[3], &o->rid, &o->fin, &o->status};
+    for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+        if (strcol_init(strs[i]) || buf_reserve(&strs[i]->off, rows * 8) || buf_reserve(&strs[i]->valid, bits))
+            return -1;
+    if (buf_reserve(&o->line.data, (size_t)n + 64) || buf_reserve(&o->body.data, (size_t)n + 64) ||
+        buf_reserve(&o->message.data, (size_t)n + 64) || buf_reserve(&o->ts_raw.data, rows * 23) ||
+        buf_reserve(&o->line_no, rows * 8) || buf_reserve(&o->brk, rows) || buf_reserve(&o->local_us, rows * 8) ||
+        buf_reserve(&o->req_kind, rows))
+        return -1;
+    for (int k = 0; k < NRANKS; k++)
+        if (buf_reserve(&o->rank[k], rows * 4) || buf_reserve(&o->rank_valid[k], bits)) return -1;
+    for (int k = 0; k < 6; k++)
+        if (buf_reserve(&o->num[k], rows * 8) || buf_reserve(&o->num_valid[k], bits)) return -1;
+    return 0;
 }
 
 static void sg_free(SgOut *o) {
@@ -559,6 +763,9 @@ static void sg_free(SgOut *o) {
     strcol_free(&o->cri);
     for (int k = 0; k < 4; k++) strcol_free(&o->acc[k]);
     for (int k = 0; k < NRANKS; k++) buf_free(&o->rank[k]), buf_free(&o->rank_valid[k]);
+    buf_free(&o->req_kind);
+    strcol_free(&o->rid), strcol_free(&o->fin), strcol_free(&o->status);
+    for (int k = 0; k < 6; k++) buf_free(&o->num[k]), buf_free(&o->num_valid[k]);
 }
 
 static int sg_push(SgOut *o, const Row *r, const uint8_t *s, Py_ssize_t n, int ascii, int64_t line_no, uint8_t brk) {
@@ -574,6 +781,22 @@ static int sg_push(SgOut *o, const Row *r, const uint8_t *s, Py_ssize_t n, int a
     for (int k = 0; k < NRANKS; k++) {
         int32_t v = r->has_rank[k] ? (int32_t)r->rank[k] : 0;
         if (buf_put(&o->rank[k], &v, 4) || bit_append(&o->rank_valid[k], o->n, r->has_rank[k])) return -1;
+    }
+    const Req *q = &r->req;
+    const char *m = (const char *)s + r->msg;
+    uint8_t kind = (uint8_t)q->kind;
+    int on = q->kind != 0;
+    if (buf_put(&o->req_kind, &kind, 1) || strcol_push(&o->rid, m + q->rid[0], on ? q->rid[1] - q->rid[0] : 0, on) ||
+        strcol_push(&o->fin, m + q->fin[0], on && q->has_fin ? q->fin[1] - q->fin[0] : 0, on && q->has_fin) ||
+        strcol_push(&o->status, m + q->status[0], on && q->has_status ? 3 : 0, on && q->has_status))
+        return -1;
+    int64_t iv[6] = {q->room, q->tok[0], q->tok[1], q->tok[2], 0, q->rank};
+    int has[6] = {q->has_room, q->has_tok[0], q->has_tok[1], q->has_tok[2], q->has_e2e, q->has_rank};
+    for (int k = 0; k < 6; k++) {
+        int valid = on && has[k];
+        if ((k == 4 ? buf_put(&o->num[k], &q->e2e, 8) : buf_put(&o->num[k], &iv[k], 8)) ||
+            bit_append(&o->num_valid[k], o->n, valid))
+            return -1;
     }
     o->n++;
     return 0;
@@ -751,7 +974,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Out o;
     SgOut sg;
     /* the rest lines need as many bytes as the block (more only with escapes) */
-    int err = strcol_init(&rest) || out_init(&o, take ? cap : 0) || sg_init(&sg) || buf_reserve(&rest.data, (size_t)n + 64) ||
+    int err = strcol_init(&rest) || out_init(&o, take ? cap : 0) || sg_init(&sg, take ? cap : 0, take ? n : 0) || buf_reserve(&rest.data, (size_t)n + 64) ||
               buf_reserve(&rest.off, (size_t)cap * 8 + 8) || buf_reserve(&rest_no, (size_t)cap * 8) ||
               buf_reserve(&rest_brk, (size_t)cap);
     int partial = 0;
@@ -818,7 +1041,15 @@ static PyObject *scan(PyObject *self, PyObject *args) {
           put(d, "sg.brk", b(&sg.brk)) || put(d, "sg.local_us", b(&sg.local_us)) || put_str(d, "sg.line", &sg.line) ||
           put_str(d, "sg.body", &sg.body) || put_str(d, "sg.message", &sg.message) ||
           put_str(d, "sg.ts_raw", &sg.ts_raw) || put_str(d, "sg.cri", &sg.cri) || put_str(d, "sg.acc0", &sg.acc[0]) ||
-          put_str(d, "sg.acc1", &sg.acc[1]) || put_str(d, "sg.acc2", &sg.acc[2]) || put_str(d, "sg.acc3", &sg.acc[3]);
+          put_str(d, "sg.acc1", &sg.acc[1]) || put_str(d, "sg.acc2", &sg.acc[2]) || put_str(d, "sg.acc3", &sg.acc[3]) ||
+          put(d, "sg.req_kind", b(&sg.req_kind)) || put_str(d, "sg.rid", &sg.rid) || put_str(d, "sg.fin", &sg.fin) ||
+          put_str(d, "sg.status", &sg.status);
+    for (int x = 0; !bad && x < 6; x++) {
+        snprintf(k, sizeof k, "sg.num%d", x);
+        bad = put(d, k, b(&sg.num[x]));
+        snprintf(k, sizeof k, "sg.num%d.valid", x);
+        bad = bad || put(d, k, b(&sg.num_valid[x]));
+    }
     for (int x = 0; !bad && x < NRANKS; x++) {
         snprintf(k, sizeof k, "sg.rank%d", x);
         bad = put(d, k, b(&sg.rank[x]));

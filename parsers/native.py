@@ -66,7 +66,8 @@ def rest_frame(d: dict, raw: RawBlock) -> pl.DataFrame:
 def sglang_frame(d: dict) -> pl.DataFrame:
     """Other lines with a plain sglang prefix: line_no, `_brk`, line, body (without the CRI wrapper,
     end stripped), message, ts_raw, naive `local` time, CRI time `cri`, the rank tags, and for a
-    canonical access message its `_acc_peer`, `_acc_method`, `_acc_path`, `_acc_status`."""
+    canonical access message its `_acc_peer`, `_acc_method`, `_acc_path`, `_acc_status`, for a
+    request log line its `_req_*` fields (`_req_kind` 1 received, 2 finished)."""
     import pyarrow as pa
 
     n = d["sg.n"]
@@ -82,6 +83,12 @@ def sglang_frame(d: dict) -> pl.DataFrame:
     }
     for i, name in enumerate(("_acc_peer", "_acc_method", "_acc_path", "_acc_status")):
         cols[name] = _str(d, f"sg.acc{i}", n)
+    kind = np.frombuffer(d["sg.req_kind"], dtype=np.uint8)
+    cols["_req_kind"] = pa.array(kind, mask=kind == 0)
+    for name, key in (("_req_rid", "rid"), ("_req_finish", "fin"), ("_req_status", "status")):
+        cols[name] = _str(d, f"sg.{key}", n)
+    for i, name in enumerate(("_req_room", "_req_prompt", "_req_completion", "_req_cached", "_req_e2e", "_req_rank")):
+        cols[name] = _prim(d, f"sg.num{i}", n, pa.float64() if name == "_req_e2e" else pa.int64())
     for i, r in enumerate(RANKS):
         cols[r] = _prim(d, f"sg.rank{i}", n, pa.int32())
     return pl.from_arrow(pa.table(cols))

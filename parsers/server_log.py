@@ -524,6 +524,11 @@ def _access_groups(message: pl.Series) -> pl.DataFrame:
 
 
 def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    return _event_rooms(_event_fields(ev, ctx))
+
+
+def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
+    """Kind, severity, source and the fields each event line carries on its own."""
     msg = pl.col("message")
     fam = pl.col("family")
     is_access = msg.str.contains(r'^INFO:\s+\S+ - "') | msg.str.contains(r'^\S+ (?:- \S+ )?\[[^\]]+\] "\S+ \S+ HTTP')
@@ -625,6 +630,11 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         ts=pl.coalesce("_jts", "ts"),
         tp_rank=pl.coalesce(pl.col("tp_rank"), pl.col("_rank"), pl.col("c10_rank")),
     ).drop("_acc_status", "_status", "_acc_peer", "_peer", "_jts", "_rank")
+    return ev
+
+
+def _event_rooms(ev: pl.DataFrame) -> pl.DataFrame:
+    """Rooms one event line gives another: they need all events of the block, in line order."""
     # A worker error names the room, the failure line right after it often only the rid
     # (llm-d#2433): carry the room to the next failure line of the same worker burst.
     fail = pl.col("kind").is_in(["transfer_failed", "bootstrap_failed"])
@@ -986,24 +996,41 @@ def _parse_raw(raw: RawBlock, ctx: Context, year: int, role: str, path: str) -> 
         family=pl.lit("sglang"),
     ).with_columns(ts=pl.coalesce(pl.col("outer_ts"), _local_to_utc(pl.col("local"), ctx.tz)))
     # what _classify gives such a line: no level, glog file, peer or c10d rank (null columns)
-    sg = sg.select([pl.col(c) if c in sg.columns else pl.lit(None).alias(c) for c in other.columns] + _ACCESS_COLUMNS
-                   ).cast(other.schema)
-    other = other.with_columns(pl.lit(None, dtype=pl.Utf8).alias(c) for c in _ACCESS_COLUMNS)
+    sg = sg.select([pl.col(c) if c in sg.columns else pl.lit(None).alias(c) for c in other.columns]
+                   + _NATIVE_EVENT_COLUMNS).cast(other.schema)
+    other = other.with_columns(pl.lit(None, dtype=sg.schema[c]).alias(c) for c in _NATIVE_EVENT_COLUMNS)
     classified = pl.concat([other, sg]).sort("line_no")
     return _finish_block(classified, None, ctx, role, path, taken=nat)
 
 
 _ACCESS_COLUMNS = ["_acc_peer", "_acc_method", "_acc_path", "_acc_status"]
+_REQUEST_COLUMNS = ["_req_kind", "_req_rid", "_req_finish", "_req_status", "_req_room", "_req_prompt", "_req_completion",
+                    "_req_cached", "_req_e2e", "_req_rank"]
+_NATIVE_EVENT_COLUMNS = _ACCESS_COLUMNS + _REQUEST_COLUMNS
 
 
 def _access_rows(ev: pl.DataFrame) -> pl.DataFrame:
-    """What `_events` gives a canonical uvicorn access line (`INFO:     peer - "METHOD path proto"
+    """What `_event_fields` gives a canonical uvicorn access line (`INFO:     peer - "METHOD path proto"
     status`) with no rid, room, request field or rank in it: the native scanner vouches for both."""
     return ev.with_columns(
         kind=pl.lit("http_access"), severity=pl.lit("info"), source=pl.lit("uvicorn"),
         http_status=pl.col("_acc_status").cast(pl.Int32), http_method=pl.col("_acc_method"),
         http_path=pl.col("_acc_path"), peer=pl.col("_acc_peer"),
-    ).drop(_ACCESS_COLUMNS)
+    ).drop(_NATIVE_EVENT_COLUMNS)
+
+
+def _request_rows(ev: pl.DataFrame) -> pl.DataFrame:
+    """What `_event_fields` gives a request log line (`Receive: ...`, `Finish: ...`) in ASCII, with
+    its room as `bootstrap_room=N` and no peer address: the native scanner read the fields."""
+    return ev.with_columns(
+        kind=pl.when(pl.col("_req_kind") == 1).then(pl.lit("request_received")).otherwise(pl.lit("request_finished")),
+        severity=pl.lit("info"), source=pl.lit("request_log"), rid=pl.col("_req_rid"),
+        bootstrap_room=pl.col("_req_room"), finish_reason=pl.col("_req_finish"), prompt_tokens=pl.col("_req_prompt"),
+        completion_tokens=pl.col("_req_completion"), cached_tokens=pl.col("_req_cached"),
+        e2e_latency=pl.col("_req_e2e"), http_status=pl.col("_req_status").cast(pl.Int32),
+        tp_rank=pl.coalesce(pl.col("tp_rank"), pl.col("_req_rank").cast(pl.Int32), pl.col("c10_rank")),
+        peer=pl.col("peer_host"),
+    ).drop(_NATIVE_EVENT_COLUMNS)
 
 
 def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str) -> Batch:
@@ -1053,14 +1080,13 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
     )
     ev = df.filter(pl.col("_table") == "events").join(conts, on="_grp", how="left")
     if "_acc_status" in ev.columns:
-        # access lines the native scanner recognised skip `_events`; no field of another row
-        # depends on them (they carry no rid, room or failure)
-        known = ev["_acc_status"].is_not_null()
-        acc = _ACCESS_COLUMNS
-        ev = pl.concat([
-            schema.conform("events", _events(ev.filter(~known).drop(acc), ctx).with_columns(truncated=pl.col("unterminated"))),
-            schema.conform("events", _access_rows(ev.filter(known)).with_columns(truncated=pl.col("unterminated"))),
-        ]).sort("line_no")
+        # access and request lines the native scanner read skip `_event_fields`; the rooms one
+        # line lends another are then found over all of them
+        acc, req = ev["_acc_status"].is_not_null(), ev["_req_kind"].is_not_null()
+        parts = [_event_fields(ev.filter(~acc & ~req).drop(_NATIVE_EVENT_COLUMNS), ctx),
+                 _access_rows(ev.filter(acc)), _request_rows(ev.filter(req))]
+        ev = pl.concat([schema.conform("events", p.with_columns(truncated=pl.col("unterminated"))) for p in parts])
+        ev = _event_rooms(ev.sort("line_no"))
     else:
         ev = _events(ev, ctx).with_columns(truncated=pl.col("unterminated"))
     st = _stats_lead(df.filter(pl.col("_table") == "batches"))

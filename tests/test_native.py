@@ -135,6 +135,38 @@ SGLANG = [
         'INFO:     10.0.0.1:5000 - "GET /x HTTP/1.1" 200 OK finish_reason',
         '10.0.0.1 - - [30/Oct/2026:10:00:07 +0000] "GET /x HTTP/1.1" 200 12',
     ]],
+    # request logs: taken when every field is found the way the regexes find it
+    *[f"[2026-10-30 10:00:08 DP1] {m}" for m in [
+        "Receive: obj=GenerateReqInput(rid='R1', stream=True, bootstrap_host='10.0.0.21', bootstrap_port=8998, "
+        "bootstrap_room=4454661513852788700, sampling_params={'max_new_tokens': 512})",
+        "Receive OpenAI: obj=GenerateReqInput(rid='R2', bootstrap_room=None, data_parallel_rank=None)",
+        "Receive: obj=GenerateReqInput(rid='R3', bootstrap_room=None, x=1, bootstrap_room: '77')",
+        "Receive: obj=GenerateReqInput(rid='R4', bootstrap_room=99999999999999999999)",
+        "Receive: obj=GenerateReqInput(rid='R5', bootstrap_room=9223372036854775808)",
+        "Receive: obj=GenerateReqInput(rid='R6', bootstrap_room=0000000000000000000000042)",
+        'Receive: {"rid": "R7", "bootstrap_room": 12}',
+        "Receive: obj=GenerateReqInput(rid='', bootstrap_room=5)",
+        "Receive: obj=GenerateReqInput(rid='R8 no closing quote",
+        "Receive: obj=GenerateReqInput(rid='R9', bootstrap_room=5, rank=3, dp_rank=4)",
+        "Receive: obj=GenerateReqInput(rid='R9', bootstrap_room=5, xrank=3, rank=99999999999)",
+        "Receive: obj=GenerateReqInput(rid='R10', bootstrap_room=6) sent to 10.0.0.1:80",
+        "Receive: obj=GenerateReqInput(rid='R11', bootstrap_room=6) \"event\": \"request.finished\"",
+        "Receive: obj=GenerateReqInput(rid='caf\u00e9', bootstrap_room=6)",
+        "Receive: obj=GenerateReqInput(rid='R12', room=7)",
+        "Receive: obj=GenerateReqInput(rid='R13', req=abc)",
+        "Finish: obj=GenerateReqInput(rid='R1', bootstrap_room=4454661513852788700), out={'meta_info': {'id': 'R1', "
+        "'finish_reason': {'type': 'stop', 'matched': 1}, 'prompt_tokens': 8192, 'completion_tokens': 509, "
+        "'cached_tokens': 007, 'e2e_latency': 14.21}}",
+        "Finish: obj=GenerateReqInput(rid='R2'), out={\"finish_reason\": {\"type\": \"length\"}, "
+        "\"prompt_tokens\": 12345678901234567890, 'e2e_latency': 1.2.3}",
+        "Finish: obj=GenerateReqInput(rid='R3'), out={'finish_reason': {'type': 'abort', 'message': 'x'}, "
+        "'status_code': 4000, 'e2e_latency': .5, 'prompt_tokens': x, 'prompt_tokens': 3}",
+        "Finish: obj=GenerateReqInput(rid='R4'), out={'finish_reason': None, 'finish_reason': {'type': ''}, "
+        "'e2e_latency': 5., 'cached_tokens_details': 3}",
+        "Finish: obj=GenerateReqInput(rid='R5'), out={'finish_reason': {\"type': 'stop_str'}, 'status_code': 503}",
+    ]],
+    "[2026-10-30 10:00:09 TP2] Decode transfer failed for request rank=2 decode_req.req.rid='R1' with exception x",
+    "[2026-10-30 10:00:09] Decode transfer failed for request rank=2 decode_req.req.rid='R12' with exception y",
 ]
 EDGE = EDGE + SGLANG
 
@@ -179,14 +211,20 @@ def test_block_boundaries(monkeypatch):
 def test_the_scanner_takes_plain_stats_lines():
     """Guard against a silent fallback: plain lines must be taken natively, odd ones left."""
     body = "\n".join([EDGE[0], EDGE[1], "[2026-10-30 10:00:07] Decode batch [1], #running-req: 1",
-                      "I0801 15:40:05.041554    1049 nixl_agent.cpp:92] x", EDGE[0]]).encode()
+                      "I0801 15:40:05.041554    1049 nixl_agent.cpp:92] x",
+                      '[2026-10-30 10:00:07] INFO:     10.0.0.1:5000 - "POST /generate HTTP/1.1" 200 OK',
+                      "[2026-10-30 10:00:07] Receive: obj=GenerateReqInput(rid='R1', bootstrap_room=42)",
+                      EDGE[0]]).encode()
     native.configure(server_log._native_keys(), "".join(t[0] for _, t in server_log.NATIVE_COLUMNS))
-    raw = lines.RawBlock(body, 1, 5, False, True)
+    raw = lines.RawBlock(body, 1, 7, False, True)
     d = native.scan(raw, 2026)
     assert d["st.n"] == 2  # plain stats lines
-    assert native.sglang_frame(d)["line_no"].to_list() == [3]  # another sglang-prefixed line
+    sg = native.sglang_frame(d)
+    assert sg["line_no"].to_list() == [3, 5, 6]  # other sglang-prefixed lines
+    assert sg["_acc_status"].to_list() == [None, "200", None]  # an access line, read whole
+    assert sg["_req_room"].to_list() == [None, None, 42]  # a request line, read whole
     # a glog line, and the block's last line: it may be a file's cut end
-    assert native.rest_frame(d, raw)["line_no"].to_list() == [4, 5]
+    assert native.rest_frame(d, raw)["line_no"].to_list() == [4, 7]
 
 
 def _files():
