@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
 
 from parsers.base import Batch, Context, Sample, Source
 from parsers.lines import MAX_LINE_CHARS, read_blocks
+
+if TYPE_CHECKING:
+    import duckdb
 
 name = "transfer_trace"
 description = "KV transfer trace (JSON Lines, TRANSFER_TRACE.md): post/done/fail/notif/abort/checksum per unit"
@@ -138,7 +141,7 @@ def sniff(head: bytes, path: str) -> float:
     return 0.0
 
 
-def _block(con: duckdb.DuckDBPyConnection, df: pl.DataFrame, ctx: Context, path: str) -> Batch:
+def _block(con: "duckdb.DuckDBPyConnection", df: pl.DataFrame, ctx: Context, path: str) -> Batch:
     blank = df["line"].str.strip_chars() == ""
     df = df.filter(~blank)
     n_blank = int(blank.sum())
@@ -170,6 +173,8 @@ def _block(con: duckdb.DuckDBPyConnection, df: pl.DataFrame, ctx: Context, path:
 
 
 def parse(source: Source, ctx: Context) -> Iterator[Batch]:
+    import duckdb  # only when a trace is parsed: ingest of server logs alone need not load it
+
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
     sides: set[str] = set()
