@@ -175,6 +175,15 @@ def bench_ingest(label: str, paths: list[str], nbytes: int, nlines: int, runs: i
     }
 
 
+def parser_path() -> str:
+    """Which path the server-log parser takes here: the native scanner needs a C compiler at install."""
+    r = subprocess.run([sys.executable, "-c", "from parsers import native; print(native.enabled())"],
+                       capture_output=True, text=True, cwd=ROOT)
+    if r.stdout.strip() == "True":
+        return "native scanner (parsers/_fastlog.c) + polars"
+    return "polars only (the native scanner was not built, or FORENSICS_NATIVE=0)"
+
+
 def bench_help(runs: int) -> dict:
     times = []
     for _ in range(max(runs, 5)):
@@ -222,6 +231,7 @@ def bench_queries(store: str, runs: int, args: dict[str, list[str]]) -> dict:
 def summary(results: dict) -> str:
     t = results["targets"]
     lines = [f"forensics bench  {results['date']}  {results['machine']}",
+             f"server-log parser: {results['parser']}",
              f"{'case':<28}{'MB/s':>8}{'Mlines/s':>10}{'wall s':>8}{'x grep':>8}{'RSS/proc':>10}{'RSS/tree':>10}"]
     for r in results["ingest"]:
         lines.append(f"{r['label']:<28}{r['mb_s']:>8.0f}{r['lines_s'] / 1e6:>10.2f}{r['wall_s']:>8.2f}{r['x_grep']:>8.1f}"
@@ -255,7 +265,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M"), "machine": f"{platform.node()} {os.cpu_count()} cores "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, Python {platform.python_version()}",
         "size": size, "targets": {"mb_s": 250, "x_grep": 10, "rss_mib": 1024, "help_s": 0.3, "query_s": 5},
-        "ingest": [],
+        "ingest": [], "parser": parser_path(),
     }
     if not a.skip_ingest:
         m = make_data(size)

@@ -289,7 +289,8 @@ def query_run(name, store, fmt, params):
 
 @main.command()
 @store_option
-@click.option("--bucket", default="10s", show_default=True, help="Bucket width: 10s, 500ms, 1m, ...")
+@click.option("--bucket", default="auto", show_default=True,
+              help="Bucket width: 10s, 500ms, 1m, ...; auto is 10s, wider when that gives over 500 buckets.")
 @click.option("--since", help="First instant, UTC (e.g. 2026-11-20T14:00:00).")
 @click.option("--until", help="Last instant, UTC.")
 @click.option("--host", help="Only this host's load, transfers and events.")

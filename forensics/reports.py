@@ -81,13 +81,16 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
     con = Console(file=out, highlight=False, width=None if out.isatty() else 200)
     t = Table(title=f"timeline ({model['bucket_s']:g} s buckets) — {describe_offsets(model['clock_offsets'])}",
               header_style="bold")
-    for c in [*TIMELINE_TABLE_COLUMNS, "anomaly"]:
-        t.add_column(c.replace("_", " "), overflow="fold")
-    for r in rows.select([*TIMELINE_TABLE_COLUMNS, "anomaly"]).iter_rows(named=True):
-        cells = [_cell(r[c]) for c in [*TIMELINE_TABLE_COLUMNS, "anomaly"]]
-        style = "bold red" if "wedge" in r["anomaly"] or "storm" in r["anomaly"] else (
-            "yellow" if r["anomaly"] else None)
-        t.add_row(*cells, style=style)
+    cols = [*TIMELINE_TABLE_COLUMNS, "anomaly"]
+    cells = [[_cell(r[c]) for c in cols] for r in rows.select(cols).iter_rows(named=True)]
+    for i, c in enumerate(cols):
+        # widths given, not measured: rich measures every cell of every column otherwise (a third
+        # of the time of a long table)
+        widest = max([len(r[i]) for r in cells] + [len(w) for w in c.split("_")])
+        t.add_column(c.replace("_", " "), overflow="fold", width=min(widest, 40))
+    for r, row in zip(cells, rows.select("anomaly").iter_rows()):
+        style = "bold red" if "wedge" in row[0] or "storm" in row[0] else ("yellow" if row[0] else None)
+        t.add_row(*r, style=style)
     con.print(t)
     for title, df in (("wedges", model["wedges"]), ("abort storms", model["abort_storms"])):
         if df.height:

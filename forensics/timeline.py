@@ -23,13 +23,36 @@ def parse_duration(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 
-def build(store: Store, bucket: str = "10s", since: str | None = None, until: str | None = None,
+# `--bucket auto`: 10 s, or the first of these that keeps the span within MAX_AUTO_BUCKETS rows
+AUTO_BUCKETS_S = (10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
+MAX_AUTO_BUCKETS = 500
+
+
+def auto_bucket(span_s: float | None) -> float:
+    """The bucket for a span: 10 s for an incident of minutes, wider for hours of logs (a 6 h dump in
+    10 s buckets is 2,160 rows nobody reads in a terminal)."""
+    for b in AUTO_BUCKETS_S:
+        if not span_s or span_s / b <= MAX_AUTO_BUCKETS:
+            return float(b)
+    return float(AUTO_BUCKETS_S[-1])
+
+
+def _span_s(con, since: str | None, until: str | None) -> float | None:
+    """Seconds between `since` and `until`, by default the span of the inputs that hold at least 1%
+    of the lines: one old or stray small log must not widen the buckets of the whole incident."""
+    [(lo, hi)] = con.execute(
+        "SELECT coalesce(CAST(? AS TIMESTAMPTZ), min(first_ts)), coalesce(CAST(? AS TIMESTAMPTZ), max(last_ts)) "
+        "FROM files WHERE lines >= 0.01 * (SELECT sum(lines) FROM files)", [since, until]).fetchall()
+    return (hi - lo).total_seconds() if lo is not None and hi is not None else None
+
+
+def build(store: Store, bucket: str = "auto", since: str | None = None, until: str | None = None,
           host: str | None = None) -> dict:
     """The timeline as a result model: params, clock offsets, bucket rows and the marker intervals."""
-    bucket_s = parse_duration(bucket)
     offsets = store.clocks()
     con = connect(store.require(), offsets, materialize=True)
     try:
+        bucket_s = auto_bucket(_span_s(con, since, until)) if bucket == "auto" else parse_duration(bucket)
         rows = queries.run(store, "timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host},
                            con=con)
         # the default thresholds, as the bucket markers use them (one shared, snapshotted computation)

@@ -1,16 +1,20 @@
 /* Native scanner for the hot path of parsers/server_log.py (issue 5).
  *
- * One call takes a block of a log (whole lines, cut at a newline) and does two things without
- * creating a Python object per line:
+ * One call takes a block of a log (whole lines, cut at a newline) and, without creating a Python
+ * object per line:
  *   - splits it into lines, decoding each as Python's bytes.decode("utf-8", "backslashreplace")
  *     does and dropping one trailing '\r' (what parsers.lines gives the polars path);
- *   - recognises plain scheduler stats lines (`[date time tags] Decode batch, key: value, ...`,
- *     bare or in a k8s CRI `F` record: 70-90% of a PD log) and parses them straight into typed
- *     columns, with the values parsers/server_log.py would give them.
+ *   - parses plain scheduler stats lines (`[date time tags] Decode batch, key: value, ...`, bare or
+ *     in a k8s CRI `F` record: 70-90% of a PD log) straight into typed columns;
+ *   - splits every other line with a plain sglang prefix into time, rank tags, body and message,
+ *     and reads whole the two commonest of them: canonical uvicorn access lines and request logs
+ *     (`Receive: ...` / `Finish: ...`);
+ * each with the values parsers/server_log.py would give it.
  *
  * It is conservative by design: any line it is not certain about (an odd value, a date it would
- * have to judge, non-ASCII text, an iteration tag, the cut last line) is left to the polars path,
- * which stays the reference. tests/test_native.py checks that both give identical tables.
+ * have to judge, non-ASCII text where it matters, an iteration tag, the cut last line) is left to
+ * the polars path, which stays the reference. tests/test_native.py checks that both give
+ * identical tables.
  *
  * The result is a dict of bytes objects laid out as Arrow buffers (validity bitmaps, int64
  * offsets), which parsers/native.py wraps into Arrow arrays without copying them again.

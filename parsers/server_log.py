@@ -619,7 +619,8 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         _peer=pl.coalesce(msg.str.extract(r"(?:to|from) (\d{1,3}(?:\.\d{1,3}){3}:\d+)", 1),
                           msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1))), {"_peer": utf8})
     ev = _on_rows(ev, msg.str.starts_with('{"timestamp"'), json_ts, {"_jts": pl.Datetime("us", "UTC")})
-    # `\brank=\d`, not the literal `rank=`: request logs print `dp_rank=None` and friends
+    # the literal as the mask (no regex to compile when no line has it); `\brank=` then leaves out
+    # the `dp_rank=None` and friends of request logs
     ev = _on_rows(ev, pl.col("tp_rank").is_null() & msg.str.contains("rank=", literal=True),
                   lambda d: d.select(_rank=msg.str.extract(r"\brank=(\d+)", 1).cast(pl.Int32, strict=False)),
                   {"_rank": pl.Int32})
@@ -976,7 +977,9 @@ def _native_keys() -> list[tuple[str, int, int]]:
 
 
 def _parse_raw(raw: RawBlock, ctx: Context, year: int, role: str, path: str) -> Batch:
-    """One block: plain stats lines by the native scanner when it is built, the rest with polars."""
+    """One block. With the native scanner built, it splits the lines and reads the common ones whole:
+    plain stats lines, the prefix of every other sglang line, canonical access lines and request
+    logs. Polars does the rest, and all of a block with a k8s partial record."""
     if not native.enabled():
         return _parse_block(lines.frame(raw), ctx, year, role, path)
     native.configure(_native_keys(), "".join(t[0] for _, t in NATIVE_COLUMNS))
@@ -1016,7 +1019,7 @@ _NATIVE_EVENT_COLUMNS = _ACCESS_COLUMNS + _REQUEST_COLUMNS
 
 def _access_rows(ev: pl.DataFrame) -> pl.DataFrame:
     """What `_event_fields` gives a canonical uvicorn access line (`INFO:     peer - "METHOD path proto"
-    status`) with no rid, room, request field or rank in it: the native scanner vouches for both."""
+    status`) with no rid, room, request field or rank in it; the native scanner read the four fields."""
     return ev.with_columns(
         kind=pl.lit("http_access"), severity=pl.lit("info"), source=pl.lit("uvicorn"),
         http_status=pl.col("_acc_status").cast(pl.Int32), http_method=pl.col("_acc_method"),

@@ -72,8 +72,8 @@ b AS (
 -- DECIMAL, so the sums do not depend on the order DuckDB's threads add them in (a 33.45 once
 -- rounded to 33.4 or 33.5 from one run to the next)
 prefill_rank AS (
-    SELECT bucket_start, host, dp_rank, sum(new_token) AS new_token, avg(queue_req)::DECIMAL(24, 9) AS queue_req,
-           avg(bootstrap_req)::DECIMAL(24, 9) AS bootstrap_req, avg(inflight_req)::DECIMAL(24, 9) AS inflight_req
+    SELECT bucket_start, host, dp_rank, sum(new_token) AS new_token, avg(queue_req)::DECIMAL(18, 6) AS queue_req,
+           avg(bootstrap_req)::DECIMAL(18, 6) AS bootstrap_req, avg(inflight_req)::DECIMAL(18, 6) AS inflight_req
     FROM b WHERE kind = 'prefill' GROUP BY ALL
 ),
 prefill AS (
@@ -82,9 +82,9 @@ prefill AS (
     FROM prefill_rank GROUP BY bucket_start
 ),
 decode_rank AS (
-    SELECT bucket_start, host, dp_rank, avg(running_req)::DECIMAL(24, 9) AS running_req,
-           avg(queue_req)::DECIMAL(24, 9) AS queue_req, avg(transfer_req)::DECIMAL(24, 9) AS transfer_req,
-           avg(gen_throughput::DECIMAL(24, 6))::DECIMAL(24, 9) AS gen_throughput
+    SELECT bucket_start, host, dp_rank, avg(running_req)::DECIMAL(18, 6) AS running_req,
+           avg(queue_req)::DECIMAL(18, 6) AS queue_req, avg(transfer_req)::DECIMAL(18, 6) AS transfer_req,
+           avg(gen_throughput::DECIMAL(18, 3))::DECIMAL(18, 6) AS gen_throughput
     FROM b WHERE kind = 'decode' GROUP BY ALL
 ),
 decode_host AS (

@@ -163,3 +163,20 @@ def test_redact_masks_hosts_and_addresses(store):
     for h in PLANTED["hosts"].values():
         assert h["ip"] not in r.output
     assert "host-" in r.output
+
+
+def test_auto_bucket_keeps_a_long_dump_readable(store, tmp_path):
+    import shutil
+
+    spans = (None, 0, 1_200, 5_000, 6 * 3600, 30 * 86400, 365 * 86400)
+    assert [timeline.auto_bucket(s) for s in spans] == [10, 10, 10, 10, 60, 7200, 86400]
+    # the incident spans minutes: 10 s buckets, as if --bucket 10s had been given
+    assert timeline.build(store)["bucket_s"] == 10
+    # a small stray log a year older (under 1% of the lines) does not widen them
+    copy = tmp_path / "store"
+    shutil.copytree(store.root, copy)
+    old = tmp_path / "old.log"
+    old.write_text("[2025-11-20 14:00:00] Decode batch, #running-req: 1\n")
+    ingest_paths([old], copy)
+    assert timeline.build(Store(copy))["bucket_s"] == 10
+    assert timeline.build(Store(copy), since="2026-11-20T00:00:00", until="2026-11-21T00:00:00")["bucket_s"] == 300
