@@ -262,7 +262,7 @@ def _write_all(batches, writer) -> None:
 def _free_heap_back_to_the_os() -> None:
     """Return the heap the last input freed to the OS (glibc's malloc_trim).
 
-    glibc keeps freed memory for reuse, and an input's parse blocks (up to 24 MiB each) leave the
+    glibc keeps freed memory for reuse, and an input's parse blocks (16 MiB and more each) leave the
     heap fragmented: RSS grew from file to file (4 files of a 1 GiB dump: 1.15 GiB). A fixed mmap
     threshold cured that but cost 2.5 s of page faults per GiB; a trim between inputs costs
     milliseconds (issue 5).

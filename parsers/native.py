@@ -36,8 +36,9 @@ def configure(keys: list[tuple[str, int, int]], types: str) -> None:
         _configured = spec
 
 
-def scan(raw: RawBlock, year: int, take_stats: bool = True) -> dict:
-    return _fastlog.scan(raw.body, raw.line_no, raw.lines, year, take_stats)
+def scan(raw: RawBlock, year: int) -> dict:
+    """The scanner's buffers for one block (see `scan` in parsers/_fastlog.c)."""
+    return _fastlog.scan(raw.body, raw.line_no, raw.lines, year, True)
 
 
 def _str(d: dict, name: str, n: int):
