@@ -291,8 +291,10 @@ def _sglang_time(date: pl.Expr, time: pl.Expr, ms: pl.Expr, year: int) -> tuple[
 
 
 def _rank_cols(tags: pl.Expr) -> dict[str, pl.Expr]:
-    # in ' DP0 TP0' the TP pattern must not match inside ATTN_CP / MOE_DP: anchor on the space
-    return {r: tags.str.extract(rf" {r.removesuffix('_rank').upper()}(\d+)", 1).cast(pl.Int32) for r in RANKS}
+    # in ' DP0 TP0' the TP pattern must not match inside ATTN_CP / MOE_DP: anchor on the space; a
+    # tag beyond Int32 (a garbled line) is null rather than the end of the ingest
+    return {r: tags.str.extract(rf" {r.removesuffix('_rank').upper()}(\d+)", 1).cast(pl.Int32, strict=False)
+            for r in RANKS}
 
 
 def _outer_ts(text: pl.Expr) -> pl.Expr:

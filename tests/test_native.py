@@ -57,6 +57,8 @@ EDGE = [
     "[2026-10-30 10:00:07.482123 TP3] Decode batch, #running-req: 1",
     "[2026-10-30 10:00:07 ATTN_CP2 MOE_DP3 TP1 DP0] Decode batch, #running-req: 1",
     "[2026-10-30 10:00:07 XX1] Decode batch, #running-req: 1",
+    "[2026-10-30 10:00:07 DP99999999999 TP1000000000] Decode batch, #running-req: 1",
+    "[2026-10-30 10:00:07 DP99999999999] a garbled rank tag",
     "[2026-10-30 10:00:07 DP1 DP2] Decode batch, #running-req: 1, #running-req: 2, #token: x, #token: 5",
     "[2026-10-30 10:00:07 DP1] Decode batch, #token: 5, #token: x",
     "[2026-10-30 10:00:07] Decode batch [1234], #running-req: 1",
