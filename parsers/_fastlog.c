@@ -956,17 +956,19 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* scan(block, first_line_no, lines, year, take_stats) -> dict
+/* scan(block, first_line_no, lines, year) -> dict
  *
- * rest.*: the lines not taken, decoded (line_no int64, brk uint8: the line above was taken)
- * st.*:   the stats rows taken, column by column (Arrow buffers); partial: a CRI `P` record may
- *         be in the block (the caller then parses the block on the polars path alone).
+ * st.*:   the stats lines taken, column by column (Arrow buffers);
+ * sg.*:   the other lines with a plain sglang prefix, split, with access / request fields;
+ * rest.*: the other lines, decoded (line_no int64, brk uint8: the line above was a stats line);
+ * partial: a CRI `P` record may be in the block (the caller then parses it on the polars path).
+ * `lines` sizes the columns: every row of the block fits without growing them.
  */
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
     long long first, cap;
-    int year, take;
-    if (!PyArg_ParseTuple(args, "y*LLip", &view, &first, &cap, &year, &take)) return NULL;
+    int year;
+    if (!PyArg_ParseTuple(args, "y*LLi", &view, &first, &cap, &year)) return NULL;
     if (!g_configured) {
         PyBuffer_Release(&view);
         return PyErr_Format(PyExc_RuntimeError, "_fastlog.configure() was not called");
@@ -978,7 +980,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Out o;
     SgOut sg;
     /* the rest lines need as many bytes as the block (more only with escapes) */
-    int err = strcol_init(&rest) || out_init(&o, take ? cap : 0) || sg_init(&sg, take ? cap : 0, take ? n : 0) || buf_reserve(&rest.data, (size_t)n + 64) ||
+    int err = strcol_init(&rest) || out_init(&o, cap) || sg_init(&sg, cap, n) || buf_reserve(&rest.data, (size_t)n + 64) ||
               buf_reserve(&rest.off, (size_t)cap * 8 + 8) || buf_reserve(&rest_no, (size_t)cap * 8) ||
               buf_reserve(&rest_brk, (size_t)cap);
     int partial = 0;
@@ -999,10 +1001,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (len && line[len - 1] == '\r') len--;
         int ascii = is_ascii(line, len);
         /* the last line of a block is left to the polars path: it may be the cut end of a file */
-        int taken = take && ascii && nl && try_stats(line, len, year, r);
+        int taken = ascii && nl && try_stats(line, len, year, r);
         if (taken) {
             err = out_push(&o, r, line_no);
-        } else if (take && nl && try_sg(line, len, year, r)) {
+        } else if (nl && try_sg(line, len, year, r)) {
             err = sg_push(&sg, r, line, len, ascii, line_no, (uint8_t)prev_taken);
         } else {
             if (len && (ISD(line[0]) || !ascii) &&
@@ -1093,7 +1095,7 @@ static PyObject *count_newlines(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"count_newlines", count_newlines, METH_VARARGS, "count_newlines(buffer) -> number of b'\\n' in it"},
     {"configure", configure, METH_VARARGS, "configure(keys, types): the stats keys and column types"},
-    {"scan", scan, METH_VARARGS, "scan(block, first_line_no, lines, year, take_stats) -> dict of Arrow buffers"},
+    {"scan", scan, METH_VARARGS, "scan(block, first_line_no, lines, year) -> dict of Arrow buffers"},
     {NULL, NULL, 0, NULL},
 };
 
