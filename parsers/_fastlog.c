@@ -12,7 +12,7 @@
  * each with the values parsers/server_log.py would give it.
  *
  * It is conservative by design: any line it is not certain about (an odd value, a date it would
- * have to judge, non-ASCII text where it matters, an iteration tag, the cut last line) is left to
+ * have to judge, non-ASCII text where it matters, an iteration tag, a file's cut last line) is left to
  * the polars path, which stays the reference. tests/test_native.py checks that both give
  * identical tables.
  *
@@ -956,7 +956,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* scan(block, first_line_no, lines, year) -> dict
+/* scan(block, first_line_no, lines, year, terminated) -> dict
  *
  * st.*:   the stats lines taken, column by column (Arrow buffers);
  * sg.*:   the other lines with a plain sglang prefix, split, with access / request fields;
@@ -967,8 +967,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
     long long first, cap;
-    int year;
-    if (!PyArg_ParseTuple(args, "y*LLi", &view, &first, &cap, &year)) return NULL;
+    int year, terminated;
+    if (!PyArg_ParseTuple(args, "y*LLip", &view, &first, &cap, &year, &terminated)) return NULL;
     if (!g_configured) {
         PyBuffer_Release(&view);
         return PyErr_Format(PyExc_RuntimeError, "_fastlog.configure() was not called");
@@ -1000,11 +1000,12 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         const uint8_t *line = s + i;
         if (len && line[len - 1] == '\r') len--;
         int ascii = is_ascii(line, len);
-        /* the last line of a block is left to the polars path: it may be the cut end of a file */
-        int taken = ascii && nl && try_stats(line, len, year, r);
+        /* a last line with no newline after it is the cut end of a file: the polars path judges it */
+        int whole = nl || terminated;
+        int taken = ascii && whole && try_stats(line, len, year, r);
         if (taken) {
             err = out_push(&o, r, line_no);
-        } else if (nl && try_sg(line, len, year, r)) {
+        } else if (whole && try_sg(line, len, year, r)) {
             err = sg_push(&sg, r, line, len, ascii, line_no, (uint8_t)prev_taken);
         } else {
             if (len && (ISD(line[0]) || !ascii) &&
@@ -1095,7 +1096,7 @@ static PyObject *count_newlines(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"count_newlines", count_newlines, METH_VARARGS, "count_newlines(buffer) -> number of b'\\n' in it"},
     {"configure", configure, METH_VARARGS, "configure(keys, types): the stats keys and column types"},
-    {"scan", scan, METH_VARARGS, "scan(block, first_line_no, lines, year) -> dict of Arrow buffers"},
+    {"scan", scan, METH_VARARGS, "scan(block, first_line_no, lines, year, terminated) -> dict of Arrow buffers"},
     {NULL, NULL, 0, NULL},
 };
 

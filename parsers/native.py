@@ -38,7 +38,7 @@ def configure(keys: list[tuple[str, int, int]], types: str) -> None:
 
 def scan(raw: RawBlock, year: int) -> dict:
     """The scanner's buffers for one block (see `scan` in parsers/_fastlog.c)."""
-    return _fastlog.scan(raw.body, raw.line_no, raw.lines, year)
+    return _fastlog.scan(raw.body, raw.line_no, raw.lines, year, not raw.unterminated)
 
 
 def _str(d: dict, name: str, n: int):

@@ -432,19 +432,31 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
 
 
 def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
-    """Decide which unrecognised lines are traceback bodies and attach them to their record."""
+    """Decide which unrecognised lines are traceback bodies and attach them to their record.
+
+    Adds `_cont` (a body line of the record above), `_is_event` (an event head), `_grp` (the
+    record a line belongs to: a run of lines from its head) and `_head_ok` (the head is an event).
+    """
     body = pl.col("body")
     # `_brk`: the line right above was a stats line taken out by the fast path (`_parse_block`).
     # A stats line is a non-event head: it starts a group and is never indented.
     brk = pl.col("_brk") if "_brk" in df.columns else pl.lit(False)
-    indented = body.str.contains(r"^\s+\S")
-    tb_like = body.str.contains(RE_TB) | (body.str.contains(RE_EXC_LINE) & indented.shift(1, fill_value=False) & ~brk)
+    # The body regexes run only where they decide something (issue 5): on the lines with no
+    # family, a few among tens of thousands, and on the line above each (its indentation).
+    lone = pl.col("family").is_null()
+    indented = pl.when(lone.shift(-1, fill_value=False)).then(body).str.contains(r"^\s+\S").fill_null(False)
+    lone_body = pl.when(lone).then(body)
+    tb_like = lone_body.str.contains(RE_TB) | (lone_body.str.contains(RE_EXC_LINE) & indented.shift(1, fill_value=False)
+                                               & ~brk)
     df = df.with_columns(
-        _cont=pl.col("family").is_null() & tb_like,
+        _cont=lone & tb_like,
         _is_event=pl.col("family").is_not_null() & ~pl.col("message").str.contains(RE_STATS),
     )
-    grp = (~pl.col("_cont") | brk).cast(pl.Int64).cum_sum()
-    df = df.with_columns(_grp=grp).with_columns(_head_ok=pl.col("_is_event").first().over("_grp"))
+    start = ~pl.col("_cont") | brk
+    grp = start.cast(pl.Int64).cum_sum()
+    # a record is a run of lines: its head's value, carried down the run (no group-by)
+    head_ok = pl.when(start | (pl.int_range(pl.len()) == 0)).then(pl.col("_is_event")).forward_fill()
+    df = df.with_columns(_grp=grp, _head_ok=head_ok)
     # A traceback with no event above it (file start, or after a stats line) opens its own record.
     opens = pl.col("_cont") & ~pl.col("_head_ok") & body.str.starts_with("Traceback (most recent call last)")
     df = df.with_columns(
@@ -452,7 +464,7 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
         _cont=pl.col("_cont") & ~opens,
         _is_event=pl.col("_is_event") | opens,
     )
-    df = df.with_columns(_grp=grp).with_columns(_head_ok=pl.col("_is_event").first().over("_grp"))
+    df = df.with_columns(_grp=grp, _head_ok=head_ok)
     # body lines under a non-event head stay unparsed (they keep their own line numbers)
     return df.with_columns(_cont=pl.col("_cont") & pl.col("_head_ok"))
 
@@ -1008,7 +1020,7 @@ def _parse_raw(raw: RawBlock, ctx: Context, year: int, role: str, path: str) -> 
                    + _NATIVE_EVENT_COLUMNS).cast(other.schema)
     other = other.with_columns(pl.lit(None, dtype=sg.schema[c]).alias(c) for c in _NATIVE_EVENT_COLUMNS)
     del d  # the scanner's buffers: the frames hold what they need
-    classified = pl.concat([other, sg]).sort("line_no")
+    classified = _merge_by_line([other, sg])
     return _finish_block(classified, None, ctx, role, path, taken=nat)
 
 
@@ -1042,6 +1054,15 @@ def _request_rows(ev: pl.DataFrame) -> pl.DataFrame:
     ).drop(_NATIVE_EVENT_COLUMNS)
 
 
+def _merge_by_line(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """Frames of one schema, each in line order, as one in line order: no sort when only one has
+    rows (`merge_sorted` measured slower than concat and sort)."""
+    full = [f for f in frames if f.height]
+    if len(full) <= 1:
+        return full[0] if full else frames[0]
+    return pl.concat(full).sort("line_no")
+
+
 def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str) -> Batch:
     # Plain stats lines skip wrapper stripping, classification and folding (issue 5). A k8s
     # partial record anywhere in the block may swallow the line after it: then no fast path.
@@ -1072,7 +1093,7 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
     # Tracebacks that cross a block boundary lose their head: blocks are large (16 MiB), and the
     # orphaned body lines still land in unparsed with their numbers, so nothing is lost.
     df = _fold_continuations(df)
-    is_stats = pl.col("family").is_not_null() & pl.col("message").str.contains(RE_STATS)
+    is_stats = pl.col("family").is_not_null() & ~pl.col("_is_event")
     df = df.with_columns(
         _table=pl.when(pl.col("_cont")).then(pl.lit("cont"))
         .when(is_stats).then(pl.lit("batches"))
@@ -1094,17 +1115,23 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
         acc, req = ev["_acc_status"].is_not_null(), ev["_req_kind"].is_not_null()
         parts = [_event_fields(ev.filter(~acc & ~req).drop(_NATIVE_EVENT_COLUMNS), ctx),
                  _access_rows(ev.filter(acc)), _request_rows(ev.filter(req))]
-        ev = pl.concat([schema.conform("events", p.with_columns(truncated=pl.col("unterminated"))) for p in parts])
-        ev = _event_rooms(ev.sort("line_no"))
+        ev = _event_rooms(_merge_by_line([schema.conform("events", p.with_columns(truncated=pl.col("unterminated")))
+                                          for p in parts]))
     else:
         ev = _events(ev, ctx).with_columns(truncated=pl.col("unterminated"))
-    st = _stats_lead(df.filter(pl.col("_table") == "batches"))
-    if fast is not None:
-        fast = fast.with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path))
-        st = pl.concat([st.select(fast.columns), fast]).sort("line_no")
-    st = _batches(st)
+    st = df.filter(pl.col("_table") == "batches")
     if taken is not None:
-        st = pl.concat([schema.conform("batches", st), schema.conform("batches", taken)]).sort("line_no")
+        # the scanner's rows are in line order; the few stats lines it left are merged in
+        parts = [schema.conform("batches", taken)]
+        if st.height:
+            parts.append(schema.conform("batches", _batches(_stats_lead(st)).sort("line_no")))
+        st = _merge_by_line(parts)
+    else:
+        st = _stats_lead(st)
+        if fast is not None:
+            fast = fast.with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path))
+            st = pl.concat([st.select(fast.columns), fast]).sort("line_no")
+        st = _batches(st)
     un = df.filter(pl.col("_table") == "unparsed").with_columns(
         line=pl.col("line").str.slice(0, MAX_LINE_CHARS),
         reason=pl.when(pl.col("line").str.strip_chars() == "").then(pl.lit("blank"))
