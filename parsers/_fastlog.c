@@ -16,8 +16,8 @@
  * the polars path, which stays the reference. tests/test_native.py checks that both give
  * identical tables.
  *
- * The result is a dict of bytes objects laid out as Arrow buffers (validity bitmaps, int64
- * offsets), which parsers/native.py wraps into Arrow arrays without copying them again.
+ * The result is a dict of buffers (Mem objects) laid out as Arrow buffers (validity bitmaps, int64
+ * offsets), which parsers/native.py wraps into Arrow arrays without copying them.
  */
 #define _GNU_SOURCE /* memmem */
 #define PY_SSIZE_T_CLEAN
@@ -897,9 +897,50 @@ static int out_push(Out *o, const Row *r, int64_t line_no) {
 
 /* ---- Python API ------------------------------------------------------------------------------ */
 
-static PyObject *b(const Buf *x) { return PyBytes_FromStringAndSize(x->p ? x->p : "", (Py_ssize_t)x->len); }
+/* A buffer the scanner filled, handed to Python as is: it exports the buffer protocol (Arrow and
+ * numpy wrap it without a copy) and frees the memory with the last reference. Copying every
+ * column into a bytes object cost a copy and a page fault per page of the block's output. */
+typedef struct {
+    PyObject_HEAD
+    void *p;
+    Py_ssize_t n;
+} Mem;
 
-static PyObject *mem(const void *p, size_t n) { return PyBytes_FromStringAndSize(n ? p : "", (Py_ssize_t)n); }
+static void mem_dealloc(Mem *m) {
+    free(m->p);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+static int mem_getbuffer(Mem *m, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)m, m->p ? m->p : (void *)"", m->n, 1, flags);
+}
+
+static PyBufferProcs mem_as_buffer = {(getbufferproc)mem_getbuffer, NULL};
+
+static PyTypeObject MemType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_fastlog.Mem",
+    .tp_basicsize = sizeof(Mem),
+    .tp_dealloc = (destructor)mem_dealloc,
+    .tp_as_buffer = &mem_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Read-only memory the scanner filled (buffer protocol)",
+};
+
+/* The first n bytes of *pp as a Mem, which takes the memory over (*pp becomes NULL). */
+static PyObject *mem(void **pp, size_t n) {
+    Mem *m = PyObject_New(Mem, &MemType);
+    if (!m) return NULL;
+    m->p = *pp;
+    m->n = (Py_ssize_t)n;
+    *pp = NULL;
+    return (PyObject *)m;
+}
+
+static PyObject *b(Buf *x) {
+    PyObject *m = mem((void **)&x->p, x->len);
+    if (m) x->len = x->cap = 0;
+    return m;
+}
 
 static int put(PyObject *d, const char *k, PyObject *v) {
     if (!v) return -1;
@@ -908,7 +949,7 @@ static int put(PyObject *d, const char *k, PyObject *v) {
     return rc;
 }
 
-static int put_str(PyObject *d, const char *name, const StrCol *c) {
+static int put_str(PyObject *d, const char *name, StrCol *c) {
     char k[64];
     snprintf(k, sizeof k, "%s.off", name);
     if (put(d, k, b(&c->off))) return -1;
@@ -1033,16 +1074,16 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     int bad = put(d, "partial", PyBool_FromLong(partial)) || put(d, "lines", PyLong_FromLongLong(line_no - first)) ||
               put_str(d, "rest.line", &rest) || put(d, "rest.line_no", b(&rest_no)) ||
               put(d, "rest.brk", b(&rest_brk)) || put(d, "rest.n", PyLong_FromLongLong(rest.n)) ||
-              put(d, "st.n", PyLong_FromLongLong(o.n)) || put(d, "st.line_no", mem(o.line_no, (size_t)o.n * 8)) ||
-              put(d, "st.local_us", mem(o.local_us, (size_t)o.n * 8)) || put_str(d, "st.kind", &o.kind) ||
+              put(d, "st.n", PyLong_FromLongLong(o.n)) || put(d, "st.line_no", mem((void **)&o.line_no, (size_t)o.n * 8)) ||
+              put(d, "st.local_us", mem((void **)&o.local_us, (size_t)o.n * 8)) || put_str(d, "st.kind", &o.kind) ||
               put_str(d, "st.ts_raw", &o.ts_raw) || put_str(d, "st.cri", &o.cri) || put_str(d, "st.graph", &o.graph) ||
               put_str(d, "st.extra_key", &o.ek) || put_str(d, "st.extra_value", &o.ev) ||
-              put(d, "st.extra_off", mem(o.extra_off, (size_t)(o.n + 1) * 4)) || put(d, "st.extra_n", PyLong_FromLong(o.nextra_total));
+              put(d, "st.extra_off", mem((void **)&o.extra_off, (size_t)(o.n + 1) * 4)) || put(d, "st.extra_n", PyLong_FromLong(o.nextra_total));
     for (int x = 0; !bad && x < NRANKS; x++) {
         snprintf(k, sizeof k, "st.rank%d", x);
-        bad = put(d, k, mem(o.rank[x], (size_t)o.n * 4));
+        bad = put(d, k, mem((void **)&o.rank[x], (size_t)o.n * 4));
         snprintf(k, sizeof k, "st.rank%d.valid", x);
-        bad = bad || put(d, k, mem(o.rank_valid[x], (size_t)(o.n + 7) / 8));
+        bad = bad || put(d, k, mem((void **)&o.rank_valid[x], (size_t)(o.n + 7) / 8));
     }
     bad = bad || put(d, "sg.n", PyLong_FromLongLong(sg.n)) || put(d, "sg.line_no", b(&sg.line_no)) ||
           put(d, "sg.brk", b(&sg.brk)) || put(d, "sg.local_us", b(&sg.local_us)) || put_str(d, "sg.body", &sg.body) || put_str(d, "sg.message", &sg.message) ||
@@ -1064,9 +1105,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     for (int c = 0; !bad && c < g_ncols; c++) {
         snprintf(k, sizeof k, "st.col%d", c);
-        bad = put(d, k, mem(o.val[c], g_types[c] == 'b' ? (size_t)(o.n + 7) / 8 : (size_t)o.n * 8));
+        bad = put(d, k, mem(&o.val[c], g_types[c] == 'b' ? (size_t)(o.n + 7) / 8 : (size_t)o.n * 8));
         snprintf(k, sizeof k, "st.col%d.valid", c);
-        bad = bad || put(d, k, mem(o.valid[c], (size_t)(o.n + 7) / 8));
+        bad = bad || put(d, k, mem((void **)&o.valid[c], (size_t)(o.n + 7) / 8));
     }
     if (bad) Py_CLEAR(d);
 done:
@@ -1102,4 +1143,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastlog", "Native scanner for server logs.", -1, methods};
 
-PyMODINIT_FUNC PyInit__fastlog(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__fastlog(void) {
+    if (PyType_Ready(&MemType) < 0) return NULL;
+    return PyModule_Create(&module);
+}
