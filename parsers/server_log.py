@@ -1034,8 +1034,12 @@ def _parse_raw(raw: RawBlock, ctx: Context, year: int, role: str, path: str) -> 
                    + _NATIVE_EVENT_COLUMNS).cast(other.schema)
     other = other.with_columns(pl.lit(None, dtype=sg.schema[c]).alias(c) for c in _NATIVE_EVENT_COLUMNS)
     del d  # the scanner's buffers: the frames hold what they need
-    classified = _merge_by_line([other, sg])
-    return _finish_block(classified, None, ctx, role, path, taken=nat)
+    # An access or request line read whole is an event head with nothing to fold into it unless a
+    # line the scanner left follows it (a traceback body): the others skip folding (issue 5).
+    read = (sg["_acc_status"].is_not_null() | sg["_req_kind"].is_not_null()) & ~(sg["line_no"] + 1).is_in(
+        other["line_no"].implode())
+    classified = _merge_by_line([other, sg.filter(~read)])
+    return _finish_block(classified, None, ctx, role, path, taken=nat, ready=sg.filter(read))
 
 
 _ACCESS_COLUMNS = ["_acc_peer", "_acc_method", "_acc_path", "_acc_status"]
@@ -1101,9 +1105,10 @@ def _parse_rest(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, year:
 
 
 def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, role: str, path: str,
-                  taken: pl.DataFrame | None = None) -> Batch:
+                  taken: pl.DataFrame | None = None, ready: pl.DataFrame | None = None) -> Batch:
     """Classified lines of a block into its tables; `fast` (raw fields) and `taken` (finished
-    batches rows) are the stats lines the regex fast path and the native scanner took."""
+    batches rows) are the stats lines the regex fast path and the native scanner took; `ready`
+    the access and request lines the scanner read, each an event of its own."""
     # Tracebacks that cross a block boundary lose their head: blocks are large (16 MiB), and the
     # orphaned body lines still land in unparsed with their numbers, so nothing is lost.
     df = _fold_continuations(df)
@@ -1129,6 +1134,10 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
         acc, req = ev["_acc_status"].is_not_null(), ev["_req_kind"].is_not_null()
         parts = [_event_fields(ev.filter(~acc & ~req).drop(_NATIVE_EVENT_COLUMNS), ctx),
                  _access_rows(ev.filter(acc)), _request_rows(ev.filter(req))]
+        if ready is not None and ready.height:
+            ready = ready.with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path))
+            acc = ready["_acc_status"].is_not_null()
+            parts += [_access_rows(ready.filter(acc)), _request_rows(ready.filter(~acc))]
         ev = _event_rooms(_merge_by_line([schema.conform("events", p.with_columns(truncated=pl.col("unterminated")))
                                           for p in parts]))
     else:
