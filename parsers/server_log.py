@@ -434,13 +434,21 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     ).drop("_sg", "_cu", "_gl", "_ux", "_c10", "_nc")
     # Kibana's outer clock is the viewer's zone: learn its offset to the inner clock from lines
     # that carry both (rounded to 15 min, SGLANG.md §3), and use it for lines that carry only it.
+    # Several blocks (`_blk`): learnt from the first block that teaches it, for it and those after,
+    # as when the blocks are read one after another.
+    known = pl.lit(ctx.outer_offset_s is not None)
     if ctx.outer_offset_s is None and df["kibana_ts"].is_not_null().any():
-        d = df.select((pl.col("_local") - pl.col("kibana_ts")).dt.total_seconds().median()).item()
-        if d is not None:
-            ctx.outer_offset_s = round(d / 900) * 900
-            ctx.notes.append(f"Kibana viewer clock is {-ctx.outer_offset_s / 3600:+.2f} h from the log's clock")
+        blocks = df.filter(pl.col("kibana_ts").is_not_null())["_blk"].unique().sort() if "_blk" in df.columns else [None]
+        for b in blocks:
+            rows = df if b is None else df.filter(pl.col("_blk") == b)
+            d = rows.select((pl.col("_local") - pl.col("kibana_ts")).dt.total_seconds().median()).item()
+            if d is not None:
+                ctx.outer_offset_s = round(d / 900) * 900
+                ctx.notes.append(f"Kibana viewer clock is {-ctx.outer_offset_s / 3600:+.2f} h from the log's clock")
+                known = pl.lit(True) if b is None else pl.col("_blk") >= b
+                break
     kib_local = pl.col("kibana_ts") + pl.duration(seconds=ctx.outer_offset_s or 0)
-    local_all = pl.coalesce(pl.col("_local"), pl.when(ctx.outer_offset_s is not None).then(kib_local))
+    local_all = pl.coalesce(pl.col("_local"), pl.when(known).then(kib_local))
     return df.with_columns(
         ts=pl.coalesce(pl.col("outer_ts"), _local_to_utc(local_all, ctx.tz), pl.col("_ux_ts"))
     ).drop("_local", "_ux_ts")
@@ -670,14 +678,17 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
 
 
 def _event_rooms(ev: pl.DataFrame) -> pl.DataFrame:
-    """Rooms one event line gives another: they need all events of the block, in line order."""
+    """Rooms one event line gives another: they need all events of the block, in line order
+    (of each block, `_blk`, when there are several)."""
+    blk = ["_blk"] if "_blk" in ev.columns else []
     # A worker error names the room, the failure line right after it often only the rid
     # (llm-d#2433): carry the room to the next failure line of the same worker burst.
     fail = pl.col("kind").is_in(["transfer_failed", "bootstrap_failed"])
+    ffill = (lambda e: e.forward_fill().over(blk)) if blk else (lambda e: e.forward_fill())
     ev = ev.with_columns(
-        _fr=pl.when(fail & pl.col("rid").is_null()).then(pl.col("bootstrap_room")).forward_fill(),
-        _fl=pl.when(fail & pl.col("rid").is_null() & pl.col("bootstrap_room").is_not_null())
-        .then(pl.col("line_no")).forward_fill(),
+        _fr=ffill(pl.when(fail & pl.col("rid").is_null()).then(pl.col("bootstrap_room"))),
+        _fl=ffill(pl.when(fail & pl.col("rid").is_null() & pl.col("bootstrap_room").is_not_null())
+                  .then(pl.col("line_no"))),
     )
     ev = ev.with_columns(
         bootstrap_room=pl.when(fail & pl.col("bootstrap_room").is_null() & (pl.col("line_no") - pl.col("_fl") <= 50))
@@ -687,7 +698,7 @@ def _event_rooms(ev: pl.DataFrame) -> pl.DataFrame:
     return ev.with_columns(
         bootstrap_room=pl.coalesce(
             pl.col("bootstrap_room"),
-            pl.when(pl.col("rid").is_not_null()).then(pl.col("bootstrap_room").drop_nulls().first().over("rid")),
+            pl.when(pl.col("rid").is_not_null()).then(pl.col("bootstrap_room").drop_nulls().first().over([*blk, "rid"])),
         )
     )
 
@@ -924,6 +935,9 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
 
 
 PARSE_THREADS = min(2, os.cpu_count() or 1)
+# Blocks the native path reads in one pass (`_parse_raws`): two halve polars' fixed cost per
+# byte; the polars path, which holds a whole block as text, keeps one (memory, issue 5).
+GROUP_BLOCKS = 2
 
 
 def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iterator[Batch]:
@@ -937,8 +951,8 @@ def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iter
     import dataclasses
     from concurrent.futures import ThreadPoolExecutor
 
-    def run(raw, bctx):
-        return _parse_raw(raw, bctx, year, role, path), bctx
+    def run(raws, bctx):
+        return _parse_raws(raws, bctx, year, role, path), bctx
 
     def merge(fut):
         out, b = fut.result()
@@ -953,12 +967,18 @@ def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iter
     import multiprocessing
 
     threads = 1 if multiprocessing.parent_process() is not None else PARSE_THREADS
+    group = GROUP_BLOCKS if native.enabled() else 1
     with ThreadPoolExecutor(threads, thread_name_prefix="parse") as pool:
         queue: collections.deque = collections.deque()
         first = True
+        raws: list[RawBlock] = []
         for raw in blocks:
+            raws.append(raw)
+            if len(raws) < group and not raw.last:
+                continue
             bctx = dataclasses.replace(ctx, lines=0, parsed_lines=0, continuation_lines=0, unparsed_lines=0, notes=[])
-            queue.append(pool.submit(run, raw, bctx))
+            queue.append(pool.submit(run, raws, bctx))
+            raws = []
             if first or len(queue) >= threads:
                 first = False
                 yield merge(queue.popleft())
@@ -1011,25 +1031,55 @@ def _native_keys() -> list[tuple[str, int, int]]:
 
 
 def _parse_raw(raw: RawBlock, ctx: Context, year: int, role: str, path: str) -> Batch:
-    """One block. With the native scanner built, it splits the lines and reads the common ones whole:
-    plain stats lines, the prefix of every other sglang line, canonical access lines and request
-    logs. Polars does the rest, and all of a block with a k8s partial record."""
+    """One block: `_parse_raws` of it alone."""
+    return _parse_raws([raw], ctx, year, role, path)
+
+
+def _parse_raws(raws: list[RawBlock], ctx: Context, year: int, role: str, path: str) -> Batch:
+    """Consecutive blocks, each read as it would be alone, in one pass.
+
+    With the native scanner built, it splits the lines and reads the common ones whole: plain stats
+    lines, the prefix of every other sglang line, canonical access lines and request logs. Polars
+    does the rest, and all of a block with a k8s partial record. Its fixed cost (~0.2 ms a call,
+    a hundred calls, whatever the rows) is paid once for all the blocks (issue 5); `_blk` keeps
+    them apart where lines of a block affect each other (folding, rooms lent, the Kibana offset).
+    It takes the blocks over: their text is dropped once scanned.
+    """
     if not native.enabled():
-        return _parse_block(lines.frame(raw), ctx, year, role, path)
+        return _concat_batches([_parse_block(lines.frame(r), ctx, year, role, path) for r in raws])
     native.configure(_native_keys(), "".join(t[0] for _, t in NATIVE_COLUMNS))
-    d = native.scan(raw, year)
-    if d["partial"]:
-        # a k8s partial record may swallow the line after it: the polars path decides the block
-        return _parse_block(lines.frame(raw), ctx, year, role, path)
-    nat = native.stats_frame(d, NATIVE_COLUMNS)
+    ds = [native.scan(r, year) for r in raws]
+    if any(d["partial"] for d in ds):
+        # a k8s partial record may swallow the line after it: the polars path decides its block
+        return _concat_batches([_parse_block(lines.frame(r), ctx, year, role, path) if d["partial"]
+                                else _parse_scanned([r], [d], ctx, year, role, path) for r, d in zip(raws, ds)])
+    for r in raws:
+        r.body = b""  # read: the text goes while the frames are built
+    return _parse_scanned(raws, ds, ctx, year, role, path)
+
+
+def _concat_batches(batches: list[Batch]) -> Batch:
+    if len(batches) == 1:
+        return batches[0]
+    return {t: pl.concat([schema.conform(t, b[t]) for b in batches]) for t in batches[0]}
+
+
+def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int, role: str, path: str) -> Batch:
+    """Blocks the scanner read (`ds`, none with a partial record) into their tables."""
+    def each(frame, **kw):
+        return pl.concat([frame(d, raw, **kw).with_columns(_blk=pl.lit(i, dtype=pl.Int32))
+                          for i, (d, raw) in enumerate(zip(ds, raws))])
+
+    nat = each(lambda d, raw: native.stats_frame(d, NATIVE_COLUMNS))
     nat = nat.with_columns(
         ts=pl.coalesce(_cri_ts(nat), _local_to_utc(pl.col("local"), ctx.tz)),
         prefix=pl.concat_str(pl.col("cri"), pl.lit(" F")),
         tail=pl.lit(None, dtype=pl.Utf8), truncated=pl.lit(False),
         host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path),
     )
-    other = _classify(_join_partials(_strip_wrappers(native.rest_frame(d, raw))), ctx, year)
-    sg = lines.with_flags(native.sglang_frame(d), raw)
+    other = _classify(_join_partials(_strip_wrappers(each(native.rest_frame))), ctx, year)
+    sg = each(lambda d, raw: lines.with_flags(native.sglang_frame(d), raw))
+    del ds  # the scanner's buffers: the frames hold what they need
     sg = sg.with_columns(
         prefix=pl.concat_str(pl.col("cri"), pl.lit(" F")),
         partial=pl.when(pl.col("cri").is_not_null()).then(False),
@@ -1042,12 +1092,13 @@ def _parse_raw(raw: RawBlock, ctx: Context, year: int, role: str, path: str) -> 
     sg = sg.select([pl.col(c) if c in sg.columns else pl.lit(None).alias(c) for c in other.columns]
                    + _NATIVE_EVENT_COLUMNS).cast(other.schema)
     other = other.with_columns(pl.lit(None, dtype=sg.schema[c]).alias(c) for c in _NATIVE_EVENT_COLUMNS)
-    del d  # the scanner's buffers: the frames hold what they need
     # An access or request line read whole is an event head with nothing to fold into it unless a
     # line the scanner left follows it (a traceback body): the others skip folding (issue 5).
     read = (sg["_acc_status"].is_not_null() | sg["_req_kind"].is_not_null()) & ~(sg["line_no"] + 1).is_in(
         other["line_no"].implode())
     classified = _merge_by_line([other, sg.filter(~read)])
+    # a block's first line has no line above it: nothing folds across blocks
+    classified = classified.with_columns(_brk=pl.col("_brk") | (pl.col("_blk") != pl.col("_blk").shift(1)))
     return _finish_block(classified, None, ctx, role, path, taken=nat, ready=sg.filter(read))
 
 
@@ -1147,8 +1198,10 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
             ready = ready.with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path))
             acc = ready["_acc_status"].is_not_null()
             parts += [_access_rows(ready.filter(acc)), _request_rows(ready.filter(~acc))]
-        ev = _event_rooms(_merge_by_line([schema.conform("events", p.with_columns(truncated=pl.col("unterminated")))
-                                          for p in parts]))
+        # the events columns, and the block of each row while rooms are lent
+        ev = _merge_by_line([schema.conform("events", p.with_columns(truncated=pl.col("unterminated")))
+                             .with_columns(p["_blk"]) for p in parts])
+        ev = _event_rooms(ev).drop("_blk")
     else:
         ev = _events(ev, ctx).with_columns(truncated=pl.col("unterminated"))
     st = df.filter(pl.col("_table") == "batches")

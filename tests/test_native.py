@@ -203,9 +203,11 @@ def test_partial_records_fall_back_to_polars(monkeypatch):
     assert_same(data, monkeypatch)
 
 
-def test_block_boundaries(monkeypatch):
+@pytest.mark.parametrize("group", [1, 2, 5])
+def test_block_boundaries(monkeypatch, group):
     """Small blocks: every line is some block's first or last line, tracebacks cross blocks."""
     monkeypatch.setattr(lines, "BLOCK_BYTES", 300)
+    monkeypatch.setattr(server_log, "GROUP_BLOCKS", group)
     data = "\n".join(EDGE * 3).encode() + b"\n"
     assert_same(data, monkeypatch)
 
@@ -247,6 +249,21 @@ def test_sample_and_real_logs_both_ways(monkeypatch, path):
     data = open(path, "rb").read()
     if path.endswith(".gz"):
         data = gzip.decompress(data)
+    assert_same(data, monkeypatch, name=os.path.basename(path).removesuffix(".gz"))
+
+
+@pytest.mark.parametrize("path", _files(), ids=os.path.basename)
+def test_sample_and_real_logs_in_blocks_both_ways(monkeypatch, path):
+    """About eight blocks a file: the native path reads them in groups (GROUP_BLOCKS) in one pass,
+    the polars path one by one; folding, rooms lent and the Kibana offset must still stop at
+    each block's edge."""
+    import gzip
+
+    data = open(path, "rb").read()
+    if path.endswith(".gz"):
+        data = gzip.decompress(data)
+    monkeypatch.setattr(lines, "BLOCK_BYTES", max(1024, len(data) // 8))
+    monkeypatch.setattr(server_log, "GROUP_BLOCKS", 3)
     assert_same(data, monkeypatch, name=os.path.basename(path).removesuffix(".gz"))
 
 
