@@ -679,22 +679,23 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
 
 def _event_rooms(ev: pl.DataFrame) -> pl.DataFrame:
     """Rooms one event line gives another: they need all events of the block, in line order
-    (of each block, `_blk`, when there are several)."""
+    (of each block, `_blk`, when there are several). Each step runs only on the rows it can
+    change: most blocks have a few failure lines and no line missing the room of its rid."""
     blk = ["_blk"] if "_blk" in ev.columns else []
     # A worker error names the room, the failure line right after it often only the rid
     # (llm-d#2433): carry the room to the next failure line of the same worker burst.
-    fail = pl.col("kind").is_in(["transfer_failed", "bootstrap_failed"])
-    ffill = (lambda e: e.forward_fill().over(blk)) if blk else (lambda e: e.forward_fill())
-    ev = ev.with_columns(
-        _fr=ffill(pl.when(fail & pl.col("rid").is_null()).then(pl.col("bootstrap_room"))),
-        _fl=ffill(pl.when(fail & pl.col("rid").is_null() & pl.col("bootstrap_room").is_not_null())
-                  .then(pl.col("line_no"))),
-    )
-    ev = ev.with_columns(
-        bootstrap_room=pl.when(fail & pl.col("bootstrap_room").is_null() & (pl.col("line_no") - pl.col("_fl") <= 50))
-        .then(pl.col("_fr")).otherwise(pl.col("bootstrap_room"))
-    ).drop("_fr", "_fl")
+    fail = ev.select(pl.col("kind").is_in(["transfer_failed", "bootstrap_failed"]).fill_null(False)).to_series()
+    if fail.any():
+        ffill = (lambda e: e.forward_fill().over(blk)) if blk else (lambda e: e.forward_fill())
+        lent = ev.filter(fail).with_columns(
+            _fr=ffill(pl.when(pl.col("rid").is_null()).then(pl.col("bootstrap_room"))),
+            _fl=ffill(pl.when(pl.col("rid").is_null() & pl.col("bootstrap_room").is_not_null()).then(pl.col("line_no"))),
+        ).select(pl.when(pl.col("bootstrap_room").is_null() & (pl.col("line_no") - pl.col("_fl") <= 50))
+                 .then(pl.col("_fr")).otherwise(pl.col("bootstrap_room"))).to_series()
+        ev = ev.with_columns(ev["bootstrap_room"].scatter(fail.arg_true(), lent))
     # a line cut before its room still names its rid: take the room the same rid has elsewhere
+    if not ev.select((pl.col("rid").is_not_null() & pl.col("bootstrap_room").is_null()).any()).item():
+        return ev
     return ev.with_columns(
         bootstrap_room=pl.coalesce(
             pl.col("bootstrap_room"),
@@ -1108,27 +1109,25 @@ _REQUEST_COLUMNS = ["_req_kind", "_req_rid", "_req_finish", "_req_status", "_req
 _NATIVE_EVENT_COLUMNS = _ACCESS_COLUMNS + _REQUEST_COLUMNS
 
 
-def _access_rows(ev: pl.DataFrame) -> pl.DataFrame:
-    """What `_event_fields` gives a canonical uvicorn access line (`INFO:     peer - "METHOD path proto"
-    status`) with no rid, room, request field or rank in it; the native scanner read the four fields."""
-    return ev.with_columns(
-        kind=pl.lit("http_access"), severity=pl.lit("info"), source=pl.lit("uvicorn"),
-        http_status=pl.col("_acc_status").cast(pl.Int32), http_method=pl.col("_acc_method"),
-        http_path=pl.col("_acc_path"), peer=pl.col("_acc_peer"),
-    ).drop(_NATIVE_EVENT_COLUMNS)
+def _ready_rows(ev: pl.DataFrame) -> pl.DataFrame:
+    """What `_event_fields` gives the lines the native scanner read whole, in one pass.
 
-
-def _request_rows(ev: pl.DataFrame) -> pl.DataFrame:
-    """What `_event_fields` gives a request log line (`Receive: ...`, `Finish: ...`) in ASCII, with
-    its room as `bootstrap_room=N` and no peer address: the native scanner read the fields."""
+    A canonical uvicorn access line (`INFO:     peer - "METHOD path proto" status`, `_acc_*`)
+    has no rid, room, request field or rank in it; a request log line (`Receive: ...`,
+    `Finish: ...`, `_req_*`) is ASCII, with its room as `bootstrap_room=N` and no peer address.
+    """
+    acc = pl.col("_acc_status").is_not_null()
     return ev.with_columns(
-        kind=pl.when(pl.col("_req_kind") == 1).then(pl.lit("request_received")).otherwise(pl.lit("request_finished")),
-        severity=pl.lit("info"), source=pl.lit("request_log"), rid=pl.col("_req_rid"),
-        bootstrap_room=pl.col("_req_room"), finish_reason=pl.col("_req_finish"), prompt_tokens=pl.col("_req_prompt"),
-        completion_tokens=pl.col("_req_completion"), cached_tokens=pl.col("_req_cached"),
-        e2e_latency=pl.col("_req_e2e"), http_status=pl.col("_req_status").cast(pl.Int32),
-        tp_rank=pl.coalesce(pl.col("tp_rank"), pl.col("_req_rank").cast(pl.Int32), pl.col("c10_rank")),
-        peer=pl.col("peer_host"),
+        kind=pl.when(acc).then(pl.lit("http_access")).when(pl.col("_req_kind") == 1).then(pl.lit("request_received"))
+        .otherwise(pl.lit("request_finished")),
+        severity=pl.lit("info"), source=pl.when(acc).then(pl.lit("uvicorn")).otherwise(pl.lit("request_log")),
+        http_status=pl.coalesce("_acc_status", "_req_status").cast(pl.Int32), http_method=pl.col("_acc_method"),
+        http_path=pl.col("_acc_path"), peer=pl.when(acc).then(pl.col("_acc_peer")).otherwise(pl.col("peer_host")),
+        rid=pl.col("_req_rid"), bootstrap_room=pl.col("_req_room"), finish_reason=pl.col("_req_finish"),
+        prompt_tokens=pl.col("_req_prompt"), completion_tokens=pl.col("_req_completion"),
+        cached_tokens=pl.col("_req_cached"), e2e_latency=pl.col("_req_e2e"),
+        tp_rank=pl.when(acc).then(pl.col("tp_rank"))
+        .otherwise(pl.coalesce(pl.col("tp_rank"), pl.col("_req_rank").cast(pl.Int32), pl.col("c10_rank"))),
     ).drop(_NATIVE_EVENT_COLUMNS)
 
 
@@ -1191,13 +1190,10 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
     if "_acc_status" in ev.columns:
         # access and request lines the native scanner read skip `_event_fields`; the rooms one
         # line lends another are then found over all of them
-        acc, req = ev["_acc_status"].is_not_null(), ev["_req_kind"].is_not_null()
-        parts = [_event_fields(ev.filter(~acc & ~req).drop(_NATIVE_EVENT_COLUMNS), ctx),
-                 _access_rows(ev.filter(acc)), _request_rows(ev.filter(req))]
+        read = ev["_acc_status"].is_not_null() | ev["_req_kind"].is_not_null()
+        parts = [_event_fields(ev.filter(~read).drop(_NATIVE_EVENT_COLUMNS), ctx), _ready_rows(ev.filter(read))]
         if ready is not None and ready.height:
-            ready = ready.with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path))
-            acc = ready["_acc_status"].is_not_null()
-            parts += [_access_rows(ready.filter(acc)), _request_rows(ready.filter(~acc))]
+            parts.append(_ready_rows(ready).with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path)))
         # the events columns, and the block of each row while rooms are lent
         ev = _merge_by_line([schema.conform("events", p.with_columns(truncated=pl.col("unterminated")))
                              .with_columns(p["_blk"]) for p in parts])
