@@ -637,6 +637,9 @@ static int quoted_field(const uint8_t *m, Py_ssize_t n, Py_ssize_t i, Req *q) {
     return 1;
 }
 
+/* The bytes a case of try_request's switch starts at. */
+static const uint8_t REQ_START[256] = {['"'] = 1, ['\''] = 1, ['b'] = 1, ['t'] = 1, ['f'] = 1, ['r'] = 1, ['R'] = 1, ['_'] = 1};
+
 static int try_request(const uint8_t *m, Py_ssize_t n, Req *q) {
     int kind;
     if (AT(m, n, 0, "Receive: ") || AT(m, n, 0, "Receive OpenAI: "))
@@ -648,6 +651,7 @@ static int try_request(const uint8_t *m, Py_ssize_t n, Req *q) {
     if (!is_ascii(m, n)) return 0;
     int room_found = 0, room_literal = 0, rid = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
+        if (!REQ_START[m[i]]) continue; /* a switch per byte cost an indirect jump per byte */
         switch (m[i]) {
         case '"':
             if (AT(m, n, i, "\"event\"")) return 0; /* the other alternatives of the request kind rules */
