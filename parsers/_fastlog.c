@@ -37,6 +37,7 @@ typedef struct {
     char key[64];
     int len;
     int col[2]; /* column on the prefill [0] / decode [1] side; -1: known key with no column there */
+    int graph;  /* index into GRAPHS when the key is `<backend> graph`, else -1 */
 } KeyDef;
 
 static KeyDef g_keys[MAX_KEYS];
@@ -52,7 +53,7 @@ typedef struct {
     size_t len, cap;
 } Buf;
 
-static int buf_reserve(Buf *b, size_t extra) {
+static inline int buf_reserve(Buf *b, size_t extra) {
     if (b->len + extra <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + extra) cap *= 2;
@@ -63,7 +64,7 @@ static int buf_reserve(Buf *b, size_t extra) {
     return 0;
 }
 
-static int buf_put(Buf *b, const void *src, size_t n) {
+static inline int buf_put(Buf *b, const void *src, size_t n) {
     if (buf_reserve(b, n)) return -1;
     memcpy(b->p + b->len, src, n);
     b->len += n;
@@ -82,7 +83,7 @@ typedef struct {
     int64_t n;
 } StrCol;
 
-static int bit_append(Buf *bits, int64_t i, int v) {
+static inline int bit_append(Buf *bits, int64_t i, int v) {
     if ((i & 7) == 0) {
         char z = 0;
         if (buf_put(bits, &z, 1)) return -1;
@@ -97,7 +98,7 @@ static int strcol_init(StrCol *c) {
     return buf_put(&c->off, &z, 8);
 }
 
-static int strcol_push(StrCol *c, const char *s, size_t n, int valid) {
+static inline int strcol_push(StrCol *c, const char *s, size_t n, int valid) {
     if (valid && n && buf_put(&c->data, s, n)) return -1;
     int64_t end = (int64_t)c->data.len;
     if (buf_put(&c->off, &end, 8)) return -1;
@@ -116,7 +117,21 @@ static void strcol_free(StrCol *c) {
 
 #define ISD(c) ((c) >= '0' && (c) <= '9')
 
-static int digits(const uint8_t *s, Py_ssize_t n, Py_ssize_t at, int k) {
+/* memcmp(a, b, n) == 0, inline: the compared spans are short (keys, tags, literals), and a call
+ * to memcmp per item cost more than the compare */
+static inline int eqn(const void *a, const void *b, size_t n) {
+    const uint8_t *x = a, *y = b;
+    for (; n >= 8; x += 8, y += 8, n -= 8) {
+        uint64_t u, v;
+        memcpy(&u, x, 8), memcpy(&v, y, 8);
+        if (u != v) return 0;
+    }
+    while (n--)
+        if (*x++ != *y++) return 0;
+    return 1;
+}
+
+static inline int digits(const uint8_t *s, Py_ssize_t n, Py_ssize_t at, int k) {
     if (at + k > n) return 0;
     for (int i = 0; i < k; i++)
         if (!ISD(s[at + i])) return 0;
@@ -189,7 +204,7 @@ static int parse_float(const char *s, size_t n, double *out) {
     return end == tmp + n;
 }
 
-static int is_ascii(const uint8_t *p, Py_ssize_t n) {
+static inline int is_ascii(const uint8_t *p, Py_ssize_t n) {
     uint64_t acc = 0, w;
     Py_ssize_t i = 0;
     for (; i + 8 <= n; i += 8) memcpy(&w, p + i, 8), acc |= w;
@@ -294,13 +309,14 @@ static const char *RANK_TAGS[NRANKS] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "
 static const char *GRAPHS[4] = {"cuda graph", "cpu graph", "npu graph", "musa graph"};
 static const size_t GRAPH_LEN[4] = {10, 9, 9, 10};
 static const size_t RANK_LEN[NRANKS] = {2, 2, 7, 6, 2, 2};
+static const uint8_t RANK_BY_LETTER[256] = {['D'] = 1, ['P'] = 2, ['A'] = 3, ['M'] = 4, ['T'] = 5, ['E'] = 6}; /* index + 1 */
 static int find_key(int *last_key, const char *k, size_t n, int pos) {
     if (pos < MAX_ITEMS) {
         int j = last_key[pos];
-        if (j >= 0 && j < g_nkeys && (size_t)g_keys[j].len == n && memcmp(g_keys[j].key, k, n) == 0) return j;
+        if (j >= 0 && j < g_nkeys && (size_t)g_keys[j].len == n && eqn(g_keys[j].key, k, n)) return j;
     }
     for (int j = 0; j < g_nkeys; j++)
-        if ((size_t)g_keys[j].len == n && memcmp(g_keys[j].key, k, n) == 0) {
+        if ((size_t)g_keys[j].len == n && eqn(g_keys[j].key, k, n)) {
             if (pos < MAX_ITEMS) last_key[pos] = j;
             return j;
         }
@@ -343,7 +359,7 @@ static Py_ssize_t parse_header(const uint8_t *s, Py_ssize_t n, int year, Row *r)
     if (s[0] != '[') {
         Py_ssize_t t = cri_time(s, n);
         if (!t) return 0;
-        if (t + 9 > n || (memcmp(s + t, " stdout F", 9) != 0 && memcmp(s + t, " stderr F", 9) != 0)) return 0;
+        if (t + 9 > n || (!eqn(s + t, " stdout F", 9) && !eqn(s + t, " stderr F", 9))) return 0;
         r->cri = (const char *)s;
         r->cri_len = (size_t)t;
         p = t + 9;
@@ -385,16 +401,11 @@ static Py_ssize_t parse_header(const uint8_t *s, Py_ssize_t n, int year, Row *r)
     r->local_us = ((days_from_civil(y, mo, dd) * 86400 + hh * 3600 + mi * 60 + ss) * 1000 + ms) * 1000;
     for (int k = 0; k < NRANKS; k++) r->has_rank[k] = 0;
     while (p < n && s[p] == ' ') {
-        int found = -1;
-        size_t tl = 0;
-        for (int k = 0; k < NRANKS; k++) {
-            tl = RANK_LEN[k];
-            if ((size_t)(n - p - 1) > tl && memcmp(s + p + 1, RANK_TAGS[k], tl) == 0 && ISD(s[p + 1 + tl])) {
-                found = k;
-                break;
-            }
-        }
+        /* the tags start with distinct letters: one candidate */
+        int found = p + 1 < n ? RANK_BY_LETTER[s[p + 1]] - 1 : -1;
         if (found < 0) return 0;
+        size_t tl = RANK_LEN[found];
+        if (!((size_t)(n - p - 1) > tl && eqn(s + p + 1, RANK_TAGS[found], tl) && ISD(s[p + 1 + tl]))) return 0;
         Py_ssize_t q = p + 1 + tl, q0 = q;
         int64_t v = 0;
         while (q < n && ISD(s[q])) v = v * 10 + (s[q++] - '0');
@@ -410,14 +421,14 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
     Py_ssize_t p = parse_header(s, n, year, r);
     if (!p || p >= n || s[p] != ' ') return 0;
     p++;
-    if (p + 7 <= n && memcmp(s + p, "Prefill", 7) == 0)
+    if (p + 7 <= n && eqn(s + p, "Prefill", 7))
         r->kind = 0;
-    else if (p + 6 <= n && memcmp(s + p, "Decode", 6) == 0)
+    else if (p + 6 <= n && eqn(s + p, "Decode", 6))
         r->kind = 1;
     else
         return 0;
     p += r->kind ? 6 : 7;
-    if (p + 7 > n || memcmp(s + p, " batch", 6) != 0) return 0;
+    if (p + 7 > n || !eqn(s + p, " batch", 6)) return 0;
     p += 6;
     if (s[p] != '.' && s[p] != ',') return 0; /* ` [iter]` and the rest: the polars path */
     p++;
@@ -471,9 +482,9 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
                     r->fval[col] /= 100.0;
                     break;
                 case 'b':
-                    if (l == 4 && memcmp(v, "True", 4) == 0)
+                    if (l == 4 && eqn(v, "True", 4))
                         r->ival[col] = 1;
-                    else if (l == 5 && memcmp(v, "False", 5) == 0)
+                    else if (l == 5 && eqn(v, "False", 5))
                         r->ival[col] = 0;
                     else
                         return 0;
@@ -483,9 +494,7 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
                 }
                 r->set[col] = 1;
             }
-            if (r->graph < 0)
-                for (int g = 0; g < 4; g++)
-                    if (GRAPH_LEN[g] == kl && memcmp(GRAPHS[g], key, kl) == 0) r->graph = g;
+            if (r->graph < 0) r->graph = g_keys[kid].graph;
         }
         pos++;
         if (j >= e) break;
@@ -499,7 +508,7 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
 /* A uvicorn access message in its canonical shape, `INFO:     <peer> - "<method> <path> <proto>" <status>`,
  * with none of the literals the polars path looks for rids, rooms, request fields or ranks by:
  * then its event fields are known (see server_log._access_rows). Returns 1 and the four spans. */
-#define AT(m, n, i, lit) ((i) + (Py_ssize_t)sizeof(lit) - 1 <= (n) && memcmp((m) + (i), lit, sizeof(lit) - 1) == 0)
+#define AT(m, n, i, lit) ((i) + (Py_ssize_t)sizeof(lit) - 1 <= (n) && eqn((m) + (i), lit, sizeof(lit) - 1))
 
 /* Does `m` hold a literal the polars path looks for rids, rooms, request fields or ranks by
  * (PRE_RID, PRE_ROOM, PRE_REQ, `rank=`)? One pass; memmem per literal cost more than the rest. */
@@ -546,11 +555,11 @@ static int token(const uint8_t *m, Py_ssize_t n, Py_ssize_t *p) {
 }
 
 static int try_access(const uint8_t *m, Py_ssize_t n, Py_ssize_t span[4][2]) {
-    if (n < 6 || memcmp(m, "INFO:", 5) != 0 || !is_ws(m[5])) return 0;
+    if (n < 6 || !eqn(m, "INFO:", 5) || !is_ws(m[5])) return 0;
     Py_ssize_t p = 5;
     while (p < n && is_ws(m[p])) p++;
     span[0][0] = p;
-    if (!token(m, n, &p) || p + 4 > n || memcmp(m + p, " - \"", 4) != 0) return 0;
+    if (!token(m, n, &p) || p + 4 > n || !eqn(m + p, " - \"", 4)) return 0;
     span[0][1] = p;
     p += 4;
     span[1][0] = p;
@@ -598,8 +607,8 @@ static int quoted_field(const uint8_t *m, Py_ssize_t n, Py_ssize_t i, Req *q) {
     if (!q->has_fin && AT(m, n, k, "finish_reason")) {
         /* ['"]finish_reason['"]: \{['"]type['"]: ['"](\w+) */
         Py_ssize_t j = k + 13;
-        if (j + 12 < n && QUOTE(m[j]) && memcmp(m + j + 1, ": {", 3) == 0 && QUOTE(m[j + 4]) &&
-            memcmp(m + j + 5, "type", 4) == 0 && QUOTE(m[j + 9]) && memcmp(m + j + 10, ": ", 2) == 0 && QUOTE(m[j + 12])) {
+        if (j + 12 < n && QUOTE(m[j]) && eqn(m + j + 1, ": {", 3) && QUOTE(m[j + 4]) &&
+            eqn(m + j + 5, "type", 4) && QUOTE(m[j + 9]) && eqn(m + j + 10, ": ", 2) && QUOTE(m[j + 12])) {
             Py_ssize_t w0 = j + 13, w1 = w0;
             while (w1 < n && is_word(m[w1])) w1++;
             if (w1 > w0) q->fin[0] = w0, q->fin[1] = w1, q->has_fin = 1;
@@ -608,7 +617,7 @@ static int quoted_field(const uint8_t *m, Py_ssize_t n, Py_ssize_t i, Req *q) {
     }
     for (int t = 0; t < 3; t++) {
         size_t kl = strlen(TOK[t]);
-        if (q->has_tok[t] || k + (Py_ssize_t)kl > n || memcmp(m + k, TOK[t], kl) != 0) continue;
+        if (q->has_tok[t] || k + (Py_ssize_t)kl > n || !eqn(m + k, TOK[t], kl)) continue;
         Py_ssize_t j = k + (Py_ssize_t)kl; /* ['"]KEY['"]: (\d+) */
         if (j + 3 < n && QUOTE(m[j]) && m[j + 1] == ':' && m[j + 2] == ' ' && ISD(m[j + 3])) {
             uint64_t v;
@@ -992,6 +1001,9 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         g_keys[i].len = (int)kl;
         g_keys[i].col[0] = cp;
         g_keys[i].col[1] = cd;
+        g_keys[i].graph = -1;
+        for (int g = 0; g < 4; g++)
+            if (GRAPH_LEN[g] == (size_t)kl && eqn(GRAPHS[g], k, (size_t)kl)) g_keys[i].graph = g;
     }
     Py_DECREF(seq);
     g_nkeys = (int)nk;
