@@ -791,9 +791,9 @@ static int sg_push(SgOut *o, const Row *r, const uint8_t *s, Py_ssize_t n, int a
         push_decoded(&o->message, s + r->msg, r->body_end - r->msg, ascii) ||
         strcol_push(&o->ts_raw, r->raw, r->raw_len, 1) || strcol_push(&o->cri, r->cri, r->cri_len, r->cri_len > 0))
         return -1;
-    for (int k = 0; k < 4; k++) /* the spans are ASCII: no decoding needed */
-        if (strcol_push(&o->acc[k], (const char *)s + r->msg + r->acc[k][0], r->access ? r->acc[k][1] - r->acc[k][0] : 0,
-                        r->access))
+    for (int k = 0; k < 4; k++) /* the spans are ASCII: no decoding needed; not an access line: stale spans */
+        if (r->access ? strcol_push(&o->acc[k], (const char *)s + r->msg + r->acc[k][0], r->acc[k][1] - r->acc[k][0], 1)
+                      : strcol_push(&o->acc[k], NULL, 0, 0))
             return -1;
     for (int k = 0; k < NRANKS; k++) {
         int32_t v = r->has_rank[k] ? (int32_t)r->rank[k] : 0;

@@ -936,8 +936,9 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
 
 
 PARSE_THREADS = min(2, os.cpu_count() or 1)
-# Blocks the native path reads in one pass (`_parse_raws`): two halve polars' fixed cost per
-# byte; the polars path, which holds a whole block as text, keeps one (memory, issue 5).
+# Blocks the native path reads in one pass (`_parse_raws`) when one file has the cores: two halve
+# polars' fixed cost per byte (1 GiB: 11.4 -> 10 s); four took RSS to 1.25 GiB. The polars path,
+# which holds a whole block as text, keeps one (memory, issue 5).
 GROUP_BLOCKS = 2
 
 
@@ -963,12 +964,14 @@ def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iter
             ctx.notes.extend(b.notes)
         return out
 
-    # In an ingest worker process the other workers have the other cores: one block at a time
-    # keeps the whole tree's memory flat with several files in parallel (issue 5).
+    # In an ingest worker process the other workers have the other cores: one block at a time,
+    # not grouped, keeps the whole tree's memory flat with several files in parallel (issue 5);
+    # groups there took 4.3 GB in four files to 961 MiB, and were slower (80 against 97 MB/s).
     import multiprocessing
 
-    threads = 1 if multiprocessing.parent_process() is not None else PARSE_THREADS
-    group = GROUP_BLOCKS if native.enabled() else 1
+    worker = multiprocessing.parent_process() is not None
+    threads = 1 if worker else PARSE_THREADS
+    group = GROUP_BLOCKS if native.enabled() and not worker else 1
     with ThreadPoolExecutor(threads, thread_name_prefix="parse") as pool:
         queue: collections.deque = collections.deque()
         first = True
