@@ -946,8 +946,9 @@ def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iter
     """`_parse_block` over the blocks on PARSE_THREADS threads (polars releases the GIL), in order.
 
     One file then uses every core (issue 5). Each block gets its own copy of the context and the
-    counts are merged in block order. The first block runs alone, so what it learns (the Kibana
-    viewer offset) reaches every later block as it did when blocks ran one after another.
+    counts are merged in block order. The first block runs alone when it may teach the Kibana
+    viewer offset (its text has the ` @ ` of a Kibana time), so what it learns reaches every later
+    block as it did when blocks ran one after another; otherwise the cores start at once.
     """
     import collections
     import dataclasses
@@ -980,14 +981,22 @@ def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iter
             raws.append(raw)
             if len(raws) < group and not raw.last:
                 continue
+            alone = first and any(_mentions(r, b" @ ") for r in raws)
+            first = False
             bctx = dataclasses.replace(ctx, lines=0, parsed_lines=0, continuation_lines=0, unparsed_lines=0, notes=[])
             queue.append(pool.submit(run, raws, bctx))
             raws = []
-            if first or len(queue) >= threads:
-                first = False
+            if alone or len(queue) >= threads:
                 yield merge(queue.popleft())
         while queue:
             yield merge(queue.popleft())
+
+
+def _mentions(raw: RawBlock, needle: bytes) -> bool:
+    """Whether the block's text has `needle`, without copying the block."""
+    body = raw.body
+    whole = body.obj if isinstance(body, memoryview) else body  # a view is a prefix of its buffer
+    return whole.find(needle, 0, len(body)) >= 0
 
 
 def _role_from_name(path: str) -> str | None:
