@@ -6,7 +6,7 @@
  *     does and dropping one trailing '\r' (what parsers.lines gives the polars path);
  *   - parses plain scheduler stats lines (`[date time tags] Decode batch, key: value, ...`, bare or
  *     in a k8s CRI `F` record: 70-90% of a PD log) straight into typed columns;
- *   - splits every other line with a plain sglang prefix into time, rank tags, body and message,
+ *   - splits every other line with a plain sglang prefix into time, rank tags and message,
  *     and reads whole the two commonest of them: canonical uvicorn access lines and request logs
  *     (`Receive: ...` / `Finish: ...`);
  * each with the values parsers/server_log.py would give it.
@@ -744,7 +744,9 @@ static int try_sg(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
 typedef struct {
     int64_t n;
     Buf line_no, brk, local_us;
-    StrCol body, message, ts_raw, cri; /* no line: events keep the message, and these are never unparsed */
+    /* no line or body: events keep the message, these lines are never unparsed, and nothing folds
+     * into them by their text (a body starting with '[' is never indented) */
+    StrCol message, ts_raw, cri;
     StrCol acc[4];
     Buf rank[NRANKS], rank_valid[NRANKS];
     Buf req_kind;              /* uint8: 0 none, 1 received, 2 finished */
@@ -757,13 +759,12 @@ typedef struct {
 static int sg_init(SgOut *o, int64_t cap, Py_ssize_t n) {
     memset(o, 0, sizeof *o);
     size_t rows = (size_t)cap + 1, bits = rows / 8 + 1;
-    StrCol *strs[] = {&o->body, &o->message, &o->ts_raw, &o->cri, &o->acc[0], &o->acc[1], &o->acc[2],
+    StrCol *strs[] = {&o->message, &o->ts_raw, &o->cri, &o->acc[0], &o->acc[1], &o->acc[2],
                       &o->acc[3], &o->rid, &o->fin, &o->status};
     for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
         if (strcol_init(strs[i]) || buf_reserve(&strs[i]->off, rows * 8) || buf_reserve(&strs[i]->valid, bits))
             return -1;
-    if (buf_reserve(&o->body.data, (size_t)n + 64) ||
-        buf_reserve(&o->message.data, (size_t)n + 64) || buf_reserve(&o->ts_raw.data, rows * 23) ||
+    if (buf_reserve(&o->message.data, (size_t)n + 64) || buf_reserve(&o->ts_raw.data, rows * 23) ||
         buf_reserve(&o->line_no, rows * 8) || buf_reserve(&o->brk, rows) || buf_reserve(&o->local_us, rows * 8) ||
         buf_reserve(&o->req_kind, rows))
         return -1;
@@ -776,7 +777,7 @@ static int sg_init(SgOut *o, int64_t cap, Py_ssize_t n) {
 
 static void sg_free(SgOut *o) {
     buf_free(&o->line_no), buf_free(&o->brk), buf_free(&o->local_us);
-    strcol_free(&o->body), strcol_free(&o->message), strcol_free(&o->ts_raw);
+    strcol_free(&o->message), strcol_free(&o->ts_raw);
     strcol_free(&o->cri);
     for (int k = 0; k < 4; k++) strcol_free(&o->acc[k]);
     for (int k = 0; k < NRANKS; k++) buf_free(&o->rank[k]), buf_free(&o->rank_valid[k]);
@@ -787,7 +788,6 @@ static void sg_free(SgOut *o) {
 
 static int sg_push(SgOut *o, const Row *r, const uint8_t *s, Py_ssize_t n, int ascii, int64_t line_no, uint8_t brk) {
     if (buf_put(&o->line_no, &line_no, 8) || buf_put(&o->brk, &brk, 1) || buf_put(&o->local_us, &r->local_us, 8) ||
-        push_decoded(&o->body, s + r->body, r->body_end - r->body, ascii) ||
         push_decoded(&o->message, s + r->msg, r->body_end - r->msg, ascii) ||
         strcol_push(&o->ts_raw, r->raw, r->raw_len, 1) || strcol_push(&o->cri, r->cri, r->cri_len, r->cri_len > 0))
         return -1;
@@ -1102,7 +1102,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         bad = bad || put(d, k, mem((void **)&o.rank_valid[x], (size_t)(o.n + 7) / 8));
     }
     bad = bad || put(d, "sg.n", PyLong_FromLongLong(sg.n)) || put(d, "sg.line_no", b(&sg.line_no)) ||
-          put(d, "sg.brk", b(&sg.brk)) || put(d, "sg.local_us", b(&sg.local_us)) || put_str(d, "sg.body", &sg.body) || put_str(d, "sg.message", &sg.message) ||
+          put(d, "sg.brk", b(&sg.brk)) || put(d, "sg.local_us", b(&sg.local_us)) || put_str(d, "sg.message", &sg.message) ||
           put_str(d, "sg.ts_raw", &sg.ts_raw) || put_str(d, "sg.cri", &sg.cri) || put_str(d, "sg.acc0", &sg.acc[0]) ||
           put_str(d, "sg.acc1", &sg.acc[1]) || put_str(d, "sg.acc2", &sg.acc[2]) || put_str(d, "sg.acc3", &sg.acc[3]) ||
           put(d, "sg.req_kind", b(&sg.req_kind)) || put_str(d, "sg.rid", &sg.rid) || put_str(d, "sg.fin", &sg.fin) ||

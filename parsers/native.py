@@ -65,8 +65,8 @@ def rest_frame(d: dict, raw: RawBlock) -> pl.DataFrame:
 
 
 def sglang_frame(d: dict) -> pl.DataFrame:
-    """Other lines with a plain sglang prefix: line_no, `_brk`, body (without the CRI wrapper,
-    end stripped), message, ts_raw, naive `local` time, CRI time `cri`, the rank tags, and for a
+    """Other lines with a plain sglang prefix: line_no, `_brk`, message (end stripped), ts_raw,
+    naive `local` time, CRI time `cri`, the rank tags, and for a
     canonical access message its `_acc_peer`, `_acc_method`, `_acc_path`, `_acc_status`, for a
     request log line its `_req_*` fields (`_req_kind` 1 received, 2 finished)."""
     import pyarrow as pa
@@ -75,7 +75,6 @@ def sglang_frame(d: dict) -> pl.DataFrame:
     cols = {
         "line_no": pa.array(np.frombuffer(d["sg.line_no"], dtype=np.int64)),
         "_brk": pa.array(np.frombuffer(d["sg.brk"], dtype=np.uint8) > 0),
-        "body": _str(d, "sg.body", n),
         "message": _str(d, "sg.message", n),
         "ts_raw": _str(d, "sg.ts_raw", n),
         "local": pa.array(np.frombuffer(d["sg.local_us"], dtype=np.int64)).cast(pa.timestamp("us")),
