@@ -262,7 +262,7 @@ def _write_all(batches, writer) -> None:
 def _free_heap_back_to_the_os() -> None:
     """Return the heap the last input freed to the OS (glibc's malloc_trim).
 
-    glibc keeps freed memory for reuse, and an input's parse blocks (16 MiB and more each) leave the
+    glibc keeps freed memory for reuse, and an input's parse blocks (12 MiB and more each) leave the
     heap fragmented: RSS grew from file to file (4 files of a 1 GiB dump: 1.15 GiB). A fixed mmap
     threshold cured that but cost 2.5 s of page faults per GiB; a trim between inputs costs
     milliseconds (issue 5).
@@ -340,7 +340,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
         lock.close()
 
 
-SMALL_INPUT_BYTES = 8 << 20  # half a parse block (parsers.lines.BLOCK_BYTES)
+SMALL_INPUT_BYTES = 8 << 20  # under one parse block (parsers.lines.BLOCK_BYTES)
 
 
 def _is_small(s: Source) -> bool:

@@ -922,8 +922,9 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     ctx.inferred_role = role
     first_ts = last_ts = None
     with source.open() as stream:
-        # 24 MiB blocks spread the fixed cost of a block (polars compiling its regexes again) over
-        # more lines, 8-15% faster, but took RSS to 0.88-0.95 GiB: too close to the 1 GiB budget
+        # Block size trades speed for memory: the native path reads two blocks per polars pass
+        # (GROUP_BLOCKS), and a pass's frames are most of the peak. 16 MiB blocks were 8% faster
+        # than 12 but took four prefill-heavy files of 4.3 GB to 0.92-1.0 GiB of RSS, 12 to 0.75
         blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress)
         for out in _parse_blocks(blocks, ctx, year, role, source.path):
             yield out
@@ -937,8 +938,8 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
 
 PARSE_THREADS = min(2, os.cpu_count() or 1)
 # Blocks the native path reads in one pass (`_parse_raws`) when one file has the cores: two halve
-# polars' fixed cost per byte (1 GiB: 11.4 -> 10 s); four took RSS to 1.25 GiB. The polars path,
-# which holds a whole block as text, keeps one (memory, issue 5).
+# polars' fixed cost per byte (16 MiB blocks, 1 GiB: 11.4 -> 10 s); four took RSS to 1.25 GiB. The
+# polars path, which holds a whole block as text, keeps one (memory, issue 5).
 GROUP_BLOCKS = 2
 
 
@@ -1109,10 +1110,13 @@ def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int
     # line the scanner left follows it (a traceback body): the others skip folding (issue 5).
     read = (sg["_acc_status"].is_not_null() | sg["_req_kind"].is_not_null()) & ~(sg["line_no"] + 1).is_in(
         other["line_no"].implode())
-    classified = _merge_by_line([other, sg.filter(~read)])
+    ready, slow = sg.filter(read), sg.filter(~read)
+    del sg  # frames go as soon as they are used: a group's peak is a good part of the RSS budget
+    classified = _merge_by_line([other, slow])
+    del other, slow
     # a block's first line has no line above it: nothing folds across blocks
     classified = classified.with_columns(_brk=pl.col("_brk") | (pl.col("_blk") != pl.col("_blk").shift(1)))
-    return _finish_block(classified, None, ctx, role, path, taken=nat, ready=sg.filter(read))
+    return _finish_block(classified, None, ctx, role, path, taken=nat, ready=ready)
 
 
 _ACCESS_COLUMNS = ["_acc_peer", "_acc_method", "_acc_path", "_acc_status"]
@@ -1180,7 +1184,7 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
     """Classified lines of a block into its tables; `fast` (raw fields) and `taken` (finished
     batches rows) are the stats lines the regex fast path and the native scanner took; `ready`
     the access and request lines the scanner read, each an event of its own."""
-    # Tracebacks that cross a block boundary lose their head: blocks are large (16 MiB), and the
+    # Tracebacks that cross a block boundary lose their head: blocks are large (12 MiB), and the
     # orphaned body lines still land in unparsed with their numbers, so nothing is lost.
     df = _fold_continuations(df)
     is_stats = pl.col("family").is_not_null() & ~pl.col("_is_event")
@@ -1206,9 +1210,12 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
         parts = [_event_fields(ev.filter(~read).drop(_NATIVE_EVENT_COLUMNS), ctx), _ready_rows(ev.filter(read))]
         if ready is not None and ready.height:
             parts.append(_ready_rows(ready).with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path)))
+        ready = None
         # the events columns, and the block of each row while rooms are lent
-        ev = _merge_by_line([schema.conform("events", p.with_columns(truncated=pl.col("unterminated")))
-                             .with_columns(p["_blk"]) for p in parts])
+        parts = [schema.conform("events", p.with_columns(truncated=pl.col("unterminated"))).with_columns(p["_blk"])
+                 for p in parts]
+        ev = _merge_by_line(parts)
+        del parts
         ev = _event_rooms(ev).drop("_blk")
     else:
         ev = _events(ev, ctx).with_columns(truncated=pl.col("unterminated"))
