@@ -417,8 +417,8 @@ static Py_ssize_t parse_header(const uint8_t *s, Py_ssize_t n, int year, Row *r)
     return p + 1;
 }
 
-static int try_stats(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
-    Py_ssize_t p = parse_header(s, n, year, r);
+/* A plain stats line, its sglang prefix read up to p (parse_header; 0: none). */
+static int try_stats(const uint8_t *s, Py_ssize_t n, Py_ssize_t p, Row *r) {
     if (!p || p >= n || s[p] != ' ') return 0;
     p++;
     if (p + 7 <= n && eqn(s + p, "Prefill", 7))
@@ -725,10 +725,9 @@ static int try_request(const uint8_t *m, Py_ssize_t n, Req *q) {
 }
 
 /* Any other line with a plain sglang prefix: what _strip_wrappers and _classify make of it is
- * known from the prefix alone (family sglang, body, message). `[date time][file:line][LEVEL]`
+ * known from the prefix alone (family sglang, message), read up to p. `[date time][file:line][LEVEL]`
  * (the custom logging config) is left to polars. */
-static int try_sg(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
-    Py_ssize_t p = parse_header(s, n, year, r);
+static int try_sg(const uint8_t *s, Py_ssize_t n, Py_ssize_t p, Row *r) {
     if (!p || (p < n && s[p] == '[')) return 0;
     Py_ssize_t e = n; /* body: strip_chars_end(" \t\r") */
     while (e > r->body && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) e--;
@@ -1059,10 +1058,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         int ascii = is_ascii(line, len);
         /* a last line with no newline after it is the cut end of a file: the polars path judges it */
         int whole = nl || terminated;
-        int taken = ascii && whole && try_stats(line, len, year, r);
+        Py_ssize_t head = whole ? parse_header(line, len, year, r) : 0; /* read once for both kinds */
+        int taken = ascii && try_stats(line, len, head, r);
         if (taken) {
             err = out_push(&o, r, line_no);
-        } else if (whole && try_sg(line, len, year, r)) {
+        } else if (try_sg(line, len, head, r)) {
             err = sg_push(&sg, r, line, len, ascii, line_no, (uint8_t)prev_taken);
         } else {
             if (len && (ISD(line[0]) || !ascii) &&
