@@ -603,6 +603,7 @@ static Py_ssize_t number(const uint8_t *m, Py_ssize_t n, Py_ssize_t p, int maxd,
 /* After a quote at i: `KEY['"]: ` then what the field's regex wants; fills q. 0: reject the line. */
 static int quoted_field(const uint8_t *m, Py_ssize_t n, Py_ssize_t i, Req *q) {
     static const char *TOK[3] = {"prompt_tokens", "completion_tokens", "cached_tokens"};
+    static const size_t TOKL[3] = {13, 17, 13};
     Py_ssize_t k = i + 1;
     if (!q->has_fin && AT(m, n, k, "finish_reason")) {
         /* ['"]finish_reason['"]: \{['"]type['"]: ['"](\w+) */
@@ -616,7 +617,7 @@ static int quoted_field(const uint8_t *m, Py_ssize_t n, Py_ssize_t i, Req *q) {
         return 1;
     }
     for (int t = 0; t < 3; t++) {
-        size_t kl = strlen(TOK[t]);
+        size_t kl = TOKL[t];
         if (q->has_tok[t] || k + (Py_ssize_t)kl > n || !eqn(m + k, TOK[t], kl)) continue;
         Py_ssize_t j = k + (Py_ssize_t)kl; /* ['"]KEY['"]: (\d+) */
         if (j + 3 < n && QUOTE(m[j]) && m[j + 1] == ':' && m[j + 2] == ' ' && ISD(m[j + 3])) {
