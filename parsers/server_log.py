@@ -924,7 +924,8 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     with source.open() as stream:
         # Block size trades speed for memory: the native path reads two blocks per polars pass
         # (GROUP_BLOCKS), and a pass's frames are most of the peak. 16 MiB blocks were 8% faster
-        # than 12 but took four prefill-heavy files of 4.3 GB to 0.92-1.0 GiB of RSS, 12 to 0.75
+        # than 12, but a 4.3 GB dump of four files (a prefill log the heaviest) peaked at
+        # 0.92-1.0 GiB of RSS; 12 MiB: 0.74 GiB.
         blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress)
         for out in _parse_blocks(blocks, ctx, year, role, source.path):
             yield out
@@ -966,9 +967,8 @@ def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iter
             ctx.notes.extend(b.notes)
         return out
 
-    # In an ingest worker process the other workers have the other cores: one block at a time,
-    # not grouped, keeps the whole tree's memory flat with several files in parallel (issue 5);
-    # groups there took 4.3 GB in four files to 961 MiB, and were slower (80 against 97 MB/s).
+    # In an ingest worker process (small inputs, or --jobs) the other workers have the other
+    # cores: one block at a time, not grouped, keeps the whole tree's memory flat (issue 5).
     import multiprocessing
 
     worker = multiprocessing.parent_process() is not None
