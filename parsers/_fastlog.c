@@ -507,7 +507,7 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, Py_ssize_t p, Row *r) {
 
 /* A uvicorn access message in its canonical shape, `INFO:     <peer> - "<method> <path> <proto>" <status>`,
  * with none of the literals the polars path looks for rids, rooms, request fields or ranks by:
- * then its event fields are known (see server_log._access_rows). Returns 1 and the four spans. */
+ * then its event fields are known (see server_log._ready_rows). Returns 1 and the four spans. */
 #define AT(m, n, i, lit) ((i) + (Py_ssize_t)sizeof(lit) - 1 <= (n) && eqn((m) + (i), lit, sizeof(lit) - 1))
 
 /* Does `m` hold a literal the polars path looks for rids, rooms, request fields or ranks by
