@@ -290,3 +290,13 @@ sg_line = st.tuples(head, st.text(max_size=40)).map("".join)
 def test_random_stats_lines_both_ways(monkeypatch, ls, final_newline):
     data = ("\n".join(ls) + ("\n" if final_newline else "")).encode("utf-8", "surrogatepass")
     assert_same(data, monkeypatch)
+
+
+def test_first_block_waits_alone_only_when_it_may_teach_the_kibana_offset():
+    """`_mentions` reads a block's view of the read buffer: only the block's own bytes count."""
+    kibana = b"May 16, 2026 @ 20:44:55.560    [2026-05-16 12:44:55] x"
+    buf = b"[2026-05-16 12:44:55] plain\n" + kibana
+    head = lines.RawBlock(memoryview(buf)[:buf.index(b"\n")], 1, 1, False, False)
+    assert not server_log._mentions(head, b" @ ")  # the Kibana line lies past the block's end
+    assert server_log._mentions(lines.RawBlock(memoryview(buf), 1, 2, True, True), b" @ ")
+    assert server_log._mentions(lines.RawBlock(kibana, 1, 1, True, True), b" @ ")
