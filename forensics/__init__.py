@@ -9,9 +9,5 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # RSS: purging them at once took 50 MiB off an ingest's peak at the same speed. polars appends
 # this to its own settings when it loads, so it is set before anything imports polars.
 os.environ.setdefault("_RJEM_MALLOC_CONF", "muzzy_decay_ms:0")
-# glibc gives each thread an arena of its own, and memory freed into one is not reused by another:
-# two arenas took the four-file, 4.3 GB ingest from 960 to 888 MiB at the same speed. glibc reads
-# it when a process starts, so it reaches the ingest workers, not this process.
-os.environ.setdefault("MALLOC_ARENA_MAX", "2")
 
 __version__ = "0.1.0"
