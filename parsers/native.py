@@ -66,9 +66,9 @@ def rest_frame(d: dict, raw: RawBlock) -> pl.DataFrame:
 
 def sglang_frame(d: dict) -> pl.DataFrame:
     """Other lines with a plain sglang prefix: line_no, `_brk`, message (end stripped), ts_raw,
-    naive `local` time, CRI time `cri`, the rank tags, and for a
-    canonical access message its `_acc_peer`, `_acc_method`, `_acc_path`, `_acc_status`, for a
-    request log line its `_req_*` fields (`_req_kind` 1 received, 2 finished)."""
+    naive `local` time, CRI time `cri`, the rank tags, and for a canonical access message its
+    `_acc_peer`, `_acc_method`, `_acc_path`, `_acc_status`, for a request log line its `_req_*`
+    fields (`_req_kind` 1 received, 2 finished)."""
     import pyarrow as pa
 
     n = d["sg.n"]

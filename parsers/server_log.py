@@ -1044,11 +1044,6 @@ def _native_keys() -> list[tuple[str, int, int]]:
     return [(k, *(index[m[k]] if k in m else -1 for m in sides)) for k in KNOWN_STATS_KEYS]
 
 
-def _parse_raw(raw: RawBlock, ctx: Context, year: int, role: str, path: str) -> Batch:
-    """One block: `_parse_raws` of it alone."""
-    return _parse_raws([raw], ctx, year, role, path)
-
-
 def _parse_raws(raws: list[RawBlock], ctx: Context, year: int, role: str, path: str) -> Batch:
     """Consecutive blocks, each read as it would be alone, in one pass.
 
@@ -1080,8 +1075,8 @@ def _concat_batches(batches: list[Batch]) -> Batch:
 
 def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int, role: str, path: str) -> Batch:
     """Blocks the scanner read (`ds`, none with a partial record) into their tables."""
-    def each(frame, **kw):
-        return pl.concat([frame(d, raw, **kw).with_columns(_blk=pl.lit(i, dtype=pl.Int32))
+    def each(frame):
+        return pl.concat([frame(d, raw).with_columns(_blk=pl.lit(i, dtype=pl.Int32))
                           for i, (d, raw) in enumerate(zip(ds, raws))])
 
     nat = each(lambda d, raw: native.stats_frame(d, NATIVE_COLUMNS))
