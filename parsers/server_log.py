@@ -31,25 +31,25 @@ HEAD_BYTES = 4 << 20  # read up front for the year and the role
 description = "SGLang server log (prefill / decode / unified), with uvicorn, NIXL, UCX, NCCL lines and tracebacks"
 
 # --- outer wrappers (§3) -----------------------------------------------------------------------
-RE_CRI = r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})) (?:stdout|stderr) ([FP]) ?(.*)$"
-RE_DOCKER_T = r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})) (.*)$"
-RE_KIBANA = r"^([A-Z][a-z]{2} \d{1,2}, \d{4} @ \d{2}:\d{2}:\d{2}(?:\.\d{3})?)[\t ]+(.*)$"
+RE_CRI = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) (?:stdout|stderr) ([FP]) ?(.*)$"
+RE_DOCKER_T = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})) (.*)$"
+RE_KIBANA = r"^([A-Z][a-z]{2} [0-9]{1,2}, [0-9]{4} @ [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?)[\t ]+(.*)$"
 # tqdm bars, a stray backtick, anything glued in front of a sglang prefix
-RE_GLUED = r"^([^\[].*?)(\[(?:\d{4}-)?\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{3})?(?: [A-Za-z_]+\d+)*\].*)$"
+RE_GLUED = r"^([^\[].*?)(\[(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Za-z_]+[0-9]+)*\].*)$"
 
 # --- line families -------------------------------------------------------------------------------
 RE_SGLANG = (
-    r"^\[(\d{4}-\d{2}-\d{2}|\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{3}))?"
-    r"((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)(?: (?:encode_server|encode_dp_worker\[\d+\]))?\] ?(.*)$"
+    r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{3}))?"
+    r"((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*)(?: (?:encode_server|encode_dp_worker\[[0-9]+\]))?\] ?(.*)$"
 )
 # SGLANG_LOGGING_CONFIG_PATH style: [date time][file.py:line][LEVEL]: message
-RE_SGLANG_CUSTOM = r"^\[(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:[.,](\d{3}))?\]\[[^\]]*\]\[([A-Z]+)\]:? ?(.*)$"
+RE_SGLANG_CUSTOM = r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{3}))?\]\[[^\]]*\]\[([A-Z]+)\]:? ?(.*)$"
 RE_UVICORN_LEVEL = r"^(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+(.*)$"
-RE_GLOG = r"^([IWEF])(\d{2})(\d{2}) (\d{2}:\d{2}:\d{2}\.\d+) +(\d+) ([^ :\]]+):(\d+)\] ?(.*)$"
-RE_UCX = r"^\[(\d{9,11}\.\d+)\] +\[([^:\]]+):(\d+) *:(\d+)\] +([\w.]+):(\d+) +UCX +([A-Z]+) *(.*)$"
-RE_C10D = r"^\[rank(\d+)\]:\[([IWEF])(\d{1,2})(\d{2}) (\d{2}:\d{2}:\d{2})\.(\d+) ([^:\]]+):(\d+)\] ?(.*)$"
-RE_NCCL = r"^([\w.-]+):(\d+):(\d+) \[(\d+)\] NCCL (WARN|INFO|ERROR|TRACE|ABORT) ?(.*)$"
-RE_STATS = r"^(Prefill|Decode) batch(?: \[(\d+)\])?[.,] ?(.*)$"
+RE_GLOG = r"^([IWEF])([0-9]{2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+) +([0-9]+) ([^ :\]]+):([0-9]+)\] ?(.*)$"
+RE_UCX = r"^\[([0-9]{9,11}\.[0-9]+)\] +\[([^:\]]+):([0-9]+) *:([0-9]+)\] +([\w.]+):([0-9]+) +UCX +([A-Z]+) *(.*)$"
+RE_C10D = r"^\[rank([0-9]+)\]:\[([IWEF])([0-9]{1,2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]+) ([^:\]]+):([0-9]+)\] ?(.*)$"
+RE_NCCL = r"^([\w.-]+):([0-9]+):([0-9]+) \[([0-9]+)\] NCCL (WARN|INFO|ERROR|TRACE|ABORT) ?(.*)$"
+RE_STATS = r"^(Prefill|Decode) batch(?: \[([0-9]+)\])?[.,] ?(.*)$"
 
 # Python traceback bodies; an `ExcType: msg` line counts only right after an indented line.
 RE_TB = (
@@ -67,7 +67,7 @@ KIND_RULES: list[tuple[str, str]] = [
     ("bootstrap_failed",
      r"Prefill bootstrap failed|Decode handshake failed|Could not fetch (?:prefill parallel|bootstrap) info"
      r"|Failed to get prefill server info|Error fetching prefill server info|bootstrap_thread died"
-     r"|Lost connection with prefill instance|failed to register to bootstrap|register attempt \d+/\d+ failed"
+     r"|Lost connection with prefill instance|failed to register to bootstrap|register attempt [0-9]+/[0-9]+ failed"
      r"|Failed to query dp_ranks|Failed to register prefill dp_rank"),
     ("transfer_failed",
      r"Prefill transfer failed|Decode transfer failed|Unexpected transfer worker error|NIXL transfer encountered ERR"
@@ -89,7 +89,7 @@ KIND_RULES: list[tuple[str, str]] = [
     ("watchdog_timeout", r"[Ww]atchdog timeout"),
     ("health_check_failed", r"Health check failed"),
     ("collective_timeout",
-     r"Watchdog caught collective operation timeout|timed out after \d+ ?ms|ran for \d+ milliseconds before timing out"),
+     r"Watchdog caught collective operation timeout|timed out after [0-9]+ ?ms|ran for [0-9]+ milliseconds before timing out"),
     ("exception",
      r"hit an exception|^Error in request|^Traceback \(most recent call last\)|crashed with exit code|Received sigquit"
      r"|SIGQUIT received|Pyspy|^Exception in |Exception:"),
@@ -99,11 +99,11 @@ KIND_RULES: list[tuple[str, str]] = [
     ("hicache", r"HiCache|[Hh]icache|hierarchical KV host pool|Finished backup request"),
     # a notification payload {room}_kv_{chunk}_{is_last}[_{rank}], {room}_aux, {room}_state_..., {room}_stg_...
     # with an optional nixlv2_<gen>_ prefix (NIXL.md §10.3); only DEBUG logging prints them
-    ("transfer_notif", r"(?:^|[\s'\"=:(\[])(?:nixlv2_\d+_)?\d{1,19}_(?:kv_\d+_(?:[01]|True|False)|aux\b|aux_nokv_|state_\d|stg_\d)"),
+    ("transfer_notif", r"(?:^|[\s'\"=:(\[])(?:nixlv2_[0-9]+_)?[0-9]{1,19}_(?:kv_[0-9]+_(?:[01]|True|False)|aux\b|aux_nokv_|state_[0-9]|stg_[0-9])"),
     # prefill learned the decode destination of a room (NIXL debug lines, SGLANG.md §9.6)
-    ("bootstrapped", r"room=\d+ is bootstrapped|got info room=\d+"),
+    ("bootstrapped", r"room=[0-9]+ is bootstrapped|got info room=[0-9]+"),
     ("nixl", r"NIXL|[Nn]ixl|FakeKVSender|KVManager"),
-    ("bootstrap", r"[Bb]ootstrap|boostrap|Register KVArgs|Attempting to reconnect|dp_rank=\d+ for bootstrap_room"),
+    ("bootstrap", r"[Bb]ootstrap|boostrap|Register KVArgs|Attempting to reconnect|dp_rank=[0-9]+ for bootstrap_room"),
     ("warmup", r"[Ww]armup"),
     ("shutdown", r"SIGTERM received|Gracefully exiting|Schedulers still alive|Shutting down"),
     ("startup",
@@ -117,13 +117,13 @@ RE_BARE_KNOWN = (
     r"|Decode handshake failed|Context corruption detected|KV checksum mismatch|NIXL transfer encountered ERR"
     r"|Scheduler hit an exception|Received sigquit|Health check failed|Lost connection with prefill"
     r"|Backend \w+ was instantiated|Initialized NIXL agent|Loaded plugin|Created NIXL agent|NIXL "
-    r"|(?:Prefill|Decode) batch[., ]|Receive: |Finish: |Abort |Request \d+ timed out"
+    r"|(?:Prefill|Decode) batch[., ]|Receive: |Finish: |Abort |Request [0-9]+ timed out"
     # NIXL python logger from 0.6.0: `<date> <time> NIXL <LEVEL> <file>.py:<line> <msg>` (NIXL.md §6)
-    r"|\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)? NIXL +[A-Z]+ +\S+\.py:\d+ "
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)? NIXL +[A-Z]+ +\S+\.py:[0-9]+ "
     # sglang NIXL connector lines copied without their prefix (NIXL.md §10.5)
     r"|Received abort notification for room|Sent abort notification for room|Reconnected NIXL peer"
-    r"|Register KVArgs from|got info room=|room=\d+ is bootstrapped|sending kvcache to|KVSender "
-    r"|Transfer for room \d+ failed|Failed to (?:send|notify|read NIXL))"
+    r"|Register KVArgs from|got info room=|room=[0-9]+ is bootstrapped|sending kvcache to|KVSender "
+    r"|Transfer for room [0-9]+ failed|Failed to (?:send|notify|read NIXL))"
 )
 
 FAILURE_KINDS = ("transfer_failed", "bootstrap_failed", "abort", "corruption_detected", "checksum_mismatch",
@@ -153,7 +153,7 @@ REASON_RULES: list[tuple[str, str]] = [
      r"NIXL_ERR_REMOTE_DISCONNECT|RemoteDisconnect|remote agent \S+ was disconnected|NIXL peer \S+ disconnected"),
     ("transport", r"NIXL|UCX|Work Request Flushed|KVSender|[Ss]ession \S+ (?:failed|is not alive)|Failed to send"),
     ("unknown_rank", r"unknown reason from another rank"),
-    ("collective_timeout", r"timed out after \d+ ?ms|collective operation timeout|milliseconds before timing out"),
+    ("collective_timeout", r"timed out after [0-9]+ ?ms|collective operation timeout|milliseconds before timing out"),
     ("watchdog", r"[Ww]atchdog"),
     ("health_check", r"Health check failed"),
     ("transfer_error", r"KV transfer failed|Room marked Failed|transfer failed|KVTransferError"),
@@ -164,10 +164,10 @@ RID_PATTERNS = [
     r"[Rr]equest (\S+), bootstrap_room",
 ]
 ROOM_PATTERNS = [
-    r"bootstrap_room[=:] ?'?(\d+)", r'"bootstrap_room": ?"?(\d+)', r"\broom[= ](\d+)", r"for room (\d+)",
-    r"^Request (\d{1,19}) (?:timed out|waiting_timeout)", r"\(bootstrap_room: (\d+)\)",
-    r"bootstrap_room (\d+)",
-    r"(?:^|[\s'\"=:(\[])(?:nixlv2_\d+_)?(\d{1,19})_(?:kv|aux|state|stg)(?:_|\b)",
+    r"bootstrap_room[=:] ?'?([0-9]+)", r'"bootstrap_room": ?"?([0-9]+)', r"\broom[= ]([0-9]+)", r"for room ([0-9]+)",
+    r"^Request ([0-9]{1,19}) (?:timed out|waiting_timeout)", r"\(bootstrap_room: ([0-9]+)\)",
+    r"bootstrap_room ([0-9]+)",
+    r"(?:^|[\s'\"=:(\[])(?:nixlv2_[0-9]+_)?([0-9]{1,19})_(?:kv|aux|state|stg)(?:_|\b)",
 ]
 
 # --- stats lines: known keys -> columns (SGLANG.md §14 normalisation) ---------------------------
@@ -301,13 +301,13 @@ def _sglang_time(date: pl.Expr, time: pl.Expr, ms: pl.Expr, year: int) -> tuple[
 def _rank_cols(tags: pl.Expr) -> dict[str, pl.Expr]:
     # in ' DP0 TP0' the TP pattern must not match inside ATTN_CP / MOE_DP: anchor on the space; a
     # tag beyond Int32 (a garbled line) is null rather than the end of the ingest
-    return {r: tags.str.extract(rf" {r.removesuffix('_rank').upper()}(\d+)", 1).cast(pl.Int32, strict=False)
+    return {r: tags.str.extract(rf" {r.removesuffix('_rank').upper()}([0-9]+)", 1).cast(pl.Int32, strict=False)
             for r in RANKS}
 
 
 def _outer_ts(text: pl.Expr) -> pl.Expr:
     """A shipper's ISO-8601 time (CRI, docker), to UTC."""
-    return (text.str.replace(r"Z$", "+00:00").str.replace(r"([+-]\d{2})(\d{2})$", "$1:$2")
+    return (text.str.replace(r"Z$", "+00:00").str.replace(r"([+-][0-9]{2})([0-9]{2})$", "$1:$2")
             .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC"))
 
 
@@ -355,7 +355,7 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     if not df.select(pl.col("body").str.slice(1).str.contains("[", literal=True).any()).item():
         return df  # nothing can be glued in front of a `[...]` prefix
     glued = pl.col("body").str.extract_groups(RE_GLUED)
-    is_glued = ~pl.col("body").str.contains(r"^(?:\[\d|[IWEF]\d{4} |\[rank\d)") & glued.struct.field("2").is_not_null()
+    is_glued = ~pl.col("body").str.contains(r"^(?:\[[0-9]|[IWEF][0-9]{4} |\[rank[0-9])") & glued.struct.field("2").is_not_null()
     return df.with_columns(
         prefix=pl.when(is_glued).then(pl.concat_str(pl.col("prefix").fill_null(""), glued.struct.field("1")))
         .otherwise(pl.col("prefix")),
@@ -535,8 +535,8 @@ def _first_capture(d: pl.DataFrame, patterns: list[str]) -> pl.Series:
 PRE_RID = r"rid|'id': '|equest |req=|Req "
 PRE_ROOM = r"room|Request |_kv|_aux|_state|_stg"
 PRE_REQ = r"finish_reason|_tokens|e2e_latency|status_code"
-PRE_PEER = r"(?:to|from) \d|bootstrap_addr: "
-RE_ACCESS = r'(?:^INFO:\s+)?(\S+?)(?: - \S+)? (?:- )?(?:\[[^\]]+\] )?"(\S+) (\S+) [^"]*" (\d{3})'
+PRE_PEER = r"(?:to|from) [0-9]|bootstrap_addr: "
+RE_ACCESS = r'(?:^INFO:\s+)?(\S+?)(?: - \S+)? (?:- )?(?:\[[^\]]+\] )?"(\S+) (\S+) [^"]*" ([0-9]{3})'
 # uvicorn's own access line, all ASCII: wherever it matches, RE_ACCESS matches at the start with the
 # same groups (no quote or space inside a field leaves RE_ACCESS another way), and its captures cost
 # the regex engine a quarter of RE_ACCESS's lazy, Unicode ones
@@ -621,7 +621,7 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     )
 
     def reason(d: pl.DataFrame) -> pl.DataFrame:
-        kvt = msg.str.extract(r"KVTransferError\(bootstrap_room=\d+\): (.*)$", 1)
+        kvt = msg.str.extract(r"KVTransferError\(bootstrap_room=[0-9]+\): (.*)$", 1)
         d = d.with_columns(_reason_src=pl.coalesce(kvt, msg.str.extract(r"with exception (.*)$", 1), msg))
         return d.select(reason=pl.coalesce(pl.lit(_first_kind(d["_reason_src"], REASON_RULES)),
                                            pl.when(pl.col("kind") == "abort").then(pl.lit("aborted")), pl.lit("other")))
@@ -637,11 +637,11 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     def request(d: pl.DataFrame) -> pl.DataFrame:
         return d.select(
             finish_reason=msg.str.extract(r"""['"]finish_reason['"]: \{['"]type['"]: ['"](\w+)""", 1),
-            prompt_tokens=msg.str.extract(r"""['"]prompt_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
-            completion_tokens=msg.str.extract(r"""['"]completion_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
-            cached_tokens=msg.str.extract(r"""['"]cached_tokens['"]: (\d+)""", 1).cast(pl.Int64, strict=False),
-            e2e_latency=msg.str.extract(r"""['"]e2e_latency['"]: ([\d.]+)""", 1).cast(pl.Float64, strict=False),
-            _status=msg.str.extract(r"""['"]status_code['"]: (\d{3})""", 1),
+            prompt_tokens=msg.str.extract(r"""['"]prompt_tokens['"]: ([0-9]+)""", 1).cast(pl.Int64, strict=False),
+            completion_tokens=msg.str.extract(r"""['"]completion_tokens['"]: ([0-9]+)""", 1).cast(pl.Int64, strict=False),
+            cached_tokens=msg.str.extract(r"""['"]cached_tokens['"]: ([0-9]+)""", 1).cast(pl.Int64, strict=False),
+            e2e_latency=msg.str.extract(r"""['"]e2e_latency['"]: ([0-9.]+)""", 1).cast(pl.Float64, strict=False),
+            _status=msg.str.extract(r"""['"]status_code['"]: ([0-9]{3})""", 1),
         )
 
     def json_ts(d: pl.DataFrame) -> pl.DataFrame:
@@ -659,13 +659,13 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     ev = _on_rows(ev, pl.col("kind") == "http_access", access,
                   {"_acc_status": utf8, "http_method": utf8, "http_path": utf8, "_acc_peer": utf8})
     ev = _on_rows(ev, msg.str.contains(PRE_PEER), lambda d: d.select(
-        _peer=pl.coalesce(msg.str.extract(r"(?:to|from) (\d{1,3}(?:\.\d{1,3}){3}:\d+)", 1),
+        _peer=pl.coalesce(msg.str.extract(r"(?:to|from) ([0-9]{1,3}(?:\.[0-9]{1,3}){3}:[0-9]+)", 1),
                           msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1))), {"_peer": utf8})
     ev = _on_rows(ev, msg.str.starts_with('{"timestamp"'), json_ts, {"_jts": pl.Datetime("us", "UTC")})
     # the literal as the mask (no regex to compile when no line has it); `\brank=` then leaves out
     # the `dp_rank=None` and friends of request logs
     ev = _on_rows(ev, pl.col("tp_rank").is_null() & msg.str.contains("rank=", literal=True),
-                  lambda d: d.select(_rank=msg.str.extract(r"\brank=(\d+)", 1).cast(pl.Int32, strict=False)),
+                  lambda d: d.select(_rank=msg.str.extract(r"\brank=([0-9]+)", 1).cast(pl.Int32, strict=False)),
                   {"_rank": pl.Int32})
     ev = ev.with_columns(
         http_status=pl.coalesce("_acc_status", "_status").cast(pl.Int32, strict=False),
@@ -886,10 +886,10 @@ def infer_role(text: str) -> str | None:
 
 
 def _guess_year(text: str) -> int | None:
-    m = re.search(r"(?:^|[\[ ])(20\d{2})-\d{2}-\d{2}[ T]", text, re.M)
+    m = re.search(r"(?:^|[\[ ])(20[0-9]{2})-[0-9]{2}-[0-9]{2}[ T]", text, re.M)
     if m:
         return int(m.group(1))
-    m = re.search(r"^\[(1\d{9})\.\d+\] ", text, re.M)  # UCX epoch seconds
+    m = re.search(r"^\[(1[0-9]{9})\.[0-9]+\] ", text, re.M)  # UCX epoch seconds
     if m:
         import datetime as _dt
 
@@ -899,7 +899,7 @@ def _guess_year(text: str) -> int | None:
 
 def sniff(head: bytes, path: str) -> float:
     text = head.decode("utf-8", "replace")
-    hits = sum(1 for _ in re.finditer(r"\[(?:\d{4}-)?\d{2}-\d{2} \d{2}:\d{2}:\d{2}|^[IWEF]\d{4} \d\d:|UCX +[A-Z]+ |NCCL (?:INFO|WARN)"
+    hits = sum(1 for _ in re.finditer(r"\[(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}|^[IWEF][0-9]{4} [0-9][0-9]:|UCX +[A-Z]+ |NCCL (?:INFO|WARN)"
                                       r"|(?:Prefill|Decode) batch[.,]|Traceback \(most recent", text, re.M))
     if hits == 0:
         return 0.05 if text.strip() else 0.01  # fallback: any text file is a (messy) log
@@ -1013,9 +1013,9 @@ def _role_from_name(path: str) -> str | None:
 # lines of a PD log. It matches RE_SGLANG (not RE_SGLANG_CUSTOM, which needs `][`) with a message
 # matching RE_STATS, so the full path would make it a `batches` row with exactly these fields.
 RE_FAST_STATS = (
-    r"^((?:(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})) (?:stdout|stderr) (F) ?)?"
-    r"\[(\d{4}-\d{2}-\d{2}|\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{3}))?"
-    r"((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] (Prefill|Decode) batch(?: \[(\d+)\])?[.,] ?)"
+    r"^((?:([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) (?:stdout|stderr) (F) ?)?"
+    r"\[([0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{3}))?"
+    r"((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*)\] (Prefill|Decode) batch(?: \[([0-9]+)\])?[.,] ?)"
 )
 
 
@@ -1230,7 +1230,7 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
     un = df.filter(pl.col("_table") == "unparsed").with_columns(
         line=pl.col("line").str.slice(0, MAX_LINE_CHARS),
         reason=pl.when(pl.col("line").str.strip_chars() == "").then(pl.lit("blank"))
-        .when(pl.col("unterminated") | (pl.col("last_line") & pl.col("body").str.contains(r"^(?:\[[\d=-]|[IWEF]\d|\{)")))
+        .when(pl.col("unterminated") | (pl.col("last_line") & pl.col("body").str.contains(r"^(?:\[[0-9=-]|[IWEF][0-9]|\{)")))
         .then(pl.lit("truncated"))
         .when(pl.col("body").str.contains(RE_TB)).then(pl.lit("orphan_continuation"))
         .otherwise(pl.lit("unrecognised")),
