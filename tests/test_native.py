@@ -300,3 +300,16 @@ def test_first_block_waits_alone_only_when_it_may_teach_the_kibana_offset():
     assert not server_log._mentions(head, b" @ ")  # the Kibana line lies past the block's end
     assert server_log._mentions(lines.RawBlock(memoryview(buf), 1, 2, True, True), b" @ ")
     assert server_log._mentions(lines.RawBlock(kibana, 1, 1, True, True), b" @ ")
+
+
+@pytest.mark.parametrize("env, want", [({}, "1"), ({"FORENSICS_NATIVE": "0"}, None), ({"POLARS_MAX_THREADS": "2"}, "2")])
+def test_ingest_gives_polars_one_thread_only_beside_the_native_scanner(env, want):
+    # a fresh process: the setting only counts before polars loads, and must not leak into this one
+    import subprocess
+    import sys
+
+    code = ("import os; from forensics import cli; cli._one_polars_thread_with_the_native_scanner(); "
+            "import sys; print(os.environ.get('POLARS_MAX_THREADS'), 'polars' in sys.modules)")
+    base = {k: v for k, v in os.environ.items() if k not in ("POLARS_MAX_THREADS", "FORENSICS_NATIVE")}
+    out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [str(want), "False"]
