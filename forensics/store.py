@@ -194,7 +194,13 @@ class InputWriter:
         if final.exists():
             self.abort()
             return False
-        os.replace(self.dir, final)
+        try:
+            os.replace(self.dir, final)
+        except OSError:
+            if not final.exists():
+                raise
+            self.abort()  # the same content, committed by another input between the check and here
+            return False
         return True
 
     def abort(self) -> None:

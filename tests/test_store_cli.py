@@ -188,3 +188,29 @@ def test_files_sharing_a_header_are_not_duplicates(tmp_path):
     assert [r.status for r in ingest_paths([tmp_path / "a" / "opencode.db"], store)] == ["duplicate"]
     shas = sql(store, "SELECT sha256 FROM files ORDER BY path")["sha256"].to_list()
     assert len(set(shas)) == 2
+
+
+def test_same_content_committed_by_another_input_in_between_is_a_duplicate(tmp_path, monkeypatch):
+    # two inputs of one content (the same log under two names, in two ingest workers) both pass
+    # the exists() check; the second rename then meets a full folder
+    import os
+
+    import polars as pl
+
+    from forensics.store import Store
+
+    store = Store(tmp_path / "store").init()
+    first, second = store.writer("k1"), store.writer("k2")
+    for w in (first, second):
+        w.write("files", pl.DataFrame({"path": ["a.log"]}))
+        w.key = "samekey"
+    real_replace = os.replace
+
+    def replace_after_the_other(src, dst):
+        monkeypatch.setattr(os, "replace", real_replace)
+        assert first.commit()
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_after_the_other)
+    assert second.commit() is False
+    assert store.committed() == {"samekey"} and not second.dir.exists()
