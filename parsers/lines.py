@@ -8,6 +8,7 @@ scanner, parsers/native.py).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from typing import IO
 
@@ -21,6 +22,16 @@ except ImportError:  # the native scanner is optional (parsers/native.py)
 
 BLOCK_BYTES = 12 << 20  # see parsers/server_log.parse
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
+
+# A line that carries on the record above it: a traceback's indented body, its header and chain
+# lines, the `ExcType: message` that ends it. A block does not start with one (while the record
+# starts within RECORD_BACKTRACK bytes), or the record would lose its head to the block before.
+_CONTINUES = re.compile(
+    rb"[ \t]|Traceback \(most recent call last\)|During handling of the above exception"
+    rb"|The above exception was the direct cause"
+    rb"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Timeout)(?::|\r?\n)"
+)
+RECORD_BACKTRACK = 1 << 20
 
 
 @dataclasses.dataclass
@@ -111,9 +122,22 @@ def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[RawBlo
                 # a single line longer than a block: keep reading until it ends
                 rest = buf
                 continue
+            cut = _record_cut(buf, cut)
             body, rest, unterminated = memoryview(buf)[:cut], buf[cut + 1:], False
         n = count_newlines(body) + 1
         yield RawBlock(body, line_no, n, unterminated, False)
         line_no += n
         if eof:
             return
+
+
+def _record_cut(buf: bytes, cut: int) -> int:
+    """`cut` (a newline of `buf`), moved back to an earlier newline while the line after it
+    carries on the record above it: a traceback then stays in one block with its head. Left
+    where it was when the record starts more than RECORD_BACKTRACK bytes back, or at `buf`'s start."""
+    low, at = max(0, cut - RECORD_BACKTRACK), cut
+    while _CONTINUES.match(buf, at + 1):
+        at = buf.rfind(b"\n", low, at)
+        if at < 0:
+            return cut
+    return at

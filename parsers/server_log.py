@@ -1179,8 +1179,8 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
     """Classified lines of a block into its tables; `fast` (raw fields) and `taken` (finished
     batches rows) are the stats lines the regex fast path and the native scanner took; `ready`
     the access and request lines the scanner read, each an event of its own."""
-    # Tracebacks that cross a block boundary lose their head: blocks are large (12 MiB), and the
-    # orphaned body lines still land in unparsed with their numbers, so nothing is lost.
+    # Nothing folds across blocks: blocks are cut before a record's head (parsers/lines.py), unless
+    # its body runs over RECORD_BACKTRACK; such orphaned body lines land in unparsed with their numbers.
     df = _fold_continuations(df)
     is_stats = pl.col("family").is_not_null() & ~pl.col("_is_event")
     df = df.with_columns(

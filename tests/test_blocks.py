@@ -1,0 +1,55 @@
+"""Blocks are cut between records: a traceback stays in one block with the line it belongs to."""
+
+import pytest
+from polars.testing import assert_frame_equal
+
+from forensics import schema
+from parsers import lines, server_log
+from parsers.lines import _record_cut
+from tests.helpers import parse_text
+
+STATS = ("[2026-10-30 10:00:{s:02d} DP0 TP0] Decode batch, #running-req: 64, #token: 120000, token usage: 0.45, "
+         "cuda graph: True, gen throughput (token/s): 2450.12, #queue-req: 0")
+TRACEBACK = [
+    "[2026-10-30 10:00:30 DP0 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2981, in run_scheduler_process',
+    "    scheduler.event_loop_normal_disagg_decode()",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 911, in transfer_worker',
+    "    raise RuntimeError(",
+    "KeyError: 'rid'",
+]
+LOG = "\n".join([STATS.format(s=s) for s in range(20)] + TRACEBACK + [STATS.format(s=40 + s) for s in range(5)]) + "\n"
+
+
+def test_the_cut_moves_back_to_the_head_of_the_record():
+    buf = LOG.encode()
+    head = buf.index(b"[2026-10-30 10:00:30")
+    for line_end in [i for i, c in enumerate(buf) if c == ord("\n")]:
+        got = _record_cut(buf, line_end)
+        inside = head <= line_end < buf.index(b"KeyError")
+        assert got == (head - 1 if inside else line_end), line_end
+
+
+def test_a_record_longer_than_the_look_back_is_cut_where_it_was(monkeypatch):
+    buf = (STATS.format(s=0) + "\n" + STATS.format(s=1) + "\n" + "\n".join(["    x = f(y)"] * 50) + "\n").encode()
+    cut = buf.rindex(b"\n", 0, len(buf) - 1)
+    monkeypatch.setattr(lines, "RECORD_BACKTRACK", 200)
+    assert _record_cut(buf, cut) == cut
+    monkeypatch.setattr(lines, "RECORD_BACKTRACK", 1 << 20)
+    assert _record_cut(buf, cut) == buf.index(b"\n")  # before the line the indented run belongs to
+    assert _record_cut(buf[buf.index(b"\n") + 1:], cut - buf.index(b"\n") - 1) == cut - buf.index(b"\n") - 1
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_any_block_size_gives_the_tables_of_one_block(monkeypatch, native):
+    monkeypatch.setenv("FORENSICS_NATIVE", native)
+    whole, whole_ctx = parse_text(server_log, LOG)
+    assert "unparsed" not in whole and whole["events"]["traceback"][0].endswith("KeyError: 'rid'")
+    # block sizes that cut the log on every line of the traceback
+    for size in range(len(STATS) * 20, len(LOG), 37):
+        monkeypatch.setattr(lines, "BLOCK_BYTES", size)
+        got, ctx = parse_text(server_log, LOG)
+        assert (ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines) == (
+            whole_ctx.parsed_lines, whole_ctx.continuation_lines, whole_ctx.unparsed_lines), size
+        for t in whole:
+            assert_frame_equal(schema.conform(t, got[t]), schema.conform(t, whole[t]))
