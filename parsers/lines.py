@@ -24,11 +24,13 @@ BLOCK_BYTES = 12 << 20  # see parsers/server_log.parse
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
 
 # A line that carries on the record above it: a traceback's indented body, its header and chain
-# lines, the `ExcType: message` that ends it. A block does not start with one (while the record
-# starts within RECORD_BACKTRACK bytes), or the record would lose its head to the block before.
+# lines (with the blank lines around them), the `ExcType: message` that ends it. A block does not
+# start with one (while the record starts within RECORD_BACKTRACK bytes), or the record would lose
+# its head to the block before.
 _CONTINUES = re.compile(
     rb"[ \t]|Traceback \(most recent call last\)|During handling of the above exception"
     rb"|The above exception was the direct cause"
+    rb"|\r?\n"  # a blank line: one may stand around a chain line, and the line after it may be cut short
     rb"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Timeout)(?::|\r?\n)"
 )
 RECORD_BACKTRACK = 1 << 20
@@ -111,11 +113,13 @@ def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[RawBlo
         got = len(buf) - len(rest)
         if on_progress and got:
             on_progress(got)
-        eof = not got
+        eof = got < block_bytes  # read_upto stops short only at the end of the data
         if eof:
             if not buf:
                 return
-            body, rest, unterminated = buf, b"", True
+            # the carried lines end with their newline (see _record_cut), a cut file without one
+            terminated = buf.endswith(b"\n")
+            body, rest, unterminated = (memoryview(buf)[:-1] if terminated else buf), b"", not terminated
         else:
             cut = buf.rfind(b"\n")
             if cut < 0:
@@ -132,12 +136,12 @@ def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[RawBlo
 
 
 def _record_cut(buf: bytes, cut: int) -> int:
-    """`cut` (a newline of `buf`), moved back to an earlier newline while the line after it
-    carries on the record above it: a traceback then stays in one block with its head. Left
-    where it was when the record starts more than RECORD_BACKTRACK bytes back, or at `buf`'s start."""
-    low, at = max(0, cut - RECORD_BACKTRACK), cut
-    while _CONTINUES.match(buf, at + 1):
+    """Where to end a block of `buf`, whose last newline is `cut`: before the last whole line, or
+    before the head of the record that line carries on (a traceback stays in one block with its
+    head). The text after `cut` may be cut short by the read, so it decides nothing. Left at
+    `cut` when no such newline is within RECORD_BACKTRACK bytes."""
+    low = max(0, cut - RECORD_BACKTRACK)
+    at = buf.rfind(b"\n", low, cut)
+    while at >= 0 and _CONTINUES.match(buf, at + 1):
         at = buf.rfind(b"\n", low, at)
-        if at < 0:
-            return cut
-    return at
+    return cut if at < 0 else at

@@ -56,6 +56,7 @@ RE_TB = (
     r"^(?:\s+\S|Traceback \(most recent call last\):|During handling of the above exception"
     r"|The above exception was the direct cause|\s*\^+\s*$)"
 )
+RE_TB_CHAIN = r"^(?:During handling of the above exception|The above exception was the direct cause)"
 RE_EXC_LINE = r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Timeout)?)(?::\s.*)?$"
 
 # --- event kinds of sglang messages, first match wins (SGLANG.md §6-§12) ------------------------
@@ -469,8 +470,14 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     lone = pl.col("family").is_null()
     indented = pl.when(lone.shift(-1, fill_value=False)).then(body).str.contains(r"^\s+\S").fill_null(False)
     lone_body = pl.when(lone).then(body)
-    tb_like = lone_body.str.contains(RE_TB) | (lone_body.str.contains(RE_EXC_LINE) & indented.shift(1, fill_value=False)
-                                               & ~brk)
+    # a chained traceback puts a blank line before and after "During handling of the above
+    # exception..." (or "The above exception was the direct cause..."): those blank lines are
+    # part of it. `_brk` says whether the row above is the line above.
+    chain = lone_body.str.contains(RE_TB_CHAIN).fill_null(False)
+    blank_in_chain = lone & (body == "") & (
+        (chain.shift(1, fill_value=False) & ~brk) | (chain.shift(-1, fill_value=False) & ~brk.shift(-1, fill_value=True)))
+    tb_like = (lone_body.str.contains(RE_TB) | (lone_body.str.contains(RE_EXC_LINE) & indented.shift(1, fill_value=False)
+                                                & ~brk)) | blank_in_chain
     df = df.with_columns(
         _cont=lone & tb_like,
         _is_event=pl.col("family").is_not_null() & ~pl.col("message").str.contains(RE_STATS),

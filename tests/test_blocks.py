@@ -1,4 +1,5 @@
-"""Blocks are cut between records: a traceback stays in one block with the line it belongs to."""
+"""Blocks are cut between records: a traceback, chained ones included, stays in one block with
+the line it belongs to, and folds into it whole."""
 
 import pytest
 from polars.testing import assert_frame_equal
@@ -16,6 +17,12 @@ TRACEBACK = [
     "    scheduler.event_loop_normal_disagg_decode()",
     '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 911, in transfer_worker',
     "    raise RuntimeError(",
+    "RuntimeError: NIXL transfer failed: remote agent disconnected",
+    "",
+    "During handling of the above exception, another exception occurred:",
+    "",
+    "Traceback (most recent call last):",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 3001, in run_scheduler_process',
     "KeyError: 'rid'",
 ]
 LOG = "\n".join([STATS.format(s=s) for s in range(20)] + TRACEBACK + [STATS.format(s=40 + s) for s in range(5)]) + "\n"
@@ -24,27 +31,32 @@ LOG = "\n".join([STATS.format(s=s) for s in range(20)] + TRACEBACK + [STATS.form
 def test_the_cut_moves_back_to_the_head_of_the_record():
     buf = LOG.encode()
     head = buf.index(b"[2026-10-30 10:00:30")
-    for line_end in [i for i, c in enumerate(buf) if c == ord("\n")]:
-        got = _record_cut(buf, line_end)
-        inside = head <= line_end < buf.index(b"KeyError")
-        assert got == (head - 1 if inside else line_end), line_end
+    newlines = [i for i, c in enumerate(buf) if c == ord("\n")]
+    for before, cut in zip(newlines, newlines[1:]):
+        # the line ending at `cut` is the last whole one: the block ends before it, or before its
+        # record's head when it carries on a traceback
+        inside = head < before + 1 <= buf.index(b"KeyError")
+        assert _record_cut(buf, cut) == (head - 1 if inside else before), cut
 
 
 def test_a_record_longer_than_the_look_back_is_cut_where_it_was(monkeypatch):
     buf = (STATS.format(s=0) + "\n" + STATS.format(s=1) + "\n" + "\n".join(["    x = f(y)"] * 50) + "\n").encode()
-    cut = buf.rindex(b"\n", 0, len(buf) - 1)
+    cut = len(buf) - 1
     monkeypatch.setattr(lines, "RECORD_BACKTRACK", 200)
     assert _record_cut(buf, cut) == cut
     monkeypatch.setattr(lines, "RECORD_BACKTRACK", 1 << 20)
     assert _record_cut(buf, cut) == buf.index(b"\n")  # before the line the indented run belongs to
-    assert _record_cut(buf[buf.index(b"\n") + 1:], cut - buf.index(b"\n") - 1) == cut - buf.index(b"\n") - 1
+    first = buf.index(b"\n") + 1
+    assert _record_cut(buf[first:], cut - first) == cut - first  # its head is the buffer's first line
 
 
 @pytest.mark.parametrize("native", ["1", "0"])
 def test_any_block_size_gives_the_tables_of_one_block(monkeypatch, native):
     monkeypatch.setenv("FORENSICS_NATIVE", native)
     whole, whole_ctx = parse_text(server_log, LOG)
+    # the chained traceback, blank lines included, is one record
     assert "unparsed" not in whole and whole["events"]["traceback"][0].endswith("KeyError: 'rid'")
+    assert whole["events"]["exc_type"][0] == "KeyError" and whole_ctx.continuation_lines == len(TRACEBACK) - 1
     # block sizes that cut the log on every line of the traceback
     for size in range(len(STATS) * 20, len(LOG), 37):
         monkeypatch.setattr(lines, "BLOCK_BYTES", size)
@@ -53,3 +65,9 @@ def test_any_block_size_gives_the_tables_of_one_block(monkeypatch, native):
             whole_ctx.parsed_lines, whole_ctx.continuation_lines, whole_ctx.unparsed_lines), size
         for t in whole:
             assert_frame_equal(schema.conform(t, got[t]), schema.conform(t, whole[t]))
+
+
+def test_a_blank_line_away_from_a_traceback_chain_stays_a_blank_line():
+    log = STATS.format(s=1) + "\n" + TRACEBACK[0] + "\n" + TRACEBACK[1] + "\n\n" + STATS.format(s=2) + "\n"
+    tables, ctx = parse_text(server_log, log)
+    assert tables["unparsed"]["reason"].to_list() == ["blank"] and ctx.continuation_lines == 1
