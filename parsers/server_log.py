@@ -474,8 +474,9 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     # exception..." (or "The above exception was the direct cause..."): those blank lines are
     # part of it. `_brk` says whether the row above is the line above.
     chain = lone_body.str.contains(RE_TB_CHAIN).fill_null(False)
+    brk_below = pl.col("_brk").shift(-1, fill_value=False) if "_brk" in df.columns else pl.lit(False)
     blank_in_chain = lone & (body == "") & (
-        (chain.shift(1, fill_value=False) & ~brk) | (chain.shift(-1, fill_value=False) & ~brk.shift(-1, fill_value=True)))
+        (chain.shift(1, fill_value=False) & ~brk) | (chain.shift(-1, fill_value=False) & ~brk_below))
     tb_like = (lone_body.str.contains(RE_TB) | (lone_body.str.contains(RE_EXC_LINE) & indented.shift(1, fill_value=False)
                                                 & ~brk)) | blank_in_chain
     df = df.with_columns(

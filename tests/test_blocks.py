@@ -71,3 +71,10 @@ def test_a_blank_line_away_from_a_traceback_chain_stays_a_blank_line():
     log = STATS.format(s=1) + "\n" + TRACEBACK[0] + "\n" + TRACEBACK[1] + "\n\n" + STATS.format(s=2) + "\n"
     tables, ctx = parse_text(server_log, log)
     assert tables["unparsed"]["reason"].to_list() == ["blank"] and ctx.continuation_lines == 1
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_a_chained_traceback_folds_whole_with_no_stats_line_around(monkeypatch, native):
+    monkeypatch.setenv("FORENSICS_NATIVE", native)
+    tables, ctx = parse_text(server_log, "\n".join(TRACEBACK) + "\n")
+    assert "unparsed" not in tables and ctx.continuation_lines == len(TRACEBACK) - 1
