@@ -117,7 +117,7 @@ def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[RawBlo
         if eof:
             if not buf:
                 return
-            # the carried lines end with their newline (see _record_cut), a cut file without one
+            # lines carried from the last cut end with their newline; a truncated file's last has none
             terminated = buf.endswith(b"\n")
             body, rest, unterminated = (memoryview(buf)[:-1] if terminated else buf), b"", not terminated
         else:
