@@ -8,9 +8,8 @@ scanner, parsers/native.py).
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Pattern
 
 import polars as pl
 
@@ -23,17 +22,7 @@ except ImportError:  # the native scanner is optional (parsers/native.py)
 BLOCK_BYTES = 12 << 20  # see parsers/server_log.parse
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
 
-# A line that carries on the record above it: a traceback's indented body, its header and chain
-# lines (with the blank lines around them), the `ExcType: message` that ends it. A block does not
-# start with one (while the record starts within RECORD_BACKTRACK bytes), or the record would lose
-# its head to the block before.
-_CONTINUES = re.compile(
-    rb"[ \t]|Traceback \(most recent call last\)|During handling of the above exception"
-    rb"|The above exception was the direct cause"
-    rb"|\r?\n"  # a blank line: one may stand around a chain line, and the line after it may be cut short
-    rb"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Timeout)(?::|\r?\n)"
-)
-RECORD_BACKTRACK = 1 << 20
+RECORD_BACKTRACK = 1 << 20  # how far back a block's cut looks for a record's head
 
 
 @dataclasses.dataclass
@@ -74,10 +63,15 @@ def with_flags(df: pl.DataFrame, raw: RawBlock) -> pl.DataFrame:
     return df.with_columns(unterminated=at_end & raw.unterminated, last_line=at_end & raw.last)
 
 
-def read_raw_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=None) -> Iterator[RawBlock]:
-    """Blocks of whole lines, each knowing whether it is the last one (one block of look-ahead)."""
+def read_raw_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=None,
+                    continues: Pattern[bytes] | None = None) -> Iterator[RawBlock]:
+    """Blocks of whole lines, each knowing whether it is the last one (one block of look-ahead).
+
+    `continues` matches at the start of a line that carries on the record above it (a format's
+    own grammar, e.g. a traceback's body): a block then does not start with one (`_record_cut`).
+    """
     pending = None
-    for raw in _blocks(stream, block_bytes, on_progress):
+    for raw in _blocks(stream, block_bytes, on_progress, continues):
         if pending is not None:
             yield pending
         pending = raw
@@ -103,7 +97,8 @@ def read_upto(stream: IO[bytes], n: int, prefix: bytes = b"") -> bytes:
     return b"".join(parts)
 
 
-def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[RawBlock]:
+def _blocks(stream: IO[bytes], block_bytes: int, on_progress, continues: Pattern[bytes] | None = None
+            ) -> Iterator[RawBlock]:
     line_no = 1
     rest = b""
     while True:
@@ -117,7 +112,7 @@ def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[RawBlo
         if eof:
             if not buf:
                 return
-            # lines carried from the last cut end with their newline; a truncated file's last has none
+            # lines carried from a record cut end with their newline; a truncated file's last has none
             terminated = buf.endswith(b"\n")
             body, rest, unterminated = (memoryview(buf)[:-1] if terminated else buf), b"", not terminated
         else:
@@ -126,7 +121,8 @@ def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[RawBlo
                 # a single line longer than a block: keep reading until it ends
                 rest = buf
                 continue
-            cut = _record_cut(buf, cut)
+            if continues is not None:
+                cut = _record_cut(buf, cut, continues)
             body, rest, unterminated = memoryview(buf)[:cut], buf[cut + 1:], False
         n = count_newlines(body) + 1
         yield RawBlock(body, line_no, n, unterminated, False)
@@ -135,13 +131,13 @@ def _blocks(stream: IO[bytes], block_bytes: int, on_progress) -> Iterator[RawBlo
             return
 
 
-def _record_cut(buf: bytes, cut: int) -> int:
+def _record_cut(buf: bytes, cut: int, continues: Pattern[bytes]) -> int:
     """Where to end a block of `buf`, whose last newline is `cut`: before the last whole line, or
-    before the head of the record that line carries on (a traceback stays in one block with its
-    head). The text after `cut` may be cut short by the read, so it decides nothing. Left at
-    `cut` when no such newline is within RECORD_BACKTRACK bytes."""
+    before the head of the record that line carries on (`continues` matches the lines that carry
+    on a record). The text after `cut` may be cut short by the read, so it decides nothing. Left
+    at `cut` when no such newline is within RECORD_BACKTRACK bytes."""
     low = max(0, cut - RECORD_BACKTRACK)
     at = buf.rfind(b"\n", low, cut)
-    while at >= 0 and _CONTINUES.match(buf, at + 1):
+    while at >= 0 and continues.match(buf, at + 1):
         at = buf.rfind(b"\n", low, at)
     return cut if at < 0 else at

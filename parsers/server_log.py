@@ -52,12 +52,16 @@ RE_NCCL = r"^([\w.-]+):([0-9]+):([0-9]+) \[([0-9]+)\] NCCL (WARN|INFO|ERROR|TRAC
 RE_STATS = r"^(Prefill|Decode) batch(?: \[([0-9]+)\])?[.,] ?(.*)$"
 
 # Python traceback bodies; an `ExcType: msg` line counts only right after an indented line.
-RE_TB = (
-    r"^(?:\s+\S|Traceback \(most recent call last\):|During handling of the above exception"
-    r"|The above exception was the direct cause|\s*\^+\s*$)"
-)
-RE_TB_CHAIN = r"^(?:During handling of the above exception|The above exception was the direct cause)"
-RE_EXC_LINE = r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Timeout)?)(?::\s.*)?$"
+TB_HEADER = r"Traceback \(most recent call last\)"
+TB_CHAIN = r"During handling of the above exception|The above exception was the direct cause"
+RE_TB = rf"^(?:\s+\S|{TB_HEADER}:|{TB_CHAIN}|\s*\^+\s*$)"
+RE_TB_CHAIN = rf"^(?:{TB_CHAIN})"
+EXC_TYPE = r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Timeout)"
+RE_EXC_LINE = rf"^({EXC_TYPE}?)(?::\s.*)?$"
+# The lines a block must not start with (parsers/lines.py): an indented line, a traceback header or
+# chain line, a blank line (one stands around a chain line, and the line after it may be cut
+# short by the read), an `ExcType: msg` line; conservative where RE_TB needs the line above.
+CONTINUES = re.compile(rf"[ \t]|{TB_HEADER}|{TB_CHAIN}|\r?\n|{EXC_TYPE}(?::|\r?\n)".encode())
 
 # --- event kinds of sglang messages, first match wins (SGLANG.md §6-§12) ------------------------
 KIND_RULES: list[tuple[str, str]] = [
@@ -934,7 +938,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
         # (GROUP_BLOCKS), and a pass's frames are most of the peak. 16 MiB blocks were 8% faster
         # than 12, but a 4.3 GB dump of four files (a prefill log the heaviest) peaked at
         # 0.92-1.0 GiB of RSS; 12 MiB: 0.74 GiB.
-        blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress)
+        blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress, CONTINUES)
         for out in _parse_blocks(blocks, ctx, year, role, source.path):
             yield out
             for t in ("batches", "events"):

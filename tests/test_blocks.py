@@ -36,18 +36,19 @@ def test_the_cut_moves_back_to_the_head_of_the_record():
         # the line ending at `cut` is the last whole one: the block ends before it, or before its
         # record's head when it carries on a traceback
         inside = head < before + 1 <= buf.index(b"KeyError")
-        assert _record_cut(buf, cut) == (head - 1 if inside else before), cut
+        assert _record_cut(buf, cut, server_log.CONTINUES) == (head - 1 if inside else before), cut
 
 
 def test_a_record_longer_than_the_look_back_is_cut_where_it_was(monkeypatch):
     buf = (STATS.format(s=0) + "\n" + STATS.format(s=1) + "\n" + "\n".join(["    x = f(y)"] * 50) + "\n").encode()
     cut = len(buf) - 1
     monkeypatch.setattr(lines, "RECORD_BACKTRACK", 200)
-    assert _record_cut(buf, cut) == cut
+    assert _record_cut(buf, cut, server_log.CONTINUES) == cut
     monkeypatch.setattr(lines, "RECORD_BACKTRACK", 1 << 20)
-    assert _record_cut(buf, cut) == buf.index(b"\n")  # before the line the indented run belongs to
+    assert _record_cut(buf, cut, server_log.CONTINUES) == buf.index(b"\n")  # before the line the run belongs to
     first = buf.index(b"\n") + 1
-    assert _record_cut(buf[first:], cut - first) == cut - first  # its head is the buffer's first line
+    # its head is the buffer's first line: nowhere to cut before it
+    assert _record_cut(buf[first:], cut - first, server_log.CONTINUES) == cut - first
 
 
 @pytest.mark.parametrize("native", ["1", "0"])
@@ -78,3 +79,13 @@ def test_a_chained_traceback_folds_whole_with_no_stats_line_around(monkeypatch, 
     monkeypatch.setenv("FORENSICS_NATIVE", native)
     tables, ctx = parse_text(server_log, "\n".join(TRACEBACK) + "\n")
     assert "unparsed" not in tables and ctx.continuation_lines == len(TRACEBACK) - 1
+
+
+def test_formats_with_no_record_grammar_are_cut_at_the_last_newline():
+    import io
+
+    # the JSONL transfer traces: no `continues`, every block ends at its buffer's last newline
+    blocks = list(lines.read_raw_blocks(io.BytesIO(LOG.encode()), 1000))
+    for raw in blocks[:-1]:
+        assert raw.body.obj.rfind(b"\n") == len(raw.body)
+    assert sum(r.lines for r in blocks) == LOG.count("\n")
