@@ -1117,13 +1117,13 @@ def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int
     # line the scanner left follows it (a traceback body): the others skip folding (issue 5).
     read = (sg["_acc_status"].is_not_null() | sg["_req_kind"].is_not_null()) & ~(sg["line_no"] + 1).is_in(
         other["line_no"].implode())
-    ready, slow = sg.filter(read), sg.filter(~read)
-    del sg  # frames go as soon as they are used: a group's peak is a good part of the RSS budget
-    classified = _merge_by_line([other, slow])
-    del other, slow
+    # `sg` stays whole: the events merge gathers the rows read whole and drops the others in the
+    # one gather that puts the events in line order (a filter first cost a gather of every row)
+    classified = _merge_by_line([other, sg.filter(~read)])
+    del other
     # a block's first line has no line above it: nothing folds across blocks
     classified = classified.with_columns(_brk=pl.col("_brk") | (pl.col("_blk") != pl.col("_blk").shift(1)))
-    return _finish_block(classified, None, ctx, role, path, taken=nat, ready=ready)
+    return _finish_block(classified, None, ctx, role, path, taken=nat, ready=sg.with_columns(_keep=read))
 
 
 _ACCESS_COLUMNS = ["_acc_peer", "_acc_method", "_acc_path", "_acc_status"]
@@ -1156,11 +1156,19 @@ def _ready_rows(ev: pl.DataFrame) -> pl.DataFrame:
 
 def _merge_by_line(frames: list[pl.DataFrame]) -> pl.DataFrame:
     """Frames of one schema, each in line order, as one in line order: no sort when only one has
-    rows (`merge_sorted` measured slower than concat and sort)."""
+    rows (`merge_sorted` measured slower than concat and sort).
+
+    Rows with a false `_keep` (when the frames have that column) are left out in the same gather.
+    """
     full = [f for f in frames if f.height]
-    if len(full) <= 1:
-        return full[0] if full else frames[0]
-    return pl.concat(full).sort("line_no")
+    if "_keep" not in frames[0].columns:
+        if len(full) <= 1:
+            return full[0] if full else frames[0]
+        return pl.concat(full).sort("line_no")
+    both = pl.concat(full) if full else frames[0]
+    keep = both["_keep"]
+    order = both.select(pl.int_range(pl.len(), dtype=pl.UInt32).filter(keep).sort_by(pl.col("line_no").filter(keep)))
+    return both.drop("_keep")[order.to_series()]
 
 
 def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str) -> Batch:
@@ -1190,7 +1198,8 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
                   taken: pl.DataFrame | None = None, ready: pl.DataFrame | None = None) -> Batch:
     """Classified lines of a block into its tables; `fast` (raw fields) and `taken` (finished
     batches rows) are the stats lines the regex fast path and the native scanner took; `ready`
-    the access and request lines the scanner read, each an event of its own."""
+    the sglang lines the scanner read, where `_keep` marks the access and request lines read
+    whole, each an event of its own (the other rows of `ready` are in `df`)."""
     # Nothing folds across blocks: blocks are cut before a record's head (parsers/lines.py), unless
     # its body runs over RECORD_BACKTRACK; such orphaned body lines land in unparsed with their numbers.
     df = _fold_continuations(df)
@@ -1218,8 +1227,9 @@ def _finish_block(df: pl.DataFrame, fast: pl.DataFrame | None, ctx: Context, rol
         if ready is not None and ready.height:
             parts.append(_ready_rows(ready).with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path)))
         ready = None
-        # the events columns, and the block of each row while rooms are lent
-        parts = [schema.conform("events", p.with_columns(truncated=pl.col("unterminated"))).with_columns(p["_blk"])
+        # the events columns, the block of each row while rooms are lent, and which rows to keep
+        parts = [schema.conform("events", p.with_columns(truncated=pl.col("unterminated")))
+                 .with_columns(p["_blk"], p["_keep"] if "_keep" in p.columns else pl.lit(True).alias("_keep"))
                  for p in parts]
         ev = _merge_by_line(parts)
         del parts
