@@ -937,8 +937,9 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
         # Block size trades speed for memory: the native path reads two blocks per polars pass
         # (GROUP_BLOCKS), and a pass's frames are most of the peak. 16 MiB blocks were 8% faster
         # than 12, but a 4.3 GB dump of four files (a prefill log the heaviest) peaked at
-        # 0.92-1.0 GiB of RSS; 12 MiB: 0.74 GiB.
-        blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress, CONTINUES)
+        # 0.92-1.0 GiB of RSS; 12 MiB: 0.74 GiB. A block also ends at MAX_BLOCK_LINES lines, since
+        # the frames cost per line: 300 MB of 29-byte sglang lines peaked at 3.3 GiB without it.
+        blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress, CONTINUES, lines.MAX_BLOCK_LINES)
         for out in _parse_blocks(blocks, ctx, year, role, source.path):
             yield out
             for t in ("batches", "events"):
@@ -1007,9 +1008,7 @@ def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iter
 
 def _mentions(raw: RawBlock, needle: bytes) -> bool:
     """Whether the block's text has `needle`, without copying the block."""
-    body = raw.body
-    whole = body.obj if isinstance(body, memoryview) else body  # a view is a prefix of its buffer
-    return whole.find(needle, 0, len(body)) >= 0
+    return re.search(re.escape(needle), raw.body) is not None
 
 
 def _role_from_name(path: str) -> str | None:

@@ -2,6 +2,8 @@
 the line it belongs to, and folds into it whole."""
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from forensics import schema
@@ -89,3 +91,41 @@ def test_formats_with_no_record_grammar_are_cut_at_the_last_newline():
     for raw in blocks[:-1]:
         assert raw.body.obj.rfind(b"\n") == len(raw.body)
     assert sum(r.lines for r in blocks) == LOG.count("\n")
+
+
+LINE_KINDS = [STATS.format(s=7), "x", "", "    at frame()", TRACEBACK[0], "KeyError: 'rid'", "é" * 40]
+
+
+@given(st.lists(st.sampled_from(LINE_KINDS), max_size=60), st.booleans(),
+       st.integers(16, 600), st.integers(1, 9), st.booleans())
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_blocks_keep_every_line_once_within_their_byte_and_line_bounds(rows, final_newline, size, max_lines, grammar):
+    import io
+
+    text = "\n".join(rows) + ("\n" if final_newline and rows else "")
+    data = text.encode()
+    blocks = list(lines.read_raw_blocks(io.BytesIO(data), size, None, server_log.CONTINUES if grammar else None,
+                                        max_lines))
+    if not data:
+        assert blocks == []
+        return
+    terminated = data.endswith(b"\n")  # an empty last row ends the text with a newline too
+    assert b"\n".join(bytes(b.body) for b in blocks) == (data[:-1] if terminated else data)
+    assert [b.line_no for b in blocks] == [1 + sum(b.lines for b in blocks[:i]) for i in range(len(blocks))]
+    assert all(b.lines == bytes(b.body).count(b"\n") + 1 <= max_lines for b in blocks)
+    assert [b.last for b in blocks] == [False] * (len(blocks) - 1) + [True]
+    assert [b.unterminated for b in blocks] == [False] * (len(blocks) - 1) + [not terminated]
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_a_cap_on_lines_gives_the_tables_of_one_block(monkeypatch, native):
+    monkeypatch.setenv("FORENSICS_NATIVE", native)
+    whole, whole_ctx = parse_text(server_log, LOG)
+    # any cap that holds the traceback record (12 lines): the cuts then fall on every line of the log
+    for cap in range(len(TRACEBACK), 40):
+        monkeypatch.setattr(lines, "MAX_BLOCK_LINES", cap)
+        got, ctx = parse_text(server_log, LOG)
+        assert (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines) == (
+            whole_ctx.lines, whole_ctx.parsed_lines, whole_ctx.continuation_lines, whole_ctx.unparsed_lines), cap
+        for t in whole:
+            assert_frame_equal(schema.conform(t, got[t]), schema.conform(t, whole[t]))
