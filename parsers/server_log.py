@@ -888,8 +888,11 @@ def _batches_general(st: pl.DataFrame) -> pl.DataFrame:
 
 def infer_role(text: str) -> str | None:
     """Role from content: PD prefill vs PD decode fields or failure lines (SGLANG.md §5, §9)."""
-    p = len(re.findall(ROLE_PREFILL, text))
-    d = len(re.findall(ROLE_DECODE, text))
+    # polars' regex engine counts the same matches as re.findall, in a quarter of the time (the
+    # 4 MiB head of every log: 80 ms with `re`, before the first block is parsed)
+    head = pl.Series([text])
+    p = head.str.count_matches(ROLE_PREFILL).item()
+    d = head.str.count_matches(ROLE_DECODE).item()
     if p or d:
         return "prefill" if p >= d else "decode"
     if re.search(r"Prefill batch[.,]", text) and re.search(r"Decode batch[.,]", text):
