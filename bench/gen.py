@@ -250,3 +250,36 @@ def write_log(path: str, role: str, size: int, seed: int, cri: bool = False) -> 
             lines += part.count(b"\n")
             rep += 1
     return written, lines
+
+
+def write_short_lines(path: str, size: int, seed: int) -> tuple[int, int]:
+    """A chatty log of short lines (~50 bytes: health checks, terse sglang and NIXL glog lines):
+    the frames of a block cost per line, so this is the memory case (parsers/lines.MAX_BLOCK_LINES)."""
+    rng = random.Random(seed)
+    out, t = [], 0
+    while len(out) < 90_000:  # ~4 MB
+        hms = "%02d:%02d:%02d" % (t // 3600, t // 60 % 60, t % 60)
+        for _ in range(rng.randint(20, 40)):
+            k = rng.random()
+            if k < 0.4:
+                out.append(f'[2026-QQ-QQ {hms}] INFO:     10.0.{rng.randrange(4)}.{rng.randrange(255)}:{rng.randint(30000, 60000)} '
+                           f'- "GET /health HTTP/1.1" 200 OK')
+            elif k < 0.7:
+                out.append(f"[2026-QQ-QQ {hms} TP{rng.randrange(8)}] {rng.choice(['Cache flushed', 'heartbeat ok', 'tick'])}")
+            else:
+                out.append(f"IQQQQ {hms}.{rng.randrange(10 ** 6):06d} {rng.randint(1000, 9999)} nixl_agent.cpp:{rng.randint(100, 999)}] "
+                           f"{rng.choice(['xfer posted', 'notif sent', 'md loaded'])}")
+        t = (t + 1) % 86400
+    body = ("\n".join(out) + "\n").encode()
+    written = lines = rep = 0
+    with open(path, "wb") as f:
+        while written < size:
+            part = _fill(body, rep)[: size - written]
+            part = part[: part.rfind(b"\n") + 1]
+            if not part:
+                break
+            f.write(part)
+            written += len(part)
+            lines += part.count(b"\n")
+            rep += 1
+    return written, lines

@@ -38,6 +38,8 @@ import gen  # noqa: E402
 DUMP = [("decode-0.log", 0.35, "decode", 11, False), ("decode-1-k8s.log", 0.25, "decode", 12, True),
         ("prefill-0.log", 0.25, "prefill", 13, False), ("prefill-1.log", 0.15, "prefill", 14, False)]
 SINGLE = ("decode-big.log", "decode", 7, False)
+# one file of short lines, a quarter of --size: the memory case (RSS follows lines, not bytes)
+SHORT = ("short-lines.log", 0.25, 15)
 
 
 def parse_size(s: str) -> int:
@@ -70,7 +72,8 @@ def make_data(size: int) -> dict:
         version = hashlib.sha256(f.read()).hexdigest()[:12]
     if os.path.exists(mpath):
         m = json.load(open(mpath))
-        if m.get("gen") == version and all(os.path.exists(os.path.join(d, f["name"])) for f in m["single"] + m["dump"]):
+        if m.get("gen") == version and "short" in m and all(os.path.exists(os.path.join(d, f["name"]))
+                                                            for f in m["single"] + m["dump"] + m["short"]):
             return m
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "dump"))
@@ -83,10 +86,13 @@ def make_data(size: int) -> dict:
         rel = os.path.join("dump", name)
         b, n = gen.write_log(os.path.join(d, rel), role, int(size * share), seed, cri)
         dump.append({"name": rel, "bytes": b, "lines": n})
-    m = {"gen": version, "size": size, "dir": d, "single": single, "dump": dump,
+    name, share, seed = SHORT
+    b, n = gen.write_short_lines(os.path.join(d, name), int(size * share), seed)
+    short = [{"name": name, "bytes": b, "lines": n}]
+    m = {"gen": version, "size": size, "dir": d, "single": single, "dump": dump, "short": short,
          "generated_s": round(time.perf_counter() - t0, 1)}
     json.dump(m, open(mpath, "w"), indent=1)
-    print(f"generated {2 * size / 1e6:.0f} MB of logs in {m['generated_s']} s -> {d}", flush=True)
+    print(f"generated {2.25 * size / 1e6:.0f} MB of logs in {m['generated_s']} s -> {d}", flush=True)
     return m
 
 
@@ -277,6 +283,9 @@ def main() -> None:
               f"({db / 1e6:.0f} MB, {dl:,} lines), {a.runs} runs each", flush=True)
         results["ingest"].append(bench_ingest("one file", single, sb, sl, a.runs, None))
         results["ingest"].append(bench_ingest(f"{len(dump)} files, all cores", dump, db, dl, a.runs, None))
+        f = m["short"][0]
+        results["ingest"].append(bench_ingest("short lines (memory)", [os.path.join(m["dir"], f["name"])],
+                                              f["bytes"], f["lines"], a.runs, None))
     results["help"] = bench_help(a.runs)
     if not a.skip_store:
         print("large store ...", flush=True)
