@@ -528,6 +528,26 @@ def _on_rows(df: pl.DataFrame, mask: pl.Series | pl.Expr, fn, schema: dict) -> p
     ])
 
 
+_REGEX_THREADS: dict[str, object] = {}
+
+
+def _regex_thread(family: str, fn, *args):
+    """`fn(*args)` on the thread kept for one family of regexes, the caller waiting.
+
+    Polars compiles a regex on the thread that runs it (with one pool thread, the calling one)
+    and keeps the last 32 per thread. A pass runs ~100 patterns, so on one thread each was
+    compiled again every pass: ~17 ms of ~230 (issue 5). Each family (KIND_RULES, REASON_RULES,
+    the rid and room patterns, the line families) on a thread of its own stays compiled. `fn`
+    must not itself wait on its own family's thread.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = _REGEX_THREADS.get(family)
+    if pool is None:  # a race only makes a pool that never starts a thread
+        pool = _REGEX_THREADS.setdefault(family, ThreadPoolExecutor(1, thread_name_prefix=f"regex-{family}"))
+    return pool.submit(fn, *args).result()
+
+
 def _first_capture(d: pl.DataFrame, patterns: list[str]) -> pl.Series:
     """`_alt(patterns)` on `d`, each later pattern run only on the rows still without a capture
     (on a few rows `_alt` itself, one call)."""
@@ -612,7 +632,8 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .then(pl.lit("nixl_log"))
     )
     ev = ev.with_columns(_lvl_uv=lvl_uv).with_columns(_k0=kind0)
-    ev = _on_rows(ev, pl.col("_k0").is_null(), lambda d: _first_kind(d["message"], KIND_RULES, "log").alias("_sgk").to_frame(),
+    ev = _on_rows(ev, pl.col("_k0").is_null(),
+                  lambda d: _regex_thread("kinds", _first_kind, d["message"], KIND_RULES, "log").alias("_sgk").to_frame(),
                   {"_sgk": pl.Utf8})
     level_sev = (
         pl.when(pl.col("level").is_in(["E", "ERROR", "CRITICAL"])).then(pl.lit("error"))
@@ -639,7 +660,7 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
                                            pl.when(pl.col("kind") == "abort").then(pl.lit("aborted")), pl.lit("other")))
 
     def room(d: pl.DataFrame) -> pl.DataFrame:
-        r = pl.lit(_first_capture(d, ROOM_PATTERNS)).cast(pl.UInt64, strict=False)
+        r = pl.lit(_regex_thread("ids", _first_capture, d, ROOM_PATTERNS)).cast(pl.UInt64, strict=False)
         return d.select(bootstrap_room=pl.when(r < (1 << 63)).then(r).cast(pl.Int64))
 
     def access(d: pl.DataFrame) -> pl.DataFrame:
@@ -662,10 +683,12 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         return d.select(_jts=pl.when(pl.col("outer_ts").is_null()).then(_local_to_utc(t, ctx.tz)))
 
     utf8, i64 = pl.Utf8, pl.Int64
-    ev = _on_rows(ev, pl.col("kind").is_in(list(FAILURE_KINDS) + ["deferred_release"]), reason, {"reason": utf8})
-    ev = _on_rows(ev, msg.str.contains(PRE_RID), lambda d: d.select(rid=_first_capture(d, RID_PATTERNS)), {"rid": utf8})
+    ev = _on_rows(ev, pl.col("kind").is_in(list(FAILURE_KINDS) + ["deferred_release"]),
+                  lambda d: _regex_thread("reasons", reason, d), {"reason": utf8})
+    ev = _on_rows(ev, msg.str.contains(PRE_RID),
+                  lambda d: d.select(rid=_regex_thread("ids", _first_capture, d, RID_PATTERNS)), {"rid": utf8})
     ev = _on_rows(ev, msg.str.contains(PRE_ROOM), room, {"bootstrap_room": i64})
-    ev = _on_rows(ev, msg.str.contains(PRE_REQ), request, {
+    ev = _on_rows(ev, msg.str.contains(PRE_REQ), lambda d: _regex_thread("ids", request, d), {
         "finish_reason": utf8, "prompt_tokens": i64, "completion_tokens": i64, "cached_tokens": i64,
         "e2e_latency": pl.Float64, "_status": utf8})
     ev = _on_rows(ev, pl.col("kind") == "http_access", access,
@@ -1100,7 +1123,7 @@ def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int
         tail=pl.lit(None, dtype=pl.Utf8), truncated=pl.lit(False),
         host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path),
     )
-    other = _classify(_join_partials(_strip_wrappers(each(native.rest_frame))), ctx, year)
+    other = _regex_thread("lines", lambda: _classify(_join_partials(_strip_wrappers(each(native.rest_frame))), ctx, year))
     sg = each(lambda d, raw: lines.with_flags(native.sglang_frame(d), raw))
     del ds  # the scanner's buffers: the frames hold what they need
     sg = sg.with_columns(
