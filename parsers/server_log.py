@@ -528,23 +528,27 @@ def _on_rows(df: pl.DataFrame, mask: pl.Series | pl.Expr, fn, schema: dict) -> p
     ])
 
 
-_REGEX_THREADS: dict[str, object] = {}
+_REGEX_THREADS: dict[tuple[str, str], object] = {}
 
 
 def _regex_thread(family: str, fn, *args):
-    """`fn(*args)` on the thread kept for one family of regexes, the caller waiting.
+    """`fn(*args)` on the thread kept for one family of regexes and the calling parse thread,
+    the caller waiting.
 
     Polars compiles a regex on the thread that runs it (with one pool thread, the calling one)
     and keeps the last 32 per thread. A pass runs ~100 patterns, so on one thread each was
     compiled again every pass: ~17 ms of ~230 (issue 5). Each family (KIND_RULES, REASON_RULES,
-    the rid and room patterns, the line families) on a thread of its own stays compiled. `fn`
-    must not itself wait on its own family's thread.
+    the rid and room patterns, the line families) on a thread of its own stays compiled; one
+    such thread per parse thread (by name: each file's parse pool names them alike), so the
+    parse threads do not wait on each other. `fn` must not wait on its own family's thread.
     """
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    pool = _REGEX_THREADS.get(family)
+    key = (family, threading.current_thread().name)
+    pool = _REGEX_THREADS.get(key)
     if pool is None:  # a race only makes a pool that never starts a thread
-        pool = _REGEX_THREADS.setdefault(family, ThreadPoolExecutor(1, thread_name_prefix=f"regex-{family}"))
+        pool = _REGEX_THREADS.setdefault(key, ThreadPoolExecutor(1, thread_name_prefix=f"regex-{family}"))
     return pool.submit(fn, *args).result()
 
 
