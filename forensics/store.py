@@ -42,8 +42,8 @@ def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
     from forensics import schema
 
     # Strings stay arrow string views, polars' own layout: no copy into offsets and data buffers
-    # (the Parquet writer reads views as they are; to_arrow + write of a prefill pass's events:
-    # 88-97 -> 73-76 ms, issue 5). Parquet stores BYTE_ARRAY either way.
+    # on polars' pool thread (process CPU of to_arrow + write of a prefill pass's tables: 146 ->
+    # 121 ms, issue 5). The Parquet files hold the same BYTE_ARRAY columns either way.
     at = schema.conform(table, df).to_arrow(compat_level=pl.CompatLevel.newest())
     for i, name in enumerate(at.column_names):
         col = at.column(i)
