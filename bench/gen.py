@@ -233,27 +233,30 @@ def _fill(b: bytes, rep: int) -> bytes:
 def write_log(path: str, role: str, size: int, seed: int, cri: bool = False) -> tuple[int, int]:
     """Write a log of about `size` bytes (cut at a line end); return (bytes, lines)."""
     head, body = chunk(role, seed, cri, min(CHUNK_BYTES, max(1 << 20, size)))
-    written = lines = 0
     with open(path, "wb") as f:
         first = _fill(head, 0)
         f.write(first)
-        written, lines = len(first), first.count(b"\n")
-        rep = 0
-        while written < size:
-            part = _fill(body, rep)
-            if written + len(part) > size:
-                part = part[: part.rfind(b"\n", 0, size - written) + 1]
-                if not part:
-                    break
-            f.write(part)
-            written += len(part)
-            lines += part.count(b"\n")
-            rep += 1
+        return _write_days(f, body, size, len(first), first.count(b"\n"))
+
+
+def _write_days(f, body: bytes, size: int, written: int, lines: int) -> tuple[int, int]:
+    """`body` one simulated day after another until `size` bytes (cut at a line end): (bytes, lines)."""
+    rep = 0
+    while written < size:
+        part = _fill(body, rep)
+        if written + len(part) > size:
+            part = part[: part.rfind(b"\n", 0, size - written) + 1]
+            if not part:
+                break
+        f.write(part)
+        written += len(part)
+        lines += part.count(b"\n")
+        rep += 1
     return written, lines
 
 
 def write_short_lines(path: str, size: int, seed: int) -> tuple[int, int]:
-    """A chatty log of short lines (~50 bytes: health checks, terse sglang and NIXL glog lines):
+    """A chatty log of short lines (~60 bytes: health checks, terse sglang and NIXL glog lines):
     the frames of a block cost per line, so this is the memory case (parsers/lines.MAX_BLOCK_LINES)."""
     rng = random.Random(seed)
     out, t = [], 0
@@ -270,16 +273,5 @@ def write_short_lines(path: str, size: int, seed: int) -> tuple[int, int]:
                 out.append(f"IQQQQ {hms}.{rng.randrange(10 ** 6):06d} {rng.randint(1000, 9999)} nixl_agent.cpp:{rng.randint(100, 999)}] "
                            f"{rng.choice(['xfer posted', 'notif sent', 'md loaded'])}")
         t = (t + 1) % 86400
-    body = ("\n".join(out) + "\n").encode()
-    written = lines = rep = 0
     with open(path, "wb") as f:
-        while written < size:
-            part = _fill(body, rep)[: size - written]
-            part = part[: part.rfind(b"\n") + 1]
-            if not part:
-                break
-            f.write(part)
-            written += len(part)
-            lines += part.count(b"\n")
-            rep += 1
-    return written, lines
+        return _write_days(f, ("\n".join(out) + "\n").encode(), size, 0, 0)
