@@ -8,7 +8,7 @@ from polars.testing import assert_frame_equal
 
 from forensics import schema
 from parsers import lines, server_log
-from parsers.lines import _record_cut
+from parsers.lines import _line_cap, _record_cut
 from tests.helpers import parse_text
 
 STATS = ("[2026-10-30 10:00:{s:02d} DP0 TP0] Decode batch, #running-req: 64, #token: 120000, token usage: 0.45, "
@@ -121,10 +121,13 @@ def test_blocks_keep_every_line_once_within_their_byte_and_line_bounds(rows, fin
 def test_a_cap_on_lines_gives_the_tables_of_one_block(monkeypatch, native):
     monkeypatch.setenv("FORENSICS_NATIVE", native)
     whole, whole_ctx = parse_text(server_log, LOG)
+    capped = []
+    monkeypatch.setattr(lines, "_line_cap", lambda *a: capped.append(a[-1]) or _line_cap(*a))
     # any cap that holds the traceback record (12 lines): the cuts then fall on every line of the log
     for cap in range(len(TRACEBACK), 40):
         monkeypatch.setattr(lines, "MAX_BLOCK_LINES", cap)
         got, ctx = parse_text(server_log, LOG)
+        assert (cap in capped) == (cap < LOG.count("\n")), cap  # the parser's blocks were cut by lines
         assert (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines) == (
             whole_ctx.lines, whole_ctx.parsed_lines, whole_ctx.continuation_lines, whole_ctx.unparsed_lines), cap
         for t in whole:
