@@ -180,6 +180,21 @@ class _Sim:
             self.emit(f"{self.ts(self.tags(r.randrange(DP)))} Deferred KV release for room {self.room()} timed out after 30.0s "
                       f"without a full drain ack from prefill; releasing anyway.")
 
+    def chatty_second(self) -> None:
+        """A second of a server that mostly answers health checks (write_short_lines)."""
+        r = self.rng
+        for _ in range(r.randint(20, 40)):
+            k = r.random()
+            if k < 0.4:
+                self.emit(f'{self.ts()} INFO:     10.0.{r.randrange(4)}.{r.randrange(255)}:{r.randint(30000, 60000)} '
+                          f'- "GET /health HTTP/1.1" 200 OK')
+            elif k < 0.7:
+                self.emit(f"{self.ts(f' TP{r.randrange(8)}')} {r.choice(['Cache flushed', 'heartbeat ok', 'tick'])}")
+            else:
+                self.emit(f"IQQQQ {self.hms()}.{r.randrange(10 ** 6):06d} {r.randint(1000, 9999)} "
+                          f"nixl_agent.cpp:{r.randint(100, 999)}] {r.choice(['xfer posted', 'notif sent', 'md loaded'])}")
+        self.t = (self.t + 1) % 86400
+
     # -- one simulated second ----------------------------------------------------------------
     def second(self) -> None:
         r = self.rng
@@ -258,20 +273,8 @@ def _write_days(f, body: bytes, size: int, written: int, lines: int) -> tuple[in
 def write_short_lines(path: str, size: int, seed: int) -> tuple[int, int]:
     """A chatty log of short lines (~60 bytes: health checks, terse sglang and NIXL glog lines):
     the frames of a block cost per line, so this is the memory case (parsers/lines.MAX_BLOCK_LINES)."""
-    rng = random.Random(seed)
-    out, t = [], 0
-    while len(out) < 90_000:  # ~4 MB
-        hms = "%02d:%02d:%02d" % (t // 3600, t // 60 % 60, t % 60)
-        for _ in range(rng.randint(20, 40)):
-            k = rng.random()
-            if k < 0.4:
-                out.append(f'[2026-QQ-QQ {hms}] INFO:     10.0.{rng.randrange(4)}.{rng.randrange(255)}:{rng.randint(30000, 60000)} '
-                           f'- "GET /health HTTP/1.1" 200 OK')
-            elif k < 0.7:
-                out.append(f"[2026-QQ-QQ {hms} TP{rng.randrange(8)}] {rng.choice(['Cache flushed', 'heartbeat ok', 'tick'])}")
-            else:
-                out.append(f"IQQQQ {hms}.{rng.randrange(10 ** 6):06d} {rng.randint(1000, 9999)} nixl_agent.cpp:{rng.randint(100, 999)}] "
-                           f"{rng.choice(['xfer posted', 'notif sent', 'md loaded'])}")
-        t = (t + 1) % 86400
+    sim = _Sim("decode", seed, False)
+    while len(sim.out) < 90_000:  # ~4 MB
+        sim.chatty_second()
     with open(path, "wb") as f:
-        return _write_days(f, ("\n".join(out) + "\n").encode(), size, 0, 0)
+        return _write_days(f, ("\n".join(sim.out) + "\n").encode(), size, 0, 0)
