@@ -143,6 +143,18 @@ def test_room_is_exact_through_every_json_form():
     assert tables["transfer_events"]["bootstrap_room"].to_list() == [room, room]
 
 
+@pytest.mark.parametrize("hexval", [
+    "0", "0x0", "000", "1", "0xFF", "ffffffffffffffff", "0000ffffffffffffffff", "10000000000000000",
+    "0x1ffffffffffffffff", "9a41c07e55d2b3f1" * 2, "f" * 32, "0" * 8 + "f" * 32, "1" + "0" * 32, "f" * 64,
+])
+def test_checksum_int_is_the_unsigned_value_at_every_width(hexval):
+    # 64-bit values take a cheaper cast than wider ones: the two meet at 16 significant digits
+    line = json.dumps({"ts": 1.0, "host": "h", "side": "prefill", "engine_rank": 0, "room": 1, "kind": "kv",
+                       "event": "checksum", "checksum": hexval})
+    tables, _ = parse_text(transfer_trace, line + "\n", name="t.jsonl")
+    assert tables["transfer_events"]["checksum_int"].to_list() == [str(int(hexval, 16))]
+
+
 def test_unknown_fields_go_to_extra_and_every_line_is_accounted():
     text = ('{"ts":1,"host":"h","side":"decode","engine_rank":0,"room":5,"kind":"kv","event":"notif",'
             '"notif":"5_kv_0_1_3","src_rank":3,"weird":{"a":[1,2]}}\n\n   \n{"ts":1}\n')
