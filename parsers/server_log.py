@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import polars as pl
 
@@ -964,8 +964,8 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     ctx.inferred_role = role
     first_ts = last_ts = None
     with source.open() as stream:
-        # Block size trades speed for memory: the native path reads two blocks per polars pass
-        # (GROUP_BLOCKS), and a pass's frames are most of the peak. 16 MiB blocks were 8% faster
+        # Block size trades speed for memory: the native path reads up to three blocks per polars
+        # pass (GROUP_BLOCKS), and a pass's frames are most of the peak. 16 MiB blocks were 8% faster
         # than 12, but a 4.3 GB dump of four files (a prefill log the heaviest) peaked at
         # 0.92-1.0 GiB of RSS; 12 MiB: 0.74 GiB. A block also ends at MAX_BLOCK_LINES lines, since
         # the frames cost per line: 300 MB of 29-byte sglang lines peaked at 3.3 GiB without it.
@@ -981,10 +981,15 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
 
 
 PARSE_THREADS = min(2, os.cpu_count() or 1)
-# Blocks the native path reads in one pass (`_parse_raws`) when one file has the cores: two halve
-# polars' fixed cost per byte (16 MiB blocks, 1 GiB: 11.4 -> 10 s); four took RSS to 1.25 GiB. The
-# polars path, which holds a whole block as text, keeps one (memory, issue 5).
-GROUP_BLOCKS = 2
+# Blocks the native path reads in one pass (`_parse_raws`) when one file has the cores: each pass
+# pays polars' fixed cost once. Two blocks against one: 1 GiB in 11.4 -> 10 s; three against two:
+# -10% wall (8.8 -> 7.9 s), peak RSS 0.6 -> 0.8 GiB; four: 1.25 GiB. A pass's frames cost per line
+# more than per byte, so a pass also holds at most PASS_LINES lines: three blocks of PD log lines
+# (45-60k lines each), but two of short lines, which a block holds MAX_BLOCK_LINES of (three of
+# those peaked at 0.93 GiB). The polars path, which holds a whole block as text, keeps one block
+# a pass (memory, issue 5).
+GROUP_BLOCKS = 3
+PASS_LINES = 180_000
 
 
 def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iterator[Batch]:
@@ -1020,20 +1025,33 @@ def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iter
     with ThreadPoolExecutor(threads, thread_name_prefix="parse") as pool:
         queue: collections.deque = collections.deque()
         first = True
-        raws: list[RawBlock] = []
-        for raw in blocks:
-            raws.append(raw)
-            if len(raws) < group and not raw.last:
-                continue
+        for raws in _passes(blocks, group, PASS_LINES):
             alone = first and any(_mentions(r, b" @ ") for r in raws)
             first = False
             bctx = dataclasses.replace(ctx, lines=0, parsed_lines=0, continuation_lines=0, unparsed_lines=0, notes=[])
             queue.append(pool.submit(run, raws, bctx))
-            raws = []
             if alone or len(queue) >= threads:
                 yield merge(queue.popleft())
         while queue:
             yield merge(queue.popleft())
+
+
+def _passes(blocks: Iterable[RawBlock], group: int, max_lines: int) -> Iterator[list[RawBlock]]:
+    """The blocks in order, in runs of at most `group` blocks and `max_lines` lines (one block
+    alone may have more lines)."""
+    raws: list[RawBlock] = []
+    n = 0
+    for raw in blocks:
+        if raws and n + raw.lines > max_lines:
+            yield raws
+            raws, n = [], 0
+        raws.append(raw)
+        n += raw.lines
+        if len(raws) >= group:
+            yield raws
+            raws, n = [], 0
+    if raws:
+        yield raws
 
 
 def _mentions(raw: RawBlock, needle: bytes) -> bool:

@@ -132,3 +132,40 @@ def test_a_cap_on_lines_gives_the_tables_of_one_block(monkeypatch, native):
             whole_ctx.lines, whole_ctx.parsed_lines, whole_ctx.continuation_lines, whole_ctx.unparsed_lines), cap
         for t in whole:
             assert_frame_equal(schema.conform(t, got[t]), schema.conform(t, whole[t]))
+
+
+@given(st.lists(st.integers(1, 50), max_size=30), st.integers(1, 4), st.integers(1, 120))
+@settings(max_examples=300, deadline=None)
+def test_passes_keep_the_blocks_in_order_within_their_block_and_line_bounds(sizes, group, max_lines):
+    blocks = [lines.RawBlock(b"", 1 + sum(sizes[:i]), n, False, i == len(sizes) - 1) for i, n in enumerate(sizes)]
+    passes = list(server_log._passes(iter(blocks), group, max_lines))
+    assert [b for p in passes for b in p] == blocks
+    assert all(1 <= len(p) <= group for p in passes)
+    # a pass goes over the line bound only as one block alone
+    assert all(sum(b.lines for b in p) <= max_lines or len(p) == 1 for p in passes)
+    # and no pass ends early: the next one's first block would have broken a bound
+    for p, nxt in zip(passes, passes[1:]):
+        assert len(p) == group or sum(b.lines for b in p) + nxt[0].lines > max_lines
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_a_bound_on_the_lines_of_a_pass_gives_the_tables_of_one_block(monkeypatch, native):
+    monkeypatch.setenv("FORENSICS_NATIVE", native)
+    whole, whole_ctx = parse_text(server_log, LOG)
+    monkeypatch.setattr(lines, "MAX_BLOCK_LINES", 13)
+    monkeypatch.setattr(server_log, "GROUP_BLOCKS", 3)
+    seen = []
+    passes = server_log._passes
+    monkeypatch.setattr(server_log, "_passes", lambda *a: (seen.append([b.lines for b in p]) or p for p in passes(*a)))
+    grouped = set()
+    for bound in (13, 20, 26, 30, 39, 1000):
+        monkeypatch.setattr(server_log, "PASS_LINES", bound)
+        seen.clear()
+        got, ctx = parse_text(server_log, LOG)
+        assert sum(map(sum, seen)) == LOG.count("\n") and all(sum(p) <= bound or len(p) == 1 for p in seen), bound
+        grouped |= {len(p) for p in seen}
+        assert (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines) == (
+            whole_ctx.lines, whole_ctx.parsed_lines, whole_ctx.continuation_lines, whole_ctx.unparsed_lines), bound
+        for t in whole:
+            assert_frame_equal(schema.conform(t, got[t]), schema.conform(t, whole[t]))
+    assert grouped == ({1, 2, 3} if native == "1" else {1})  # the polars path reads a block a pass
