@@ -87,7 +87,11 @@ def _one_value_as_dictionary(col: "pa.ChunkedArray") -> "pa.ChunkedArray | pa.Di
 def _encodings(at: "pa.Table") -> dict:
     """Dictionaries only for strings that repeat (kind, host, path...), statistics only where a
     reader prunes with them (times, numbers, those strings): a dictionary tried on messages or
-    line numbers and min/max of every message cost 40% of the write (issue 5) for nothing."""
+    line numbers and min/max of every message cost 40% of the write (issue 5) for nothing.
+
+    Integers and times are delta-encoded: line numbers, times and counters move by small steps.
+    Against plain encoding, on a pass of three blocks of a decode / prefill log: the files 24% /
+    19% smaller, the write 6% faster, DuckDB's scan of them 12% faster (issue 5)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -101,7 +105,9 @@ def _encodings(at: "pa.Table") -> dict:
                 repeats.append(name)
     stats = [n for n, c in zip(at.column_names, at.columns) if n in repeats or not
              (_is_text(c.type) or pa.types.is_map(c.type) or pa.types.is_list(c.type))]
-    return {"use_dictionary": repeats, "write_statistics": stats}
+    delta = {n: "DELTA_BINARY_PACKED" for n, c in zip(at.column_names, at.columns)
+             if n not in repeats and (pa.types.is_integer(c.type) or pa.types.is_temporal(c.type))}
+    return {"use_dictionary": repeats, "write_statistics": stats, "column_encoding": delta}
 
 
 class Store:

@@ -214,3 +214,24 @@ def test_same_content_committed_by_another_input_in_between_is_a_duplicate(tmp_p
     monkeypatch.setattr(os, "replace", replace_after_the_other)
     assert second.commit() is False
     assert store.committed() == {"samekey"} and not second.dir.exists()
+
+
+def test_parquet_encodings_follow_the_column_kinds(tmp_path):
+    """Repeating strings are dictionaries, integers and times deltas, floats plain; DuckDB reads all back."""
+    import pyarrow.parquet as pq
+
+    (tmp_path / "decode.log").write_text(LOG * 20)  # a dictionary needs a string to repeat
+    store = tmp_path / "store"
+    ingest_paths([tmp_path / "decode.log"], store)
+    (path,) = (store / "data").glob("*/batches-*.parquet")
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    enc = {meta.column(i).path_in_schema: set(meta.column(i).encodings) for i in range(meta.num_columns)}
+    for col in ("line_no", "ts", "running_req", "dp_rank"):
+        assert "DELTA_BINARY_PACKED" in enc[col], (col, enc[col])
+    for col in ("kind", "host", "source_file"):
+        assert "RLE_DICTIONARY" in enc[col], (col, enc[col])
+    assert not {"DELTA_BINARY_PACKED", "RLE_DICTIONARY"} & enc["token_usage"]  # floats: plain
+    df = sql(store, "SELECT line_no, running_req, queue_req, ts FROM batches ORDER BY line_no")
+    assert df["line_no"].to_list() == list(range(1, 41))
+    assert df["running_req"].to_list() == [64, 60] * 20 and df["queue_req"].to_list() == [0, 2] * 20
+    assert [str(t) for t in df["ts"][:2]] == ["2026-10-30 10:00:07+00:00", "2026-10-30 10:00:08+00:00"]
