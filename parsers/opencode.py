@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import tempfile
 from collections.abc import Iterator
 
@@ -123,6 +122,8 @@ def _load(raw: str | bytes):
 
 
 def _parse_db(source: Source, ctx: Context, unparsed: list) -> list[Turn]:
+    import sqlite3
+
     tmp = tempfile.mkdtemp(prefix="opencode-")
     try:
         db = os.path.join(tmp, "opencode.db")
@@ -223,6 +224,8 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
             head = f.read(len(SQLITE_MAGIC))
         base = os.path.basename(source.path)
         if head == SQLITE_MAGIC:
+            import sqlite3  # here, not at the top: loading it is 30 ms of every ingest (issue 5)
+
             try:
                 turns = _parse_db(source, ctx, unparsed)
             except sqlite3.DatabaseError as e:
