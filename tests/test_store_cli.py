@@ -235,3 +235,58 @@ def test_parquet_encodings_follow_the_column_kinds(tmp_path):
     assert df["line_no"].to_list() == list(range(1, 41))
     assert df["running_req"].to_list() == [64, 60] * 20 and df["queue_req"].to_list() == [0, 2] * 20
     assert [str(t) for t in df["ts"][:2]] == ["2026-10-30 10:00:07+00:00", "2026-10-30 10:00:08+00:00"]
+
+
+def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkeypatch):
+    """Large inputs go one after another; each one's last writes and commit overlap the next
+    one's parse, and a failure, early or in a last write, stays with its own input."""
+    import threading
+
+    from forensics import ingest, store
+
+    monkeypatch.setattr(ingest, "SMALL_INPUT_BYTES", 0)  # every input in this process, none in workers
+    names = ["a.log", "b.bin", "c.log", "d.log", "e.log"]
+    for i, n in enumerate(names):
+        body = b"\x00\x01\x02" * 4000 if n.endswith(".bin") else LOG.replace("DP0", f"DP{i}").encode()
+        (tmp_path / n).write_bytes(body)
+    events, lock = [], threading.Lock()
+
+    def note(what):
+        with lock:
+            events.append(what)
+
+    parse_one, commit, write = ingest._parse_one, ingest._commit, store.InputWriter.write
+    b_started = threading.Event()
+
+    def parse_noted(st, src, *a):
+        note(("parse", src.path))
+        if src.path.endswith("b.bin"):
+            b_started.set()
+        return parse_one(st, src, *a)
+
+    def commit_noted(st, w, res, *a):
+        # the first input can only commit once the second started: one after the other, this waits in vain
+        note(("commit", res.path, res.path.endswith("a.log") and b_started.wait(10)))
+        return commit(st, w, res, *a)
+
+    monkeypatch.setattr(ingest, "_parse_one", parse_noted)
+    monkeypatch.setattr(ingest, "_commit", commit_noted)
+
+    def failing_write(self, table, df):
+        if table == "batches" and df["source_file"][0].endswith("d.log"):
+            raise OSError("No space left on device")
+        return write(self, table, df)
+
+    monkeypatch.setattr(store.InputWriter, "write", failing_write)
+    results = ingest_paths([tmp_path / n for n in names], tmp_path / "store")
+    assert [(r.path.rsplit("/", 1)[1], r.status) for r in results] == [
+        ("a.log", "ingested"), ("b.bin", "failed"), ("c.log", "ingested"), ("d.log", "failed"), ("e.log", "ingested")]
+    assert "No space left on device" in results[3].error and "binary" in results[1].error
+    order = [(e[0], e[1].rsplit("/", 1)[1]) for e in events]
+    assert ("commit", tmp_path.joinpath("a.log").as_posix(), True) in events  # finished while b was parsed
+    # and before the input after the next one starts
+    assert order.index(("parse", "c.log")) < order.index(("commit", "c.log")) < order.index(("parse", "e.log"))
+    assert ("commit", "d.log") not in order
+    df = sql(tmp_path / "store", "SELECT source_file, count(*) n FROM batches GROUP BY ALL ORDER BY ALL")
+    assert [(p.rsplit("/", 1)[1], n) for p, n in df.rows()] == [("a.log", 2), ("c.log", 2), ("e.log", 2)]
+    assert not list((tmp_path / "store" / ".tmp").iterdir())  # the failed input left no parts behind
