@@ -841,7 +841,9 @@ static int sg_push(SgOut *o, const Row *r, const uint8_t *s, Py_ssize_t n, int a
 /* ---- output columns of the stats rows ------------------------------------------------------ */
 
 /* Fixed-width columns are allocated for `cap` rows (the lines of the block) with calloc, so only
- * the pages of rows actually written are ever touched; strings grow. */
+ * the pages of rows actually written are ever touched; strings grow. A stats column is allocated
+ * when a row first has it: a decode log fills 12 of the 32, and calloc from a reused heap chunk
+ * zeroes (touches) all of it. */
 typedef struct {
     int64_t n, cap;
     int64_t *line_no, *local_us;
@@ -870,10 +872,15 @@ static int out_init(Out *o, int64_t cap) {
     if (!o->line_no || !o->local_us || !o->extra_off) return -1;
     for (int k = 0; k < NRANKS; k++)
         if (!(o->rank[k] = calloc((size_t)cap, 4)) || !(o->rank_valid[k] = calloc(bits, 1))) return -1;
-    for (int c = 0; c < g_ncols; c++)
-        if (!(o->val[c] = calloc(g_types[c] == 'b' ? bits : (size_t)cap * 8, 1)) || !(o->valid[c] = calloc(bits, 1)))
-            return -1;
     return 0;
+}
+
+static int out_column(Out *o, int c) {
+    size_t bits = (size_t)(o->cap + 7) / 8 + 1;
+    if (o->val[c]) return 0;
+    o->val[c] = calloc(g_types[c] == 'b' ? bits : (size_t)o->cap * 8, 1);
+    o->valid[c] = calloc(bits, 1);
+    return o->val[c] && o->valid[c] ? 0 : -1;
 }
 
 static void out_free(Out *o) {
@@ -911,6 +918,7 @@ static int out_push(Out *o, const Row *r, int64_t line_no) {
         }
     for (int c = 0; c < g_ncols; c++) {
         if (!r->set[c]) continue;
+        if (out_column(o, c)) return -1;
         SETBIT(o->valid[c], i);
         if (g_types[c] == 'b') {
             if (r->ival[c]) SETBIT((uint8_t *)o->val[c], i);
@@ -1141,6 +1149,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     for (int c = 0; !bad && c < g_ncols; c++) {
         snprintf(k, sizeof k, "st.col%d", c);
+        if (!o.val[c]) { /* no row has it: no buffers */
+            Py_INCREF(Py_None);
+            bad = put(d, k, Py_None);
+            continue;
+        }
         bad = put(d, k, mem(&o.val[c], g_types[c] == 'b' ? (size_t)(o.n + 7) / 8 : (size_t)o.n * 8));
         snprintf(k, sizeof k, "st.col%d.valid", c);
         bad = bad || put(d, k, mem((void **)&o.valid[c], (size_t)(o.n + 7) / 8));

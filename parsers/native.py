@@ -111,7 +111,8 @@ def stats_frame(d: dict, columns: list[tuple[str, str]]) -> pl.DataFrame:
     for i, r in enumerate(RANKS):
         cols[r] = _prim(d, f"st.rank{i}", n, pa.int32())
     for i, (name, t) in enumerate(columns):
-        cols[name] = _prim(d, f"st.col{i}", n, typ[t])
+        # a column no row has comes without buffers
+        cols[name] = pa.nulls(n, typ[t]) if d[f"st.col{i}"] is None else _prim(d, f"st.col{i}", n, typ[t])
     entries = pa.StructArray.from_arrays(
         [_str(d, "st.extra_key", d["st.extra_n"]), _str(d, "st.extra_value", d["st.extra_n"])], names=["key", "value"])
     cols["extra"] = pa.ListArray.from_arrays(pa.array(np.frombuffer(d["st.extra_off"], dtype=np.int32)), entries)
