@@ -983,13 +983,14 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
 PARSE_THREADS = min(2, os.cpu_count() or 1)
 # Blocks the native path reads in one pass (`_parse_raws`) when one file has the cores: each pass
 # pays polars' fixed cost once. Two blocks against one: 1 GiB in 11.4 -> 10 s; three against two:
-# -10% wall (8.8 -> 7.9 s), peak RSS 0.6 -> 0.8 GiB; four: 1.25 GiB. A pass's frames cost per line
-# more than per byte, so a pass also holds at most PASS_LINES lines: three blocks of PD log lines
-# (45-60k lines each), but two of short lines, which a block holds MAX_BLOCK_LINES of (three of
-# those peaked at 0.93 GiB). The polars path, which holds a whole block as text, keeps one block
-# a pass (memory, issue 5).
+# -10% wall (8.8 -> 7.9 s), peak RSS 0.6 -> 0.8 GiB (a dump with 1 GiB prefill logs: 0.9); four:
+# 1.25 GiB. A pass's frames cost per line more than per byte, so a pass also holds at most
+# PASS_LINES lines: three blocks of PD log lines (a 12 MiB block of the bench's holds 45-56k), but
+# two of lines under ~220 bytes, such as short lines, which a block holds MAX_BLOCK_LINES of (three
+# of those peaked at 0.93 GiB). The polars path, which holds a whole block as text, keeps one
+# block a pass (memory, issue 5).
 GROUP_BLOCKS = 3
-PASS_LINES = 180_000
+PASS_LINES = 170_000
 
 
 def _parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iterator[Batch]:
