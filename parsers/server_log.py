@@ -965,10 +965,11 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     first_ts = last_ts = None
     with source.open() as stream:
         # Block size trades speed for memory: the native path reads up to three blocks per polars
-        # pass (GROUP_BLOCKS), and a pass's frames are most of the peak. 16 MiB blocks were 8% faster
-        # than 12, but a 4.3 GB dump of four files (a prefill log the heaviest) peaked at
-        # 0.92-1.0 GiB of RSS; 12 MiB: 0.74 GiB. A block also ends at MAX_BLOCK_LINES lines, since
-        # the frames cost per line: 300 MB of 29-byte sglang lines peaked at 3.3 GiB without it.
+        # pass (GROUP_BLOCKS), and a pass's frames are most of the peak. With two blocks a pass,
+        # 16 MiB blocks were 8% faster than 12, but a 4.3 GB dump of four files (a prefill log the
+        # heaviest) peaked at 0.92-1.0 GiB of RSS; 12 MiB: 0.74 GiB. A block also ends at
+        # MAX_BLOCK_LINES lines, since the frames cost per line: 300 MB of 29-byte sglang lines
+        # peaked at 3.3 GiB without it.
         blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress, CONTINUES, lines.MAX_BLOCK_LINES)
         for out in _parse_blocks(blocks, ctx, year, role, source.path):
             yield out
