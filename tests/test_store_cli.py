@@ -287,6 +287,6 @@ def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkey
     # and before the input after the next one starts
     assert order.index(("parse", "c.log")) < order.index(("commit", "c.log")) < order.index(("parse", "e.log"))
     assert ("commit", "d.log") not in order
+    assert not list((tmp_path / "store" / ".tmp").iterdir())  # the failed input left no parts behind
     df = sql(tmp_path / "store", "SELECT source_file, count(*) n FROM batches GROUP BY ALL ORDER BY ALL")
     assert [(p.rsplit("/", 1)[1], n) for p, n in df.rows()] == [("a.log", 2), ("c.log", 2), ("e.log", 2)]
-    assert not list((tmp_path / "store" / ".tmp").iterdir())  # the failed input left no parts behind
