@@ -6,4 +6,4 @@ every line (slower, same tables; see parsers/native.py).
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("parsers._fastlog", ["parsers/_fastlog.c"], extra_compile_args=["-O2"], optional=True)])
+setup(ext_modules=[Extension("forensics.parsers._fastlog", ["parsers/_fastlog.c"], extra_compile_args=["-O2"], optional=True)])

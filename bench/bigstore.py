@@ -108,7 +108,7 @@ def _column(name: str, dtype, n: int, host: str, table: str, salt: int) -> pl.Ex
 
 
 def frame(table: str, n: int, host: str, salt: int) -> pl.DataFrame:
-    from forensics import schema
+    from forensics.core import schema
 
     t = schema.TABLES[table]
     return pl.select(**{c.name: _column(c.name, c.dtype, n, host, table, salt) for c in t.columns})
@@ -116,10 +116,11 @@ def frame(table: str, n: int, host: str, salt: int) -> pl.DataFrame:
 
 def build(root: str, transfers: int, batches: int, replies: int, events: int | None = None) -> tuple[str, dict]:
     """Write the store at `root` (kept if it was built with the same schema and sizes); return (root, rows)."""
-    import parsers  # noqa: F401  (parsers of other issues register their tables on import)
-    from forensics import schema
-    from forensics.store import _to_arrow
     import pyarrow.parquet as pq
+
+    import forensics.parsers  # noqa: F401  (parsers of other issues register their tables on import)
+    from forensics.core import schema
+    from forensics.ingest.store import _to_arrow
 
     events = events if events is not None else max(batches, 1_000_000)
     want = {"transfers": transfers, "batches": batches, "replies": replies, "events": events}

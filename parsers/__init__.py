@@ -8,8 +8,15 @@ that take a whole folder also define `sniff_dir(path) -> float`.
 
 from __future__ import annotations
 
-from parsers import nixl_telemetry, server_log, transfer_trace
-from parsers import claude_code, openai_proxy, opencode, outputs_dir
+from forensics.parsers import (
+    claude_code,
+    nixl_telemetry,
+    openai_proxy,
+    opencode,
+    outputs_dir,
+    server_log,
+    transfer_trace,
+)
 
 PARSERS = [
     server_log,

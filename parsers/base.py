@@ -3,59 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
-from typing import IO, Protocol
+from collections.abc import Iterator
+from typing import Protocol
 
 import polars as pl
 
+from forensics.core.inputs import Context, Source
 
-@dataclasses.dataclass
-class Source:
-    """One input as the parser sees it: a display path and its decompressed bytes on demand.
-
-    Picklable, so that ingest can hand it to a worker process.
-    """
-
-    path: str  # as reported in source_file (archive members read "archive.tar.gz!member")
-    fs_path: str  # the file on disk (the archive, for a member)
-    member: str | None = None  # name inside a tar archive
-    size: int | None = None  # size on disk, for progress
-    mtime: float | None = None  # seconds since the epoch, for sources timed by file date
-
-    def open(self) -> IO[bytes]:
-        """A fresh binary stream of the decompressed content."""
-        from forensics.sources import open_source
-
-        return open_source(self)
-
-
-@dataclasses.dataclass
-class Context:
-    """What the user told ingest about a file, plus what the parser learns while reading it."""
-
-    host: str | None = None
-    role: str | None = None  # 'prefill' | 'decode' | None (infer)
-    tz: str = "UTC"
-    year: int | None = None
-    run: str | None = None
-    # Filled by the parser:
-    lines: int = 0
-    parsed_lines: int = 0
-    continuation_lines: int = 0
-    unparsed_lines: int = 0
-    inferred_role: str | None = None
-    inferred_host: str | None = None
-    outer_offset_s: float | None = None  # inner clock minus a shipper's viewer clock (Kibana)
-    first_ts: object = None  # datetime, UTC
-    last_ts: object = None
-    notes: list[str] = dataclasses.field(default_factory=list)
-    on_progress: Callable[[int], None] | None = None  # called with decompressed bytes consumed
-
-    def account(self, parsed: int = 0, continuation: int = 0, unparsed: int = 0) -> None:
-        self.parsed_lines += parsed
-        self.continuation_lines += continuation
-        self.unparsed_lines += unparsed
-        self.lines += parsed + continuation + unparsed
+__all__ = ["Batch", "Context", "Parser", "Sample", "Source"]
 
 
 @dataclasses.dataclass

@@ -12,9 +12,9 @@ import json
 import re
 from collections.abc import Iterator
 
-from forensics.turns import Turn, as_int, normalise_finish, parse_time
-from parsers.base import Batch, Context, Sample, Source
-from parsers.transcript import batch, json_lines, sniff_jsonl, text_of
+from forensics.core.turns import Turn, as_int, normalise_finish, parse_time
+from forensics.parsers.base import Batch, Context, Sample, Source
+from forensics.parsers.transcript import batch, json_lines, sniff_jsonl, text_of
 
 name = "claude_code"
 description = "Claude Code session JSONL (assistant messages folded from their per-block lines)"

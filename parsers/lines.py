@@ -14,7 +14,7 @@ from typing import IO, Pattern
 import polars as pl
 
 try:
-    from parsers._fastlog import count_newlines
+    from forensics.parsers._fastlog import count_newlines
 except ImportError:  # the native scanner is optional (parsers/native.py)
     def count_newlines(b) -> int:
         return bytes(b).count(b"\n")

@@ -12,11 +12,11 @@ import os
 import numpy as np
 import polars as pl
 
-from forensics.schema import RANKS
-from parsers.lines import RawBlock, with_flags
+from forensics.core.schema import RANKS
+from forensics.parsers.lines import RawBlock, with_flags
 
 try:
-    from parsers import _fastlog
+    from forensics.parsers import _fastlog
 except ImportError:  # no compiler at install time: the polars path does it all
     _fastlog = None
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import numpy as np
 import polars as pl
 
-from forensics.errors import InputError
-from parsers.base import Batch, Context, Sample, Source
+from forensics.core.errors import InputError
+from forensics.parsers.base import Batch, Context, Sample, Source
 
 name = "nixl_telemetry"
 description = "NIXL telemetry ring buffer (binary, NIXL_TELEMETRY_DIR/<agent>), format versions 1-4"

@@ -12,9 +12,9 @@ import os
 import re
 from collections.abc import Iterator
 
-from forensics.turns import Turn, as_int, normalise_finish, parse_time
-from parsers.base import Batch, Context, Sample, Source
-from parsers.transcript import batch, json_lines, sniff_jsonl, text_of
+from forensics.core.turns import Turn, as_int, normalise_finish, parse_time
+from forensics.parsers.base import Batch, Context, Sample, Source
+from forensics.parsers.transcript import batch, json_lines, sniff_jsonl, text_of
 
 name = "openai_proxy"
 description = "OpenAI-compatible proxy JSONL (request/response pairs, SSE streams reassembled, HTTP error bodies)"

@@ -17,10 +17,10 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 
-from forensics.errors import InputError
-from forensics.turns import Turn, as_int, normalise_finish, parse_time
-from parsers.base import Batch, Context, Sample, Source
-from parsers.transcript import batch
+from forensics.core.errors import InputError
+from forensics.core.turns import Turn, as_int, normalise_finish, parse_time
+from forensics.parsers.base import Batch, Context, Sample, Source
+from forensics.parsers.transcript import batch
 
 name = "opencode"
 description = "opencode sessions: opencode.db (SQLite), the storage/ JSON tree, `opencode export` JSON"

@@ -14,9 +14,9 @@ import os
 import re
 from collections.abc import Iterator
 
-from forensics.turns import Turn, parse_time
-from parsers.base import Batch, Context, Sample, Source
-from parsers.transcript import batch
+from forensics.core.turns import Turn, parse_time
+from forensics.parsers.base import Batch, Context, Sample, Source
+from forensics.parsers.transcript import batch
 
 name = "outputs_dir"
 description = "folder of generated outputs (*.md, *.txt), one turn per file, timed by content or mtime"
@@ -55,7 +55,7 @@ def sniff_dir(path: str) -> float:
         return 0.0
     if not all(e.name.lower().endswith(EXTENSIONS) for e in files):
         return 0.0
-    from parsers import server_log
+    from forensics.parsers import server_log
 
     for e in files[:50]:
         with open(e.path, "rb") as fh:

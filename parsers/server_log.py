@@ -20,11 +20,11 @@ from collections.abc import Iterable, Iterator
 
 import polars as pl
 
-from forensics import schema
-from forensics.schema import RANKS
-from parsers import lines, native
-from parsers.base import Batch, Context, Sample, Source
-from parsers.lines import MAX_LINE_CHARS, RawBlock, read_upto
+from forensics.core import schema
+from forensics.core.schema import RANKS
+from forensics.parsers import lines, native
+from forensics.parsers.base import Batch, Context, Sample, Source
+from forensics.parsers.lines import MAX_LINE_CHARS, RawBlock, read_upto
 
 name = "server_log"
 HEAD_BYTES = 4 << 20  # read up front for the year and the role

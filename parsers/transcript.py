@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import polars as pl
 
-from forensics import schema
-from forensics.turns import Turn, frame
-from parsers.base import Batch, Source
-from parsers.lines import MAX_LINE_CHARS
+from forensics.core import schema
+from forensics.core.turns import Turn, frame
+from forensics.parsers.base import Batch, Source
+from forensics.parsers.lines import MAX_LINE_CHARS
 
 
 def json_lines(source: Source) -> Iterator[tuple[int, str, object, str | None]]:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from parsers.base import Batch, Context, Sample, Source
-from parsers.lines import MAX_LINE_CHARS, read_blocks
+from forensics.parsers.base import Batch, Context, Sample, Source
+from forensics.parsers.lines import MAX_LINE_CHARS, read_blocks
 
 if TYPE_CHECKING:
     import duckdb

@@ -1,4 +1,3 @@
-import os
 import pathlib
 
 import pytest
@@ -21,14 +20,14 @@ def real_logs():
 
 
 def ingest_paths(paths, store, **opts):
-    from forensics import ingest
+    from forensics.ingest import pipeline as ingest
 
     return ingest.run([str(p) for p in paths], str(store), ingest.Options(**opts))
 
 
 def sql(store, q, **params):
-    from forensics.sql import run_sql
-    from forensics.store import Store
+    from forensics.catalog.sql import run_sql
+    from forensics.ingest.store import Store
 
     return run_sql(Store(store), q, params or None)
 

@@ -17,8 +17,8 @@ import traceback
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forensics.errors import ForensicsError
-from parsers import PARSERS
+from forensics.core.errors import ForensicsError
+from forensics.parsers import PARSERS
 from tests.helpers import parse_text
 
 # folder parsers are fuzzed through their file forms elsewhere; they take no byte stream

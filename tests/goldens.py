@@ -26,10 +26,10 @@ DROP = {"files": ["ingested_at", "sha256"]}
 
 
 def snapshot(case: str) -> dict[str, str]:
-    from forensics import ingest
-    from forensics.render import flat
-    from forensics.sql import run_sql
-    from forensics.store import Store
+    from forensics.catalog.sql import run_sql
+    from forensics.ingest import pipeline as ingest
+    from forensics.ingest.store import Store
+    from forensics.reports.render import flat
 
     src = CASES[case]
     with tempfile.TemporaryDirectory() as d:
@@ -47,9 +47,9 @@ def snapshot(case: str) -> dict[str, str]:
 
 def query_snapshot(store, name: str) -> dict:
     """A named query's output on a store, as CSV (nested values as JSON), with its column names."""
-    from forensics import queries
-    from forensics.render import flat
-    from forensics.store import Store
+    from forensics.catalog import named as queries
+    from forensics.ingest.store import Store
+    from forensics.reports.render import flat
 
     df = queries.run(Store(store), name)
     return {"columns": df.columns, "csv": flat(df).write_csv()}
@@ -57,7 +57,7 @@ def query_snapshot(store, name: str) -> dict:
 
 def sample_store(path) -> str:
     """Ingest all of sample_logs/ into `path` (once); return it."""
-    from forensics import ingest
+    from forensics.ingest import pipeline as ingest
 
     ingest.run([str(ROOT / "sample_logs")], str(path), ingest.Options())
     return str(path)
@@ -68,7 +68,7 @@ def main() -> None:
     ap.add_argument("--update", action="store_true", help="rewrite the golden files")
     args = ap.parse_args()
     if args.update:
-        from forensics import queries
+        from forensics.catalog import named as queries
 
         with tempfile.TemporaryDirectory() as d:
             store = sample_store(d)

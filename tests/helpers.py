@@ -7,7 +7,7 @@ import tempfile
 
 import polars as pl
 
-from parsers.base import Context, Source
+from forensics.parsers.base import Context, Source
 
 
 def parse_text(parser, text: str | bytes, name: str = "sample.log", **ctx_kw):

@@ -6,9 +6,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from forensics import schema
-from parsers import lines, server_log
-from parsers.lines import _line_cap, _record_cut
+from forensics.core import schema
+from forensics.parsers import lines, server_log
+from forensics.parsers.lines import _line_cap, _record_cut
 from tests.helpers import parse_text
 
 STATS = ("[2026-10-30 10:00:{s:02d} DP0 TP0] Decode batch, #running-req: 64, #token: 120000, token usage: 0.45, "

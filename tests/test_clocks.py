@@ -3,10 +3,10 @@
 import pytest
 from click.testing import CliRunner
 
+from forensics.analysis.clocks import estimate
+from forensics.analysis.room import room_story
 from forensics.cli import main
-from forensics.clocks import estimate
-from forensics.room import room_story
-from forensics.store import Store
+from forensics.ingest.store import Store
 from tests.bundle import DECODE, PREFILL, write_bundle
 from tests.conftest import ingest_paths, sql
 

@@ -5,10 +5,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from forensics import compare, stats
+from forensics.analysis import compare, stats
 from forensics.cli import main
-from forensics.samplegen import generate
 from tests.conftest import ingest_paths, sql
+from tools.samplegen import generate
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,9 @@
 
 import pytest
 
-from forensics import detectors as d
-from forensics.turns import Turn
-from tests.corpus.texts import CLEAN_CHINESE, CLEAN_MARKUP_DISCUSSION, CLEAN_QUOTED_ERRORS, CLEAN_TABLES, D, EOS, FW, LB
+from forensics.analysis import detectors as d
+from forensics.core.turns import Turn
+from tests.corpus.texts import CLEAN_CHINESE, CLEAN_MARKUP_DISCUSSION, CLEAN_QUOTED_ERRORS, CLEAN_TABLES, EOS, FW, LB, D
 
 
 def turn(content="", reasoning="", calls=(), finish="stop", model="deepseek-v3.2", completion=40, status=None,

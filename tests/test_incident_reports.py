@@ -10,9 +10,10 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from forensics import evidence, queries, timeline
+from forensics.analysis import evidence, timeline
+from forensics.catalog import named as queries
 from forensics.cli import main
-from forensics.store import Store
+from forensics.ingest.store import Store
 from tests.conftest import ROOT, ingest_paths
 
 INCIDENT = ROOT / "sample_logs" / "incident"

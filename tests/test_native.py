@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from forensics import schema
-from parsers import lines, native, server_log
+from forensics.core import schema
+from forensics.parsers import lines, native, server_log
 from tests.helpers import parse_text
 
 pytestmark = pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
@@ -308,7 +308,7 @@ def test_ingest_gives_polars_one_thread_only_beside_the_native_scanner(env, want
     import subprocess
     import sys
 
-    code = ("import os; from forensics import cli; cli._one_polars_thread_with_the_native_scanner(); "
+    code = ("import os; from forensics.core import runtime; runtime.configure_ingest(); "
             "import sys; print(os.environ.get('POLARS_MAX_THREADS'), 'polars' in sys.modules)")
     base = {k: v for k, v in os.environ.items() if k not in ("POLARS_MAX_THREADS", "FORENSICS_NATIVE")}
     out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True, check=True)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from parsers import PARSERS
+from forensics.parsers import PARSERS
 from tests.helpers import parse_text
 
 CASES = [(p, s) for p in PARSERS for s in p.samples]

@@ -3,7 +3,7 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parsers import server_log
+from forensics.parsers import server_log
 from tests.helpers import parse_text
 
 FRAGMENTS = [

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from forensics import queries
+from forensics.catalog import named as queries
 from tests.goldens import GOLDEN, query_snapshot
 
 ALL = sorted(queries.all_queries())
@@ -35,8 +35,8 @@ def test_golden_and_declared_columns(name, sample_store):
 
 
 def test_parameters_are_bound_not_pasted(sample_store):
-    from forensics.errors import UsageError
-    from forensics.store import Store
+    from forensics.core.errors import UsageError
+    from forensics.ingest.store import Store
 
     hostile = "x'; DROP VIEW batches; --"
     df = queries.run(Store(sample_store), "timeline", {"bucket_s": "60", "host": hostile})

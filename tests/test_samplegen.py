@@ -12,7 +12,7 @@ import statistics
 
 import pytest
 
-from forensics import samplegen
+from tools import samplegen
 
 PREFIX_RE = re.compile(
     r"^\[(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] (?P<msg>.*)$"

@@ -4,7 +4,7 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parsers import server_log as S
+from forensics.parsers import server_log as S
 
 ACCESS = ['INFO:     10.82.2.111:33402 - "POST /generate HTTP/1.1" 200 OK', 'INFO:  1.2.3.4:5 - "GET /h HTTP/1.0" 503 x',
           '10.0.0.1 - - [12/Oct/2024:10:00:00 +0000] "GET /x HTTP/1.1" 200 5']

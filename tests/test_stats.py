@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from forensics.stats import fisher_exact, risk_ratio, two_proportions, wilson
+from forensics.analysis.stats import fisher_exact, risk_ratio, two_proportions, wilson
 
 
 def test_wilson_reference_values():

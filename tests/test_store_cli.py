@@ -7,7 +7,6 @@ import subprocess
 import sys
 import tarfile
 
-import pytest
 from click.testing import CliRunner
 
 from forensics.cli import main
@@ -120,7 +119,7 @@ def test_every_command_has_help_and_is_in_the_readme():
 
 
 def test_tables_prints_every_table():
-    from forensics import schema
+    from forensics.core import schema
 
     res = CliRunner().invoke(main, ["tables", "--format", "markdown"])
     assert res.exit_code == 0
@@ -128,26 +127,29 @@ def test_tables_prints_every_table():
         assert f"### `{t}`" in res.output
 
 
-def test_package_ships_parsers_and_queries(tmp_path):
+def test_package_ships_one_import_name_with_parsers_and_queries(tmp_path):
+    """parsers/ and queries/ install inside forensics: no generic top-level names in site-packages."""
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path),
                     str(ROOT)], check=True, capture_output=True)
     import zipfile
 
     whl = next(tmp_path.glob("forensics-*.whl"))
     names = zipfile.ZipFile(whl).namelist()
-    assert "parsers/server_log.py" in names
-    assert "queries/__init__.py" in names
-    sql_files = sorted(p.name for p in (ROOT / "queries").glob("*.sql"))
-    for f in sql_files:
-        assert f"queries/{f}" in names
-    for f in sorted(p.name for p in (ROOT / "forensics" / "views").glob("*.sql")):
-        assert f"forensics/views/{f}" in names
+    assert {n.split("/")[0] for n in names} == {"forensics", whl.name.split("-")[0] + "-0.1.0.dist-info"}
+    assert "forensics/parsers/__init__.py" in names
+    assert "forensics/queries/__init__.py" in names
+    for f in sorted(p.name for p in (ROOT / "parsers").glob("*.py")):
+        assert f"forensics/parsers/{f}" in names
+    for f in sorted(p.name for p in (ROOT / "queries").glob("*.sql")):
+        assert f"forensics/queries/{f}" in names
+    for f in sorted(p.name for p in (ROOT / "forensics" / "catalog" / "views").glob("*.sql")):
+        assert f"forensics/catalog/views/{f}" in names
 
 
 def test_derived_view_snapshots_follow_the_store(tmp_path):
     """Reports cache transfers/rooms/replies; a new input or a new offset makes a new snapshot."""
-    from forensics import queries
-    from forensics.store import Store
+    from forensics.catalog import named as queries
+    from forensics.ingest.store import Store
 
     p = tmp_path / "decode-0.log"
     p.write_text(LOG)
@@ -197,7 +199,7 @@ def test_same_content_committed_by_another_input_in_between_is_a_duplicate(tmp_p
 
     import polars as pl
 
-    from forensics.store import Store
+    from forensics.ingest.store import Store
 
     store = Store(tmp_path / "store").init()
     first, second = store.writer("k1"), store.writer("k2")
@@ -242,7 +244,8 @@ def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkey
     one's parse, and a failure, early or in a last write, stays with its own input."""
     import threading
 
-    from forensics import ingest, store
+    from forensics.ingest import pipeline as ingest
+    from forensics.ingest import store
 
     monkeypatch.setattr(ingest, "SMALL_INPUT_BYTES", 0)  # every input in this process, none in workers
     names = ["a.log", "b.bin", "c.log", "d.log", "e.log"]

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from parsers import nixl_telemetry as nt
+from forensics.parsers import nixl_telemetry as nt
 from tests.conftest import ingest_paths, sql
 from tests.helpers import parse_text
 

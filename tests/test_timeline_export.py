@@ -20,10 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from forensics import ingest, timeline, timeline_export
-from forensics.render import escape_control
-from forensics.sql import run_sql
-from forensics.store import Store
+from forensics.analysis import timeline
+from forensics.catalog.sql import run_sql
+from forensics.ingest import pipeline as ingest
+from forensics.ingest.store import Store
+from forensics.reports import export as timeline_export
+from forensics.reports.render import escape_control
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENT = ROOT / "sample_logs" / "incident"

@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from forensics.detectors import CLASSES, CORRUPTED_CLASSES
+from forensics.analysis.detectors import CLASSES, CORRUPTED_CLASSES
 from tests.conftest import ingest_paths, sql
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"

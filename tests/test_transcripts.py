@@ -6,11 +6,10 @@ import os
 import pathlib
 
 import pytest
-
 from click.testing import CliRunner
 
 from forensics.cli import main
-from parsers import claude_code, openai_proxy, opencode, outputs_dir, server_log
+from forensics.parsers import claude_code, openai_proxy, opencode, outputs_dir, server_log
 from tests.conftest import ingest_paths, sql
 from tests.corpus import build_transcripts as B
 from tests.helpers import parse_text
@@ -56,8 +55,8 @@ def test_opencode_export_db_and_tree_give_the_same_turns(tmp_path):
     B.write_export(tmp_path / "s.json", sid, msgs)
     B.write_db(tmp_path / "opencode.db", {sid: msgs})
     B.write_tree(tmp_path / "storage", {sid: msgs})
-    from forensics.ingest import choose_parser
-    from parsers.base import Context, Source
+    from forensics.ingest.pipeline import choose_parser
+    from forensics.parsers.base import Context, Source
 
     frames = []
     for p in (tmp_path / "s.json", tmp_path / "opencode.db", tmp_path / "storage"):
@@ -199,7 +198,7 @@ def test_sample_incident_replies_match_what_was_planted(tmp_path):
     store = tmp_path / "store"
     offset = planted["clock_offset"]
     ingest_paths([root], store, jobs=1)
-    from forensics.store import Store
+    from forensics.ingest.store import Store
 
     Store(store).set_clock(offset["host"], offset["offset_s"])
     got = {r["turn_id"]: r for r in sql(store, "SELECT turn_id, corruption_class, server_rid FROM replies").iter_rows(named=True)}

@@ -7,9 +7,9 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from forensics import schema
 from forensics.cli import main
-from parsers import server_log, transfer_trace
+from forensics.core import schema
+from forensics.parsers import server_log, transfer_trace
 from tests.bundle import write_bundle
 from tests.conftest import ingest_paths, sql
 from tests.helpers import parse_text

@@ -6,8 +6,8 @@ import duckdb
 import polars as pl
 
 from forensics.catalog import connect
-from forensics.errors import QueryError
-from forensics.store import Store
+from forensics.core.errors import QueryError
+from forensics.ingest.store import Store
 
 
 def run_sql(store: Store, sql: str, params: dict | None = None, offsets: dict[str, float] | None = None,

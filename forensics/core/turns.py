@@ -14,7 +14,8 @@ import re
 
 import polars as pl
 
-from forensics import detectors, schema
+from forensics.analysis import detectors
+from forensics.core import schema
 
 # AI-SDK (opencode), Anthropic (Claude Code) and OpenAI finish reasons onto sglang's vocabulary.
 _FINISH = {

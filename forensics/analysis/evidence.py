@@ -11,10 +11,11 @@ import math
 
 import polars as pl
 
-from forensics import queries, stats
+from forensics.analysis import stats
 from forensics.catalog import connect
-from forensics.sql import run_sql
-from forensics.store import Store
+from forensics.catalog import named as queries
+from forensics.catalog.sql import run_sql
+from forensics.ingest.store import Store
 
 # dimension -> (feature column, how to bucket it, label)
 DIMENSIONS = [
@@ -97,7 +98,7 @@ def compare_dimensions(features: pl.DataFrame, min_replies: int = 5) -> pl.DataF
         .with_columns(pl.lit(total_n).alias("all_replies"), pl.lit(total_k).alias("all_corrupted"))
 
 
-def build(store: Store, redact: bool = False) -> dict:
+def build(store: Store) -> dict:
     """The evidence report as a plain dict (the JSON shape documented in the README)."""
     offsets = store.clocks()
     con = connect(store.require(), offsets, materialize=True)
@@ -119,10 +120,6 @@ def build(store: Store, redact: bool = False) -> dict:
         }
     finally:
         con.close()
-    if redact:
-        from forensics.redact import Redactor
-
-        report = Redactor.for_store(store).report(report)
     return report
 
 

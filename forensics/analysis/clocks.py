@@ -19,9 +19,9 @@ import dataclasses
 import polars as pl
 
 from forensics.catalog import connect
-from forensics.errors import UsageError
-from forensics.render import escape_control
-from forensics.store import Store
+from forensics.core.errors import UsageError
+from forensics.core.text import escape_control
+from forensics.ingest.store import Store
 
 # One row per ordered pair of observations (before on host_a, after on host_b) and the bound it gives.
 CONSTRAINTS_SQL = r"""

@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from forensics.errors import ForensicsError
+from forensics.core.errors import ForensicsError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -39,7 +39,7 @@ def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
     import polars as pl
     import pyarrow as pa
 
-    from forensics import schema
+    from forensics.core import schema
 
     # Strings stay arrow string views, polars' own layout: no copy into offsets and data buffers
     # on polars' pool thread (process CPU of to_arrow + write of a prefill pass's tables: 146 ->

@@ -873,7 +873,7 @@ class _Gen:
                         self.line(h, tn + 0.0004 * (k + 1), "nixl", "absl", ("I", pid, "config.cpp", 43, f"Modified UCX config: {key}={val}"))
                     self.line(h, tn + 0.0021, "ucx", "ucx", (pid, 0, "ucp_context.c", 2339, "INFO",
                                                              "Version 1.19.0 (loaded from /opt/ucx/lib/libucp.so.0)"))
-                self.line(h, tn + 0.004, "nixl_py", "npy", ("INFO", "_api.py", 212, f"Backend UCX was instantiated"))
+                self.line(h, tn + 0.004, "nixl_py", "npy", ("INFO", "_api.py", 212, "Backend UCX was instantiated"))
                 self.line(h, tn + 0.009, "nixl_py", "npy", ("INFO", "_api.py", 234, f"Initialized NIXL agent: {self.agents[h][d]}"))
                 self.line(h, tn + 0.012, "log", "sg", "NIXL KVManager initialized with backend: UCX", d)
             t += 6

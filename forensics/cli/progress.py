@@ -44,7 +44,7 @@ class IngestProgress:
         from rich.console import Console
         from rich.table import Table
 
-        from forensics.render import escape_control
+        from forensics.core.text import escape_control
 
         # a pipe or CI log gets 80 columns by default, which truncates every path
         con = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)

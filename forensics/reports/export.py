@@ -19,13 +19,13 @@ from pathlib import Path
 
 import polars as pl
 
-from forensics import queries
+from forensics.analysis.clocks import describe_offsets
 from forensics.catalog import connect
-from forensics.clocks import describe_offsets
-from forensics.errors import UsageError
-from forensics.render import escape_control
-from forensics.sql import run_sql
-from forensics.store import Store
+from forensics.catalog import named as queries
+from forensics.catalog.sql import run_sql
+from forensics.core.errors import UsageError
+from forensics.ingest.store import Store
+from forensics.reports.render import escape_control
 
 FORMATS = ("html", "png", "svg", "perfetto")
 

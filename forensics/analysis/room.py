@@ -7,8 +7,8 @@ import dataclasses
 import polars as pl
 
 from forensics.catalog import connect
-from forensics.errors import ForensicsError, UsageError
-from forensics.store import Store
+from forensics.core.errors import ForensicsError, UsageError
+from forensics.ingest.store import Store
 
 # Corrected time first; rows without a time (lines copied without a prefix) go last, in file order.
 STORY_SQL = """

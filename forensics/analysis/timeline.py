@@ -6,11 +6,11 @@ import re
 
 import polars as pl
 
-from forensics import queries
 from forensics.catalog import connect
-from forensics.errors import UsageError
-from forensics.sql import run_sql
-from forensics.store import Store
+from forensics.catalog import named as queries
+from forensics.catalog.sql import run_sql
+from forensics.core.errors import UsageError
+from forensics.ingest.store import Store
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600}
 

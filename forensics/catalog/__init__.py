@@ -19,8 +19,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from forensics import schema
-from forensics.store import Store
+from forensics.core import schema
+from forensics.ingest.store import Store
 
 _DUCK_TYPES = {
     pl.Utf8: "VARCHAR", pl.Int64: "BIGINT", pl.Int32: "INTEGER", pl.Int16: "SMALLINT", pl.Int8: "TINYINT",
@@ -95,7 +95,7 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
         try:
             con.execute(sql)
         except duckdb.Error as e:
-            from forensics.errors import ForensicsError
+            from forensics.core.errors import ForensicsError
 
             raise ForensicsError(f"derived view {name} does not build: {str(e).splitlines()[0]}",
                                  file=f"forensics/views/{name}",
@@ -152,5 +152,5 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool) -> None:
 
 def derived_views() -> list[tuple[str, str]]:
     """(file name, SQL) of forensics/views/*.sql, in file-name order."""
-    pkg = resources.files("forensics.views")
+    pkg = resources.files("forensics.catalog.views")
     return [(e.name, e.read_text()) for e in sorted(pkg.iterdir(), key=lambda p: p.name) if e.name.endswith(".sql")]

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 import sys
 
 import polars as pl
 
-from forensics.clocks import describe_offsets
-from forensics.render import dumps_json, escape_control, flat, markdown, to_json_rows
+from forensics.analysis.clocks import describe_offsets
+from forensics.reports.render import dumps_json, escape_control, flat, markdown, to_json_rows
 
 TIMELINE_TABLE_COLUMNS = [
     "bucket_start", "replies", "corrupted_rate", "prefill_new_tokens_per_s", "prefill_queue_req",
@@ -41,7 +42,7 @@ def _clean_floats(rows):
 # -- timeline ------------------------------------------------------------------------------------
 
 def timeline_json(model: dict) -> str:
-    from forensics.timeline import anomalies
+    from forensics.analysis.timeline import anomalies
 
     rows = model["rows"].with_columns(anomaly=anomalies(model["rows"]))
     doc = {
@@ -57,7 +58,7 @@ def timeline_json(model: dict) -> str:
 
 
 def render_timeline(model: dict, fmt: str, out=None) -> None:
-    from forensics.timeline import anomalies
+    from forensics.analysis.timeline import anomalies
 
     out = out or sys.stdout
     rows = model["rows"]
@@ -180,3 +181,62 @@ def _context_table(df: pl.DataFrame) -> pl.DataFrame:
         "t_start", "source", "session_id", "turn_id", "corruption_class", "decode_host", "bootstrap_room",
         pl.col("evidence").str.slice(0, 120),
     ).with_columns(pl.Series("events nearby", [events(v) for v in df["events"].to_list()], dtype=pl.Utf8))
+
+
+# -- compare ----------------------------------------------------------------------------------------
+
+def render_compare(result: dict, fmt: str, out=None) -> None:
+    out = out or sys.stdout
+    if fmt == "json":
+        out.write(evidence_json({"kind_detail": "compare", **{k: _jsonable(v) for k, v in result.items()}}) + "\n")
+        return
+    out.write("## Corruption rate per run\n\n")
+    c = result["corruption"]
+    if c.height:
+        out.write(markdown(c.select(
+            "run", "replies", "corrupted",
+            pl.format("{}%", (pl.col("rate") * 100).round(1)).alias("rate"),
+            pl.format("{}-{}%", (pl.col("ci_low") * 100).round(1), (pl.col("ci_high") * 100).round(1)).alias("95% CI"),
+            "vs", pl.col("risk_ratio").round(2), pl.col("p_value").round(4), "verdict")))
+    else:
+        out.write("_no replies in these stores_\n")
+    out.write("\n## Decode throughput by concurrency band\n\n")
+    out.write(markdown(result["throughput"]) if result["throughput"].height else "_no decode stats_\n")
+
+
+# -- replies ----------------------------------------------------------------------------------------
+
+_MARK = re.compile(r"⟦(.*?)⟧", re.S)
+
+
+def print_replies(df: pl.DataFrame, out=None) -> None:
+    """A rich table; the part of the evidence that fired is highlighted, control characters escaped."""
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    styles = {"clean": "green", "parse_leak": "bold red", "incoherent": "bold magenta", "empty": "yellow",
+              "config": "cyan", "transfer_error": "bold blue"}
+    t = Table(header_style="bold", show_lines=True)
+    for c in df.columns:
+        t.add_column(c, overflow="fold", ratio=4 if c == "evidence" else None)
+    for row in df.iter_rows(named=True):
+        cells = []
+        for c, v in row.items():
+            if c == "evidence" and v:
+                text, pos = Text(), 0
+                ev = escape_control(v)
+                for m in _MARK.finditer(ev):
+                    text.append(ev[pos:m.start()])
+                    text.append(m.group(1), style="bold black on yellow")
+                    pos = m.end()
+                text.append(ev[pos:])
+                cells.append(text)
+            elif c == "corruption_class":
+                cells.append(Text(v or "", style=styles.get(v, "")))
+            else:
+                cells.append(Text(_cell(v)))
+        t.add_row(*cells)
+    Console(file=out or sys.stdout, highlight=False, width=max(120, min(250, 20 * df.width))).print(t)

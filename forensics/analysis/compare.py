@@ -7,13 +7,13 @@ corruption rate is tested against it (Fisher exact) and called significant or wi
 from __future__ import annotations
 
 import os
-import sys
 
 import polars as pl
 
-from forensics import queries, stats
+from forensics.analysis import stats
 from forensics.catalog import connect
-from forensics.store import Store
+from forensics.catalog import named as queries
+from forensics.ingest.store import Store
 
 RATE_SQL = """
 SELECT coalesce(f.run, $default_run) AS run, count(*) AS replies, count(*) FILTER (WHERE r.corrupted) AS corrupted
@@ -51,25 +51,3 @@ def build(stores: list[str]) -> dict:
         rows.append(row)
     return {"clock_offsets": offsets, "corruption": pl.DataFrame(rows) if rows else pl.DataFrame(),
             "throughput": pl.concat(bands) if bands else pl.DataFrame()}
-
-
-def render(result: dict, fmt: str, out=None) -> None:
-    from forensics.reports import _jsonable, evidence_json
-    from forensics.render import markdown
-
-    out = out or sys.stdout
-    if fmt == "json":
-        out.write(evidence_json({"kind_detail": "compare", **{k: _jsonable(v) for k, v in result.items()}}) + "\n")
-        return
-    out.write("## Corruption rate per run\n\n")
-    c = result["corruption"]
-    if c.height:
-        out.write(markdown(c.select(
-            "run", "replies", "corrupted",
-            pl.format("{}%", (pl.col("rate") * 100).round(1)).alias("rate"),
-            pl.format("{}-{}%", (pl.col("ci_low") * 100).round(1), (pl.col("ci_high") * 100).round(1)).alias("95% CI"),
-            "vs", pl.col("risk_ratio").round(2), pl.col("p_value").round(4), "verdict")))
-    else:
-        out.write("_no replies in these stores_\n")
-    out.write("\n## Decode throughput by concurrency band\n\n")
-    out.write(markdown(result["throughput"]) if result["throughput"].height else "_no decode stats_\n")

@@ -701,7 +701,7 @@ def evidence(turn, hits: dict[str, Hit], deciding: list[str], width: int = 40) -
 
     Control characters are escaped; newlines read as \\n so the evidence stays one line.
     """
-    from forensics.render import escape_control
+    from forensics.core.text import escape_control
 
     def esc(s: str) -> str:
         return escape_control(s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t"))

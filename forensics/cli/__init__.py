@@ -10,11 +10,13 @@ import sys
 
 import click
 
+from forensics.core import runtime
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def store_option(f):
-    from forensics.store import DEFAULT_STORE
+    from forensics.ingest.store import DEFAULT_STORE
 
     return click.option("--store", "store", envvar="FORENSICS_STORE", default=DEFAULT_STORE, show_default=True,
                         type=click.Path(file_okay=False), help="Store folder (or $FORENSICS_STORE).")(f)
@@ -35,7 +37,7 @@ def handled(f):
 
     @functools.wraps(f)
     def wrapper(*a, **kw):
-        from forensics.errors import ForensicsError
+        from forensics.core.errors import ForensicsError
 
         try:
             return f(*a, **kw)
@@ -63,25 +65,7 @@ def main(debug: bool) -> None:
 
     Start with `forensics ingest DUMP_DIR`, then `forensics sql "SELECT ..."`.
     """
-
-
-def _one_polars_thread_with_the_native_scanner() -> None:
-    """With the native scanner, a pass leaves polars a hundred small calls: polars' own pool
-    threads then only compete with the two parse threads and the Parquet writer for the cores.
-    One pool thread took ~7% off a 1 GiB ingest, in CPU and in wall time (sys 2.3 -> 1.7 s;
-    4 interleaved pairs, issue 5). The polars-only path, with large vectorised calls, was slower
-    with it, so it keeps the default. Set before polars loads; an explicit setting wins."""
-    import importlib.machinery
-    import importlib.util
-    import os
-
-    if os.environ.get("FORENSICS_NATIVE", "1") == "0":
-        return
-    spec = importlib.util.find_spec("parsers")  # finds the package without running it (that loads polars)
-    dirs = list(spec.submodule_search_locations or []) if spec else []
-    if any(os.path.exists(os.path.join(d, "_fastlog" + sfx))
-           for d in dirs for sfx in importlib.machinery.EXTENSION_SUFFIXES):
-        os.environ.setdefault("POLARS_MAX_THREADS", "1")
+    runtime.configure()
 
 
 @main.command()
@@ -99,11 +83,11 @@ def _one_polars_thread_with_the_native_scanner() -> None:
 @handled
 def ingest(paths, store, host, role, tz, year, run_label, forced_format, jobs, clock_offset):
     """Parse log files, folders and archives (.gz, .zst, .tar.gz) into the store."""
-    _one_polars_thread_with_the_native_scanner()
-    from forensics import ingest as ing
-    from forensics.errors import UsageError
-    from forensics.progress import IngestProgress
-    from forensics.store import Store
+    runtime.configure_ingest()
+    from forensics.cli.progress import IngestProgress
+    from forensics.core.errors import UsageError
+    from forensics.ingest import pipeline as ing
+    from forensics.ingest.store import Store
 
     offsets = {}
     for item in clock_offset:
@@ -132,16 +116,16 @@ def ingest(paths, store, host, role, tz, year, run_label, forced_format, jobs, c
 @handled
 def sql(query, store, fmt, params):
     """Run SQL over the store; every table is a view of the same name."""
-    from forensics.render import render
-    from forensics.sql import run_sql
-    from forensics.store import Store
+    from forensics.catalog.sql import run_sql
+    from forensics.ingest.store import Store
+    from forensics.reports.render import render
 
     df = run_sql(Store(store), query, _params(params))
     render(df, fmt)
 
 
 def _params(items) -> dict:
-    from forensics.errors import UsageError
+    from forensics.core.errors import UsageError
 
     out = {}
     for item in items:
@@ -160,10 +144,10 @@ def tables(table, fmt):
     """Print the schema reference: every table and column with its meaning."""
     import polars as pl
 
-    from forensics import schema
     from forensics.catalog import duck_type
-    from forensics.errors import UsageError
-    from forensics.render import render
+    from forensics.core import schema
+    from forensics.core.errors import UsageError
+    from forensics.reports.render import render
 
     names = [table] if table else list(schema.TABLES)
     if table and table not in schema.TABLES:
@@ -182,7 +166,7 @@ def tables(table, fmt):
 @main.command()
 def formats():
     """List the input formats ingest recognises."""
-    from parsers import PARSERS
+    from forensics.parsers import PARSERS
 
     for p in PARSERS:
         click.echo(f"{p.name:20} {p.description}")
@@ -198,13 +182,14 @@ def formats():
 @handled
 def replies(corrupted, cls, session, store, fmt):
     """List assistant turns of agent transcripts with their corruption evidence."""
-    from forensics.render import render
-    from forensics.replies import list_replies, print_table
-    from forensics.store import Store
+    from forensics.analysis.replies import list_replies
+    from forensics.ingest.store import Store
+    from forensics.reports.render import render
+    from forensics.reports.text import print_replies
 
     df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
     if fmt == "table":
-        print_table(df)
+        print_replies(df)
     else:
         render(df, fmt)
 
@@ -222,9 +207,9 @@ def clocks(ctx, store, fmt):
     """
     if ctx.invoked_subcommand:
         return
-    from forensics.clocks import describe_offsets, estimate
-    from forensics.render import render
-    from forensics.store import Store
+    from forensics.analysis.clocks import describe_offsets, estimate
+    from forensics.ingest.store import Store
+    from forensics.reports.render import render
 
     report = estimate(Store(store))
     click.echo(describe_offsets(report.offsets), err=fmt in ("csv", "json"))
@@ -238,8 +223,8 @@ def clocks(ctx, store, fmt):
 @handled
 def clocks_set(host, seconds, store):
     """Record that HOST's clock runs SECONDS ahead (negative: behind); views subtract it."""
-    from forensics.clocks import describe_offsets, set_offset
-    from forensics.store import Store
+    from forensics.analysis.clocks import describe_offsets, set_offset
+    from forensics.ingest.store import Store
 
     click.echo(describe_offsets(set_offset(Store(store), host, seconds)))
 
@@ -251,10 +236,10 @@ def clocks_set(host, seconds, store):
 @handled
 def room(room, store, fmt):
     """Print one bootstrap room's story across hosts and sources, in corrected time order."""
-    from forensics.clocks import describe_offsets
-    from forensics.render import render
-    from forensics.room import parse_room, room_story
-    from forensics.store import Store
+    from forensics.analysis.clocks import describe_offsets
+    from forensics.analysis.room import parse_room, room_story
+    from forensics.ingest.store import Store
+    from forensics.reports.render import render
 
     story = room_story(Store(store), parse_room(room))
     to_err = fmt in ("csv", "json")
@@ -276,7 +261,7 @@ def query():
 @query.command("list")
 def query_list():
     """List the named queries with their descriptions."""
-    from forensics import queries
+    from forensics.catalog import named as queries
 
     for q in queries.all_queries().values():
         click.echo(f"{q.name:26} {q.description}")
@@ -287,7 +272,7 @@ def query_list():
 @handled
 def query_show(name):
     """Print a query's SQL with its documented header."""
-    from forensics import queries
+    from forensics.catalog import named as queries
 
     click.echo(queries.get(name).sql)
 
@@ -300,9 +285,9 @@ def query_show(name):
 @handled
 def query_run(name, store, fmt, params):
     """Run a named query; parameters are bound, never pasted into the SQL."""
-    from forensics import queries
-    from forensics.render import render
-    from forensics.store import Store
+    from forensics.catalog import named as queries
+    from forensics.ingest.store import Store
+    from forensics.reports.render import render
 
     render(queries.run(Store(store), name, _params(params)), fmt)
 
@@ -320,20 +305,22 @@ def query_run(name, store, fmt, params):
 @handled
 def timeline(store, bucket, since, until, host, fmt, output):
     """What happened when: load, transfers, failures and replies per time bucket."""
-    from forensics import timeline as tl
-    from forensics.errors import UsageError
-    from forensics.store import Store
+    from forensics.analysis import timeline as tl
+    from forensics.core.errors import UsageError
+    from forensics.ingest.store import Store
 
     model = tl.build(Store(store), bucket, since, until, host)
     if fmt in ("html", "png", "svg", "perfetto"):
-        from forensics import timeline_export
+        from forensics.reports import export as timeline_export
 
         if not output:
             raise UsageError(f"--format {fmt} writes a file", help="add -o FILE")
         timeline_export.write(model, fmt, output, Store(store))
         click.echo(f"wrote {output}", err=True)
         return
-    _write(output, lambda out: __import__("forensics.reports", fromlist=["x"]).render_timeline(model, fmt, out))
+    from forensics.reports.text import render_timeline
+
+    _write(output, lambda out: render_timeline(model, fmt, out))
 
 
 @main.command()
@@ -344,11 +331,15 @@ def timeline(store, bucket, since, until, host, fmt, output):
 @handled
 def evidence(store, fmt, redact, output):
     """The bug-report tables: corrupted vs clean by dimension, wedges, abort storms, checksums."""
-    from forensics import evidence as ev
-    from forensics.reports import render_evidence
-    from forensics.store import Store
+    from forensics.analysis import evidence as ev
+    from forensics.ingest.store import Store
+    from forensics.reports.text import render_evidence
 
-    report = ev.build(Store(store), redact=redact)
+    report = ev.build(Store(store))
+    if redact:
+        from forensics.reports.redact import Redactor
+
+        report = Redactor.for_store(Store(store)).report(report)
     _write(output, lambda out: render_evidence(report, fmt, out))
 
 
@@ -359,10 +350,11 @@ def evidence(store, fmt, redact, output):
 @handled
 def compare(stores, fmt, output):
     """Compare runs (stores, or --run labels within one): corruption rate and decode throughput."""
-    from forensics import compare as cmp
+    from forensics.analysis import compare as cmp
+    from forensics.reports.text import render_compare
 
     result = cmp.build(list(stores))
-    _write(output, lambda out: cmp.render(result, fmt, out))
+    _write(output, lambda out: render_compare(result, fmt, out))
 
 
 def _write(output, fn) -> None:

@@ -19,8 +19,8 @@ from importlib import resources
 
 import polars as pl
 
-from forensics.errors import ForensicsError, UsageError
-from forensics.store import Store
+from forensics.core.errors import ForensicsError, UsageError
+from forensics.ingest.store import Store
 
 _PARAM = re.compile(r"^(\w+)\s+([A-Z]+)\s*=\s*([^:]*?)\s*:\s*(.+)$")
 _CASTS = {"DOUBLE": float, "INTEGER": int, "BIGINT": int, "VARCHAR": str, "TIMESTAMP": str, "BOOLEAN": None}
@@ -102,7 +102,7 @@ def parse_header(name: str, text: str) -> Query:
 
 
 def all_queries() -> dict[str, Query]:
-    pkg = resources.files("queries")
+    pkg = resources.files("forensics.queries")
     out = {}
     for entry in sorted(pkg.iterdir(), key=lambda p: p.name):
         if entry.name.endswith(".sql"):
@@ -120,7 +120,7 @@ def get(name: str) -> Query:
 
 def run(store: Store, name: str, params: dict | None = None, offsets: dict | None = None, con=None) -> pl.DataFrame:
     """Run a named query with its parameters bound; reuse `con` when given."""
-    from forensics.sql import run_sql
+    from forensics.catalog.sql import run_sql
 
     q = get(name)
     return run_sql(store, q.sql, q.bind(params), offsets=offsets, con=con, materialize=True)

@@ -17,11 +17,11 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 
 import polars as pl
 
-from forensics.errors import ForensicsError, InputError, UsageError
-from forensics.sources import discover
-from forensics.store import Store
-from parsers import PARSERS, by_name
-from parsers.base import Context, Source
+from forensics.core.errors import ForensicsError, InputError, UsageError
+from forensics.ingest.sources import discover
+from forensics.ingest.store import Store
+from forensics.parsers import PARSERS, by_name
+from forensics.parsers.base import Context, Source
 
 SNIFF_BYTES = 64 << 10
 _ROTATION = re.compile(r"(\.(log|txt|out|err|jsonl?|gz|zst|\d+))+$", re.I)
@@ -77,7 +77,7 @@ def choose_parser(src: Source, forced: str | None):
     if os.path.isdir(src.fs_path) and src.member is None:
         best = max(PARSERS, key=lambda p: getattr(p, "sniff_dir", lambda _: 0.0)(src.fs_path))
         return best
-    from parsers.lines import read_upto
+    from forensics.parsers.lines import read_upto
 
     with src.open() as f:
         head = read_upto(f, SNIFF_BYTES)
@@ -143,8 +143,8 @@ def _content_digest(open_stream, hasher: "_HashingStream | None") -> tuple[str, 
     then used the file by path (SQLite) gets a fresh full read, so that two files never share a
     hash because they share a header.
     """
-    from forensics.sources import was_cut
-    from parsers.lines import read_upto
+    from forensics.core.inputs import was_cut
+    from forensics.parsers.lines import read_upto
 
     if hasher is not None and not hasher.closed:
         while read_upto(hasher, 1 << 22):
@@ -349,7 +349,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
             # forkserver, not fork: a parent that already ran polars or DuckDB has worker threads
             # holding locks, and a forked child inherits those locks held forever (a deadlock).
             ctx = mp.get_context("forkserver")
-            ctx.set_forkserver_preload(["forensics.ingest"])
+            ctx.set_forkserver_preload(["forensics.ingest.pipeline"])
             with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
                 futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path]): s for s in pooled}
                 for fut in as_completed(futs):

@@ -27,7 +27,7 @@ class Redactor:
 
     @classmethod
     def for_store(cls, store) -> "Redactor":
-        from forensics.sql import run_sql
+        from forensics.catalog.sql import run_sql
 
         names = run_sql(store, "SELECT DISTINCT host FROM files WHERE host IS NOT NULL "
                                "UNION SELECT DISTINCT host FROM events WHERE host IS NOT NULL")

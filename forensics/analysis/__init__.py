@@ -1,0 +1,1 @@
+"""Analysis over the catalog: corruption detectors, clock offsets, timeline, evidence, comparisons."""

@@ -1,0 +1,1 @@
+"""Core types every layer shares: the table schema, the error shape, inputs and turns."""

@@ -1,0 +1,131 @@
+"""One input as parsers see it (`Source`, `Context`), and its bytes decompressed on demand.
+
+Compression is recognised by magic bytes, not by name, so rotated names such as
+`decode.log.1.gz` or a `.log` that is really gzip both work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import io
+import tarfile
+import zlib
+from collections.abc import Callable
+from typing import IO
+
+from forensics.core.errors import InputError
+
+
+@dataclasses.dataclass
+class Source:
+    """One input as the parser sees it: a display path and its decompressed bytes on demand.
+
+    Picklable, so that ingest can hand it to a worker process.
+    """
+
+    path: str  # as reported in source_file (archive members read "archive.tar.gz!member")
+    fs_path: str  # the file on disk (the archive, for a member)
+    member: str | None = None  # name inside a tar archive
+    size: int | None = None  # size on disk, for progress
+    mtime: float | None = None  # seconds since the epoch, for sources timed by file date
+
+    def open(self) -> IO[bytes]:
+        """A fresh binary stream of the decompressed content."""
+        return open_source(self)
+
+
+@dataclasses.dataclass
+class Context:
+    """What the user told ingest about a file, plus what the parser learns while reading it."""
+
+    host: str | None = None
+    role: str | None = None  # 'prefill' | 'decode' | None (infer)
+    tz: str = "UTC"
+    year: int | None = None
+    run: str | None = None
+    # Filled by the parser:
+    lines: int = 0
+    parsed_lines: int = 0
+    continuation_lines: int = 0
+    unparsed_lines: int = 0
+    inferred_role: str | None = None
+    inferred_host: str | None = None
+    outer_offset_s: float | None = None  # inner clock minus a shipper's viewer clock (Kibana)
+    first_ts: object = None  # datetime, UTC
+    last_ts: object = None
+    notes: list[str] = dataclasses.field(default_factory=list)
+    on_progress: Callable[[int], None] | None = None  # called with decompressed bytes consumed
+
+    def account(self, parsed: int = 0, continuation: int = 0, unparsed: int = 0) -> None:
+        self.parsed_lines += parsed
+        self.continuation_lines += continuation
+        self.unparsed_lines += unparsed
+        self.lines += parsed + continuation + unparsed
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+class _CutTolerant(io.RawIOBase):
+    """A decompressed stream that ends quietly where a cut or damaged .gz / .zst ends (`cut` says so).
+
+    A crashed writer or a partial copy leaves a compressed file without its end marker; everything
+    before the cut is still good data, and every parser gets it without handling the error itself.
+    """
+
+    def __init__(self, inner, errors: tuple):
+        self.inner, self.errors, self.cut, self.error = inner, errors, False, None
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        if self.cut:
+            return 0
+        try:
+            data = self.inner.read1(len(b)) if hasattr(self.inner, "read1") else self.inner.read(len(b))
+        except self.errors as e:
+            self.cut, self.error = True, f"{type(e).__name__}: {e}"
+            return 0
+        b[: len(data)] = data
+        return len(data)
+
+    def close(self):
+        self.inner.close()
+        super().close()
+
+
+def _decompress(raw: io.BufferedIOBase) -> io.BufferedIOBase:
+    head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
+    if head.startswith(GZIP_MAGIC):
+        return io.BufferedReader(_CutTolerant(gzip.GzipFile(fileobj=raw), (EOFError, OSError, zlib.error)),
+                                 buffer_size=1 << 20)
+    if head.startswith(ZSTD_MAGIC):
+        import zstandard
+
+        inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        return io.BufferedReader(_CutTolerant(inner, (EOFError, OSError, zstandard.ZstdError)), buffer_size=1 << 20)
+    return raw
+
+
+def was_cut(stream) -> str | None:
+    """The error that ended a cut compressed stream early, if it was cut."""
+    raw = getattr(stream, "raw", None)
+    return raw.error if isinstance(raw, _CutTolerant) and raw.cut else None
+
+
+def open_source(src: Source) -> io.BufferedIOBase:
+    """A fresh decompressed binary stream for `src` (archive members included)."""
+    try:
+        if src.member is None:
+            return _decompress(io.BufferedReader(open(src.fs_path, "rb"), buffer_size=1 << 20))
+        tf = tarfile.open(src.fs_path, "r:*")
+        f = tf.extractfile(src.member)
+        if f is None:
+            raise InputError(f"archive member is not a regular file: {src.member}", file=src.fs_path)
+        return _decompress(io.BufferedReader(f, buffer_size=1 << 20))  # type: ignore[arg-type]
+    except OSError as e:
+        raise InputError(f"cannot read {src.path}: {e.strerror or e}", file=src.path,
+                         help="check the file exists and is readable (permissions, a broken link)") from e

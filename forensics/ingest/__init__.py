@@ -1,0 +1,1 @@
+"""Ingest: find inputs, run their parsers, commit their tables to the store."""

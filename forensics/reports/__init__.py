@@ -1,0 +1,1 @@
+"""Reports: terminal, Markdown, CSV and JSON renderings, redaction, and the exported files."""
