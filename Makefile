@@ -3,11 +3,11 @@ STORE ?= forensics-store
 
 .PHONY: install demo test goldens bench
 
-# An editable install compiles no bytecode, and with PYTHONDONTWRITEBYTECODE set every run would
-# compile the modules again: 0.1 s of each command (issue 5). A regular pip install does this too.
+# An editable install compiles no bytecode, and with PYTHONDONTWRITEBYTECODE set every command
+# would compile the modules again. A regular pip install does this too.
 install:
 	$(PY) -m pip install -q -e '.[test]'
-	$(PY) -m compileall -q forensics parsers
+	$(PY) -m compileall -q forensics parsers queries
 
 # Ingest sample_logs/ (the generated incident and the era samples) and walk through the incident.
 demo: install

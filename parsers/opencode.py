@@ -224,7 +224,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
             head = f.read(len(SQLITE_MAGIC))
         base = os.path.basename(source.path)
         if head == SQLITE_MAGIC:
-            import sqlite3  # here, not at the top: loading it is 30 ms of every ingest (issue 5)
+            import sqlite3  # here, not at the top: most ingests read no database
 
             try:
                 turns = _parse_db(source, ctx, unparsed)

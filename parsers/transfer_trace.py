@@ -122,8 +122,8 @@ SELECT line_no, line, reason,
   CASE WHEN t_peer <> 'NULL' THEN s_peer END AS peer,
   CASE WHEN t_error <> 'NULL' THEN s_error END AS error,
   checksum,
-  -- the hex cast to UHUGEINT costs ~18 us a value, to UBIGINT ~0.2 us: 64-bit checksums (xxh64,
-  -- the common case) take the cheap one; it was 60% of a trace's ingest (issue 5)
+  -- the hex cast to UHUGEINT is two orders of magnitude slower than to UBIGINT: 64-bit checksums
+  -- (xxh64, the common case) take the cheap one
   CASE WHEN length(ltrim(checksum, '0')) <= 16
        THEN CAST(TRY_CAST('0x' || coalesce(nullif(ltrim(checksum, '0'), ''), '0') AS UBIGINT) AS VARCHAR)
        WHEN length(ltrim(checksum, '0')) <= 32

@@ -297,10 +297,9 @@ def _write_all(batches, writer, drained: Callable[[], bool] = lambda: False) -> 
 def _free_heap_back_to_the_os() -> None:
     """Return the heap the last input freed to the OS (glibc's malloc_trim).
 
-    glibc keeps freed memory for reuse, and an input's parse blocks (12 MiB and more each) leave the
-    heap fragmented: RSS grew from file to file (4 files of a 1 GiB dump: 1.15 GiB). A fixed mmap
-    threshold cured that but cost 2.5 s of page faults per GiB; a trim between inputs costs
-    milliseconds (issue 5).
+    glibc keeps freed memory for reuse, and an input's large parse blocks leave the heap
+    fragmented, so RSS grew from file to file. A fixed mmap threshold cured that at the price of
+    page faults on every block; a trim between inputs costs next to nothing.
     """
     try:
         import ctypes
@@ -332,8 +331,8 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
             progress.start(total, len(sources))
         results: list[FileResult] = []
         # A large input already runs on all cores (the parser parses its blocks on threads), and
-        # a worker process parsing full blocks peaks at ~0.5 GiB: large inputs go one at a time in
-        # this process, small ones to a pool of workers, so RSS stays under 1 GiB (issue 5).
+        # a worker process parsing full blocks holds several of them: large inputs go one at a time
+        # in this process, small ones to a pool of workers, so memory stays bounded.
         # An explicit --jobs sends every input to the pool.
         if opts.jobs:
             pooled, inline = sources, []
@@ -379,8 +378,8 @@ def _one_after_another(store_root: str, sources: list[Source], opts: Options, ho
     """The inputs in this process, one at a time, each parsed on every core; the last parts of one
     are written while the next is read and parsed.
 
-    Writing an input's last parts, once all its lines are parsed, left a core idle for ~0.3 s an
-    input (issue 5). The finishing runs on a thread of its own, in input order, and ends before
+    Writing an input's last parts, once all its lines are parsed, would leave a core idle. The
+    finishing runs on a thread of its own, in input order, and ends before
     the input after the next starts, so at most one input finishes while another is parsed.
     """
     from concurrent.futures import ThreadPoolExecutor

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 # polars / pyarrow are imported where used: the CLI imports this module for DEFAULT_STORE, and
-# `forensics --help` must not pay ~0.4 s for them (issue 5).
+# `forensics --help` must not pay for loading them.
 
 DEFAULT_STORE = "forensics-store"
 
@@ -42,8 +42,7 @@ def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
     from forensics.core import schema
 
     # Strings stay arrow string views, polars' own layout: no copy into offsets and data buffers
-    # on polars' pool thread (process CPU of to_arrow + write of a prefill pass's tables: 146 ->
-    # 121 ms, issue 5). The Parquet files hold the same BYTE_ARRAY columns either way.
+    # on polars' pool thread. The Parquet files hold the same BYTE_ARRAY columns either way.
     at = schema.conform(table, df).to_arrow(compat_level=pl.CompatLevel.newest())
     for i, name in enumerate(at.column_names):
         col = at.column(i)
@@ -73,7 +72,7 @@ _PER_INPUT = ("host", "role", "source_file")
 
 def _one_value_as_dictionary(col: "pa.ChunkedArray") -> "pa.ChunkedArray | pa.DictionaryArray":
     """`col` as a dictionary array when it holds one value throughout: the Parquet writer then
-    skips hashing every row (~5% of writing a prefill block's tables); DuckDB reads the same."""
+    skips hashing every row; DuckDB reads the same."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -87,11 +86,10 @@ def _one_value_as_dictionary(col: "pa.ChunkedArray") -> "pa.ChunkedArray | pa.Di
 def _encodings(at: "pa.Table") -> dict:
     """Dictionaries only for strings that repeat (kind, host, path...), statistics only where a
     reader prunes with them (times, numbers, those strings): a dictionary tried on messages or
-    line numbers and min/max of every message cost 40% of the write (issue 5) for nothing.
+    line numbers and min/max of every message cost a large share of the write for nothing.
 
-    Integers and times are delta-encoded: line numbers, times and counters move by small steps.
-    Against plain encoding, on a pass of three blocks of a decode / prefill log: the files 24% /
-    19% smaller, the write 6% faster, DuckDB's scan of them 12% faster (issue 5)."""
+    Integers and times are delta-encoded: line numbers, times and counters move by small steps, so
+    the files are smaller, and both the write and DuckDB's scan of them faster, than plain."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -199,8 +197,8 @@ class InputWriter:
         import pyarrow.parquet as pq
 
         at = _to_arrow(table, df)
-        # snappy, not zstd: zstd made the store half the size (a 1 GiB decode log: 101 against
-        # 204 MB) but took a third more of the ingest's write time (a context per column chunk)
+        # snappy, not zstd: zstd halves the store but makes the ingest's write much slower (a
+        # context per column chunk), and the store is scratch space on the laptop
         pq.write_table(at, self.dir / f"{table}-{n:05d}.parquet", compression="snappy", **_encodings(at))
 
     def commit(self) -> bool:
