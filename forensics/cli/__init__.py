@@ -12,7 +12,7 @@ import click
 
 from forensics.core import runtime
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_FAILED = 1  # a failed run; usage errors exit 2 (ForensicsError.exit_code)
 
 
 def store_option(f):

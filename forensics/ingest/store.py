@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 DEFAULT_STORE = "forensics-store"
 
 
-def default_store() -> str:
-    return os.environ.get("FORENSICS_STORE") or DEFAULT_STORE
-
-
 def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
     """Arrow table in the schema's shape; list<struct<key,value>> columns become Parquet MAPs."""
     import polars as pl
