@@ -1,6 +1,6 @@
 """`forensics timeline` and `forensics evidence` on the generated incident report every planted fact.
 
-The facts come from sample_logs/incident/planted.json (written by forensics.samplegen).
+The facts come from sample_logs/incident/planted.json (written by tools.samplegen).
 """
 
 import datetime as dt

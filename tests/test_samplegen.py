@@ -1,4 +1,4 @@
-"""forensics.samplegen: determinism, and planted.json consistent with the files it describes (by value)."""
+"""tools.samplegen: determinism, and planted.json consistent with the files it describes (by value)."""
 
 from __future__ import annotations
 

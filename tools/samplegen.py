@@ -43,6 +43,8 @@ import pathlib
 import random
 import sys
 
+from tools import loglines
+
 UTC = dt.timezone.utc
 T0 = int(dt.datetime(2026, 11, 20, 14, 0, 0, tzinfo=UTC).timestamp())
 
@@ -682,10 +684,8 @@ class _Gen:
                   inflight_req=len(rank["inflight"]), input_throughput=round(thr, 2))
         rank["last_line"] = t
         self.pstats.append(st)
-        msg = (f"Prefill batch, #new-seq: {st['new_seq']}, #new-token: {new_tok}, #cached-token: {cached}, "
-               f"token usage: {st['token_usage']:.2f}, #running-req: {st['running_req']}, #queue-req: {st['queue_req']}, "
-               f"#pending-token: {st['pending_token']}, #bootstrap-req: {st['bootstrap_req']}, "
-               f"#inflight-req: {st['inflight_req']}, cuda graph: False, input throughput (token/s): {thr:.2f}")
+        msg = loglines.prefill_batch(st["new_seq"], new_tok, cached, st["token_usage"], st["running_req"], st["queue_req"],
+                                     st["pending_token"], st["bootstrap_req"], st["inflight_req"], thr)
         self.line(PREFILL, t, "prefill_stats", "sg", msg, rank["idx"])
         rank["busy"] = True
         self.push(t + fwd, "bend", (rank, items))
@@ -748,7 +748,7 @@ class _Gen:
         r.p_out = "fail"
         r.t_p_end = t + 0.004
         r.d_out = "fail"
-        r.error_text = f"KVTransferError(bootstrap_room={r.room}): NIXL transfer encountered ERR room={r.room}"
+        r.error_text = loglines.kv_transfer_error(r.room, loglines.nixl_transfer_err(r.room))
         r.t_d_end = t + self.rng.uniform(0.006, 0.02)  # KV_STATUS tells decode the reason
         r.t_dq_end = r.t_d_end
         self.after_reply(r, r.t_d_end + 0.003, ok=False)
@@ -774,8 +774,7 @@ class _Gen:
         h = r.d_host
         if h == "decode-1" and T0 + W0 <= r.t_kv < T0 + W1:
             r.d_out = "timeout"
-            r.error_text = (f"KVTransferError(bootstrap_room={r.room}): Request {r.room} timed out after 300.0s in "
-                            "KVPoll.WaitingForInput")
+            r.error_text = loglines.kv_transfer_error(r.room, loglines.waiting_timeout(r.room))
             r.t_d_end = T0 + W1 + 0.02 + 0.013 * sum(1 for q in self.reqs if q.d_out == "timeout")
             r.t_dq_end = r.t_d_end
             self.after_reply(r, r.t_d_end + 0.004, ok=False)
@@ -850,22 +849,19 @@ class _Gen:
         for h in HOSTS:
             role = "prefill" if h == PREFILL else "decode"
             t = T0 + LOG_START + (0 if h == PREFILL else rng.uniform(2, 6))
-            self.line(h, t, "log", "pl",
-                      f"server_args=ServerArgs(model_path='{MODEL_PATH}', served_model_name='{MODEL}', tp_size={DP}, "
-                      f"dp_size={DP}, ep_size={DP}, enable_dp_attention=True, disaggregation_mode='{role}', "
-                      f"disaggregation_transfer_backend='nixl', disaggregation_bootstrap_port={BOOTSTRAP_PORT}, "
-                      f"chunked_prefill_size={CHUNK}, max_prefill_tokens={MAX_PREFILL}, kv_cache_dtype='fp8_e4m3', "
-                      f"log_requests=True, log_requests_level=1, decode_log_interval={DECODE_LOG_INTERVAL}, "
-                      f"disable_overlap_schedule=False, enable_metrics=True)")
+            self.line(h, t, "log", "pl", loglines.server_args(
+                model_path=MODEL_PATH, served_model_name=MODEL, tp_size=DP, dp_size=DP, ep_size=DP, enable_dp_attention=True,
+                disaggregation_mode=role, disaggregation_transfer_backend="nixl", disaggregation_bootstrap_port=BOOTSTRAP_PORT,
+                chunked_prefill_size=CHUNK, max_prefill_tokens=MAX_PREFILL, kv_cache_dtype="fp8_e4m3", log_requests=True,
+                log_requests_level=1, decode_log_interval=DECODE_LOG_INTERVAL, disable_overlap_schedule=False,
+                enable_metrics=True))
             t += 14 + rng.uniform(0, 3)
             for d in range(DP):
                 td = t + d * 0.011 + rng.uniform(0, 0.004)
                 pid = SCHED_PID0[h] + d
                 mt = MAX_TOTAL_P if h == PREFILL else MAX_TOTAL_D
-                self.line(h, td, "log", "sg",
-                          f"max_total_num_tokens={mt}, chunked_prefill_size={CHUNK}, max_prefill_tokens={MAX_PREFILL}, "
-                          f"max_running_requests={64 if h == PREFILL else 256}, context_len=163840, "
-                          f"available_gpu_mem={rng.uniform(16.5, 19.5):.2f} GB", d)
+                self.line(h, td, "log", "sg", loglines.memory_pool(mt, CHUNK, MAX_PREFILL, 64 if h == PREFILL else 256, 163840,
+                                                                   rng.uniform(16.5, 19.5)), d)
                 tn = td + 1.7 + rng.uniform(0, 0.2)
                 if h == PREFILL:
                     self.line(h, tn, "nixl", "absl", ("I", pid, "nixl_agent.cpp", 131, "NIXL version: 1.3.0 (git: 5d2e1f0)"))
@@ -873,22 +869,21 @@ class _Gen:
                         self.line(h, tn + 0.0004 * (k + 1), "nixl", "absl", ("I", pid, "config.cpp", 43, f"Modified UCX config: {key}={val}"))
                     self.line(h, tn + 0.0021, "ucx", "ucx", (pid, 0, "ucp_context.c", 2339, "INFO",
                                                              "Version 1.19.0 (loaded from /opt/ucx/lib/libucp.so.0)"))
-                self.line(h, tn + 0.004, "nixl_py", "npy", ("INFO", "_api.py", 212, "Backend UCX was instantiated"))
-                self.line(h, tn + 0.009, "nixl_py", "npy", ("INFO", "_api.py", 234, f"Initialized NIXL agent: {self.agents[h][d]}"))
+                self.line(h, tn + 0.004, "nixl_py", "npy", ("INFO", "_api.py", 212, loglines.nixl_backend("UCX")))
+                self.line(h, tn + 0.009, "nixl_py", "npy", ("INFO", "_api.py", 234, loglines.nixl_agent(self.agents[h][d])))
                 self.line(h, tn + 0.012, "log", "sg", "NIXL KVManager initialized with backend: UCX", d)
             t += 6
             if h == PREFILL:
                 self.line(h, t, "log", "pl", f"CommonKVBootstrapServer started successfully on 0.0.0.0:{BOOTSTRAP_PORT}")
-            for msg in (f"Started server process [{MAIN_PID[h]}]", "Waiting for application startup.",
-                        "Application startup complete.", "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"):
+            for msg in loglines.uvicorn_startup(MAIN_PID[h]):
                 t += 0.002
                 self.line(h, t, "uvicorn", "uv", ("INFO", msg))
             t += 0.6
-            self.line(h, t, "http_access", "pl", f"INFO:     127.0.0.1:{rng.randint(40000, 60000)} - \"GET /get_model_info HTTP/1.1\" 200 OK")
+            self.line(h, t, "http_access", "pl", loglines.access("127.0.0.1", rng.randint(40000, 60000), "GET", "/get_model_info", 200))
             self.line(h, t + 0.01, "log", "pl", "Start of pd disaggregation warmup ...")
             self.line(h, t + 2.3, "log", "pl", f"Disaggregation warmup requests completed for all {DP} DP ranks")
             self.line(h, t + 2.31, "log", "pl", "End of disaggregation warmup")
-            self.line(h, t + 2.32, "log", "pl", "The server is fired up and ready to roll!")
+            self.line(h, t + 2.32, "log", "pl", loglines.READY)
 
     # -- after the simulation: request lines, decode stats, corruption ----------------------------------
     def gri(self, rid: str, room: int, r: Req, health: bool = False) -> str:
@@ -898,32 +893,17 @@ class _Gen:
         else:
             sp = f"{{'max_new_tokens': {r.max_new}, 'temperature': 0.6, 'top_p': 0.95}}"
             bh, bp = HOST_IP[PREFILL], BOOTSTRAP_PORT
-        return (f"GenerateReqInput(rid='{rid}', sampling_params={sp}, return_logprob=False, stream={r.stream}, "
-                f"bootstrap_host='{bh}', bootstrap_port={bp}, bootstrap_room={room}, bootstrap_pair_key=None, "
-                f"decode_tp_size=None, routed_dp_rank=None, data_parallel_rank=None, disagg_prefill_dp_rank=None)")
-
-    @staticmethod
-    def meta(rid: str, fr: str, prompt: int, reasoning: int, completion: int, cached: int, e2e: float) -> str:
-        return (f"{{'meta_info': {{'id': '{rid}', 'finish_reason': {fr}, 'prompt_tokens': {prompt}, "
-                f"'weight_version': 'default', 'num_retractions': 0, 'reasoning_tokens': {reasoning}, "
-                f"'completion_tokens': {completion}, 'cached_tokens': {cached}, 'e2e_latency': {e2e!r}}}}}")
+        return loglines.req_input(rid, sp, r.stream, bh, bp, room)
 
     def access(self, host: str, t: float, method: str, path: str, status: int) -> None:
-        reason = {200: "OK", 500: "Internal Server Error"}[status]
-        self.line(host, t, "http_access", "pl",
-                  f"INFO:     {ROUTER_IP}:{self.rng.randint(32768, 60999)} - \"{method} {path} HTTP/1.1\" {status} {reason}")
-
-    @staticmethod
-    def abort_fr(msg: str, code) -> str:
-        return f"{{'type': 'abort', 'message': '{msg}', 'status_code': {code}, 'err_type': None}}"
+        self.line(host, t, "http_access", "pl", loglines.access(ROUTER_IP, self.rng.randint(32768, 60999), method, path, status))
 
     def request_lines(self) -> None:
         rng = self.rng
         for r in self.health:
-            self.line(PREFILL, r.t_arr + 0.0008, "request_received", "pl", "Receive: obj=" + self.gri(r.p_rid, 0, r, True))
-            self.line(PREFILL, r.t_pf_fin, "request_finished", "pl",
-                      "Finish: obj=" + self.gri(r.p_rid, 0, r, True) + ", out="
-                      + self.meta(r.p_rid, "{'type': 'length', 'length': 1}", 1, 0, 1, 0, r.t_pf_fin - r.t_arr))
+            self.line(PREFILL, r.t_arr + 0.0008, "request_received", "pl", loglines.receive(self.gri(r.p_rid, 0, r, True)))
+            self.line(PREFILL, r.t_pf_fin, "request_finished", "pl", loglines.finish(
+                self.gri(r.p_rid, 0, r, True), loglines.meta_info(r.p_rid, loglines.finish_length(1), 1, 0, 1, 0, r.t_pf_fin - r.t_arr)))
             self.access(PREFILL, r.t_pf_fin + 0.0004, "GET", "/health", 200)
         for h in DECODES:
             t = T0 + LOG_START + 70 + (21 if h == "decode-0" else 37)
@@ -937,34 +917,33 @@ class _Gen:
                          ksum=None, kv_ksum=False)
                 rid = "HEALTH_CHECK_" + self.rid()
                 fin = th + rng.uniform(0.04, 0.09)
-                self.line(h, th + 0.0008, "request_received", "pl", "Receive: obj=" + self.gri(rid, 0, hr, True))
-                self.line(h, fin, "request_finished", "pl", "Finish: obj=" + self.gri(rid, 0, hr, True) + ", out="
-                          + self.meta(rid, "{'type': 'length', 'length': 1}", 1, 0, 1, 0, fin - th))
+                self.line(h, th + 0.0008, "request_received", "pl", loglines.receive(self.gri(rid, 0, hr, True)))
+                self.line(h, fin, "request_finished", "pl", loglines.finish(
+                    self.gri(rid, 0, hr, True), loglines.meta_info(rid, loglines.finish_length(1), 1, 0, 1, 0, fin - th)))
                 self.access(h, fin + 0.0004, "GET", "/health", 200)
                 self.health_count[h] = self.health_count.get(h, 0) + 1
         warned = False
         for r in self.reqs:
             P, D = PREFILL, r.d_host
             tp, td = r.t_arr + rng.uniform(0.0008, 0.0016), r.t_arr + rng.uniform(0.0012, 0.0022)
-            self.line(P, tp, "request_received", "pl", "Receive: obj=" + self.gri(r.p_rid, r.room, r))
-            self.line(D, td, "request_received", "pl", "Receive: obj=" + self.gri(r.d_rid, r.room, r))
-            pfin = "Finish: obj=" + self.gri(r.p_rid, r.room, r) + ", out="
-            dfin = "Finish: obj=" + self.gri(r.d_rid, r.room, r) + ", out="
+            self.line(P, tp, "request_received", "pl", loglines.receive(self.gri(r.p_rid, r.room, r)))
+            self.line(D, td, "request_received", "pl", loglines.receive(self.gri(r.d_rid, r.room, r)))
+            pobj, dobj = self.gri(r.p_rid, r.room, r), self.gri(r.d_rid, r.room, r)
             room = r.room
             # prefill side
             if r.p_out in ("ok",):
-                self.line(P, r.t_pf_fin, "request_finished", "pl", pfin + self.meta(
-                    r.p_rid, "{'type': 'length', 'length': 0}", r.prompt, 0, 1, r.cached, r.t_pf_fin - tp))
+                self.line(P, r.t_pf_fin, "request_finished", "pl", loglines.finish(pobj, loglines.meta_info(
+                    r.p_rid, loglines.finish_length(0), r.prompt, 0, 1, r.cached, r.t_pf_fin - tp)))
                 self.access(P, r.t_pf_fin + 0.0004, "POST", "/generate", 200)
                 if getattr(r, "late_p", None):
                     self.line(P, r.late_p, "abort", "pl", f"Abort request for rid={r.p_rid} not found in rid_to_state; "
                               "likely already finished/removed.")
             elif r.p_out == "aborted":
-                self.line(P, r.t_p_end + 0.0005, "request_finished", "pl", pfin + self.meta(
-                    r.p_rid, self.abort_fr("Aborted by AbortReq.", "None"), r.prompt, 0, 0, r.cached if r.t_pf_start else 0,
-                    r.t_p_end - tp))
+                self.line(P, r.t_p_end + 0.0005, "request_finished", "pl", loglines.finish(pobj, loglines.meta_info(
+                    r.p_rid, loglines.finish_abort(loglines.ABORTED, "None"), r.prompt, 0, 0, r.cached if r.t_pf_start else 0,
+                    r.t_p_end - tp)))
             elif r.p_out == "fail":
-                reason = f"KVTransferError(bootstrap_room={room}): NIXL transfer encountered ERR room={room}"
+                reason = loglines.kv_transfer_error(room, loglines.nixl_transfer_err(room))
                 tf = r.t_fail
                 self.line(P, tf - 0.00004, "ucx", "ucx", (SCHED_PID0[P] + r.p_rank, 2, "ib_mlx5.c", 350, "ERROR",
                           "mlx5_3: completion with error (transport retry counter exceeded)"))
@@ -973,43 +952,40 @@ class _Gen:
                 self.line(P, tf + 0.00006, "nixl", "absl", ("E", SCHED_PID0[P] + r.p_rank + 56, "nixl_agent.cpp", 1149,
                                                             "getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND"))
                 if r is min(self.fault_reqs, key=lambda q: q.t_fail):
-                    self.line(P, tf + 0.002, "exception", "sg", f"Unexpected transfer worker error for room {room}", r.p_rank)
+                    self.line(P, tf + 0.002, "exception", "sg", loglines.worker_error(room), r.p_rank)
                     for i, tb in enumerate((
-                        "Traceback (most recent call last):",
-                        '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 1153, in transfer_worker',
+                        loglines.TRACEBACK,
+                        loglines.frame(loglines.CONN_PY, 1153, "transfer_worker"),
                         "    states = self._settle_batch(batch, handles)",
-                        '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 1288, in _settle_batch',
+                        loglines.frame(loglines.CONN_PY, 1288, "_settle_batch"),
                         "    state = self.agent.check_xfer_state(handle)",
-                        '  File "/usr/local/lib/python3.12/dist-packages/nixl_cu12/_api.py", line 612, in check_xfer_state',
+                        loglines.frame("/usr/local/lib/python3.12/dist-packages/nixl_cu12/_api.py", 612, "check_xfer_state"),
                         "    status = self.agent.getXferStatus(handle)",
                         "nixl_cu12._bindings.nixlBackendError: NIXL_ERR_BACKEND",
                     )):
                         self.line(P, tf + 0.002, "traceback", "raw", tb)
                 self.line(P, r.t_p_end, "transfer_failed", "sg",
-                          f"Prefill transfer failed for request rank={r.p_rank} req.rid='{r.p_rid}' "
-                          f"req.bootstrap_room={room} with exception {reason}", r.p_rank)
-                self.line(P, r.t_p_end + 0.0006, "request_finished", "pl", pfin + self.meta(
-                    r.p_rid, self.abort_fr(reason, 500), r.prompt, 0, 0, r.cached, r.t_p_end - tp))
+                          loglines.transfer_failed("prefill", r.p_rank, r.p_rid, room, reason), r.p_rank)
+                self.line(P, r.t_p_end + 0.0006, "request_finished", "pl", loglines.finish(pobj, loglines.meta_info(
+                    r.p_rid, loglines.finish_abort(reason, 500), r.prompt, 0, 0, r.cached, r.t_p_end - tp)))
                 self.access(P, r.t_p_end + 0.0009, "POST", "/generate", 500)
             # decode side
             o = r.d_out
             if o == "ok":
                 self.access(D, (r.t_start + 0.02) if r.stream else (r.t_fin + 0.0006), "POST", "/generate", 200)
-                self.line(D, r.t_fin + 0.0003, "request_finished", "pl", dfin + self.meta(
-                    r.d_rid, "{'type': 'stop', 'matched': 1}", r.prompt, r.reasoning, r.completion, r.cached, r.t_fin - td))
+                self.line(D, r.t_fin + 0.0003, "request_finished", "pl", loglines.finish(dobj, loglines.meta_info(
+                    r.d_rid, loglines.FINISH_STOP, r.prompt, r.reasoning, r.completion, r.cached, r.t_fin - td)))
                 if getattr(r, "late_d", None):
                     self.line(D, r.late_d, "abort", "pl", f"Abort request for rid={r.d_rid} not found in rid_to_state; "
                               "likely already finished/removed.")
             elif o in ("aborted_transfer", "aborted_running"):
                 if o == "aborted_transfer":
-                    self.line(D, r.t_d_end, "transfer_failed", "sg",
-                              f"Decode transfer failed for request rank={r.d_rank} decode_req.req.rid='{r.d_rid}' "
-                              f"decode_req.req.bootstrap_room={room} with exception KVTransferError(bootstrap_room={room}): "
-                              "Aborted by AbortReq.", r.d_rank)
+                    self.line(D, r.t_d_end, "transfer_failed", "sg", loglines.transfer_failed(
+                        "decode", r.d_rank, r.d_rid, room, loglines.kv_transfer_error(room, loglines.ABORTED)), r.d_rank)
                 gen = 0 if o == "aborted_transfer" else max(1, int(sum(b - a for a, b in r.segs) * r.speed))
-                self.line(D, r.t_d_end + 0.0004, "request_finished", "pl", dfin + self.meta(
-                    r.d_rid, self.abort_fr("Aborted by AbortReq.", "None"), r.prompt, min(gen, r.reasoning), gen, r.cached,
-                    r.t_d_end - td))
+                self.line(D, r.t_d_end + 0.0004, "request_finished", "pl", loglines.finish(dobj, loglines.meta_info(
+                    r.d_rid, loglines.finish_abort(loglines.ABORTED, "None"), r.prompt, min(gen, r.reasoning), gen, r.cached,
+                    r.t_d_end - td)))
             elif o in ("fail", "timeout"):
                 reason = r.error_text
                 if o == "timeout":
@@ -1020,10 +996,9 @@ class _Gen:
                                   "greater mean TTFT is acceptable, you can 'export SGLANG_DISAGGREGATION_WAITING_TIMEOUT=600' "
                                   "(10 minutes) to relax the timeout condition. ", r.d_rank)
                 self.line(D, r.t_d_end, "transfer_failed", "sg",
-                          f"Decode transfer failed for request rank={r.d_rank} decode_req.req.rid='{r.d_rid}' "
-                          f"decode_req.req.bootstrap_room={room} with exception {reason}", r.d_rank)
-                self.line(D, r.t_d_end + 0.0004, "request_finished", "pl", dfin + self.meta(
-                    r.d_rid, self.abort_fr(reason, 500), r.prompt, 0, 0, r.cached, r.t_d_end - td))
+                          loglines.transfer_failed("decode", r.d_rank, r.d_rid, room, reason), r.d_rank)
+                self.line(D, r.t_d_end + 0.0004, "request_finished", "pl", loglines.finish(dobj, loglines.meta_info(
+                    r.d_rid, loglines.finish_abort(reason, 500), r.prompt, 0, 0, r.cached, r.t_d_end - td)))
                 self.access(D, r.t_d_end + 0.0007, "POST", "/generate", 500)
             elif o == "ctxcorrupt":
                 src = self.fault_reqs[-1].room
@@ -1032,8 +1007,8 @@ class _Gen:
                           f"Context corruption detected: Request {r.d_rid} (bootstrap_room={room}) received metadata from "
                           f"bootstrap_room={src}. Metadata buffer index: 17. This indicates metadata buffer index collision.",
                           r.d_rank)
-                self.line(D, r.t_d_end + 0.0004, "request_finished", "pl", dfin + self.meta(
-                    r.d_rid, self.abort_fr(r.error_text, 500), r.prompt, 0, 0, r.cached, r.t_d_end - td))
+                self.line(D, r.t_d_end + 0.0004, "request_finished", "pl", loglines.finish(dobj, loglines.meta_info(
+                    r.d_rid, loglines.finish_abort(r.error_text, 500), r.prompt, 0, 0, r.cached, r.t_d_end - td)))
                 self.access(D, r.t_d_end + 0.0007, "POST", "/generate", 500)
             if r.ksum_mismatch:
                 self.line(D, r.t_ksum_d + 0.0006, "checksum_mismatch", "sg",
@@ -1078,10 +1053,8 @@ class _Gen:
                               transfer_req=len(pre),
                               queue_req=sum(1 for r in mine if r.t_kv is not None and r.t_start is not None and r.t_kv <= t < r.t_start),
                               gen_throughput=round(gen / max(t - last, 1e-3), 2))
-                    msg = (f"Decode batch, #running-req: {n}, #token: {tok}, token usage: {st['token_usage']:.2f}, "
-                           f"pre-allocated usage: {st['prealloc_usage']:.2f}, #prealloc-req: {st['prealloc_req']}, "
-                           f"#transfer-req: {st['transfer_req']}, #retracted-req: 0, cuda graph: True, "
-                           f"gen throughput (token/s): {st['gen_throughput']:.2f}, #queue-req: {st['queue_req']}")
+                    msg = loglines.decode_batch(n, tok, st["token_usage"], st["prealloc_usage"], st["prealloc_req"],
+                                                st["transfer_req"], st["gen_throughput"], st["queue_req"])
                     self.line(h, t, "decode_stats", "sg", msg, d)
                     last = t
                     t += DECODE_LOG_INTERVAL * (0.0185 + 0.0014 * n) * rng.uniform(0.97, 1.03)
@@ -1152,29 +1125,27 @@ class _Gen:
             th = t + off
             pt = _pfx_time(th)
             if style == "sg":
-                s = f"[{pt} DP{rank} TP{rank} EP{rank}] {msg}"
+                s = loglines.sglang(pt, loglines.dp_tags(rank), msg)
             elif style == "pl":
-                s = f"[{pt}] {msg}"
+                s = loglines.sglang(pt, "", msg)
             elif style == "uv":
-                lvl, m = msg
-                s = f"[{pt}] {(lvl + ':'):<9} {m}"
+                s = loglines.sglang(pt, "", loglines.uvicorn(*msg))
             elif style == "absl":
                 sev, tid, f, ln, m = msg
                 d, us = _split(th)
-                s = f"{sev}{d:%m%d} {d:%H:%M:%S}.{us:06d} {tid:>7} {f}:{ln}] {m}"
+                s = loglines.glog(sev, f"{d:%m%d}", f"{d:%H:%M:%S}", us, tid, f, ln, m)
             elif style == "ucx":
                 pid, thr, f, ln, lvl, m = msg
                 d, us = _split(th)
-                s = f"[{int(d.timestamp())}.{us:06d}] [{host}:{pid:<5}:{thr}] {f:>17}:{ln:<4} UCX  {lvl:<5} {m}"
+                s = loglines.ucx(int(d.timestamp()), us, host, pid, thr, f, ln, lvl, m)
             elif style == "npy":
-                lvl, f, ln, m = msg
-                s = f"{pt} NIXL {lvl:<7} {f}:{ln} {m}"
+                s = loglines.nixl_py(pt, *msg)
             else:
                 s = msg
             if host == "decode-1":  # containerd stamps each line a little later, in order
                 cri = max(cri + 0.000002, th + rng.uniform(0.00008, 0.0009))
                 d, us = _split(cri)
-                s = f"{d:%Y-%m-%dT%H:%M:%S}.{us:06d}{rng.randint(0, 999):03d}Z stdout F {s}"
+                s = loglines.cri(f"{d:%Y-%m-%dT%H:%M:%S}.{us:06d}{rng.randint(0, 999):03d}", "stdout", s)
             out.append(s)
             kinds[kind] = kinds.get(kind, 0) + 1
         return ("\n".join(out) + "\n").encode(), kinds
@@ -1231,13 +1202,13 @@ class _Gen:
                     add(*D, tc, room=r.room, **base, event="checksum", bytes=u["bytes"], checksum=ck, checksum_algo="xxh64")
             if r.p_out == "aborted":
                 add(*P, r.t_p_end, room=r.room, kind="kv", event="abort",
-                    error=f"KVTransferError(bootstrap_room={r.room}): Aborted by AbortReq.")
+                    error=loglines.kv_transfer_error(r.room, loglines.ABORTED))
             elif r.p_out == "fail":
                 add(*P, r.t_p_end, room=r.room, kind="kv", event="abort",
-                    error=f"KVTransferError(bootstrap_room={r.room}): NIXL transfer encountered ERR room={r.room}")
+                    error=loglines.kv_transfer_error(r.room, loglines.nixl_transfer_err(r.room)))
             if r.d_out in ("aborted_transfer", "aborted_running"):
                 add(*D, r.t_d_end, room=r.room, **({"rid": r.d_rid} if first_d else {}), kind="kv", event="abort",
-                    error=f"KVTransferError(bootstrap_room={r.room}): Aborted by AbortReq.")
+                    error=loglines.kv_transfer_error(r.room, loglines.ABORTED))
             elif r.d_out in ("fail", "timeout"):
                 add(*D, r.t_d_end, room=r.room, **({"rid": r.d_rid} if first_d else {}), kind="kv", event="abort",
                     error=r.error_text)
@@ -1656,7 +1627,7 @@ def _planted(g: _Gen, files: dict, proxy_ids: dict, oc_ids: dict, oc_file: dict,
     fails = sorted(g.fault_reqs, key=lambda r: r.t_fail)
     ctx = g.ctx_req
     return {
-        "generator": {"module": "forensics.samplegen", "format_version": 1, "seed": seed, "scale": scale},
+        "generator": {"module": "tools.samplegen", "format_version": 1, "seed": seed, "scale": scale},
         "t0": iso(T0),
         "t_end": iso(max(r.t_resp or r.t_d_end or r.t_arr for r in g.reqs)),
         "model": MODEL,
@@ -1719,7 +1690,7 @@ def _planted(g: _Gen, files: dict, proxy_ids: dict, oc_ids: dict, oc_file: dict,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m forensics.samplegen", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tools.samplegen", description=__doc__.split("\n\n")[0])
     ap.add_argument("out_dir", type=pathlib.Path)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--scale", type=float, default=1.0)
