@@ -15,7 +15,15 @@ every ~30 min a traceback. Prefill servers print one `Prefill batch` per batch i
 from __future__ import annotations
 
 import datetime as dt
+import os
 import random
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # bench/ is not installed: its scripts find tools/ from the checkout
+    sys.path.insert(0, ROOT)
+
+from tools import loglines  # noqa: E402
 
 CHUNK_BYTES = 64 << 20
 DP = 8
@@ -47,108 +55,95 @@ class _Sim:
         t = self.t
         return "%02d:%02d:%02d" % (t // 3600, t // 60 % 60, t % 60)
 
-    def ts(self, tags: str = "") -> str:
-        return f"[2026-QQ-QQ {self.hms()}{tags}]"
+    def sg(self, tags: str, msg: str) -> None:
+        self.emit(loglines.sglang(f"2026-QQ-QQ {self.hms()}", tags, msg))
 
     def emit(self, line: str) -> None:
         if self.cri:
             ns = self.rng.randrange(10 ** 9)
-            line = f"2026-QQ-QQT{self.hms()}.{ns:09d}Z {'stderr' if self.rng.random() < 0.9 else 'stdout'} F {line}"
+            line = loglines.cri(f"2026-QQ-QQT{self.hms()}.{ns:09d}", "stderr" if self.rng.random() < 0.9 else "stdout", line)
         self.out.append(line)
         self.size += len(line) + 1
 
-    def tags(self, dp: int) -> str:
-        return f" DP{dp} TP{dp} EP{dp}"
-
     # -- line kinds -------------------------------------------------------------------------
     def startup(self) -> None:
-        self.emit(f"{self.ts()} server_args=ServerArgs(model_path='deepseek-ai/DeepSeek-V3', tp_size=8, dp_size=8, "
-                  f"enable_dp_attention=True, disaggregation_mode='{self.role}', disaggregation_transfer_backend='nixl')")
+        self.sg("", loglines.server_args(model_path="deepseek-ai/DeepSeek-V3", tp_size=8, dp_size=8, enable_dp_attention=True,
+                                         disaggregation_mode=self.role, disaggregation_transfer_backend="nixl"))
         for dp in range(DP):
-            self.emit(f"{self.ts(self.tags(dp))} Init torch distributed begin.")
+            self.sg(loglines.dp_tags(dp), "Init torch distributed begin.")
         for dp in range(DP):
-            self.emit(f"{self.ts(self.tags(dp))} Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, "
-                      f"avail mem=21.53 GB, mem usage=76.12 GB.")
-            self.emit(f"{self.ts(self.tags(dp))} max_total_num_tokens=412345, chunked_prefill_size=16384, "
-                      f"max_prefill_tokens=16384, max_running_requests=256, context_len=163840, available_gpu_mem=9.87 GB")
-        self.emit("Backend UCX was instantiated")
-        self.emit(f"Initialized NIXL agent: {_hex(self.rng, 8)}-{_hex(self.rng, 4)}-{_hex(self.rng, 4)}-{_hex(self.rng, 4)}-{_hex(self.rng, 12)}")
-        self.emit(f"{self.ts()} INFO:     Started server process [{self.rng.randint(1000, 99999)}]")
-        self.emit(f"{self.ts()} INFO:     Waiting for application startup.")
-        self.emit(f"{self.ts()} INFO:     Application startup complete.")
-        self.emit(f"{self.ts()} INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)")
-        self.emit(f"{self.ts()} The server is fired up and ready to roll!")
+            self.sg(loglines.dp_tags(dp), "Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, "
+                    "avail mem=21.53 GB, mem usage=76.12 GB.")
+            self.sg(loglines.dp_tags(dp), loglines.memory_pool(412345, 16384, 16384, 256, 163840, 9.87))
+        self.emit(loglines.nixl_backend("UCX"))
+        self.emit(loglines.nixl_agent(f"{_hex(self.rng, 8)}-{_hex(self.rng, 4)}-{_hex(self.rng, 4)}-{_hex(self.rng, 4)}-{_hex(self.rng, 12)}"))
+        for msg in loglines.uvicorn_startup(self.rng.randint(1000, 99999)):
+            self.sg("", loglines.uvicorn("INFO", msg))
+        self.sg("", loglines.READY)
 
     def decode_stats(self, dp: int) -> None:
         r = self.rng
         run = r.randint(8, 96)
         tok = run * r.randint(900, 4000)
-        self.emit(f"{self.ts(self.tags(dp))} Decode batch, #running-req: {run}, #token: {tok}, "
-                  f"token usage: {tok / 412345:.2f}, pre-allocated usage: {r.random() * 0.1:.2f}, "
-                  f"#prealloc-req: {r.randint(0, 6)}, #transfer-req: {r.randint(0, 12)}, #retracted-req: 0, "
-                  f"cuda graph: True, gen throughput (token/s): {r.uniform(200, 3200):.2f}, #queue-req: {r.randint(0, 3)}")
+        self.sg(loglines.dp_tags(dp), loglines.decode_batch(
+            run, tok, tok / 412345, prealloc_usage=r.random() * 0.1, prealloc_req=r.randint(0, 6), transfer_req=r.randint(0, 12),
+            gen_throughput=r.uniform(200, 3200), queue_req=r.randint(0, 3)))
 
     def prefill_stats(self, dp: int) -> None:
         r = self.rng
         seq = r.randint(1, 4)
-        self.emit(f"{self.ts(self.tags(dp))} Prefill batch, #new-seq: {seq}, #new-token: {seq * r.randint(500, 8192)}, "
-                  f"#cached-token: {r.randint(0, 4096)}, token usage: {r.random() * 0.3:.2f}, #running-req: {r.randint(0, 4)}, "
-                  f"#queue-req: {r.randint(0, 5)}, #pending-token: {r.randint(0, 40000)}, #bootstrap-req: {r.randint(0, 4)}, "
-                  f"#inflight-req: {r.randint(0, 8)}, cuda graph: False, input throughput (token/s): {r.uniform(500, 20000):.2f}")
+        self.sg(loglines.dp_tags(dp), loglines.prefill_batch(
+            seq, seq * r.randint(500, 8192), cached_token=r.randint(0, 4096), token_usage=r.random() * 0.3,
+            running_req=r.randint(0, 4), queue_req=r.randint(0, 5), pending_token=r.randint(0, 40000),
+            bootstrap_req=r.randint(0, 4), inflight_req=r.randint(0, 8), input_throughput=r.uniform(500, 20000)))
 
     def access(self, status: int = 200, path: str = "/generate", method: str = "POST") -> None:
-        reason = {200: "OK", 500: "Internal Server Error", 503: "Service Unavailable"}[status]
         ip = f"10.{self.rng.randint(0, 255)}.{self.rng.randint(0, 255)}.{self.rng.randint(1, 254)}"
-        self.emit(f'{self.ts()} INFO:     {ip}:{self.rng.randint(1024, 65535)} - "{method} {path} HTTP/1.1" {status} {reason}')
+        self.sg("", loglines.access(ip, self.rng.randint(1024, 65535), method, path, status))
 
     def receive(self) -> None:
         rid, room = self.rid(), self.room()
         self.pending.append((rid, room))
-        self.emit(f"{self.ts()} Receive: obj=GenerateReqInput(rid='{rid}', stream=True, bootstrap_host='10.0.0.{self.rng.randint(1, 32)}', "
-                  f"bootstrap_port=8998, bootstrap_room={room}, bootstrap_pair_key=None, decode_tp_size=None, "
-                  f"routed_dp_rank=None, data_parallel_rank=None, disagg_prefill_dp_rank=None)")
+        self.sg("", loglines.receive(loglines.req_input(rid, None, True, f"10.0.0.{self.rng.randint(1, 32)}", 8998, room)))
 
     def finish(self, reason: str = "stop") -> None:
         if not self.pending:
             return
         rid, room = self.pending.pop(self.rng.randrange(len(self.pending)))
         r = self.rng
-        fr = ("{'type': 'stop', 'matched': 1}" if reason == "stop" else
-              "{'type': 'abort', 'message': 'Aborted by AbortReq.', 'status_code': 500, 'err_type': None}")
-        self.emit(f"{self.ts()} Finish: obj=GenerateReqInput(rid='{rid}', bootstrap_room={room}), out={{'meta_info': "
-                  f"{{'id': '{rid}', 'finish_reason': {fr}, 'prompt_tokens': {r.randint(100, 30000)}, "
-                  f"'weight_version': 'default', 'num_retractions': 0, 'completion_tokens': {r.randint(1, 4000)}, "
-                  f"'cached_tokens': {r.randint(0, 8192)}, 'e2e_latency': {r.uniform(0.2, 90):.4f}}}}}")
+        fr = loglines.FINISH_STOP if reason == "stop" else loglines.finish_abort(loglines.ABORTED, 500)
+        self.sg("", loglines.finish(loglines.req_input_brief(rid, room), loglines.meta_info(
+            rid, fr, prompt_tokens=r.randint(100, 30000), reasoning_tokens=None, completion_tokens=r.randint(1, 4000),
+            cached_tokens=r.randint(0, 8192), e2e_latency=f"{r.uniform(0.2, 90):.4f}")))
 
     def nixl_info(self) -> None:
         r = self.rng
         us = r.randrange(10 ** 6)
-        self.emit(f"I{'QQQQ'} {self.hms()}.{us:06d} {r.randint(1000, 99999):>8} nixl_agent.cpp:{r.choice([92, 301, 877])}] "
-                  f"{r.choice(['Loaded remote agent metadata', 'NIXL ETCD is disabled', 'Registered memory region, 512 descriptors'])}")
+        self.emit(loglines.glog("I", "QQQQ", self.hms(), us, r.randint(1000, 99999), "nixl_agent.cpp", r.choice([92, 301, 877]),
+                                r.choice(["Loaded remote agent metadata", "NIXL ETCD is disabled",
+                                          "Registered memory region, 512 descriptors"]), tid_width=8))
 
     def ucx(self, level: str = "ERROR") -> None:
         r = self.rng
         us = r.randrange(10 ** 6)
         msg = ("send completion[0] with error on rdmap132s0/0x55cf4425cfb0: Work Request Flushed Error, vendor_err 0x1 "
                f"wr_id 0x{_hex(r, 12)}" if level == "ERROR" else "UCP version is incompatible, required: 1.18, actual: 1.12 (release 1)")
-        self.emit(f"[EEEEE{self.t:05d}.{us:06d}] [{self.role}-pod-{r.randint(0, 7)}:{r.randint(100, 999)}  :{r.randint(0, 3)}]"
-                  f"       srd_iface.c:221  UCX  {level}  {msg}")
+        # two spaces after the level whatever its width, where UCX pads it to 5
+        self.emit(loglines.ucx(f"EEEEE{self.t:05d}", us, f"{self.role}-pod-{r.randint(0, 7)}", r.randint(100, 999), r.randint(0, 3),
+                               "srd_iface.c", 221, level, msg, level_width=len(level) + 1))
 
     def failure_burst(self) -> None:
         r = self.rng
         rid, room = (self.pending.pop() if self.pending else (self.rid(), self.room()))
-        reason = r.choice(["Aborted by AbortReq.", f"Request {room} timed out after 300.0s in KVPoll.WaitingForInput",
-                           "Failed to get kvcache from prefill instance, it might be dead",
-                           f"NIXL transfer encountered ERR room={room}"])
+        reason = r.choice([loglines.ABORTED, loglines.waiting_timeout(room),
+                           "Failed to get kvcache from prefill instance, it might be dead", loglines.nixl_transfer_err(room)])
         for _ in range(r.randint(2, 8)):
             self.ucx("ERROR")
-        self.emit(f"E{'QQQQ'} {self.hms()}.{r.randrange(10 ** 6):06d} {r.randint(1000, 99999):>8} nixl_agent.cpp:92] "
-                  f"postXferReq: remote agent disconnected")
-        side = "Decode" if self.role == "decode" else "Prefill"
-        prefix = "decode_req.req" if self.role == "decode" else "req"
+        self.emit(loglines.glog("E", "QQQQ", self.hms(), r.randrange(10 ** 6), r.randint(1000, 99999), "nixl_agent.cpp", 92,
+                                "postXferReq: remote agent disconnected", tid_width=8))
         for tp in r.sample(range(DP), r.randint(1, 4)):
-            self.emit(f"{self.ts(self.tags(tp))} {side} transfer failed for request rank={tp} {prefix}.rid='{rid}' "
-                      f"{prefix}.bootstrap_room={room} with exception KVTransferError(bootstrap_room={room}): {reason}")
+            self.sg(loglines.dp_tags(tp), loglines.transfer_failed(self.role, tp, rid, room,
+                                                                   loglines.kv_transfer_error(room, reason)))
         self.pending.append((rid, room))
         self.finish("abort")
         self.access(500)
@@ -156,15 +151,16 @@ class _Sim:
     def traceback(self) -> None:
         r = self.rng
         room = self.room()
-        head = r.choice([f"{self.ts()} Unexpected transfer worker error for room {room}",
-                         f"{self.ts(self.tags(r.randrange(DP)))} Scheduler hit an exception: Traceback (most recent call last):",
-                         f"{self.ts()} Error in request: No tool calls but found tool output"])
+        when = f"2026-QQ-QQ {self.hms()}"
+        head = r.choice([loglines.sglang(when, "", loglines.worker_error(room)),
+                         loglines.sglang(when, loglines.dp_tags(r.randrange(DP)), f"Scheduler hit an exception: {loglines.TRACEBACK}"),
+                         loglines.sglang(when, "", "Error in request: No tool calls but found tool output")])
         self.emit(head)
         if "Traceback" not in head:
-            self.emit("Traceback (most recent call last):")
-        self.emit('  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 1153, in transfer_worker')
+            self.emit(loglines.TRACEBACK)
+        self.emit(loglines.frame(loglines.CONN_PY, 1153, "transfer_worker"))
         self.emit("    state_xfer_handles = self.maybe_send_extra(")
-        self.emit('  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 2062, in maybe_send_extra')
+        self.emit(loglines.frame(loglines.CONN_PY, 2062, "maybe_send_extra"))
         self.emit("    raise RuntimeError(")
         self.emit("RuntimeError: NIXL transfer failed: remote agent disconnected")
 
@@ -172,13 +168,13 @@ class _Sim:
         r = self.rng
         k = r.random()
         if k < 0.4:
-            self.emit(f"{self.ts(self.tags(r.randrange(DP)))} KV cache pool is full. Retract requests. #retracted_reqs: 1, "
-                      f"#new_tokens_gained: {r.randint(100, 9000)}, #new_token_ratio: 0.4512 -> 0.5512")
+            self.sg(loglines.dp_tags(r.randrange(DP)), "KV cache pool is full. Retract requests. #retracted_reqs: 1, "
+                    f"#new_tokens_gained: {r.randint(100, 9000)}, #new_token_ratio: 0.4512 -> 0.5512")
         elif k < 0.7:
-            self.emit(f"{self.ts()} WARNING:  Invalid HTTP request received.")
+            self.sg("", loglines.uvicorn("WARNING", "Invalid HTTP request received."))
         else:
-            self.emit(f"{self.ts(self.tags(r.randrange(DP)))} Deferred KV release for room {self.room()} timed out after 30.0s "
-                      f"without a full drain ack from prefill; releasing anyway.")
+            self.sg(loglines.dp_tags(r.randrange(DP)), f"Deferred KV release for room {self.room()} timed out after 30.0s "
+                    "without a full drain ack from prefill; releasing anyway.")
 
     def chatty_second(self) -> None:
         """A second of a server that mostly answers health checks (write_short_lines)."""
@@ -186,13 +182,12 @@ class _Sim:
         for _ in range(r.randint(20, 40)):
             k = r.random()
             if k < 0.4:
-                self.emit(f'{self.ts()} INFO:     10.0.{r.randrange(4)}.{r.randrange(255)}:{r.randint(30000, 60000)} '
-                          f'- "GET /health HTTP/1.1" 200 OK')
+                self.sg("", loglines.access(f"10.0.{r.randrange(4)}.{r.randrange(255)}", r.randint(30000, 60000), "GET", "/health", 200))
             elif k < 0.7:
-                self.emit(f"{self.ts(f' TP{r.randrange(8)}')} {r.choice(['Cache flushed', 'heartbeat ok', 'tick'])}")
+                self.sg(f" TP{r.randrange(8)}", r.choice(["Cache flushed", "heartbeat ok", "tick"]))
             else:
-                self.emit(f"IQQQQ {self.hms()}.{r.randrange(10 ** 6):06d} {r.randint(1000, 9999)} "
-                          f"nixl_agent.cpp:{r.randint(100, 999)}] {r.choice(['xfer posted', 'notif sent', 'md loaded'])}")
+                self.emit(loglines.glog("I", "QQQQ", self.hms(), r.randrange(10 ** 6), r.randint(1000, 9999), "nixl_agent.cpp",
+                                        r.randint(100, 999), r.choice(["xfer posted", "notif sent", "md loaded"]), tid_width=0))
         self.t = (self.t + 1) % 86400
 
     # -- one simulated second ----------------------------------------------------------------

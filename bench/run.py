@@ -68,8 +68,11 @@ def make_data(size: int) -> dict:
     """Generate (or reuse) the single big file and the several-files dump; return the manifest."""
     d = os.path.join(OUT, "data", str(size))
     mpath = os.path.join(d, "manifest.json")
-    with open(os.path.join(HERE, "gen.py"), "rb") as f:
-        version = hashlib.sha256(f.read()).hexdigest()[:12]
+    h = hashlib.sha256()
+    for src in (os.path.join(HERE, "gen.py"), os.path.join(ROOT, "tools", "loglines.py")):  # gen's line shapes
+        with open(src, "rb") as f:
+            h.update(f.read())
+    version = h.hexdigest()[:12]
     if os.path.exists(mpath):
         m = json.load(open(mpath))
         if m.get("gen") == version and "short" in m and all(os.path.exists(os.path.join(d, f["name"]))
