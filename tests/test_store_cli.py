@@ -138,6 +138,8 @@ def test_package_ships_one_import_name_with_parsers_and_queries(tmp_path):
     assert {n.split("/")[0] for n in names} == {"forensics", whl.name.split("-")[0] + "-0.1.0.dist-info"}
     assert "forensics/parsers/__init__.py" in names
     assert "forensics/queries/__init__.py" in names
+    # tools/ (the demo-data generator and its line shapes) stays in the checkout
+    assert not [n for n in names if "/tools/" in n or n.rsplit("/", 1)[-1] in ("samplegen.py", "loglines.py")]
     for f in sorted(p.name for p in (ROOT / "parsers").glob("*.py")):
         assert f"forensics/parsers/{f}" in names
     for f in sorted(p.name for p in (ROOT / "queries").glob("*.sql")):
