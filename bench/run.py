@@ -1,4 +1,4 @@
-"""Benchmark `forensics` at incident scale (issue 5): ingest throughput and memory, query latency.
+"""Benchmark `forensics` at incident scale: ingest throughput and memory, query latency.
 
     python bench/run.py                 # 1 GiB of logs, 3 runs each (a few minutes)
     python bench/run.py --size 200M     # quick

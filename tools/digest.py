@@ -11,7 +11,6 @@ two runs with `diff` or `python -m tools.digest --compare A.json B.json`.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
