@@ -1,8 +1,9 @@
 """Claude Code session JSONL (`~/.claude/projects/<cwd>/<sessionId>.jsonl`, TRANSCRIPTS.md §9).
 
 Claude Code writes one line per content block of an assistant message (thinking, text and
-tool_use each on their own line, all with the same `message.id`); the lines of one message are
-folded into one turn. A turn starts at the user line before it. API failures are assistant lines
+tool_use each on their own line, all with the same `message.id`, TRANSCRIPTS.md §11), with tool
+results and hook progress lines between them; the lines of one message are folded into one turn,
+wherever they sit. A turn starts at the user line before its first block and ends at its last. API failures are assistant lines
 with `isApiErrorMessage` whose text reads `API Error: <status> <body>`.
 """
 
@@ -37,11 +38,24 @@ def _user_text(obj: dict) -> str | None:
     return text_of(content)
 
 
+def _final(lines: list[tuple[int, dict]]) -> dict:
+    """The message as it stood when complete: the last line with a stop_reason, else the most output tokens.
+
+    Each block's line repeats the message's usage as it was when that block was written, so early
+    lines carry the output count of the stream's start (Claude Code 2.1 writes stop_reason null on
+    all of them); the count only grows, and a later line is never less complete.
+    """
+    msgs = [obj.get("message") or {} for _, obj in lines]
+    stopped = [m for m in msgs if m.get("stop_reason")]
+    if stopped:
+        return stopped[-1]
+    return max(reversed(msgs), key=lambda m: as_int((m.get("usage") or {}).get("output_tokens")) or -1)
+
+
 def _turn(path: str, lines: list[tuple[int, dict]], prev_user_ts, user_text) -> Turn:
     first = lines[0][1]
     msg = first.get("message") or {}
     texts, thinking, calls = [], [], []
-    stop, usage = None, {}
     for _, obj in lines:
         m = obj.get("message") or {}
         content = m.get("content")
@@ -57,8 +71,8 @@ def _turn(path: str, lines: list[tuple[int, dict]], prev_user_ts, user_text) -> 
                 thinking.append(block.get("thinking") or "")
             elif kind in ("tool_use", "server_tool_use"):
                 calls.append({"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input")})
-        stop = m.get("stop_reason") or stop
-        usage = m.get("usage") or usage
+    final = _final(lines)
+    stop, usage = final.get("stop_reason"), final.get("usage") or {}
     last = lines[-1][1]
     content = "\n".join(texts)
     status, error_text = None, None
@@ -67,39 +81,36 @@ def _turn(path: str, lines: list[tuple[int, dict]], prev_user_ts, user_text) -> 
         m = _API_ERROR.match(content)
         status = as_int(m.group(1)) if m and m.group(1) else None
         error_text, content = content, ""
-    session = str(first.get("sessionId") or "")
-    if first.get("isSidechain") and first.get("agentId"):
-        session += f"/{first['agentId']}"
     msg_id = msg.get("id")
     req_id = first.get("requestId")
     rid = next((x for x in (req_id, msg_id) if isinstance(x, str) and _RID.fullmatch(x)), None)
     prompt = sum(as_int(usage.get(k)) or 0 for k in ("input_tokens", "cache_read_input_tokens",
                                                       "cache_creation_input_tokens")) if usage else None
     return Turn(
-        source=name, session_id=session, turn_id=str(msg_id or first.get("uuid")), source_file=path,
-        line_no=lines[0][0], parent_id=first.get("parentUuid"), t_start=prev_user_ts,
-        t_end=parse_time(last.get("timestamp")), model=msg.get("model"), content=content,
-        reasoning="\n".join(thinking), tool_calls=calls, finish_reason=normalise_finish(stop), http_status=status,
-        error_text=error_text, prompt_tokens=prompt, completion_tokens=as_int(usage.get("output_tokens")),
-        cached_tokens=as_int(usage.get("cache_read_input_tokens")), response_id=msg_id or req_id, rid=rid,
-        tools_offered=True, user_text=user_text,
+        source=name, session_id=_session(first), turn_id=str(msg_id or first.get("uuid")), source_file=path,
+        line_no=lines[0][0], parent_id=first.get("parentUuid"),
+        t_start=prev_user_ts or parse_time(first.get("timestamp")), t_end=parse_time(last.get("timestamp")),
+        model=msg.get("model"), content=content, reasoning="\n".join(thinking), tool_calls=calls,
+        finish_reason=normalise_finish(stop), http_status=status, error_text=error_text, prompt_tokens=prompt,
+        completion_tokens=as_int(usage.get("output_tokens")), cached_tokens=as_int(usage.get("cache_read_input_tokens")),
+        response_id=msg_id or req_id, rid=rid, tools_offered=True, user_text=user_text,
     )
 
 
+def _session(obj: dict) -> str:
+    session = str(obj.get("sessionId") or "")
+    if obj.get("isSidechain") and obj.get("agentId"):
+        session += f"/{obj['agentId']}"
+    return session
+
+
 def parse(source: Source, ctx: Context) -> Iterator[Batch]:
-    turns: list[Turn] = []
     unparsed = []
     parsed = cont = 0
-    group: list[tuple[int, dict]] = []
-    group_key = None
+    # message key -> its lines, and the user line it answers (time and text) as it stood at its first block
+    messages: dict[tuple[str, str], tuple[list[tuple[int, dict]], object, str | None]] = {}
+    seen_uuids: set[str] = set()
     prev_user_ts, user_text = None, None
-
-    def flush():
-        nonlocal group, group_key
-        if group:
-            turns.append(_turn(source.path, group, prev_user_ts, user_text))
-        group, group_key = [], None
-
     for line_no, line, obj, why in json_lines(source):
         if why:
             unparsed.append((source.path, line_no, line, why))
@@ -110,22 +121,26 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
             continue
         if kind != "assistant":
             if kind == "user":
-                flush()
                 prev_user_ts = parse_time(obj.get("timestamp")) or prev_user_ts
                 text = _user_text(obj)
                 if text is not None:
                     user_text = text
             parsed += 1
             continue
-        key = (obj.get("message") or {}).get("id") or obj.get("requestId") or obj.get("uuid")
-        if group and key == group_key:
-            group.append((line_no, obj))
+        # the blocks of one message are interleaved with its tool results and hook progress lines,
+        # so lines fold by message id wherever they sit, not only when adjacent
+        key = (_session(obj), str((obj.get("message") or {}).get("id") or obj.get("requestId") or obj.get("uuid")))
+        uuid = obj.get("uuid")
+        if key in messages:
             cont += 1
-            continue
-        flush()
-        group, group_key = [(line_no, obj)], key
-        parsed += 1
-    flush()
+            if uuid is None or uuid not in seen_uuids:  # a line written twice (resume) adds no block twice
+                messages[key][0].append((line_no, obj))
+        else:
+            messages[key] = ([(line_no, obj)], prev_user_ts, user_text)
+            parsed += 1
+        if uuid is not None:
+            seen_uuids.add(uuid)
+    turns = [_turn(source.path, lines, ts, text) for lines, ts, text in messages.values()]
     ctx.account(parsed=parsed, continuation=cont, unparsed=len(unparsed))
     stamps = [t.t_end for t in turns if t.t_end]
     ctx.first_ts, ctx.last_ts = (min(stamps), max(stamps)) if stamps else (None, None)
@@ -172,6 +187,35 @@ samples = [
         + _line(type="summary", summary="Listing", leafUuid="a3") + "\n",
         {"turns": [{"turn_id": "msg_02", "reasoning": "List it.", "content": "Listing the folder.", "n_tool_calls": 1,
                     "finish_reason": "tool_calls", "line_no": 2, "corruption_class": "clean", "signatures": []}]},
+    ),
+    Sample(
+        # as Claude Code 2.1 writes a parallel call: a line per block, the first tool's result and a
+        # hook's progress line between the two tool_use lines, stop_reason null everywhere, and only
+        # the last line carrying the final output count
+        "parallel_calls_interleaved_with_results",
+        _USER + "\n"
+        + _asst("b1", "2026-10-30T10:05:00.000Z", [{"type": "text", "text": "Reading both files."}], None, mid="msg_03",
+                usage={"input_tokens": 4, "cache_read_input_tokens": 9000, "output_tokens": 2}) + "\n"
+        + _asst("b2", "2026-10-30T10:05:01.000Z", [{"type": "tool_use", "id": "toolu_a", "name": "Read",
+                                                    "input": {"file_path": "a.py"}}], None, mid="msg_03",
+                usage={"input_tokens": 4, "cache_read_input_tokens": 9000, "output_tokens": 2}) + "\n"
+        + _line(type="progress", uuid="p1", timestamp="2026-10-30T10:05:01.100Z",
+                data={"type": "hook_progress", "hookEvent": "PostToolUse"}) + "\n"
+        + _line(type="user", uuid="u3", timestamp="2026-10-30T10:05:01.200Z", message={"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_a", "content": "x = 1"}]}) + "\n"
+        + _asst("b3", "2026-10-30T10:05:02.000Z", [{"type": "tool_use", "id": "toolu_b", "name": "Read",
+                                                    "input": {"file_path": "b.py"}}], None, mid="msg_03",
+                usage={"input_tokens": 4, "cache_read_input_tokens": 9000, "output_tokens": 57}) + "\n"
+        + _line(type="user", uuid="u4", timestamp="2026-10-30T10:05:02.200Z", message={"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_b", "content": "y = 2"}]}) + "\n"
+        + _asst("b4", "2026-10-30T10:05:04.000Z", [{"type": "text", "text": "Both set it."}], None, mid="msg_04",
+                usage={"input_tokens": 1, "cache_read_input_tokens": 9100, "output_tokens": 6}) + "\n",
+        {"turns": [{"turn_id": "msg_03", "line_no": 2, "content": "Reading both files.", "n_tool_calls": 2,
+                    "t_start": parse_time("2026-10-30T10:02:01.000Z"), "t_end": parse_time("2026-10-30T10:05:02.000Z"),
+                    "prompt_tokens": 9004, "completion_tokens": 57, "cached_tokens": 9000, "finish_reason": None,
+                    "corruption_class": "clean"},
+                   {"turn_id": "msg_04", "line_no": 8, "content": "Both set it.", "n_tool_calls": 0,
+                    "t_start": parse_time("2026-10-30T10:05:02.200Z"), "completion_tokens": 6}]},
     ),
     Sample(
         "api_error_500",
