@@ -1,11 +1,11 @@
-/* Native scanner for the hot path of parsers/server_log.py (issue 5).
+/* Native scanner for the hot path of parsers/server_log/.
  *
  * One call takes a block of a log (whole lines, cut at a newline) and, without creating a Python
  * object per line:
  *   - splits it into lines, decoding each as Python's bytes.decode("utf-8", "backslashreplace")
  *     does and dropping one trailing '\r' (what parsers.lines gives the polars path);
  *   - parses plain scheduler stats lines (`[date time tags] Decode batch, key: value, ...`, bare or
- *     in a k8s CRI `F` record: 70-90% of a PD log) straight into typed columns;
+ *     in a k8s CRI `F` record: most lines of a PD log) straight into typed columns;
  *   - splits every other line with a plain sglang prefix into time, rank tags and message,
  *     and reads whole the two commonest of them: canonical uvicorn access lines and request logs
  *     (`Receive: ...` / `Finish: ...`);
@@ -29,22 +29,58 @@
 #define MAX_KEYS 64
 #define MAX_COLS 32
 #define MAX_ITEMS 64
-#define NRANKS 6
+#define MAX_RANKS 8
+#define MAX_LITS 64
+#define MAX_LEADERS 8
 
-/* ---- configuration (set once from Python by configure()) ----------------------------------- */
+/* ---- configuration: the grammar's tables (server_log/grammar.py), one immutable object ------- */
+
+/* What a literal means where it occurs (server_log.grammar.LITERALS) */
+enum {
+    LIT_FIELD = 1, /* the polars path looks for a rid, room, request field or rank by it: an access line with it is left */
+    LIT_ROOM = 2,  /* a room pattern other than `bootstrap_room=` may match from it */
+    LIT_LEAVE = 4, /* a request log line with it is left to polars */
+    LIT_DIGIT = 8, /* counts only when a digit follows */
+};
 
 typedef struct {
     char key[64];
     int len;
     int col[2]; /* column on the prefill [0] / decode [1] side; -1: known key with no column there */
-    int graph;  /* index into GRAPHS when the key is `<backend> graph`, else -1 */
+    char graph[16];
+    int graph_len; /* the backend of a `<backend> graph` key, else 0 */
 } KeyDef;
 
-static KeyDef g_keys[MAX_KEYS];
-static int g_nkeys = 0;
-static char g_types[MAX_COLS]; /* 'i' int, 'f' float, 'p' percent, 'b' bool */
-static int g_ncols = 0;
-static int g_configured = 0;
+typedef struct {
+    char s[32];
+    int len, flags;
+} Lit;
+
+typedef struct {
+    char s[32];
+    int len, kind; /* 1 request_received, 2 request_finished */
+} Leader;
+
+/* Built once by Config(...) and never written again: scan() reads it with the GIL released, and
+ * the call's argument tuple keeps it alive, so a configuration made meanwhile cannot race it. */
+typedef struct {
+    PyObject_HEAD
+    KeyDef keys[MAX_KEYS];
+    int nkeys;
+    char types[MAX_COLS]; /* 'i' int, 'f' float, 'p' percent, 'b' bool */
+    int ncols;
+    char rank_tag[MAX_RANKS][16];
+    size_t rank_len[MAX_RANKS];
+    int nranks;
+    uint8_t rank_by_letter[256]; /* rank index + 1 by the tag's first letter (the letters differ) */
+    Lit lits[MAX_LITS];
+    int nlits;
+    uint8_t field_first[256]; /* a LIT_FIELD literal starts with this byte */
+    uint8_t req_first[256];   /* a LIT_ROOM or LIT_LEAVE literal does */
+    Leader leaders[MAX_LEADERS];
+    int nleaders;
+    uint8_t req_pairs[1 << 16]; /* see PAIR */
+} Config;
 
 /* ---- growable buffers ---------------------------------------------------------------------- */
 
@@ -135,8 +171,8 @@ static inline int eq_u16(const uint8_t *x, const uint8_t *y) {
     return u == v;
 }
 
-/* The tail is one more word that overlaps the last one compared, not a byte loop (callgrind: a
- * tenth of a decode block's instructions went to the byte loop). Reads stay within the n bytes. */
+/* The tail is one more word that overlaps the last one compared, not a byte loop, which cost a
+ * large share of a decode block's instructions. Reads stay within the n bytes. */
 static inline int eqn(const void *a, const void *b, size_t n) {
     const uint8_t *x = a, *y = b;
     if (n >= 8) {
@@ -308,12 +344,12 @@ typedef struct {
     size_t raw_len;
     const char *cri;
     size_t cri_len; /* 0: no CRI record around the line */
-    int64_t rank[NRANKS];
-    int has_rank[NRANKS];
+    int64_t rank[MAX_RANKS];
+    int has_rank[MAX_RANKS];
     int64_t ival[MAX_COLS];
     double fval[MAX_COLS];
     int set[MAX_COLS];
-    int graph; /* -1 none, else index into GRAPHS */
+    int graph; /* -1 none, else the key naming the graph backend */
     int nextra;
     const char *ek[MAX_ITEMS], *ev[MAX_ITEMS];
     size_t ekl[MAX_ITEMS], evl[MAX_ITEMS];
@@ -324,18 +360,13 @@ typedef struct {
     Req req; /* ... or a request log line */
 } Row;
 
-static const char *RANK_TAGS[NRANKS] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP"}; /* schema.RANKS order */
-static const char *GRAPHS[4] = {"cuda graph", "cpu graph", "npu graph", "musa graph"};
-static const size_t GRAPH_LEN[4] = {10, 9, 9, 10};
-static const size_t RANK_LEN[NRANKS] = {2, 2, 7, 6, 2, 2};
-static const uint8_t RANK_BY_LETTER[256] = {['D'] = 1, ['P'] = 2, ['A'] = 3, ['M'] = 4, ['T'] = 5, ['E'] = 6}; /* index + 1 */
-static int find_key(int *last_key, const char *k, size_t n, int pos) {
+static int find_key(const Config *cfg, int *last_key, const char *k, size_t n, int pos) {
     if (pos < MAX_ITEMS) {
         int j = last_key[pos];
-        if (j >= 0 && j < g_nkeys && (size_t)g_keys[j].len == n && eqn(g_keys[j].key, k, n)) return j;
+        if (j >= 0 && j < cfg->nkeys && (size_t)cfg->keys[j].len == n && eqn(cfg->keys[j].key, k, n)) return j;
     }
-    for (int j = 0; j < g_nkeys; j++)
-        if ((size_t)g_keys[j].len == n && eqn(g_keys[j].key, k, n)) {
+    for (int j = 0; j < cfg->nkeys; j++)
+        if ((size_t)cfg->keys[j].len == n && eqn(cfg->keys[j].key, k, n)) {
             if (pos < MAX_ITEMS) last_key[pos] = j;
             return j;
         }
@@ -369,7 +400,7 @@ static Py_ssize_t cri_time(const uint8_t *s, Py_ssize_t n) {
 /* The sglang prefix `[date time(.ms) tags]`, bare or in a CRI `F` record: fills the time, CRI and
  * rank fields of `r`, sets r->body to where the text after the CRI wrapper starts, and returns the
  * position right after the `]` (0: not such a line). */
-static Py_ssize_t parse_header(const uint8_t *s, Py_ssize_t n, int year, Row *r) {
+static Py_ssize_t parse_header(const Config *cfg, const uint8_t *s, Py_ssize_t n, int year, Row *r) {
     Py_ssize_t p = 0;
     r->cri = NULL;
     r->cri_len = 0;
@@ -418,13 +449,13 @@ static Py_ssize_t parse_header(const uint8_t *s, Py_ssize_t n, int year, Row *r)
     r->raw = (const char *)s + d0;
     r->raw_len = (size_t)(p - d0);
     r->local_us = ((days_from_civil(y, mo, dd) * 86400 + hh * 3600 + mi * 60 + ss) * 1000 + ms) * 1000;
-    for (int k = 0; k < NRANKS; k++) r->has_rank[k] = 0;
+    for (int k = 0; k < cfg->nranks; k++) r->has_rank[k] = 0;
     while (p < n && s[p] == ' ') {
         /* the tags start with distinct letters: one candidate */
-        int found = p + 1 < n ? RANK_BY_LETTER[s[p + 1]] - 1 : -1;
+        int found = p + 1 < n ? cfg->rank_by_letter[s[p + 1]] - 1 : -1;
         if (found < 0) return 0;
-        size_t tl = RANK_LEN[found];
-        if (!((size_t)(n - p - 1) > tl && eqn(s + p + 1, RANK_TAGS[found], tl) && ISD(s[p + 1 + tl]))) return 0;
+        size_t tl = cfg->rank_len[found];
+        if (!((size_t)(n - p - 1) > tl && eqn(s + p + 1, cfg->rank_tag[found], tl) && ISD(s[p + 1 + tl]))) return 0;
         Py_ssize_t q = p + 1 + tl, q0 = q;
         int64_t v = 0;
         while (q < n && ISD(s[q])) v = v * 10 + (s[q++] - '0');
@@ -437,7 +468,7 @@ static Py_ssize_t parse_header(const uint8_t *s, Py_ssize_t n, int year, Row *r)
 }
 
 /* A plain stats line, its sglang prefix read up to p (parse_header; 0: none). */
-static int try_stats(const uint8_t *s, Py_ssize_t n, Py_ssize_t p, Row *r) {
+static int try_stats(const Config *cfg, const uint8_t *s, Py_ssize_t n, Py_ssize_t p, Row *r) {
     if (!p || p >= n || s[p] != ' ') return 0;
     p++;
     if (p + 7 <= n && eqn(s + p, "Prefill", 7))
@@ -459,7 +490,7 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, Py_ssize_t p, Row *r) {
     while (e > p && (s[e - 1] == ',' || s[e - 1] == ' ')) e--;
     if (e == p) return 0;
 
-    for (int c = 0; c < g_ncols; c++) r->set[c] = 0;
+    for (int c = 0; c < cfg->ncols; c++) r->set[c] = 0;
     r->graph = -1;
     r->nextra = 0;
     int pos = 0;
@@ -476,19 +507,19 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, Py_ssize_t p, Row *r) {
             return 0;
         const char *key = (const char *)s + k0, *val = (const char *)s + colon + 2;
         size_t kl = (size_t)(colon - k0), vl = (size_t)(j - colon - 2);
-        int kid = find_key(r->last_key, key, kl, pos);
+        int kid = find_key(cfg, r->last_key, key, kl, pos);
         if (kid < 0) {
             if (r->nextra >= MAX_ITEMS) return 0;
             r->ek[r->nextra] = key, r->ekl[r->nextra] = kl, r->ev[r->nextra] = val, r->evl[r->nextra] = vl;
             r->nextra++;
         } else {
-            int col = g_keys[kid].col[r->kind];
+            int col = cfg->keys[kid].col[r->kind];
             if (col >= 0 && !r->set[col]) { /* the first item of a column wins */
                 const char *v = val;
                 size_t l = vl;
                 while (l && is_ws((uint8_t)v[0])) v++, l--;
                 while (l && is_ws((uint8_t)v[l - 1])) l--;
-                switch (g_types[col]) {
+                switch (cfg->types[col]) {
                 case 'i':
                     if (!parse_int(v, l, &r->ival[col])) return 0;
                     break;
@@ -513,7 +544,7 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, Py_ssize_t p, Row *r) {
                 }
                 r->set[col] = 1;
             }
-            if (r->graph < 0) r->graph = g_keys[kid].graph;
+            if (r->graph < 0 && cfg->keys[kid].graph_len) r->graph = kid;
         }
         pos++;
         if (j >= e) break;
@@ -529,38 +560,19 @@ static int try_stats(const uint8_t *s, Py_ssize_t n, Py_ssize_t p, Row *r) {
  * then its event fields are known (see server_log._ready_rows). Returns 1 and the four spans. */
 #define AT(m, n, i, lit) ((i) + (Py_ssize_t)sizeof(lit) - 1 <= (n) && eqn((m) + (i), lit, sizeof(lit) - 1))
 
-/* Does `m` hold a literal the polars path looks for rids, rooms, request fields or ranks by
- * (PRE_RID, PRE_ROOM, PRE_REQ, `rank=`)? One pass; memmem per literal cost more than the rest. */
-static int has_field_literal(const uint8_t *m, Py_ssize_t n) {
+static inline int lit_at(const Lit *l, const uint8_t *m, Py_ssize_t n, Py_ssize_t i) {
+    Py_ssize_t e = i + l->len;
+    return e <= n && eqn(m + i, l->s, (size_t)l->len) && (!(l->flags & LIT_DIGIT) || (e < n && ISD(m[e])));
+}
+
+/* Does `m` hold a LIT_FIELD literal? One pass over the bytes; memmem per literal cost more. */
+static int has_field_literal(const Config *cfg, const uint8_t *m, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
-        int hit = 0;
-        switch (m[i]) {
-        case 'r':
-            hit = AT(m, n, i, "rid") || AT(m, n, i, "room") || AT(m, n, i, "req=") || AT(m, n, i, "rank=");
-            break;
-        case '\'':
-            hit = AT(m, n, i, "'id': '");
-            break;
-        case 'e':
-            hit = AT(m, n, i, "equest ") || AT(m, n, i, "e2e_latency");
-            break;
-        case 'R':
-            hit = AT(m, n, i, "Req ");
-            break;
-        case '_':
-            hit = AT(m, n, i, "_kv") || AT(m, n, i, "_aux") || AT(m, n, i, "_state") || AT(m, n, i, "_stg") ||
-                  AT(m, n, i, "_tokens");
-            break;
-        case 'f':
-            hit = AT(m, n, i, "finish_reason");
-            break;
-        case 's':
-            hit = AT(m, n, i, "status_code");
-            break;
-        default:
-            break;
+        if (!cfg->field_first[m[i]]) continue;
+        for (int k = 0; k < cfg->nlits; k++) {
+            const Lit *l = &cfg->lits[k];
+            if ((l->flags & LIT_FIELD) && (uint8_t)l->s[0] == m[i] && lit_at(l, m, n, i)) return 1;
         }
-        if (hit) return 1;
     }
     return 0;
 }
@@ -573,7 +585,7 @@ static int token(const uint8_t *m, Py_ssize_t n, Py_ssize_t *p) {
     return 1;
 }
 
-static int try_access(const uint8_t *m, Py_ssize_t n, Py_ssize_t span[4][2]) {
+static int try_access(const Config *cfg, const uint8_t *m, Py_ssize_t n, Py_ssize_t span[4][2]) {
     if (n < 6 || !eqn(m, "INFO:", 5) || !is_ws(m[5])) return 0;
     Py_ssize_t p = 5;
     while (p < n && is_ws(m[p])) p++;
@@ -593,22 +605,18 @@ static int try_access(const uint8_t *m, Py_ssize_t n, Py_ssize_t span[4][2]) {
     if (p + 4 > n || m[p] != ' ' || !digits(m, n, p + 1, 3)) return 0;
     span[3][0] = p + 1;
     span[3][1] = p + 4;
-    return !has_field_literal(m, n);
+    return !has_field_literal(cfg, m, n);
 }
 
 /* The two bytes at m[i] as a table index. try_request's byte loop looks up each position's pair
- * in a table of the pairs its cases start with, rather than its byte in a table of first bytes:
- * letters such as `t` and `r` start many positions of a reply's text, the pairs few. Callgrind,
- * a 4 MiB block: quoted_field 8.9M -> 2.1M instructions, the whole scan -8% (prefill log), -5%
- * (decode log). Every case's literal has two bytes or more: a message's last byte starts none. */
+ * in a table of the pairs its cases start with (Config.req_pairs), rather than its byte in a table
+ * of first bytes: letters such as `t` and `r` start many positions of a reply's text, the pairs
+ * few. Every case's literal has two bytes or more: a message's last byte starts none. */
 #define PAIR(m, i) ((unsigned)(m)[i] | (unsigned)(m)[(i) + 1] << 8)
-static uint8_t REQ_PAIRS[1 << 16];
 
-static void pairs_init(void) {
-    static const char *req[] = {"\"e", "\"f", "\"p", "\"c", "\"s", "'e", "'f", "'p", "'c", "'s",
-                                "bo", "to", "fr", "ri", "ro", "ra", "Re", "_k", "_a", "_s"};
-    for (size_t k = 0; k < sizeof req / sizeof *req; k++) REQ_PAIRS[PAIR((const uint8_t *)req[k], 0)] = 1;
-}
+/* The pairs the fields try_request reads by hand start with: a quoted request field
+ * (quoted_field), `bootstrap_room`, `rid='` and `rank=`. */
+static const char *REQ_FIELD_PAIRS[] = {"\"e", "\"f", "\"p", "\"c", "\"s", "'e", "'f", "'p", "'c", "'s", "bo", "ri", "ra"};
 
 /* A request log line (`Receive: ...` / `Finish: ...`, SGLANG.md §6) in ASCII: the fields the
  * polars path extracts from it (server_log._events), found the way its regexes find them (the
@@ -680,27 +688,20 @@ static int quoted_field(const uint8_t *m, Py_ssize_t n, Py_ssize_t i, Req *q) {
     return 1;
 }
 
-static int try_request(const uint8_t *m, Py_ssize_t n, Req *q) {
-    int kind;
-    if (AT(m, n, 0, "Receive: ") || AT(m, n, 0, "Receive OpenAI: "))
-        kind = 1;
-    else if (AT(m, n, 0, "Finish: "))
-        kind = 2;
-    else
-        return 0;
-    if (!is_ascii(m, n)) return 0;
+static int try_request(const Config *cfg, const uint8_t *m, Py_ssize_t n, Req *q) {
+    int kind = 0;
+    for (int k = 0; k < cfg->nleaders && !kind; k++)
+        if (n >= cfg->leaders[k].len && eqn(m, cfg->leaders[k].s, (size_t)cfg->leaders[k].len)) kind = cfg->leaders[k].kind;
+    if (!kind || !is_ascii(m, n)) return 0;
     int room_found = 0, room_literal = 0, rid = 0;
     for (Py_ssize_t i = 0; i + 1 < n; i++) {
-        if (!REQ_PAIRS[PAIR(m, i)]) continue; /* the pairs the cases below start with */
+        if (!cfg->req_pairs[PAIR(m, i)]) continue;
         switch (m[i]) {
         case '"':
-            if (AT(m, n, i, "\"event\"")) return 0; /* the other alternatives of the request kind rules */
-            /* fallthrough */
         case '\'':
             if (!quoted_field(m, n, i, q)) return 0;
             break;
         case 'b':
-            if (AT(m, n, i, "bootstrap_addr: ")) return 0; /* PRE_PEER */
             if (!room_found && AT(m, n, i, "bootstrap_room")) {
                 Py_ssize_t j = i + 14; /* bootstrap_room[=:] ?'?(\d+): the first room pattern */
                 if (j < n && (m[j] == '=' || m[j] == ':')) {
@@ -718,19 +719,12 @@ static int try_request(const uint8_t *m, Py_ssize_t n, Req *q) {
                 }
             }
             break;
-        case 't':
-            if (AT(m, n, i, "to ") && i + 3 < n && ISD(m[i + 3])) return 0; /* PRE_PEER: (?:to|from) \d */
-            break;
-        case 'f':
-            if (AT(m, n, i, "from ") && i + 5 < n && ISD(m[i + 5])) return 0;
-            break;
         case 'r':
             if (!rid && AT(m, n, i, "rid='")) { /* rid='([^']*)': the first rid pattern */
                 const uint8_t *e = memchr(m + i + 5, '\'', (size_t)(n - i - 5));
                 if (!e) return 0;
                 q->rid[0] = i + 5, q->rid[1] = e - m, rid = 1;
             }
-            if (AT(m, n, i, "room")) room_literal = 1;
             if (!q->has_rank && AT(m, n, i, "rank=") && (i == 0 || !is_word(m[i - 1])) && i + 5 < n && ISD(m[i + 5])) {
                 uint64_t v; /* \brank=(\d+) */
                 int fits;
@@ -739,14 +733,14 @@ static int try_request(const uint8_t *m, Py_ssize_t n, Req *q) {
                 q->rank = (int64_t)v, q->has_rank = 1;
             }
             break;
-        case 'R':
-            if (AT(m, n, i, "Request ")) room_literal = 1;
-            break;
-        case '_':
-            if (AT(m, n, i, "_kv") || AT(m, n, i, "_aux") || AT(m, n, i, "_state") || AT(m, n, i, "_stg")) room_literal = 1;
-            break;
         default:
             break;
+        }
+        for (int k = 0; cfg->req_first[m[i]] && k < cfg->nlits; k++) {
+            const Lit *l = &cfg->lits[k];
+            if (!(l->flags & (LIT_ROOM | LIT_LEAVE)) || (uint8_t)l->s[0] != m[i] || !lit_at(l, m, n, i)) continue;
+            if (l->flags & LIT_LEAVE) return 0;
+            room_literal = 1;
         }
     }
     /* no rid, or a room the first pattern does not find while another room pattern might */
@@ -758,16 +752,16 @@ static int try_request(const uint8_t *m, Py_ssize_t n, Req *q) {
 /* Any other line with a plain sglang prefix: what _strip_wrappers and _classify make of it is
  * known from the prefix alone (family sglang, message), read up to p. `[date time][file:line][LEVEL]`
  * (the custom logging config) is left to polars. */
-static int try_sg(const uint8_t *s, Py_ssize_t n, Py_ssize_t p, Row *r) {
+static int try_sg(const Config *cfg, const uint8_t *s, Py_ssize_t n, Py_ssize_t p, Row *r) {
     if (!p || (p < n && s[p] == '[')) return 0;
     Py_ssize_t e = n; /* body: strip_chars_end(" \t\r") */
     while (e > r->body && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) e--;
     if (p < e && s[p] == ' ') p++;
     r->msg = p;
     r->body_end = e;
-    r->access = try_access(s + p, e - p, r->acc);
+    r->access = try_access(cfg, s + p, e - p, r->acc);
     memset(&r->req, 0, sizeof r->req);
-    if (!r->access) try_request(s + p, e - p, &r->req);
+    if (!r->access) try_request(cfg, s + p, e - p, &r->req);
     return 1;
 }
 
@@ -778,7 +772,7 @@ typedef struct {
      * into them by their text (a body starting with '[' is never indented) */
     StrCol message, ts_raw, cri;
     StrCol acc[4];
-    Buf rank[NRANKS], rank_valid[NRANKS];
+    Buf rank[MAX_RANKS], rank_valid[MAX_RANKS];
     Buf req_kind;              /* uint8: 0 none, 1 received, 2 finished */
     StrCol rid, fin, status;   /* request fields */
     Buf num[6], num_valid[6];  /* room, prompt, completion, cached tokens (int64), e2e (double), rank (int64) */
@@ -786,8 +780,7 @@ typedef struct {
 
 /* Reserved for every line of the block (`cap`) and all its bytes (`n`): address space only, the
  * pages are touched as rows are written, and nothing is copied by growing. */
-static int sg_init(SgOut *o, int64_t cap, Py_ssize_t n) {
-    memset(o, 0, sizeof *o);
+static int sg_init(SgOut *o, int64_t cap, Py_ssize_t n, int nranks) {
     size_t rows = (size_t)cap + 1, bits = rows / 8 + 1;
     StrCol *strs[] = {&o->message, &o->ts_raw, &o->cri, &o->acc[0], &o->acc[1], &o->acc[2],
                       &o->acc[3], &o->rid, &o->fin, &o->status};
@@ -798,7 +791,7 @@ static int sg_init(SgOut *o, int64_t cap, Py_ssize_t n) {
         buf_reserve(&o->line_no, rows * 8) || buf_reserve(&o->brk, rows) || buf_reserve(&o->local_us, rows * 8) ||
         buf_reserve(&o->req_kind, rows))
         return -1;
-    for (int k = 0; k < NRANKS; k++)
+    for (int k = 0; k < nranks; k++)
         if (buf_reserve(&o->rank[k], rows * 4) || buf_reserve(&o->rank_valid[k], bits)) return -1;
     for (int k = 0; k < 6; k++)
         if (buf_reserve(&o->num[k], rows * 8) || buf_reserve(&o->num_valid[k], bits)) return -1;
@@ -810,13 +803,14 @@ static void sg_free(SgOut *o) {
     strcol_free(&o->message), strcol_free(&o->ts_raw);
     strcol_free(&o->cri);
     for (int k = 0; k < 4; k++) strcol_free(&o->acc[k]);
-    for (int k = 0; k < NRANKS; k++) buf_free(&o->rank[k]), buf_free(&o->rank_valid[k]);
+    for (int k = 0; k < MAX_RANKS; k++) buf_free(&o->rank[k]), buf_free(&o->rank_valid[k]);
     buf_free(&o->req_kind);
     strcol_free(&o->rid), strcol_free(&o->fin), strcol_free(&o->status);
     for (int k = 0; k < 6; k++) buf_free(&o->num[k]), buf_free(&o->num_valid[k]);
 }
 
-static int sg_push(SgOut *o, const Row *r, const uint8_t *s, Py_ssize_t n, int ascii, int64_t line_no, uint8_t brk) {
+static int sg_push(SgOut *o, const Config *cfg, const Row *r, const uint8_t *s, Py_ssize_t n, int ascii, int64_t line_no,
+                   uint8_t brk) {
     if (buf_put(&o->line_no, &line_no, 8) || buf_put(&o->brk, &brk, 1) || buf_put(&o->local_us, &r->local_us, 8) ||
         push_decoded(&o->message, s + r->msg, r->body_end - r->msg, ascii) ||
         strcol_push(&o->ts_raw, r->raw, r->raw_len, 1) || strcol_push(&o->cri, r->cri, r->cri_len, r->cri_len > 0))
@@ -825,7 +819,7 @@ static int sg_push(SgOut *o, const Row *r, const uint8_t *s, Py_ssize_t n, int a
         if (r->access ? strcol_push(&o->acc[k], (const char *)s + r->msg + r->acc[k][0], r->acc[k][1] - r->acc[k][0], 1)
                       : strcol_push(&o->acc[k], NULL, 0, 0))
             return -1;
-    for (int k = 0; k < NRANKS; k++) {
+    for (int k = 0; k < cfg->nranks; k++) {
         int32_t v = r->has_rank[k] ? (int32_t)r->rank[k] : 0;
         if (buf_put(&o->rank[k], &v, 4) || bit_append(&o->rank_valid[k], o->n, r->has_rank[k])) return -1;
     }
@@ -861,14 +855,13 @@ typedef struct {
     StrCol kind, ts_raw, cri, graph, ek, ev;
     int32_t *extra_off;
     int32_t nextra_total;
-    int32_t *rank[NRANKS];
-    uint8_t *rank_valid[NRANKS];
+    int32_t *rank[MAX_RANKS];
+    uint8_t *rank_valid[MAX_RANKS];
     void *val[MAX_COLS];
     uint8_t *valid[MAX_COLS];
 } Out;
 
-static int out_init(Out *o, int64_t cap) {
-    memset(o, 0, sizeof *o);
+static int out_init(Out *o, int64_t cap, int nranks) {
     o->cap = cap;
     size_t bits = (size_t)(cap + 7) / 8 + 1;
     if (strcol_init(&o->kind) || strcol_init(&o->ts_raw) || strcol_init(&o->cri) || strcol_init(&o->graph) ||
@@ -881,15 +874,15 @@ static int out_init(Out *o, int64_t cap) {
     o->local_us = calloc((size_t)cap, 8);
     o->extra_off = calloc((size_t)cap + 1, 4);
     if (!o->line_no || !o->local_us || !o->extra_off) return -1;
-    for (int k = 0; k < NRANKS; k++)
+    for (int k = 0; k < nranks; k++)
         if (!(o->rank[k] = calloc((size_t)cap, 4)) || !(o->rank_valid[k] = calloc(bits, 1))) return -1;
     return 0;
 }
 
-static int out_column(Out *o, int c) {
+static int out_column(Out *o, const Config *cfg, int c) {
     size_t bits = (size_t)(o->cap + 7) / 8 + 1;
     if (o->val[c]) return 0;
-    o->val[c] = calloc(g_types[c] == 'b' ? bits : (size_t)o->cap * 8, 1);
+    o->val[c] = calloc(cfg->types[c] == 'b' ? bits : (size_t)o->cap * 8, 1);
     o->valid[c] = calloc(bits, 1);
     return o->val[c] && o->valid[c] ? 0 : -1;
 }
@@ -904,13 +897,13 @@ static void out_free(Out *o) {
     strcol_free(&o->graph);
     strcol_free(&o->ek);
     strcol_free(&o->ev);
-    for (int k = 0; k < NRANKS; k++) free(o->rank[k]), free(o->rank_valid[k]);
+    for (int k = 0; k < MAX_RANKS; k++) free(o->rank[k]), free(o->rank_valid[k]);
     for (int c = 0; c < MAX_COLS; c++) free(o->val[c]), free(o->valid[c]);
 }
 
 #define SETBIT(bits, i) ((bits)[(i) >> 3] |= (uint8_t)(1 << ((i)&7)))
 
-static int out_push(Out *o, const Row *r, int64_t line_no) {
+static int out_push(Out *o, const Config *cfg, const Row *r, int64_t line_no) {
     int64_t i = o->n;
     if (i >= o->cap) return -1;
     o->line_no[i] = line_no;
@@ -919,21 +912,22 @@ static int out_push(Out *o, const Row *r, int64_t line_no) {
     if (strcol_push(&o->ts_raw, r->raw, r->raw_len, 1)) return -1;
     if (strcol_push(&o->cri, r->cri, r->cri_len, r->cri_len > 0)) return -1;
     if (r->graph >= 0) {
-        if (strcol_push(&o->graph, GRAPHS[r->graph], GRAPH_LEN[r->graph] - 6, 1)) return -1;
+        const KeyDef *g = &cfg->keys[r->graph];
+        if (strcol_push(&o->graph, g->graph, (size_t)g->graph_len, 1)) return -1;
     } else if (strcol_push(&o->graph, NULL, 0, 0))
         return -1;
-    for (int k = 0; k < NRANKS; k++)
+    for (int k = 0; k < cfg->nranks; k++)
         if (r->has_rank[k]) {
             o->rank[k][i] = (int32_t)r->rank[k];
             SETBIT(o->rank_valid[k], i);
         }
-    for (int c = 0; c < g_ncols; c++) {
+    for (int c = 0; c < cfg->ncols; c++) {
         if (!r->set[c]) continue;
-        if (out_column(o, c)) return -1;
+        if (out_column(o, cfg, c)) return -1;
         SETBIT(o->valid[c], i);
-        if (g_types[c] == 'b') {
+        if (cfg->types[c] == 'b') {
             if (r->ival[c]) SETBIT((uint8_t *)o->val[c], i);
-        } else if (g_types[c] == 'i')
+        } else if (cfg->types[c] == 'i')
             ((int64_t *)o->val[c])[i] = r->ival[c];
         else
             ((double *)o->val[c])[i] = r->fval[c];
@@ -1010,48 +1004,139 @@ static int put_str(PyObject *d, const char *name, StrCol *c) {
     return put(d, k, b(&c->valid));
 }
 
-static PyObject *configure(PyObject *self, PyObject *args) {
-    PyObject *keys;
+/* Config(keys, types, ranks, literals, leaders): the tables scan() matches by, built from the
+ * Python grammar (parsers/native.py, server_log/scanner.py):
+ *   keys:     the stats keys, (key, column on the prefill side, on the decode side, graph backend
+ *             or b""); a column of -1: a known key with no column on that side;
+ *   types:    one letter per column, 'i' int, 'f' float, 'p' percent, 'b' bool;
+ *   ranks:    the rank tags of the sglang prefix, in the order of the rank columns;
+ *   literals: (literal, LIT_* flags), what try_access and try_request leave a line to polars by;
+ *   leaders:  (leader, 1 received / 2 finished), the starts of a request log message. */
+static PyObject *config_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *keys, *ranks, *lits, *leaders, *seq = NULL;
     const char *types;
     Py_ssize_t ntypes;
-    if (!PyArg_ParseTuple(args, "Os#", &keys, &types, &ntypes)) return NULL;
-    if (ntypes > MAX_COLS) return PyErr_Format(PyExc_ValueError, "too many columns");
-    PyObject *seq = PySequence_Fast(keys, "keys must be a sequence of (bytes, int, int)");
-    if (!seq) return NULL;
+    if (kw && PyDict_GET_SIZE(kw)) return PyErr_Format(PyExc_TypeError, "Config() takes no keyword arguments");
+    if (!PyArg_ParseTuple(args, "Os#OOO", &keys, &types, &ntypes, &ranks, &lits, &leaders)) return NULL;
+    if (ntypes > MAX_COLS) return PyErr_Format(PyExc_ValueError, "more than %d columns", MAX_COLS);
+    Config *c = (Config *)type->tp_alloc(type, 0); /* zeroed */
+    if (!c) return NULL;
+    memcpy(c->types, types, (size_t)ntypes);
+    c->ncols = (int)ntypes;
+
+    if (!(seq = PySequence_Fast(keys, "keys must be a sequence"))) goto fail;
     Py_ssize_t nk = PySequence_Fast_GET_SIZE(seq);
     if (nk > MAX_KEYS) {
-        Py_DECREF(seq);
-        return PyErr_Format(PyExc_ValueError, "too many keys");
+        PyErr_Format(PyExc_ValueError, "more than %d keys", MAX_KEYS);
+        goto fail;
     }
     for (Py_ssize_t i = 0; i < nk; i++) {
-        const char *k;
-        Py_ssize_t kl;
+        const char *k, *g;
+        Py_ssize_t kl, gl;
         int cp, cd;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y#ii", &k, &kl, &cp, &cd)) {
-            Py_DECREF(seq);
-            return NULL;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y#iiy#", &k, &kl, &cp, &cd, &g, &gl)) goto fail;
+        if (kl >= (Py_ssize_t)sizeof c->keys[i].key || gl >= (Py_ssize_t)sizeof c->keys[i].graph || cp >= ntypes ||
+            cd >= ntypes) {
+            PyErr_Format(PyExc_ValueError, "bad key %zd", i);
+            goto fail;
         }
-        if (kl >= (Py_ssize_t)sizeof g_keys[i].key || cp >= ntypes || cd >= ntypes) {
-            Py_DECREF(seq);
-            return PyErr_Format(PyExc_ValueError, "bad key %zd", i);
-        }
-        memcpy(g_keys[i].key, k, kl);
-        g_keys[i].len = (int)kl;
-        g_keys[i].col[0] = cp;
-        g_keys[i].col[1] = cd;
-        g_keys[i].graph = -1;
-        for (int g = 0; g < 4; g++)
-            if (GRAPH_LEN[g] == (size_t)kl && eqn(GRAPHS[g], k, (size_t)kl)) g_keys[i].graph = g;
+        KeyDef *d = &c->keys[i];
+        memcpy(d->key, k, (size_t)kl);
+        d->len = (int)kl;
+        d->col[0] = cp;
+        d->col[1] = cd;
+        memcpy(d->graph, g, (size_t)gl);
+        d->graph_len = (int)gl;
     }
-    Py_DECREF(seq);
-    g_nkeys = (int)nk;
-    memcpy(g_types, types, ntypes);
-    g_ncols = (int)ntypes;
-    g_configured = 1;
-    Py_RETURN_NONE;
+    c->nkeys = (int)nk;
+    Py_CLEAR(seq);
+
+    if (!(seq = PySequence_Fast(ranks, "ranks must be a sequence"))) goto fail;
+    Py_ssize_t nr = PySequence_Fast_GET_SIZE(seq);
+    if (nr > MAX_RANKS) {
+        PyErr_Format(PyExc_ValueError, "more than %d rank tags", MAX_RANKS);
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < nr; i++) {
+        const char *t;
+        Py_ssize_t tl;
+        if (!PyArg_Parse(PySequence_Fast_GET_ITEM(seq, i), "y#", &t, &tl)) goto fail;
+        if (tl < 1 || tl >= (Py_ssize_t)sizeof c->rank_tag[i] || c->rank_by_letter[(uint8_t)t[0]]) {
+            PyErr_Format(PyExc_ValueError, "rank tag %zd: empty, too long, or its first letter starts another", i);
+            goto fail;
+        }
+        memcpy(c->rank_tag[i], t, (size_t)tl);
+        c->rank_len[i] = (size_t)tl;
+        c->rank_by_letter[(uint8_t)t[0]] = (uint8_t)(i + 1);
+    }
+    c->nranks = (int)nr;
+    Py_CLEAR(seq);
+
+    for (size_t k = 0; k < sizeof REQ_FIELD_PAIRS / sizeof *REQ_FIELD_PAIRS; k++)
+        c->req_pairs[PAIR((const uint8_t *)REQ_FIELD_PAIRS[k], 0)] = 1;
+    if (!(seq = PySequence_Fast(lits, "literals must be a sequence"))) goto fail;
+    Py_ssize_t nl = PySequence_Fast_GET_SIZE(seq);
+    if (nl > MAX_LITS) {
+        PyErr_Format(PyExc_ValueError, "more than %d literals", MAX_LITS);
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < nl; i++) {
+        Lit *l = &c->lits[i];
+        const char *t;
+        Py_ssize_t tl;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y#i", &t, &tl, &l->flags)) goto fail;
+        if (tl < 2 || tl >= (Py_ssize_t)sizeof l->s) { /* PAIR needs two bytes */
+            PyErr_Format(PyExc_ValueError, "literal %zd: %zd bytes", i, tl);
+            goto fail;
+        }
+        memcpy(l->s, t, (size_t)tl);
+        l->len = (int)tl;
+        uint8_t first = (uint8_t)t[0];
+        if (l->flags & LIT_FIELD) c->field_first[first] = 1;
+        if (l->flags & (LIT_ROOM | LIT_LEAVE)) {
+            c->req_first[first] = 1;
+            c->req_pairs[PAIR((const uint8_t *)t, 0)] = 1;
+        }
+    }
+    c->nlits = (int)nl;
+    Py_CLEAR(seq);
+
+    if (!(seq = PySequence_Fast(leaders, "leaders must be a sequence"))) goto fail;
+    Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
+    if (nd > MAX_LEADERS) {
+        PyErr_Format(PyExc_ValueError, "more than %d leaders", MAX_LEADERS);
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        Leader *l = &c->leaders[i];
+        const char *t;
+        Py_ssize_t tl;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y#i", &t, &tl, &l->kind)) goto fail;
+        if (tl < 1 || tl >= (Py_ssize_t)sizeof l->s || l->kind < 1 || l->kind > 2) {
+            PyErr_Format(PyExc_ValueError, "bad leader %zd", i);
+            goto fail;
+        }
+        memcpy(l->s, t, (size_t)tl);
+        l->len = (int)tl;
+    }
+    c->nleaders = (int)nd;
+    Py_CLEAR(seq);
+    return (PyObject *)c;
+fail:
+    Py_XDECREF(seq);
+    Py_DECREF(c);
+    return NULL;
 }
 
-/* scan(block, first_line_no, lines, year, terminated) -> dict
+static PyTypeObject ConfigType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_fastlog.Config",
+    .tp_basicsize = sizeof(Config),
+    .tp_new = config_new,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Config(keys, types, ranks, literals, leaders): the grammar's tables for scan()",
+};
+
+/* scan(config, block, first_line_no, lines, year, terminated) -> dict
  *
  * st.*:   the stats lines taken, column by column (Arrow buffers);
  * sg.*:   the other lines with a plain sglang prefix, split, with access / request fields;
@@ -1063,19 +1148,27 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
     long long first, cap;
     int year, terminated;
-    if (!PyArg_ParseTuple(args, "y*LLip", &view, &first, &cap, &year, &terminated)) return NULL;
-    if (!g_configured) {
+    const Config *cfg;
+    if (!PyArg_ParseTuple(args, "O!y*LLip", &ConfigType, &cfg, &view, &first, &cap, &year, &terminated)) return NULL;
+    if (cap < 0) {
         PyBuffer_Release(&view);
-        return PyErr_Format(PyExc_RuntimeError, "_fastlog.configure() was not called");
+        return PyErr_Format(PyExc_ValueError, "negative line count");
     }
     const uint8_t *s = view.buf;
     Py_ssize_t n = view.len;
+    /* empty first, so that `done:` may free every one whichever allocation below fails */
     StrCol rest;
-    Buf rest_no = {0}, rest_brk = {0};
+    Buf rest_no, rest_brk;
     Out o;
     SgOut sg;
+    memset(&rest, 0, sizeof rest);
+    memset(&rest_no, 0, sizeof rest_no);
+    memset(&rest_brk, 0, sizeof rest_brk);
+    memset(&o, 0, sizeof o);
+    memset(&sg, 0, sizeof sg);
     /* the rest lines need as many bytes as the block (more only with escapes) */
-    int err = strcol_init(&rest) || out_init(&o, cap) || sg_init(&sg, cap, n) || buf_reserve(&rest.data, (size_t)n + 64) ||
+    int err = strcol_init(&rest) || out_init(&o, cap, cfg->nranks) || sg_init(&sg, cap, n, cfg->nranks) ||
+              buf_reserve(&rest.data, (size_t)n + 64) ||
               buf_reserve(&rest.off, (size_t)cap * 8 + 8) || buf_reserve(&rest_no, (size_t)cap * 8) ||
               buf_reserve(&rest_brk, (size_t)cap);
     int partial = 0;
@@ -1097,12 +1190,12 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         int ascii = is_ascii(line, len);
         /* a last line with no newline after it is the cut end of a file: the polars path judges it */
         int whole = nl || terminated;
-        Py_ssize_t head = whole ? parse_header(line, len, year, r) : 0; /* read once for both kinds */
-        int taken = ascii && try_stats(line, len, head, r);
+        Py_ssize_t head = whole ? parse_header(cfg, line, len, year, r) : 0; /* read once for both kinds */
+        int taken = ascii && try_stats(cfg, line, len, head, r);
         if (taken) {
-            err = out_push(&o, r, line_no);
-        } else if (try_sg(line, len, head, r)) {
-            err = sg_push(&sg, r, line, len, ascii, line_no, (uint8_t)prev_taken);
+            err = out_push(&o, cfg, r, line_no);
+        } else if (try_sg(cfg, line, len, head, r)) {
+            err = sg_push(&sg, cfg, r, line, len, ascii, line_no, (uint8_t)prev_taken);
         } else {
             if (len && (ISD(line[0]) || !ascii) &&
                 (memmem(line, (size_t)len, "stdout P", 8) || memmem(line, (size_t)len, "stderr P", 8)))
@@ -1134,7 +1227,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
               put_str(d, "st.ts_raw", &o.ts_raw) || put_str(d, "st.cri", &o.cri) || put_str(d, "st.graph", &o.graph) ||
               put_str(d, "st.extra_key", &o.ek) || put_str(d, "st.extra_value", &o.ev) ||
               put(d, "st.extra_off", mem((void **)&o.extra_off, (size_t)(o.n + 1) * 4)) || put(d, "st.extra_n", PyLong_FromLong(o.nextra_total));
-    for (int x = 0; !bad && x < NRANKS; x++) {
+    for (int x = 0; !bad && x < cfg->nranks; x++) {
         snprintf(k, sizeof k, "st.rank%d", x);
         bad = put(d, k, mem((void **)&o.rank[x], (size_t)o.n * 4));
         snprintf(k, sizeof k, "st.rank%d.valid", x);
@@ -1152,20 +1245,20 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         snprintf(k, sizeof k, "sg.num%d.valid", x);
         bad = bad || put(d, k, b(&sg.num_valid[x]));
     }
-    for (int x = 0; !bad && x < NRANKS; x++) {
+    for (int x = 0; !bad && x < cfg->nranks; x++) {
         snprintf(k, sizeof k, "sg.rank%d", x);
         bad = put(d, k, b(&sg.rank[x]));
         snprintf(k, sizeof k, "sg.rank%d.valid", x);
         bad = bad || put(d, k, b(&sg.rank_valid[x]));
     }
-    for (int c = 0; !bad && c < g_ncols; c++) {
+    for (int c = 0; !bad && c < cfg->ncols; c++) {
         snprintf(k, sizeof k, "st.col%d", c);
         if (!o.val[c]) { /* no row has it: no buffers */
             Py_INCREF(Py_None);
             bad = put(d, k, Py_None);
             continue;
         }
-        bad = put(d, k, mem(&o.val[c], g_types[c] == 'b' ? (size_t)(o.n + 7) / 8 : (size_t)o.n * 8));
+        bad = put(d, k, mem(&o.val[c], cfg->types[c] == 'b' ? (size_t)(o.n + 7) / 8 : (size_t)o.n * 8));
         snprintf(k, sizeof k, "st.col%d.valid", c);
         bad = bad || put(d, k, mem((void **)&o.valid[c], (size_t)(o.n + 7) / 8));
     }
@@ -1179,7 +1272,7 @@ done:
     return d;
 }
 
-/* count_newlines(buffer) -> int: bytes.count(b"\n") runs at ~1 GB/s, memchr (SIMD) much faster */
+/* count_newlines(buffer) -> int: memchr (SIMD) outruns bytes.count(b"\n") */
 static PyObject *count_newlines(PyObject *self, PyObject *args) {
     Py_buffer view;
     if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
@@ -1196,15 +1289,21 @@ static PyObject *count_newlines(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"count_newlines", count_newlines, METH_VARARGS, "count_newlines(buffer) -> number of b'\\n' in it"},
-    {"configure", configure, METH_VARARGS, "configure(keys, types): the stats keys and column types"},
-    {"scan", scan, METH_VARARGS, "scan(block, first_line_no, lines, year, terminated) -> dict of Arrow buffers"},
+    {"scan", scan, METH_VARARGS, "scan(config, block, first_line_no, lines, year, terminated) -> dict of Arrow buffers"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastlog", "Native scanner for server logs.", -1, methods};
 
 PyMODINIT_FUNC PyInit__fastlog(void) {
-    if (PyType_Ready(&MemType) < 0) return NULL;
-    pairs_init();
-    return PyModule_Create(&module);
+    if (PyType_Ready(&MemType) < 0 || PyType_Ready(&ConfigType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&ConfigType);
+    if (PyModule_AddObject(m, "Config", (PyObject *)&ConfigType) < 0) {
+        Py_DECREF(&ConfigType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

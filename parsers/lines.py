@@ -23,8 +23,8 @@ BLOCK_BYTES = 12 << 20  # see parsers/server_log.parse
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
 
 RECORD_BACKTRACK = 1 << 20  # how far back a block's cut looks for a record's head
-# A block's frames cost per line more than per byte: 12 MiB of 30-byte lines made 3.3 GiB of RSS.
-# Typical PD logs have 40-60k lines in 12 MiB; shorter lines make smaller blocks (issue 5).
+# A block's frames cost per line more than per byte: a block of short lines would hold many times
+# the memory of one of PD log lines, so shorter lines make smaller blocks.
 MAX_BLOCK_LINES = 1 << 16
 
 

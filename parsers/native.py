@@ -20,25 +20,24 @@ try:
 except ImportError:  # no compiler at install time: the polars path does it all
     _fastlog = None
 
-_configured: tuple | None = None
-
 
 def enabled() -> bool:
     return _fastlog is not None and os.environ.get("FORENSICS_NATIVE", "1") != "0"
 
 
-def configure(keys: list[tuple[str, int, int]], types: str) -> None:
-    """Stats keys as (key, column on the prefill side, on the decode side; -1 none) and column types."""
-    global _configured
-    spec = (tuple(keys), types)
-    if _configured != spec:
-        _fastlog.configure([(k.encode(), p, d) for k, p, d in keys], types.encode())
-        _configured = spec
+def config(keys: list[tuple[str, int, int, str]], types: str, ranks: tuple[str, ...], literals: list[tuple[str, int]],
+           leaders: list[tuple[str, int]]):
+    """The tables `scan` matches by, as one immutable object (see `Config` in parsers/_fastlog.c):
+    stats keys as (key, column on the prefill side, on the decode side, -1 none; graph backend or
+    ""), one type letter per column, the rank tags, (literal, flags) and (request leader, kind)."""
+    return _fastlog.Config([(k.encode(), p, d, g.encode()) for k, p, d, g in keys], types.encode(),
+                           [r.encode() for r in ranks], [(x.encode(), f) for x, f in literals],
+                           [(x.encode(), k) for x, k in leaders])
 
 
-def scan(raw: RawBlock, year: int) -> dict:
+def scan(config, raw: RawBlock, year: int) -> dict:
     """The scanner's buffers for one block (see `scan` in parsers/_fastlog.c)."""
-    return _fastlog.scan(raw.body, raw.line_no, raw.lines, year, not raw.unterminated)
+    return _fastlog.scan(config, raw.body, raw.line_no, raw.lines, year, not raw.unterminated)
 
 
 def _str(d: dict, name: str, n: int):

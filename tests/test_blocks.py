@@ -9,6 +9,7 @@ from polars.testing import assert_frame_equal
 from forensics.core import schema
 from forensics.parsers import lines, server_log
 from forensics.parsers.lines import _line_cap, _record_cut
+from forensics.parsers.server_log import passes as log_passes
 from tests.helpers import parse_text
 
 STATS = ("[2026-10-30 10:00:{s:02d} DP0 TP0] Decode batch, #running-req: 64, #token: 120000, token usage: 0.45, "
@@ -138,7 +139,7 @@ def test_a_cap_on_lines_gives_the_tables_of_one_block(monkeypatch, native):
 @settings(max_examples=300, deadline=None)
 def test_passes_keep_the_blocks_in_order_within_their_block_and_line_bounds(sizes, group, max_lines):
     blocks = [lines.RawBlock(b"", 1 + sum(sizes[:i]), n, False, i == len(sizes) - 1) for i, n in enumerate(sizes)]
-    passes = list(server_log._passes(iter(blocks), group, max_lines))
+    passes = list(log_passes._passes(iter(blocks), group, max_lines))
     assert [b for p in passes for b in p] == blocks
     assert all(1 <= len(p) <= group for p in passes)
     # a pass goes over the line bound only as one block alone
@@ -153,13 +154,13 @@ def test_a_bound_on_the_lines_of_a_pass_gives_the_tables_of_one_block(monkeypatc
     monkeypatch.setenv("FORENSICS_NATIVE", native)
     whole, whole_ctx = parse_text(server_log, LOG)
     monkeypatch.setattr(lines, "MAX_BLOCK_LINES", 13)
-    monkeypatch.setattr(server_log, "GROUP_BLOCKS", 3)
+    monkeypatch.setattr(log_passes, "GROUP_BLOCKS", 3)
     seen = []
-    passes = server_log._passes
-    monkeypatch.setattr(server_log, "_passes", lambda *a: (seen.append([b.lines for b in p]) or p for p in passes(*a)))
+    passes = log_passes._passes
+    monkeypatch.setattr(log_passes, "_passes", lambda *a: (seen.append([b.lines for b in p]) or p for p in passes(*a)))
     grouped = set()
     for bound in (13, 20, 26, 30, 39, 1000):
-        monkeypatch.setattr(server_log, "PASS_LINES", bound)
+        monkeypatch.setattr(log_passes, "PASS_LINES", bound)
         seen.clear()
         got, ctx = parse_text(server_log, LOG)
         assert sum(map(sum, seen)) == LOG.count("\n") and all(sum(p) <= bound or len(p) == 1 for p in seen), bound

@@ -16,6 +16,7 @@ from polars.testing import assert_frame_equal
 
 from forensics.core import schema
 from forensics.parsers import lines, native, server_log
+from forensics.parsers.server_log import grammar, passes, scanner
 from tests.helpers import parse_text
 
 pytestmark = pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
@@ -207,7 +208,7 @@ def test_partial_records_fall_back_to_polars(monkeypatch):
 def test_block_boundaries(monkeypatch, group):
     """Small blocks: every line is some block's first or last line, tracebacks cross blocks."""
     monkeypatch.setattr(lines, "BLOCK_BYTES", 300)
-    monkeypatch.setattr(server_log, "GROUP_BLOCKS", group)
+    monkeypatch.setattr(passes, "GROUP_BLOCKS", group)
     data = "\n".join(EDGE * 3).encode() + b"\n"
     assert_same(data, monkeypatch)
 
@@ -219,9 +220,9 @@ def test_the_scanner_takes_plain_stats_lines():
                       '[2026-10-30 10:00:07] INFO:     10.0.0.1:5000 - "POST /generate HTTP/1.1" 200 OK',
                       "[2026-10-30 10:00:07] Receive: obj=GenerateReqInput(rid='R1', bootstrap_room=42)",
                       EDGE[0]]).encode()
-    native.configure(server_log._native_keys(), "".join(t[0] for _, t in server_log.NATIVE_COLUMNS))
+    cfg = scanner.config()
     raw = lines.RawBlock(body, 1, 7, False, True)
-    d = native.scan(raw, 2026)
+    d = native.scan(cfg, raw, 2026)
     assert d["st.n"] == 3  # plain stats lines, the block's last one included: a newline ended it
     sg = native.sglang_frame(d)
     assert sg["line_no"].to_list() == [3, 5, 6]  # other sglang-prefixed lines
@@ -230,7 +231,7 @@ def test_the_scanner_takes_plain_stats_lines():
     assert native.rest_frame(d, raw)["line_no"].to_list() == [4]  # a glog line
     # a last line with no newline is a file's cut end: the polars path judges it
     cut = lines.RawBlock(body, 1, 7, True, True)
-    d = native.scan(cut, 2026)
+    d = native.scan(cfg, cut, 2026)
     assert d["st.n"] == 2
     assert native.rest_frame(d, cut)["line_no"].to_list() == [4, 7]
 
@@ -263,11 +264,11 @@ def test_sample_and_real_logs_in_blocks_both_ways(monkeypatch, path):
     if path.endswith(".gz"):
         data = gzip.decompress(data)
     monkeypatch.setattr(lines, "BLOCK_BYTES", max(1024, len(data) // 8))
-    monkeypatch.setattr(server_log, "GROUP_BLOCKS", 3)
+    monkeypatch.setattr(passes, "GROUP_BLOCKS", 3)
     assert_same(data, monkeypatch, name=os.path.basename(path).removesuffix(".gz"))
 
 
-KEYS = [k for k in server_log.KNOWN_STATS_KEYS] + ["#swa token", "odd key", "k"]
+KEYS = [k for k in grammar.KNOWN_STATS_KEYS] + ["#swa token", "odd key", "k"]
 VALUES = ["0", "1", "-3", "12.5", "0.00%", "7%", "True", "False", "", " 4 ", "1e3", "x", "007", "2.", "\u0662", "\t9"]
 item = st.tuples(st.sampled_from(KEYS), st.sampled_from(VALUES)).map(lambda kv: f"{kv[0]}: {kv[1]}")
 head = st.sampled_from(["[2026-10-30 10:00:05 DP1 TP1] ", "[10-30 10:00:05.123] ", "[2026-10-30 10:00:05 DP99] ",
@@ -297,9 +298,9 @@ def test_first_block_waits_alone_only_when_it_may_teach_the_kibana_offset():
     kibana = b"May 16, 2026 @ 20:44:55.560    [2026-05-16 12:44:55] x"
     buf = b"[2026-05-16 12:44:55] plain\n" + kibana
     head = lines.RawBlock(memoryview(buf)[:buf.index(b"\n")], 1, 1, False, False)
-    assert not server_log._mentions(head, b" @ ")  # the Kibana line lies past the block's end
-    assert server_log._mentions(lines.RawBlock(memoryview(buf), 1, 2, True, True), b" @ ")
-    assert server_log._mentions(lines.RawBlock(kibana, 1, 1, True, True), b" @ ")
+    assert not passes._mentions(head, b" @ ")  # the Kibana line lies past the block's end
+    assert passes._mentions(lines.RawBlock(memoryview(buf), 1, 2, True, True), b" @ ")
+    assert passes._mentions(lines.RawBlock(kibana, 1, 1, True, True), b" @ ")
 
 
 @pytest.mark.parametrize("env, want", [({}, "1"), ({"FORENSICS_NATIVE": "0"}, None), ({"POLARS_MAX_THREADS": "2"}, "2")])

@@ -4,7 +4,7 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forensics.parsers import server_log as S
+from forensics.parsers.server_log import classify, grammar
 
 ACCESS = ['INFO:     10.82.2.111:33402 - "POST /generate HTTP/1.1" 200 OK', 'INFO:  1.2.3.4:5 - "GET /h HTTP/1.0" 503 x',
           '10.0.0.1 - - [12/Oct/2024:10:00:00 +0000] "GET /x HTTP/1.1" 200 5']
@@ -18,11 +18,10 @@ texts = st.lists(st.one_of(st.text(max_size=12), st.sampled_from(PIECES)), max_s
 @given(st.lists(texts, min_size=1, max_size=40))
 def test_shortcuts_match_the_plain_regexes(rows):
     m = pl.Series("message", rows, dtype=pl.Utf8)
-    assert S._access_groups(m).rows() == m.str.extract_groups(S.RE_ACCESS).struct.unnest().rows()
     msg = pl.col("message")
     d = m.to_frame()
-    want = d.select(msg.str.extract(S.RE_UVICORN_LEVEL, 1)).to_series().to_list()
-    assert d.select(S._uvicorn_level(msg)).to_series().to_list() == want
-    for rules, default in ((S.KIND_RULES, "log"), (S.REASON_RULES, None)):
-        want = d.select(S._kind_expr(rules, "message", default)).to_series().to_list()
-        assert S._first_kind(m, rules, default).to_list() == want
+    want = d.select(msg.str.extract(grammar.RE_UVICORN_LEVEL, 1)).to_series().to_list()
+    assert d.select(classify._uvicorn_level(msg)).to_series().to_list() == want
+    for rules, default in ((grammar.KIND_RULES, "log"), (grammar.REASON_RULES, None)):
+        want = d.select(classify._kind_expr(rules, "message", default)).to_series().to_list()
+        assert classify._first_kind(m, rules, default).to_list() == want

@@ -1,0 +1,113 @@
+"""SGLang server logs of every era (2024-2026), with everything that interleaves in them.
+
+One file of a PD server mixes sglang scheduler lines, uvicorn lines, request logs (text and JSON),
+NIXL / Mooncake abseil-glog lines, UCX lines, torch c10d and NCCL lines, and Python tracebacks,
+often wrapped by a log shipper (k8s CRI, docker, Kibana, a tqdm bar glued in front). Each line is
+recognised on its own (../shared/formats/SGLANG.md §14 classification order):
+
+  outer wrapper -> sglang prefix -> uvicorn -> abseil/glog -> UCX -> c10d -> NCCL -> bare known
+  message -> traceback continuation -> unparsed
+
+The grammar is data (`grammar`): the polars path (`classify`, `events`, `stats`) runs it, and the
+native scanner is configured from it (`scanner`); `passes` drives both over blocks of lines.
+Everything is vectorised over blocks; the only Python loops are per block or over the (rare) k8s
+partial records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import polars as pl
+
+from forensics.parsers import lines
+from forensics.parsers.base import Batch, Context, Source
+from forensics.parsers.lines import read_upto
+from forensics.parsers.server_log import passes
+from forensics.parsers.server_log.grammar import CONTINUES, ROLE_DECODE, ROLE_PREFILL
+from forensics.parsers.server_log.samples import samples
+
+__all__ = ["CONTINUES", "description", "infer_role", "name", "parse", "samples", "sniff"]
+
+name = passes.NAME
+HEAD_BYTES = 4 << 20  # read up front for the year and the role
+description = "SGLang server log (prefill / decode / unified), with uvicorn, NIXL, UCX, NCCL lines and tracebacks"
+
+
+def infer_role(text: str) -> str | None:
+    """Role from content: PD prefill vs PD decode fields or failure lines (SGLANG.md §5, §9)."""
+    # polars' regex engine counts the same matches as re.findall, in a fraction of the time (the
+    # head of every log is read before its first block is parsed)
+    head = pl.Series([text])
+    p = head.str.count_matches(ROLE_PREFILL).item()
+    d = head.str.count_matches(ROLE_DECODE).item()
+    if p or d:
+        return "prefill" if p >= d else "decode"
+    if re.search(r"Prefill batch[.,]", text) and re.search(r"Decode batch[.,]", text):
+        return "unified"
+    return None
+
+
+def _guess_year(text: str) -> int | None:
+    m = re.search(r"(?:^|[\[ ])(20[0-9]{2})-[0-9]{2}-[0-9]{2}[ T]", text, re.M)
+    if m:
+        return int(m.group(1))
+    m = re.search(r"^\[(1[0-9]{9})\.[0-9]+\] ", text, re.M)  # UCX epoch seconds
+    if m:
+        import datetime as _dt
+
+        return _dt.datetime.fromtimestamp(int(m.group(1)), _dt.timezone.utc).year
+    return None
+
+
+def sniff(head: bytes, path: str) -> float:
+    text = head.decode("utf-8", "replace")
+    hits = sum(1 for _ in re.finditer(r"\[(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}|^[IWEF][0-9]{4} [0-9][0-9]:|UCX +[A-Z]+ |NCCL (?:INFO|WARN)"
+                                      r"|(?:Prefill|Decode) batch[.,]|Traceback \(most recent", text, re.M))
+    if hits == 0:
+        return 0.05 if text.strip() else 0.01  # fallback: any text file is a (messy) log
+    return min(1.0, 0.5 + hits / 20)
+
+
+def parse(source: Source, ctx: Context) -> Iterator[Batch]:
+    # The head (for the year and the role) is read from its own stream: peeking a gzip stream
+    # returns one buffer at most, and a cut one raises inside peek.
+    with source.open() as head_stream:
+        head_text = read_upto(head_stream, HEAD_BYTES).decode("utf-8", "replace")
+    year = ctx.year or _guess_year(head_text)
+    if year is None and source.mtime:
+        import datetime as _dt
+
+        year = _dt.datetime.fromtimestamp(source.mtime, _dt.timezone.utc).year
+        ctx.notes.append(f"no dated line in the head: year {year} taken from the file date")
+    year = year or 1970
+    role = ctx.role or infer_role(head_text) or _role_from_name(source.path) or "unknown"
+    ctx.inferred_role = role
+    first_ts = last_ts = None
+    with source.open() as stream:
+        # Block size trades speed for memory: the native path reads up to three blocks per polars
+        # pass (passes.GROUP_BLOCKS), and a pass's frames are most of the peak: larger blocks are
+        # faster and hold more. A block also ends at MAX_BLOCK_LINES lines, since the frames cost
+        # per line: a block of short lines would otherwise hold many times the memory.
+        blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress, CONTINUES, lines.MAX_BLOCK_LINES)
+        for out in passes.parse_blocks(blocks, ctx, year, role, source.path):
+            yield out
+            for t in ("batches", "events"):
+                if out[t].height:
+                    lo, hi = out[t]["ts"].min(), out[t]["ts"].max()
+                    first_ts = lo if first_ts is None or (lo is not None and lo < first_ts) else first_ts
+                    last_ts = hi if last_ts is None or (hi is not None and hi > last_ts) else last_ts
+    ctx.first_ts, ctx.last_ts = first_ts, last_ts
+
+
+
+
+def _role_from_name(path: str) -> str | None:
+    low = path.lower()
+    if "prefill" in low:
+        return "prefill"
+    if "decode" in low:
+        return "decode"
+    return None
+

@@ -1,0 +1,236 @@
+"""The grammar of SGLang server logs, as data: wrappers, line families, event kinds, failure
+reasons, identifiers, stats keys (../shared/formats/SGLANG.md).
+
+The polars path runs these patterns; the native scanner (parsers/_fastlog.c) is configured from
+the same tables (`scanner.py`), and every rule here has a sample (tests/test_grammar.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+from forensics.core.schema import RANKS
+
+
+def lit(text: str) -> str:
+    """`text` as a regex matching it literally (only the metacharacters escaped)."""
+    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
+
+
+def alt(literals) -> str:
+    return "|".join(lit(x) for x in literals)
+
+
+# --- outer wrappers added by log shippers (§3), tried in this order ------------------------------
+RE_CRI = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) (?:stdout|stderr) ([FP]) ?(.*)$"
+DOCKER_JSON_LEAD = '{"log":'
+RE_DOCKER_JSON = "^" + lit(DOCKER_JSON_LEAD)
+RE_DOCKER_T = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})) (.*)$"
+RE_KIBANA = r"^([A-Z][a-z]{2} [0-9]{1,2}, [0-9]{4} @ [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?)[\t ]+(.*)$"
+# tqdm bars, a stray backtick, anything glued in front of a sglang prefix
+RE_GLUED = r"^([^\[].*?)(\[(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Za-z_]+[0-9]+)*\].*)$"
+WRAPPERS: list[tuple[str, str]] = [
+    ("docker_json", RE_DOCKER_JSON), ("k8s_cri", RE_CRI), ("docker_t", RE_DOCKER_T), ("kibana", RE_KIBANA),
+    ("glued", RE_GLUED),
+]
+
+# --- line families (§2, §4, §11), in the classification order of §14 ---------------------------
+# rank tags by the rank columns: dp_rank -> DP, attn_cp_rank -> ATTN_CP
+RANK_TAGS = tuple(r.removesuffix("_rank").upper() for r in RANKS)
+RE_SGLANG = (
+    r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{3}))?"
+    rf"((?: (?:{'|'.join(RANK_TAGS)})[0-9]+)*)(?: (?:encode_server|encode_dp_worker\[[0-9]+\]))?\] ?(.*)$"
+)
+# SGLANG_LOGGING_CONFIG_PATH style: [date time][file.py:line][LEVEL]: message
+RE_SGLANG_CUSTOM = r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{3}))?\]\[[^\]]*\]\[([A-Z]+)\]:? ?(.*)$"
+RE_UVICORN_LEVEL = r"^(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+(.*)$"
+RE_GLOG = r"^([IWEF])([0-9]{2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+) +([0-9]+) ([^ :\]]+):([0-9]+)\] ?(.*)$"
+RE_UCX = r"^\[([0-9]{9,11}\.[0-9]+)\] +\[([^:\]]+):([0-9]+) *:([0-9]+)\] +([\w.]+):([0-9]+) +UCX +([A-Z]+) *(.*)$"
+RE_C10D = r"^\[rank([0-9]+)\]:\[([IWEF])([0-9]{1,2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]+) ([^:\]]+):([0-9]+)\] ?(.*)$"
+RE_NCCL = r"^([\w.-]+):([0-9]+):([0-9]+) \[([0-9]+)\] NCCL (WARN|INFO|ERROR|TRACE|ABORT) ?(.*)$"
+STATS_SIDES = ("Prefill", "Decode")
+RE_STATS = rf"^({'|'.join(STATS_SIDES)}) batch(?: \[([0-9]+)\])?[.,] ?(.*)$"
+
+# Python traceback bodies; an `ExcType: msg` line counts only right after an indented line.
+TB_HEADER = r"Traceback \(most recent call last\)"
+TB_CHAIN = r"During handling of the above exception|The above exception was the direct cause"
+RE_TB = rf"^(?:\s+\S|{TB_HEADER}:|{TB_CHAIN}|\s*\^+\s*$)"
+RE_TB_CHAIN = rf"^(?:{TB_CHAIN})"
+EXC_TYPE = r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Timeout)"
+RE_EXC_LINE = rf"^({EXC_TYPE}?)(?::\s.*)?$"
+# The lines a block must not start with (parsers/lines.py): an indented line, a traceback header or
+# chain line, a blank line (one stands around a chain line, and the line after it may be cut
+# short by the read), an `ExcType: msg` line; conservative where RE_TB needs the line above.
+CONTINUES = re.compile(rf"[ \t]|{TB_HEADER}|{TB_CHAIN}|\r?\n|{EXC_TYPE}(?::|\r?\n)".encode())
+
+# --- request logs (§7): the leaders of their messages, by kind ----------------------------------
+REQUEST_LEADERS = {"request_received": ("Receive: ", "Receive OpenAI: "), "request_finished": ("Finish: ",)}
+REQUEST_JSON_EVENT = '"event"'  # the JSON request log's key: `"event": "request.received"`
+
+# --- event kinds of sglang messages, first match wins (§6-§12) ---------------------------------
+KIND_RULES: list[tuple[str, str]] = [
+    ("request_received", rf'^(?:{alt(REQUEST_LEADERS["request_received"])})|{REQUEST_JSON_EVENT}: ?"request\.received'),
+    ("request_finished", rf'^(?:{alt(REQUEST_LEADERS["request_finished"])})|{REQUEST_JSON_EVENT}: ?"request\.finished'),
+    ("corruption_detected", r"Context corruption detected|Metadata unexpectedly not ready|Metadata corruption detected"),
+    ("checksum_mismatch", r"[Cc]hecksum mismatch"),
+    ("bootstrap_failed",
+     r"Prefill bootstrap failed|Decode handshake failed|Could not fetch (?:prefill parallel|bootstrap) info"
+     r"|Failed to get prefill server info|Error fetching prefill server info|bootstrap_thread died"
+     r"|Lost connection with prefill instance|failed to register to bootstrap|register attempt [0-9]+/[0-9]+ failed"
+     r"|Failed to query dp_ranks|Failed to register prefill dp_rank"),
+    ("transfer_failed",
+     r"Prefill transfer failed|Decode transfer failed|Unexpected transfer worker error|NIXL transfer encountered ERR"
+     r"|NIXL transport error|NIXL staging transfer failed|KVSender failed to post|Failed to send (?:kv chunk|state components|aux data)"
+     r"|failed due to node failure|KVSender transfer encountered an error|Failed to read NIXL transfer state"
+     r"|left a handle running|NIXL bulk transfer failed|Failed to post prepared state transfer|Missing aux index"
+     r"|^Session \S+ failed\.|Failed to transfer data from|AUX_DATA length mismatch"
+     r"|KVSender failed to create|NIXL transfers could not be retired"),
+    ("abort",
+     r"^Abort |Aborted by |Abort request for rid|Abort in waiting queue|abort notification for room|ABORT_ACK"
+     r"|Request (?:waiting|running) timeout reached|Failed to notify KV sender of abort|Malformed ABORT"),
+    # NIXL peers (NIXL.md §10.5, §9.6): disconnect / reconnect with SGLANG_DISAGGREGATION_NIXL_ENABLE_RECONNECT
+    ("peer_disconnect",
+     r"NIXL peer \S+ disconnected|NIXL invalidated remote agent|remote agent '[^']*' was (?:disconnected|invalidated)"),
+    ("peer_reconnect", r"Reconnected NIXL peer"),
+    ("peer_register", r"Register KVArgs from \S+ successfully|Peer \S+ was already registered"),
+    # nixl._bindings / nixl_cu12._bindings / nixl_cu13._bindings exceptions (NIXL.md §6)
+    ("nixl_error", r"_bindings\.nixl\w+Error|\bnixl[A-Z]\w*Error: NIXL_"),
+    ("watchdog_timeout", r"[Ww]atchdog timeout"),
+    ("health_check_failed", r"Health check failed"),
+    ("collective_timeout",
+     r"Watchdog caught collective operation timeout|timed out after [0-9]+ ?ms|ran for [0-9]+ milliseconds before timing out"),
+    ("exception",
+     r"hit an exception|^Error in request|^Traceback \(most recent call last\)|crashed with exit code|Received sigquit"
+     r"|SIGQUIT received|Pyspy|^Exception in |Exception:"),
+    ("deferred_release", r"Deferred KV release"),
+    ("retract", r"KV cache pool is full\. Retract requests|#retracted_reqs"),
+    ("req_time_stats", r"^ReqTimeStats\("),
+    ("hicache", r"HiCache|[Hh]icache|hierarchical KV host pool|Finished backup request"),
+    # a notification payload {room}_kv_{chunk}_{is_last}[_{rank}], {room}_aux, {room}_state_..., {room}_stg_...
+    # with an optional nixlv2_<gen>_ prefix (NIXL.md §10.3); only DEBUG logging prints them
+    ("transfer_notif", r"(?:^|[\s'\"=:(\[])(?:nixlv2_[0-9]+_)?[0-9]{1,19}_(?:kv_[0-9]+_(?:[01]|True|False)|aux\b|aux_nokv_|state_[0-9]|stg_[0-9])"),
+    # prefill learned the decode destination of a room (NIXL debug lines, SGLANG.md §9.6)
+    ("bootstrapped", r"room=[0-9]+ is bootstrapped|got info room=[0-9]+"),
+    ("nixl", r"NIXL|[Nn]ixl|FakeKVSender|KVManager"),
+    ("bootstrap", r"[Bb]ootstrap|boostrap|Register KVArgs|Attempting to reconnect|dp_rank=[0-9]+ for bootstrap_room"),
+    ("warmup", r"[Ww]armup"),
+    ("shutdown", r"SIGTERM received|Gracefully exiting|Schedulers still alive|Shutting down"),
+    ("startup",
+     r"max_total_num_tokens=|fired up and ready|Started server process|Uvicorn running|Application startup"
+     r"|Waiting for application startup|server_args=|Load weight|Capture cuda graph|Init torch distributed"),
+]
+# Messages that carry no prefix but are still unmistakably sglang / NIXL binding output
+# (logs copied out of a UI, prints of the NIXL python binding, SGLANG.md §9.6, NIXL.md §6).
+RE_BARE_KNOWN = (
+    r"^(?:Prefill transfer failed|Decode transfer failed|Unexpected transfer worker error|Prefill bootstrap failed"
+    r"|Decode handshake failed|Context corruption detected|KV checksum mismatch|NIXL transfer encountered ERR"
+    r"|Scheduler hit an exception|Received sigquit|Health check failed|Lost connection with prefill"
+    r"|Backend \w+ was instantiated|Initialized NIXL agent|Loaded plugin|Created NIXL agent|NIXL "
+    r"|(?:Prefill|Decode) batch[., ]|Receive: |Finish: |Abort |Request [0-9]+ timed out"
+    # NIXL python logger from 0.6.0: `<date> <time> NIXL <LEVEL> <file>.py:<line> <msg>` (NIXL.md §6)
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)? NIXL +[A-Z]+ +\S+\.py:[0-9]+ "
+    # sglang NIXL connector lines copied without their prefix (NIXL.md §10.5)
+    r"|Received abort notification for room|Sent abort notification for room|Reconnected NIXL peer"
+    r"|Register KVArgs from|got info room=|room=[0-9]+ is bootstrapped|sending kvcache to|KVSender "
+    r"|Transfer for room [0-9]+ failed|Failed to (?:send|notify|read NIXL))"
+)
+# the NIXL python binding's own lines, bare (NIXL.md §6)
+RE_NIXL_BINDING = r"^(?:Backend \w+ was instantiated|Initialized NIXL agent|Created NIXL agent|Loaded plugin)"
+FAMILIES: list[tuple[str, str]] = [
+    ("sglang", RE_SGLANG), ("sglang_custom", RE_SGLANG_CUSTOM), ("uvicorn", RE_UVICORN_LEVEL), ("glog", RE_GLOG),
+    ("ucx", RE_UCX), ("c10d", RE_C10D), ("nccl", RE_NCCL), ("bare", RE_BARE_KNOWN),
+]
+
+FAILURE_KINDS = ("transfer_failed", "bootstrap_failed", "abort", "corruption_detected", "checksum_mismatch",
+                 "watchdog_timeout", "health_check_failed", "collective_timeout", "exception", "nixl_error",
+                 "ucx_error")
+SEVERITY_BY_KIND = {
+    "transfer_failed": "error", "bootstrap_failed": "error", "corruption_detected": "error",
+    "checksum_mismatch": "error", "watchdog_timeout": "fatal", "health_check_failed": "error",
+    "collective_timeout": "error", "exception": "error", "abort": "warning", "deferred_release": "warning",
+    "retract": "warning",
+}
+# Normalised failure reasons (§9.3); matched against the KVTransferError text if any.
+REASON_RULES: list[tuple[str, str]] = [
+    ("waiting_timeout", r"KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting for prefill completion"),
+    ("bootstrap_timeout", r"KVPoll\.Bootstrapping"),
+    ("aborted", r"Aborted by|^Abort|[Aa]bort notification|ABORT"),
+    ("request_timeout", r"Request (?:waiting|running) timeout reached"),
+    ("node_failure",
+     r"Lost connection with prefill|healthy before, but now it is down|node failure|might be dead|could be dead"
+     r"|is not alive|bootstrap_thread died"),
+    ("room_conflict", r"Duplicate (?:or cancelled|decode) bootstrap room|follow_bootstrap_room conflict"),
+    ("config", r"policy mismatch|does NOT support|layout mismatch|out of range"),
+    ("bootstrap_info", r"Could not fetch|Failed to get prefill server info|Error fetching prefill|to prefill \S+ failed"),
+    ("metadata_corruption", r"Context corruption detected|Metadata unexpectedly|Metadata corruption"),
+    ("checksum_mismatch", r"[Cc]hecksum mismatch"),
+    ("remote_disconnect",
+     r"NIXL_ERR_REMOTE_DISCONNECT|RemoteDisconnect|remote agent \S+ was disconnected|NIXL peer \S+ disconnected"),
+    ("transport", r"NIXL|UCX|Work Request Flushed|KVSender|[Ss]ession \S+ (?:failed|is not alive)|Failed to send"),
+    ("unknown_rank", r"unknown reason from another rank"),
+    ("collective_timeout", r"timed out after [0-9]+ ?ms|collective operation timeout|milliseconds before timing out"),
+    ("watchdog", r"[Ww]atchdog"),
+    ("health_check", r"Health check failed"),
+    ("transfer_error", r"KV transfer failed|Room marked Failed|transfer failed|KVTransferError"),
+]
+
+# --- identifiers and fields of event lines (§14) -----------------------------------------------
+RID_PATTERNS = [
+    r"rid='([^']*)'", r'"rid": ?"([^"]*)"', r"\brid=([^\s,)'\]]+)", r"'id': '([^']*)'",
+    r"Request ([0-9a-fA-F-]{16,}) \(bootstrap_room", r"\breq=([^\s,]+)", r"^Req (\S+) ", r"^Request (\S+) exceeds",
+    r"[Rr]equest (\S+), bootstrap_room",
+]
+ROOM_PATTERNS = [
+    r"bootstrap_room[=:] ?'?([0-9]+)", r'"bootstrap_room": ?"?([0-9]+)', r"\broom[= ]([0-9]+)", r"for room ([0-9]+)",
+    r"^Request ([0-9]{1,19}) (?:timed out|waiting_timeout)", r"\(bootstrap_room: ([0-9]+)\)",
+    r"bootstrap_room ([0-9]+)",
+    r"(?:^|[\s'\"=:(\[])(?:nixlv2_[0-9]+_)?([0-9]{1,19})_(?:kv|aux|state|stg)(?:_|\b)",
+]
+# Literals a family's patterns need: a line with none of them cannot match any of them, so only
+# the lines with one run the family's regexes (and the native scanner leaves those lines to it).
+RID_LITERALS = ("rid", "'id': '", "equest ", "req=", "Req ")
+ROOM_LITERALS = ("room", "Request ", "_kv", "_aux", "_state", "_stg")
+REQUEST_FIELD_LITERALS = ("finish_reason", "_tokens", "e2e_latency", "status_code")
+RANK_LITERAL = "rank="
+# a peer address: (literal, a digit must follow)
+PEER_LITERALS = (("to ", True), ("from ", True), ("bootstrap_addr: ", False))
+PRE_RID = alt(RID_LITERALS)
+PRE_ROOM = alt(ROOM_LITERALS)
+PRE_REQ = alt(REQUEST_FIELD_LITERALS)
+PRE_PEER = "|".join(lit(x) + ("[0-9]" if digit else "") for x, digit in PEER_LITERALS)
+RE_ACCESS = r'(?:^INFO:\s+)?(\S+?)(?: - \S+)? (?:- )?(?:\[[^\]]+\] )?"(\S+) (\S+) [^"]*" ([0-9]{3})'
+RE_KVT_ERROR = r"KVTransferError\(bootstrap_room=[0-9]+\): (.*)$"
+
+# --- stats lines: known keys -> columns (§14 normalisation) ------------------------------------
+GRAPH_BACKENDS = ("cuda", "cpu", "npu", "musa")
+# (column, raw keys, side or None, dtype)
+STATS_KEYS: list[tuple[str, tuple[str, ...], str | None, str]] = [
+    ("new_seq", ("#new-seq",), None, "int"),
+    ("new_token", ("#new-token",), None, "int"),
+    ("cached_token", ("#cached-token",), None, "int"),
+    ("cache_hit_rate", ("cache hit rate",), None, "pct"),
+    ("token_usage", ("token usage", "full token usage"), None, "float"),
+    ("num_token", ("#token", "#full token"), None, "int"),
+    ("running_req", ("#running-req",), None, "int"),
+    ("queue_req", ("#queue-req",), None, "int"),
+    ("pending_token", ("#pending-token",), None, "int"),
+    ("bootstrap_req", ("#unbootstrapped-req", "#prealloc-req", "#bootstrap-req"), "prefill", "int"),
+    ("inflight_req", ("#transferring-req", "#inflight-req"), "prefill", "int"),
+    ("optimistic_req", ("#optimistic-req",), None, "int"),
+    ("prealloc_req", ("#prealloc-req",), "decode", "int"),
+    ("transfer_req", ("#transfer-req",), "decode", "int"),
+    ("retracted_req", ("#retracted-req",), None, "int"),
+    ("host_receive_req", ("#host-receive-req",), None, "int"),
+    ("prealloc_usage", ("pre-allocated usage",), None, "float"),
+    ("gen_throughput", ("gen throughput (token/s)",), None, "float"),
+    ("input_throughput", ("input throughput (token/s)",), None, "float"),
+    ("cuda_graph", tuple(f"{b} graph" for b in GRAPH_BACKENDS), None, "bool"),
+    ("accept_len", ("accept len",), None, "float"),
+    ("accept_rate", ("accept rate",), None, "float"),
+]
+KNOWN_STATS_KEYS = sorted({k for _, keys, _, _ in STATS_KEYS for k in keys})
+RE_GRAPH = rf"({'|'.join(GRAPH_BACKENDS)}) graph"
+
+ROLE_PREFILL = (r"#unbootstrapped-req|#transferring-req|#bootstrap-req|#inflight-req|Prefill transfer failed"
+                r"|Prefill bootstrap failed|FakeKVSender|Registered Prefill|Prefill batch[.,].*#prealloc-req")
+ROLE_DECODE = r"pre-allocated usage|#transfer-req|Decode transfer failed|Decode handshake failed|Context corruption detected"

@@ -1,0 +1,273 @@
+"""A log's blocks, in passes of several, into its tables: the native scanner first when it is
+built, polars for the rest (and for everything without it)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+
+import polars as pl
+
+from forensics.core import schema
+from forensics.parsers import lines, native
+from forensics.parsers.base import Batch, Context
+from forensics.parsers.lines import MAX_LINE_CHARS, RawBlock
+from forensics.parsers.server_log import scanner
+from forensics.parsers.server_log.classify import (
+    _classify,
+    _cri_ts,
+    _fold_continuations,
+    _join_partials,
+    _local_to_utc,
+    _strip_wrappers,
+)
+from forensics.parsers.server_log.events import (
+    _NATIVE_EVENT_COLUMNS,
+    _event_fields,
+    _event_rooms,
+    _events,
+    _ready_rows,
+    _regex_thread,
+)
+from forensics.parsers.server_log.grammar import RE_EXC_LINE, RE_TB
+from forensics.parsers.server_log.stats import _batches, _stats_lead
+
+NAME = "server_log"
+
+
+PARSE_THREADS = min(2, os.cpu_count() or 1)
+# Blocks the native path reads in one pass (`_parse_raws`) when one file has the cores: each pass
+# pays polars' fixed cost once, and a pass's frames are most of the peak memory; more blocks a pass
+# are faster and hold more. A pass's frames cost per line more than per byte, so a pass also holds
+# at most PASS_LINES lines: three blocks of PD log lines, but two of short lines, which a block
+# holds MAX_BLOCK_LINES of. The polars path, which holds a whole block as text, keeps one block a
+# pass.
+GROUP_BLOCKS = 3
+PASS_LINES = 170_000
+
+
+def parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iterator[Batch]:
+    """`_parse_raws` over the blocks on PARSE_THREADS threads (polars releases the GIL), in order.
+
+    One file then uses every core. Each block gets its own copy of the context and the
+    counts are merged in block order. The first block runs alone when it may teach the Kibana
+    viewer offset (its text has the ` @ ` of a Kibana time), so what it learns reaches every later
+    block as it did when blocks ran one after another; otherwise the cores start at once.
+    """
+    import collections
+    import dataclasses
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(raws, bctx):
+        return _parse_raws(raws, bctx, year, role, path), bctx
+
+    def merge(fut):
+        out, b = fut.result()
+        ctx.account(parsed=b.parsed_lines, continuation=b.continuation_lines, unparsed=b.unparsed_lines)
+        if ctx.outer_offset_s is None and b.outer_offset_s is not None:
+            ctx.outer_offset_s = b.outer_offset_s
+            ctx.notes.extend(b.notes)
+        return out
+
+    # In an ingest worker process (small inputs, or --jobs) the other workers have the other
+    # cores: one block at a time, not grouped, keeps the whole tree's memory flat.
+    import multiprocessing
+
+    worker = multiprocessing.parent_process() is not None
+    threads = 1 if worker else PARSE_THREADS
+    group = GROUP_BLOCKS if native.enabled() and not worker else 1
+    with ThreadPoolExecutor(threads, thread_name_prefix="parse") as pool:
+        queue: collections.deque = collections.deque()
+        first = True
+        for raws in _passes(blocks, group, PASS_LINES):
+            alone = first and any(_mentions(r, b" @ ") for r in raws)
+            first = False
+            bctx = dataclasses.replace(ctx, lines=0, parsed_lines=0, continuation_lines=0, unparsed_lines=0, notes=[])
+            queue.append(pool.submit(run, raws, bctx))
+            if alone or len(queue) >= threads:
+                yield merge(queue.popleft())
+        while queue:
+            yield merge(queue.popleft())
+
+
+def _passes(blocks: Iterable[RawBlock], group: int, max_lines: int) -> Iterator[list[RawBlock]]:
+    """The blocks in order, in runs of at most `group` blocks and `max_lines` lines (one block
+    alone may have more lines)."""
+    raws: list[RawBlock] = []
+    n = 0
+    for raw in blocks:
+        if raws and n + raw.lines > max_lines:
+            yield raws
+            raws, n = [], 0
+        raws.append(raw)
+        n += raw.lines
+        if len(raws) >= group:
+            yield raws
+            raws, n = [], 0
+    if raws:
+        yield raws
+
+
+def _mentions(raw: RawBlock, needle: bytes) -> bool:
+    """Whether the block's text has `needle`, without copying the block."""
+    return re.search(re.escape(needle), raw.body) is not None
+
+
+def _parse_raws(raws: list[RawBlock], ctx: Context, year: int, role: str, path: str) -> Batch:
+    """Consecutive blocks, each read as it would be alone, in one pass.
+
+    With the native scanner built, it splits the lines and reads the common ones whole: plain stats
+    lines, the prefix of every other sglang line, canonical access lines and request logs. Polars
+    does the rest, and all of a block with a k8s partial record. Its fixed cost (per call, a
+    hundred calls, whatever the rows) is paid once for all the blocks; `_blk` keeps
+    them apart where lines of a block affect each other (folding, rooms lent, the Kibana offset).
+    It takes the blocks over: their text is dropped once scanned.
+    """
+    if not native.enabled():
+        return _concat_batches([_parse_block(lines.frame(r), ctx, year, role, path) for r in raws])
+    cfg = scanner.config()
+    ds = [native.scan(cfg, r, year) for r in raws]
+    if any(d["partial"] for d in ds):
+        # a k8s partial record may swallow the line after it: the polars path decides its block
+        return _concat_batches([_parse_block(lines.frame(r), ctx, year, role, path) if d["partial"]
+                                else _parse_scanned([r], [d], ctx, year, role, path) for r, d in zip(raws, ds)])
+    for r in raws:
+        r.body = b""  # read: the text goes while the frames are built
+    return _parse_scanned(raws, ds, ctx, year, role, path)
+
+
+def _concat_batches(batches: list[Batch]) -> Batch:
+    if len(batches) == 1:
+        return batches[0]
+    return {t: pl.concat([schema.conform(t, b[t]) for b in batches]) for t in batches[0]}
+
+
+def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int, role: str, path: str) -> Batch:
+    """Blocks the scanner read (`ds`, none with a partial record) into their tables."""
+    def each(frame):
+        return pl.concat([frame(d, raw).with_columns(_blk=pl.lit(i, dtype=pl.Int32))
+                          for i, (d, raw) in enumerate(zip(ds, raws))])
+
+    nat = each(lambda d, raw: native.stats_frame(d, scanner.COLUMNS))
+    nat = nat.with_columns(
+        ts=pl.coalesce(_cri_ts(nat), _local_to_utc(pl.col("local"), ctx.tz)),
+        prefix=pl.concat_str(pl.col("cri"), pl.lit(" F")),
+        tail=pl.lit(None, dtype=pl.Utf8), truncated=pl.lit(False),
+        host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path),
+    )
+    other = _regex_thread("lines", lambda: _classify(_join_partials(_strip_wrappers(each(native.rest_frame))), ctx, year))
+    sg = each(lambda d, raw: lines.with_flags(native.sglang_frame(d), raw))
+    del ds  # the scanner's buffers: the frames hold what they need
+    sg = sg.with_columns(
+        prefix=pl.concat_str(pl.col("cri"), pl.lit(" F")),
+        partial=pl.when(pl.col("cri").is_not_null()).then(False),
+        outer_ts=_cri_ts(sg),
+        folded=pl.lit(0, dtype=pl.Int64),
+        family=pl.lit("sglang"),
+    ).with_columns(ts=pl.coalesce(pl.col("outer_ts"), _local_to_utc(pl.col("local"), ctx.tz)))
+    # what _classify gives such a line: no level, glog file, peer or c10d rank (null columns); no
+    # raw line either, which only unparsed rows keep
+    sg = sg.select([pl.col(c) if c in sg.columns else pl.lit(None).alias(c) for c in other.columns]
+                   + _NATIVE_EVENT_COLUMNS).cast(other.schema)
+    other = other.with_columns(pl.lit(None, dtype=sg.schema[c]).alias(c) for c in _NATIVE_EVENT_COLUMNS)
+    # An access or request line read whole is an event head with nothing to fold into it unless a
+    # line the scanner left follows it (a traceback body): the others skip folding.
+    read = (sg["_acc_status"].is_not_null() | sg["_req_kind"].is_not_null()) & ~(sg["line_no"] + 1).is_in(
+        other["line_no"].implode())
+    # `sg` stays whole: the events merge gathers the rows read whole and drops the others in the
+    # one gather that puts the events in line order (a filter first cost a gather of every row)
+    classified = _merge_by_line([other, sg.filter(~read)])
+    del other
+    # a block's first line has no line above it: nothing folds across blocks
+    classified = classified.with_columns(_brk=pl.col("_brk") | (pl.col("_blk") != pl.col("_blk").shift(1)))
+    return _finish_block(classified, ctx, role, path, taken=nat, ready=sg.with_columns(_keep=read))
+
+
+def _merge_by_line(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """Frames of one schema, each in line order, as one in line order: no sort when only one has
+    rows (`merge_sorted` measured slower than concat and sort).
+
+    Rows with a false `_keep` (when the frames have that column) are left out in the same gather.
+    """
+    full = [f for f in frames if f.height]
+    if "_keep" not in frames[0].columns:
+        if len(full) <= 1:
+            return full[0] if full else frames[0]
+        return pl.concat(full).sort("line_no")
+    both = pl.concat(full) if full else frames[0]
+    keep = both["_keep"]
+    order = both.select(pl.int_range(pl.len(), dtype=pl.UInt32).filter(keep).sort_by(pl.col("line_no").filter(keep)))
+    return both.drop("_keep")[order.to_series()]
+
+
+def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str) -> Batch:
+    """A block's lines (`parsers.lines.frame`) into its tables, on the polars path alone."""
+    return _finish_block(_classify(_join_partials(_strip_wrappers(df)), ctx, year), ctx, role, path)
+
+
+def _finish_block(df: pl.DataFrame, ctx: Context, role: str, path: str, taken: pl.DataFrame | None = None,
+                  ready: pl.DataFrame | None = None) -> Batch:
+    """Classified lines of a block into its tables; `taken` (finished batches rows) are the stats
+    lines the native scanner took, `ready` the sglang lines it read, where `_keep` marks the
+    access and request lines read whole, each an event of its own (the other rows of `ready` are
+    in `df`)."""
+    # Nothing folds across blocks: blocks are cut before a record's head (parsers/lines.py), unless
+    # its body runs over RECORD_BACKTRACK; such orphaned body lines land in unparsed with their numbers.
+    df = _fold_continuations(df)
+    is_stats = pl.col("family").is_not_null() & ~pl.col("_is_event")
+    df = df.with_columns(
+        _table=pl.when(pl.col("_cont")).then(pl.lit("cont"))
+        .when(is_stats).then(pl.lit("batches"))
+        .when(pl.col("family").is_not_null()).then(pl.lit("events"))
+        .otherwise(pl.lit("unparsed")),
+        host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path),
+    )
+    # traceback text and exception type per record
+    conts = (
+        df.filter(pl.col("_table") == "cont")
+        .group_by("_grp", maintain_order=True)
+        .agg(traceback=pl.col("body").str.join("\n"),
+             exc_type=pl.col("body").filter(~pl.col("body").str.contains(r"^\s")).last().str.extract(RE_EXC_LINE, 1))
+    )
+    ev = df.filter(pl.col("_table") == "events").join(conts, on="_grp", how="left")
+    if "_acc_status" in ev.columns:
+        # access and request lines the native scanner read skip `_event_fields`; the rooms one
+        # line lends another are then found over all of them
+        read = ev["_acc_status"].is_not_null() | ev["_req_kind"].is_not_null()
+        parts = [_event_fields(ev.filter(~read).drop(_NATIVE_EVENT_COLUMNS), ctx), _ready_rows(ev.filter(read))]
+        if ready is not None and ready.height:
+            parts.append(_ready_rows(ready).with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path)))
+        ready = None
+        # the events columns, the block of each row while rooms are lent, and which rows to keep
+        parts = [schema.conform("events", p.with_columns(truncated=pl.col("unterminated")))
+                 .with_columns(p["_blk"], p["_keep"] if "_keep" in p.columns else pl.lit(True).alias("_keep"))
+                 for p in parts]
+        ev = _merge_by_line(parts)
+        del parts
+        ev = _event_rooms(ev).drop("_blk")
+    else:
+        ev = _events(ev, ctx).with_columns(truncated=pl.col("unterminated"))
+    st = df.filter(pl.col("_table") == "batches")
+    if taken is not None:
+        # the scanner's rows are in line order; the few stats lines it left are merged in
+        parts = [schema.conform("batches", taken)]
+        if st.height:
+            parts.append(schema.conform("batches", _batches(_stats_lead(st)).sort("line_no")))
+        st = _merge_by_line(parts)
+    else:
+        st = _batches(_stats_lead(st))
+    un = df.filter(pl.col("_table") == "unparsed").with_columns(
+        line=pl.col("line").str.slice(0, MAX_LINE_CHARS),
+        reason=pl.when(pl.col("line").str.strip_chars() == "").then(pl.lit("blank"))
+        .when(pl.col("unterminated") | (pl.col("last_line") & pl.col("body").str.contains(r"^(?:\[[0-9=-]|[IWEF][0-9]|\{)")))
+        .then(pl.lit("truncated"))
+        .when(pl.col("body").str.contains(RE_TB)).then(pl.lit("orphan_continuation"))
+        .otherwise(pl.lit("unrecognised")),
+        format=pl.lit(NAME),
+    )
+    n_cont = int((df["_table"] == "cont").sum()) + int(df["folded"].sum())
+    ctx.account(parsed=ev.height + st.height, continuation=n_cont, unparsed=un.height)
+    return {"events": ev, "batches": st, "unparsed": un}
+
+

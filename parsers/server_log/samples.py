@@ -1,0 +1,188 @@
+"""The parser's samples: contracts (tests/test_parser_samples.py), and together the proof that
+every rule of the grammar matches a line (tests/test_grammar.py)."""
+
+from forensics.parsers.base import Sample
+
+samples = [
+    Sample(
+        "prefill_0410_pd_trailing_comma",
+        "[2025-10-15 14:44:32 DP14 TP14 EP14] Prefill batch. #new-seq: 2, #new-token: 68, #cached-token: 0, "
+        "token usage: 0.01, #unbootstrapped-req: 0, #queue-req: 0, #transferring-req: 1, input throughput (token/s): 1326.00, \n",
+        {"batches": [{"kind": "prefill", "dp_rank": 14, "tp_rank": 14, "ep_rank": 14, "new_token": 68,
+                      "bootstrap_req": 0, "inflight_req": 1, "input_throughput": 1326.0, "running_req": None}]},
+    ),
+    Sample(
+        "prefill_2024_cache_hit_rate",
+        "[2024-11-29 10:28:29 TP0] Prefill batch. #new-seq: 2, #new-token: 2048, #cached-token: 888, "
+        "cache hit rate: 0.00%, token usage: 0.11, #running-req: 69, #queue-req: 130\n",
+        {"batches": [{"kind": "prefill", "cached_token": 888, "cache_hit_rate": 0.0, "queue_req": 130, "running_req": 69}]},
+    ),
+    Sample(
+        "prefill_0515_bootstrap_req",
+        "[2026-07-21 15:00:13 DP0 TP0 EP0] Prefill batch, #new-seq: 2, #new-token: 8192, #cached-token: 1024, "
+        "token usage: 0.05, #running-req: 2, #queue-req: 1, #pending-token: 4096, #bootstrap-req: 3, #inflight-req: 5, "
+        "cuda graph: False, input throughput (token/s): 15234.88\n",
+        {"batches": [{"pending_token": 4096, "bootstrap_req": 3, "inflight_req": 5, "cuda_graph": False}]},
+    ),
+    Sample(
+        "prefill_053_prealloc_is_bootstrap",
+        "[2025-10-21 08:15:40 DP0 TP0 EP0] Prefill batch. #new-seq: 1, #new-token: 4096, #cached-token: 128, "
+        "token usage: 0.03, #running-req: 0, #queue-req: 2, #prealloc-req: 1, #inflight-req: 4, \n",
+        {"batches": [{"bootstrap_req": 1, "prealloc_req": None, "inflight_req": 4}]},
+    ),
+    Sample(
+        "decode_pd_spec_kibana",
+        "May 16, 2026 @ 20:44:55.560    [2026-05-16 12:44:55 DP2 TP2] Decode batch, #running-req: 1, #token: 31936, "
+        "token usage: 0.22, accept len: 2.10, accept rate: 0.37, pre-allocated usage: 0.00, #prealloc-req: 0, "
+        "#transfer-req: 0, #retracted-req: 0, cuda graph: True, gen throughput (token/s): 0.39, #queue-req: 0    \n",
+        {"batches": [{"kind": "decode", "dp_rank": 2, "num_token": 31936, "accept_len": 2.1, "accept_rate": 0.37,
+                      "prealloc_req": 0, "transfer_req": 0, "gen_throughput": 0.39, "bootstrap_req": None,
+                      "prefix": "May 16, 2026 @ 20:44:55.560", "ts_raw": "2026-05-16 12:44:55"}]},
+    ),
+    Sample(
+        "decode_hybrid_swa_extra",
+        "[2026-10-30 10:00:07.482 PP1 TP3] Decode batch, #running-req: 64, #full token: 120000, full token usage: 0.45, "
+        "#swa token: 4000, swa token usage: 0.10, npu graph: True, gen throughput (token/s): 2450.12, #queue-req: 0\n",
+        {"batches": [{"pp_rank": 1, "tp_rank": 3, "num_token": 120000, "token_usage": 0.45, "graph_backend": "npu",
+                      "cuda_graph": True, "ts_raw": "2026-10-30 10:00:07.482"}]},
+    ),
+    Sample(
+        "decode_transfer_failed_aborted",
+        "[2025-11-05 16:39:09 TP2] Decode transfer failed for request rank=2 decode_req.req.rid='78fde411d57a4d7791b63963eac74968' "
+        "decode_req.req.bootstrap_room=4793981895866140836 with exception KVTransferError(bootstrap_room=4793981895866140836): "
+        "Aborted by AbortReq.\n",
+        {"events": [{"kind": "transfer_failed", "tp_rank": 2, "rid": "78fde411d57a4d7791b63963eac74968",
+                     "bootstrap_room": 4793981895866140836, "reason": "aborted", "severity": "error"}]},
+    ),
+    Sample(
+        "decode_waiting_timeout",
+        "[2026-10-30 10:01:12 DP2 TP2] Decode transfer failed for request rank=2 decode_req.req.rid='c3a81f0e6b2d4f57a9e0d1c2b3a49586' "
+        "decode_req.req.bootstrap_room=6593551520068383758 with exception KVTransferError(bootstrap_room=6593551520068383758): "
+        "Request 6593551520068383758 timed out after 300.0s in KVPoll.WaitingForInput\n",
+        {"events": [{"kind": "transfer_failed", "reason": "waiting_timeout", "bootstrap_room": 6593551520068383758}]},
+    ),
+    Sample(
+        "corruption_detected",
+        "[2026-10-30 10:01:40 DP5 TP5] Context corruption detected: Request 0b9e7d6c5a4f4e3d8c2b1a0f9e8d7c6b "
+        "(bootstrap_room=1188402291734905512) received metadata from bootstrap_room=6593551520068383758. "
+        "Metadata buffer index: 17. This indicates metadata buffer index collision.\n",
+        {"events": [{"kind": "corruption_detected", "rid": "0b9e7d6c5a4f4e3d8c2b1a0f9e8d7c6b",
+                     "bootstrap_room": 1188402291734905512, "dp_rank": 5}]},
+    ),
+    Sample(
+        "request_finish_text",
+        "[2026-10-30 10:00:14] Finish: obj=GenerateReqInput(rid='9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1', bootstrap_room=4793981895866140836), "
+        "out={'text': 'Let me open', 'meta_info': {'id': '9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1', 'finish_reason': "
+        "{'type': 'stop', 'matched': 1}, 'prompt_tokens': 8192, 'completion_tokens': 509, 'cached_tokens': 1024, "
+        "'e2e_latency': 14.21}}\n",
+        {"events": [{"kind": "request_finished", "source": "request_log", "finish_reason": "stop", "prompt_tokens": 8192,
+                     "completion_tokens": 509, "e2e_latency": 14.21, "bootstrap_room": 4793981895866140836}]},
+    ),
+    Sample(
+        "request_received_json",
+        '[2026-10-30 10:00:00] {"timestamp": "2026-10-30T10:00:00.123456", "event": "request.received", '
+        '"rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1", "obj": {"bootstrap_room": 4793981895866140836}}\n',
+        {"events": [{"kind": "request_received", "rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1",
+                     "bootstrap_room": 4793981895866140836}]},
+    ),
+    Sample(
+        "uvicorn_access_k8s",
+        "2026-01-14T05:32:17.632471128Z [2026-01-14 05:32:17] INFO:     29.163.184.147:33006 - "
+        '"POST /v1/chat/completions HTTP/1.1" 200 OK\n',
+        {"events": [{"kind": "http_access", "http_status": 200, "http_method": "POST",
+                     "http_path": "/v1/chat/completions", "peer": "29.163.184.147:33006"}]},
+    ),
+    Sample(
+        "traceback_folded",
+        "[2026-01-14 05:32:17] Error in request: No tool calls but found tool output\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/serving_base.py", line 100, in handle_request\n'
+        "    adapted_request = self._convert()\n"
+        "ValueError: No tool calls but found tool output\n",
+        {"events": [{"kind": "exception", "exc_type": "ValueError"}]},
+    ),
+    Sample(
+        "nixl_glog",
+        "E0801 15:40:05.041554    1049 nixl_agent.cpp:92] postXferReq: remote agent disconnected\n",
+        {"events": [{"kind": "nixl_error", "source": "glog", "severity": "error"}]},
+    ),
+    Sample(
+        "ucx_error",
+        "[1784621081.896649] [prefill-pod:537  :1]       srd_iface.c:221  UCX  ERROR send completion[0] with error: "
+        "Work Request Flushed Error\n",
+        {"events": [{"kind": "ucx_error", "source": "ucx", "peer": "prefill-pod"}]},
+    ),
+    Sample(
+        "c10d_timeout",
+        "[rank1]:[W324 12:06:11.712424651 socket.cpp:497] [c10d] waitForInput: socket SocketImpl(fd=87) timed out after 600000ms\n",
+        {"events": [{"kind": "collective_timeout", "source": "c10d", "tp_rank": 1, "ts_raw": "W324 12:06:11.712424651"}]},
+    ),
+    Sample(
+        "bare_prefill_transfer_failed",
+        "Unexpected transfer worker error for room 1788380104266545413\n",
+        {"events": [{"kind": "transfer_failed", "bootstrap_room": 1788380104266545413, "ts": None}]},
+    ),
+    # NIXL connector lines (NIXL.md §10.3-§10.5, SGLANG.md §9.4-§9.6): each must land with its room
+    Sample(
+        "nixl_transfer_encountered_err",
+        "[2026-07-21 08:06:26 DP3 TP3] Prefill transfer failed for request rank=3 req.rid='7d1c0c8f3a9e4f0a9b2d6c1e5f4a3b21' "
+        "req.bootstrap_room=6593551520068383758 with exception NIXL transfer encountered ERR room=6593551520068383758\n"
+        "NIXL transfer encountered ERR room=4127750395128840213\n",
+        {"events": [{"kind": "transfer_failed", "bootstrap_room": 6593551520068383758, "reason": "transport"},
+                    {"kind": "transfer_failed", "bootstrap_room": 4127750395128840213, "ts": None}]},
+    ),
+    Sample(
+        "nixl_abort_notifications",
+        "[2025-12-03 12:35:01 TP0] Received abort notification for room 4127750395128840213, marked as Failed\n"
+        "[2025-12-03 12:35:01 TP0] Sent abort notification for room 6593551520068383758 to 10.0.0.2:17000\n",
+        {"events": [{"kind": "abort", "bootstrap_room": 4127750395128840213, "reason": "aborted"},
+                    {"kind": "abort", "bootstrap_room": 6593551520068383758, "peer": "10.0.0.2:17000"}]},
+    ),
+    Sample(
+        "nixl_peer_register_disconnect_reconnect",
+        "[2025-10-21 08:15:40 TP0] Register KVArgs from def7d2f1-d482-4cd2-b6de-f238da5a9c70 successfully\n"
+        "[2026-08-14 09:12:44 DP0 TP0] NIXL peer def7d2f1-d482-4cd2-b6de-f238da5a9c70 disconnected; retiring its transfer batch\n"
+        "[2026-08-14 09:12:47 DP0 TP0] Reconnected NIXL peer def7d2f1-d482-4cd2-b6de-f238da5a9c70\n",
+        {"events": [{"kind": "peer_register"}, {"kind": "peer_disconnect"}, {"kind": "peer_reconnect"}]},
+    ),
+    Sample(
+        "nixl_bootstrapped_debug",
+        "[2025-10-21 08:15:41 TP0] got info room=4127750395128840213 agent_name='def7d2f1-d482-4cd2-b6de-f238da5a9c70' "
+        "required_dst_info_num=1\n"
+        "[2025-10-21 08:15:41 TP0] room=4127750395128840213 is bootstrapped\n",
+        {"events": [{"kind": "bootstrapped", "bootstrap_room": 4127750395128840213},
+                    {"kind": "bootstrapped", "bootstrap_room": 4127750395128840213}]},
+    ),
+    Sample(
+        "nixl_notification_payloads_every_era",
+        "[2025-04-30 14:24:01 TP0] sending kvcache to def7d2f1-d482-4cd2-b6de-f238da5a9c70 with notif 4127750395128840213_kv_0_0\n"
+        "[2025-10-21 08:15:41 TP0] sending kvcache to def7d2f1-d482-4cd2-b6de-f238da5a9c70 with notif 4127750395128840213_kv_2_1_3\n"
+        "[2025-10-21 08:15:41 TP0] sending kvcache to def7d2f1-d482-4cd2-b6de-f238da5a9c70 with notif 4127750395128840213_aux\n"
+        "[2026-03-01 10:00:00 TP3] sending kvcache to def7d2f1-d482-4cd2-b6de-f238da5a9c70 with notif "
+        "nixlv2_2_6593551520068383758_state_3_0\n"
+        "[2026-03-01 10:00:00 TP3] sending kvcache to def7d2f1-d482-4cd2-b6de-f238da5a9c70 with notif "
+        "6593551520068383758_kv_1_1_3_part_0_2\n",
+        {"events": [{"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
+                    {"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
+                    {"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
+                    {"kind": "transfer_notif", "bootstrap_room": 6593551520068383758},
+                    {"kind": "transfer_notif", "bootstrap_room": 6593551520068383758}]},
+    ),
+    Sample(
+        "nixl_python_binding_eras",
+        "Backend UCX was instantiated\n"
+        "Initialized NIXL agent: 1a960978-55e9-442c-8dbf-587836a91547\n"
+        "2026-02-27 15:01:50 NIXL INFO    _api.py:212 Initialized NIXL agent: 8f3e2a1c-5b7d-4e9f-a0b1-c2d3e4f5a6b7\n"
+        "[2026-02-27 15:01:52 TP0] NIXL transport error for room 4127750395128840213: "
+        "nixl._bindings.nixlRemoteDisconnectError: NIXL_ERR_REMOTE_DISCONNECT\n",
+        {"events": [{"kind": "nixl_log"}, {"kind": "nixl_log"}, {"kind": "nixl"},
+                    {"kind": "transfer_failed", "bootstrap_room": 4127750395128840213, "reason": "remote_disconnect"}]},
+    ),
+    Sample(
+        "truncated_last_line",
+        "[2026-03-17 17:35:07 DP9 TP9] Decode batch, #running-req: 12, #token: 768, token usage: 0.00, cuda graph: True, "
+        "gen throughput (token/s): 3.83, #queue-req: 1",
+        {"batches": [{"running_req": 12, "queue_req": None, "truncated": True, "tail": "#queue-req: 1"}]},
+    ),
+]
+

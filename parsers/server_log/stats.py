@@ -1,0 +1,77 @@
+"""Scheduler stats lines into `batches` rows (SGLANG.md §5, §14): generic `key: value` lists,
+known keys normalised into columns by side, the rest kept in `extra` and `tail`."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from forensics.parsers.server_log.classify import _groups
+from forensics.parsers.server_log.grammar import KNOWN_STATS_KEYS, RE_GRAPH, RE_STATS, STATS_KEYS
+
+
+def _stats_value(raw: pl.Expr, typ: str) -> pl.Expr:
+    if typ == "int":
+        return raw.cast(pl.Int64, strict=False)
+    if typ == "float":
+        return raw.cast(pl.Float64, strict=False)
+    if typ == "pct":
+        return raw.str.strip_suffix("%").cast(pl.Float64, strict=False) / 100.0
+    return raw.replace_strict({"True": True, "False": False}, default=None, return_dtype=pl.Boolean)
+
+
+def _stats_lead(st: pl.DataFrame) -> pl.DataFrame:
+    """kind, iteration and item list of stats lines, from their message."""
+    lead = _groups("message", RE_STATS)
+    return st.with_columns(
+        kind=lead.struct.field("1").str.to_lowercase(),
+        _iter=lead.struct.field("2"),
+        _body=lead.struct.field("3").str.strip_chars_end(", "),
+    )
+
+
+def _batches(st: pl.DataFrame) -> pl.DataFrame:
+    """Batches rows from stats lines with `kind`, `_iter` and `_body` (see `_stats_lead`).
+
+    Items are `key: value` in any order, unknown keys go to `extra`, what has no `: ` to `tail`;
+    of a column's keys the first item wins, and side-specific keys count only on their side.
+    """
+    # A cut line's last item may itself be cut (`#queue-req: 13` of 130): keep it as tail only.
+    cut_last = pl.col("unterminated") & pl.col("_body").str.contains(", ")
+    st = st.with_columns(
+        _items=pl.when(cut_last).then(pl.col("_body").str.replace(r", [^,]*$", "")).otherwise(pl.col("_body")),
+        _cut=pl.when(pl.col("unterminated")).then(
+            pl.when(cut_last).then(pl.col("_body").str.extract(r", ([^,]*)$", 1)).otherwise(pl.col("_body"))),
+    )
+    st = st.with_columns(_items=pl.when(pl.col("unterminated") & ~cut_last).then(pl.lit("")).otherwise(pl.col("_items")))
+    cols = {}
+    for col, keys, side, typ in STATS_KEYS:
+        alt = "|".join(re.escape(k) for k in keys)
+        raw = pl.col("_items").str.extract(rf"(?:^|, )(?:{alt}): ([^,]*)", 1).str.strip_chars()
+        v = _stats_value(raw, typ)
+        if side is not None:
+            v = pl.when(pl.col("kind") == side).then(v)
+        cols[col] = v
+    graph = pl.col("_items").str.extract(rf"(?:^|, ){RE_GRAPH}: ", 1)
+    items = pl.col("_items").str.split(", ")
+    known = pl.element().str.extract(r"^([^:]+): ", 1).is_in(KNOWN_STATS_KEYS)
+    has_kv = pl.element().str.contains(": ")
+    extra = items.list.eval(pl.element().filter(has_kv & ~known.fill_null(False)))
+    tail_items = items.list.eval(pl.element().filter(~has_kv & (pl.element() != "")))
+    st = st.with_columns(**cols, graph_backend=graph, _extra=extra, _tail=tail_items.list.join(", "))
+    iter_entry = pl.when(pl.col("_iter").is_not_null()).then(pl.concat_list(pl.lit("iter: ") + pl.col("_iter")))
+    st = st.with_columns(
+        _extra=pl.when(iter_entry.is_not_null()).then(pl.concat_list(iter_entry, pl.col("_extra"))).otherwise(pl.col("_extra"))
+    )
+    st = st.with_columns(
+        extra=pl.col("_extra").list.eval(
+            pl.struct(key=pl.element().str.extract(r"^([^:]+): ", 1),
+                      value=pl.element().str.extract(r"^[^:]+: (.*)$", 1))),
+        tail=pl.concat_str(
+            [pl.when(pl.col("_tail") != "").then(pl.col("_tail")), pl.col("_cut")], separator=", ", ignore_nulls=True),
+        truncated=pl.col("unterminated"),
+    )
+    return st.with_columns(tail=pl.when(pl.col("tail") != "").then(pl.col("tail"))).drop(
+        "_iter", "_body", "_items", "_cut", "_extra", "_tail")
+
