@@ -1,8 +1,14 @@
-"""OpenAI-compatible proxy logs as JSONL: one request or response per line (TRANSCRIPTS.md §8).
+"""OpenAI-compatible proxy logs as JSONL (TRANSCRIPTS.md §8), and replies captured off the wire (§11).
 
-Lines pair up by `conn`. A streamed response (SSE lines in `raw`) is reassembled into the same
-message a non-streamed response carries, so both forms give the same turn. HTTP error bodies
-become the turn's `error_text` (S16 reads them).
+Proxy log lines pair up by `conn`. A streamed response (SSE lines in `raw`) is reassembled into
+the same message a non-streamed response carries, so both forms give the same turn. HTTP error
+bodies become the turn's `error_text` (S16 reads them).
+
+A capture holds replies without their requests: an SSE body (`data:` chunk lines, blank lines,
+`event:` lines, `: keep-alive` comments, `data: [DONE]`), JSON Lines of chunk objects, or one
+`chat.completion` object per line. Chunks are reassembled as the proxy's streams are; a stream
+ends at `[DONE]` or where the chunks' `id` changes. The turn is timed by `created`, else by the
+file's mtime. Records: a reply's first line is parsed, the rest of its lines are continuation.
 """
 
 from __future__ import annotations
@@ -17,17 +23,70 @@ from forensics.parsers.base import Batch, Context, Sample, Source
 from forensics.parsers.transcript import batch, json_lines, sniff_jsonl, text_of
 
 name = "openai_proxy"
-description = "OpenAI-compatible proxy JSONL (request/response pairs, SSE streams reassembled, HTTP error bodies)"
+description = ("OpenAI-compatible proxy JSONL (request/response pairs, SSE streams reassembled, HTTP error bodies); "
+               "captured SSE bodies, chunk JSON Lines and chat.completion JSON Lines")
 
 _RID = re.compile(r"[0-9a-f]{32}")
 
 
+def _is_proxy_record(o: dict) -> bool:
+    return o.get("dir") in ("req", "resp") and ("conn" in o or "body" in o)
+
+
 def sniff(head: bytes, path: str) -> float:
-    return sniff_jsonl(head, {"dir"}, lambda o: o.get("dir") in ("req", "resp") and ("conn" in o or "body" in o))
+    return sniff_jsonl(head, {"dir"}, _is_proxy_record) or _sniff_capture(head)
+
+
+_FRAMING = ("event:", "id:", "retry:", ":")  # SSE lines that carry no chunk
+
+
+def _reply_object(obj) -> str | None:
+    """'chunk', 'completion' or 'error' for the objects a capture holds, None for anything else."""
+    if not isinstance(obj, dict):
+        return None
+    kind = obj.get("object")
+    if kind == "chat.completion.chunk":
+        return "chunk"
+    if kind == "chat.completion":
+        return "completion"
+    if kind == "error" or "error" in obj:
+        return "error"
+    choices = obj.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        # servers that leave `object` out still shape their choices one way or the other
+        return "chunk" if "delta" in choices[0] else "completion" if "message" in choices[0] else None
+    return None
+
+
+def _sniff_capture(head: bytes) -> float:
+    """1.0 when every line of the head is part of a captured reply, 0.9 when most are, else 0.
+
+    Above any server log's score: a capture is text with no log prefix, and content quoting log
+    lines must not hand it to the server-log parser.
+    """
+    lines = [ln.strip() for ln in head.decode("utf-8", "replace").split("\n")]
+    if len(head) >= 64 << 10 and len(lines) > 1:
+        lines = lines[:-1]  # the head may cut the last line
+    good = bad = 0
+    for ln in lines[:400]:
+        if not ln or ln.replace(" ", "") in ("data:[DONE]", "[DONE]") or ln.startswith(_FRAMING):
+            continue
+        payload = ln[5:].strip() if ln.startswith("data:") else ln
+        try:
+            kind = _reply_object(json.loads(payload))
+        except ValueError:
+            kind = None
+        if kind:
+            good += 1
+        else:
+            bad += 1
+    if not good:
+        return 0.0
+    return 1.0 if not bad else 0.9 if good >= 2 * bad else 0.0
 
 
 def reassemble(lines: list[str]) -> tuple[dict, bool]:
-    """A chat.completion object from SSE `data:` lines, and whether the stream ended with [DONE].
+    """A chat.completion object from SSE `data:` lines (or bare chunk objects), and whether [DONE] ended them.
 
     Content and reasoning deltas are concatenated in order; tool-call deltas are grouped by
     index (the first carries id, type and name, later ones append to arguments); finish_reason
@@ -40,9 +99,13 @@ def reassemble(lines: list[str]) -> tuple[dict, bool]:
     done = False
     for raw in lines:
         line = raw.strip()
-        if not line.startswith("data:"):
-            continue  # event:, id:, retry:, ': keep-alive' comments
-        payload = line[5:].strip()
+        if line.startswith("data:"):
+            payload = line[5:].strip()
+        elif line.startswith("{") or line == "[DONE]":
+            payload = line  # a chunk saved as JSON Lines, without its SSE prefix
+        else:
+            continue  # event:, id:, retry:, ': keep-alive' comments, blank lines
+
         if payload == "[DONE]":
             done = True
             continue
@@ -111,10 +174,8 @@ def _session(rec: dict, body: dict, path: str) -> str:
     return os.path.basename(path).split(".")[0]
 
 
-def _turn(path: str, conn: str, req: dict | None, resp: dict | None, req_line: int | None,
-          resp_line: int | None) -> Turn:
-    qbody = (req or {}).get("body") if isinstance((req or {}).get("body"), dict) else {}
-    rrec = resp or {}
+def _response(rrec: dict) -> tuple[dict, bool]:
+    """The body of a response record, a stream reassembled, and whether that stream was cut."""
     body = rrec.get("body")
     raw = rrec.get("raw") if rrec.get("raw") is not None else (body.get("raw") if isinstance(body, dict) else None)
     if isinstance(body, str) and body.lstrip().startswith("data:"):
@@ -123,7 +184,15 @@ def _turn(path: str, conn: str, req: dict | None, resp: dict | None, req_line: i
     if raw is not None:
         body, done = reassemble(raw.split("\n") if isinstance(raw, str) else [str(x) for x in raw])
         truncated = not done
-    body = body if isinstance(body, dict) else {}
+    return (body if isinstance(body, dict) else {}), truncated
+
+
+def _turn(path: str, conn: str, req: dict | None, resp: dict | None, req_line: int | None,
+          resp_line: int | None, reply: tuple[dict, bool] | None = None) -> Turn:
+    """The turn of one exchange; `reply` is the body already read (a capture has no response record)."""
+    qbody = (req or {}).get("body") if isinstance((req or {}).get("body"), dict) else {}
+    rrec = resp or {}
+    body, truncated = reply if reply is not None else _response(rrec)
     choice = (body.get("choices") or [{}])[0] or {}
     msg = choice.get("message") or {}
     usage = body.get("usage") or {}
@@ -161,6 +230,100 @@ def _turn(path: str, conn: str, req: dict | None, resp: dict | None, req_line: i
 
 
 def parse(source: Source, ctx: Context) -> Iterator[Batch]:
+    from forensics.parsers.lines import read_upto
+
+    with source.open() as f:
+        head = read_upto(f, 64 << 10)
+    if not sniff_jsonl(head, {"dir"}, _is_proxy_record) and _sniff_capture(head):
+        turns, unparsed, counts = _parse_capture(source)
+        ctx.account(**counts, unparsed=len(unparsed))
+    else:
+        turns, unparsed, parsed = _parse_proxy_log(source)
+        ctx.account(parsed=parsed, unparsed=len(unparsed))
+    if turns:
+        ctx.first_ts = min((t.t_start or t.t_end for t in turns if t.t_start or t.t_end), default=None)
+        ctx.last_ts = max((t.t_end or t.t_start for t in turns if t.t_start or t.t_end), default=None)
+    yield batch(turns, unparsed, name)
+
+
+def _parse_capture(source: Source) -> tuple[list[Turn], list, dict[str, int]]:
+    """Replies of an SSE body, chunk JSON Lines or chat.completion JSON Lines."""
+    turns: list[Turn] = []
+    ids: set[str] = set()
+    unparsed = []
+    parsed = cont = 0
+    stream: list[str] = []  # the open stream's lines, as reassemble reads them
+    stream_line = stream_id = None
+    done = False
+    framing: list[tuple[int, str]] = []  # blank and event lines before the first chunk, kept until one comes
+
+    def add(line_no: int, body: dict, truncated: bool) -> None:
+        conn = str(body.get("id") or f"line{line_no}")
+        if conn in ids:  # the same reply captured twice: both kept, told apart by line
+            conn = f"{conn}@{line_no}"
+        ids.add(conn)
+        when = body.get("created") if body.get("created") is not None else source.mtime
+        turns.append(_turn(source.path, conn, None, {"ts": when}, None, line_no, reply=(body, truncated)))
+
+    def close() -> None:
+        nonlocal stream, stream_line, stream_id, done
+        if stream:
+            body, complete = reassemble(stream)
+            if not any(ln.startswith("data:") for ln in stream):
+                # chunks saved as objects cannot hold the [DONE] line: a finish reason is their end
+                complete = complete or body["choices"][0]["finish_reason"] is not None
+            add(stream_line, body, not complete)
+        stream, stream_line, stream_id, done = [], None, None, False
+
+    for line_no, line, obj, why in json_lines(source):
+        text = line.strip()
+        if not text or (why and text.startswith(_FRAMING)):
+            if stream or turns:
+                cont += 1
+            else:
+                framing.append((line_no, line))
+            continue
+        if why and text.replace(" ", "") in ("data:[DONE]", "[DONE]"):
+            if stream:
+                stream.append(text)
+                done = True
+                cont += 1
+            else:
+                unparsed.append((source.path, line_no, line, "no_stream"))
+            continue
+        if why and text.startswith("data:"):
+            try:
+                obj, why = json.loads(text[5:].strip()), None
+            except ValueError:
+                pass
+        kind = _reply_object(obj) if why is None else None
+        if kind is None:
+            unparsed.append((source.path, line_no, line, why or "schema:not_a_reply"))
+            continue
+        if kind == "completion" or (kind == "error" and "error" not in obj):
+            close()  # an HTTP error body, like a whole completion, is a reply of its own
+            add(line_no, obj, False)
+            parsed += 1
+            continue
+        chunk_id = obj.get("id")
+        if stream and (done or (chunk_id and stream_id and chunk_id != stream_id)):
+            close()
+        if stream:
+            cont += 1
+        else:
+            stream_line = line_no
+            parsed += 1
+            cont += len(framing)
+            framing = []
+        stream.append(text)
+        stream_id = stream_id or chunk_id
+    close()
+    for line_no, line in framing:
+        unparsed.append((source.path, line_no, line, "blank" if not line.strip() else "no_stream"))
+    return turns, unparsed, {"parsed": parsed, "continuation": cont}
+
+
+def _parse_proxy_log(source: Source) -> tuple[list[Turn], list, int]:
     reqs: dict[str, tuple[int, dict]] = {}
     turns: list[Turn] = []
     unparsed = []
@@ -188,11 +351,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     for conn, (ln, req) in reqs.items():
         unparsed.append((source.path, ln, json.dumps(req, ensure_ascii=False), "no_response"))
         parsed -= 1
-    ctx.account(parsed=parsed, unparsed=len(unparsed))
-    if turns:
-        ctx.first_ts = min((t.t_start or t.t_end for t in turns if t.t_start or t.t_end), default=None)
-        ctx.last_ts = max((t.t_end or t.t_start for t in turns if t.t_start or t.t_end), default=None)
-    yield batch(turns, unparsed, name)
+    return turns, unparsed, parsed
 
 
 _TOOLS = [{"type": "function", "function": {"name": "read", "parameters": {
@@ -264,5 +423,76 @@ samples = [
         json.dumps({"ts": "2026-10-30T10:00:00Z", "dir": "resp", "conn": "c-9", "status": 200,
                     "raw": _sse(({"role": "assistant", "content": "The answer is"}, None))}) + "\n",
         {"turns": [{"content": "The answer is", "truncated": True, "finish_reason": None, "t_start": None}]},
+    ),
+]
+
+
+def _chunk(delta: dict | None, finish=None, **extra) -> str:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return json.dumps({**_CHUNK, "choices": choices, **extra}, ensure_ascii=False)
+
+
+samples += [
+    Sample(
+        # a body saved as it came over the wire: an event line and keep-alive comments around the chunks
+        "captured_sse_body",
+        "event: message\n: keep-alive\n\n"
+        + "\n\n".join("data: " + c for c in (
+            _chunk({"role": "assistant", "reasoning_content": "It is read"}),
+            _chunk({"reasoning_content": " twice."}),
+            _chunk({"content": "Config loads in"}),
+        )) + "\n\n: keep-alive\n\n"
+        + "\n\n".join("data: " + c for c in (
+            _chunk({"content": " two places."}, "stop"),
+            _chunk(None, usage={"prompt_tokens": 640, "completion_tokens": 12}),
+        )) + "\n\ndata: [DONE]\n\n",
+        {"turns": [{"turn_id": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1", "rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1",
+                    "content": "Config loads in two places.", "reasoning": "It is read twice.", "finish_reason": "stop",
+                    "prompt_tokens": 640, "completion_tokens": 12, "truncated": False, "t_start": None,
+                    "t_end": parse_time(1793354401), "model": "deepseek-v3.2", "corruption_class": "clean",
+                    "line_no": 4}]},
+    ),
+    Sample(
+        # chunk objects without their SSE prefix, two streams one after the other (told apart by id);
+        # the second has no finish reason: it was cut
+        "captured_chunk_jsonl",
+        "\n".join((
+            _chunk({"role": "assistant", "content": ""}, id="chatcmpl-a1"),
+            _chunk({"tool_calls": [{"index": 0, "id": "call_9", "type": "function",
+                                    "function": {"name": "read", "arguments": "{\"filePath\": "}}]}, id="chatcmpl-a1"),
+            _chunk({"tool_calls": [{"index": 0, "function": {"arguments": "\"a.py\"}"}}]}, "tool_calls",
+                   id="chatcmpl-a1"),
+            _chunk({"role": "assistant", "content": "Partial ans"}, id="chatcmpl-a2", created=1793354460),
+        )) + "\n",
+        {"turns": [{"turn_id": "chatcmpl-a1", "rid": None, "n_tool_calls": 1, "finish_reason": "tool_calls",
+                    "truncated": False, "line_no": 1, "t_end": parse_time(1793354401),
+                    "tool_calls": '[{"id": "call_9", "name": "read", "arguments": "{\\"filePath\\": \\"a.py\\"}"}]'},
+                   {"turn_id": "chatcmpl-a2", "content": "Partial ans", "truncated": True, "line_no": 4,
+                    "t_end": parse_time(1793354460)}]},
+    ),
+    Sample(
+        # whole replies, one per line: a leak, a clean answer, an HTTP 500 body, and a line that is not a reply
+        "captured_completion_jsonl",
+        "\n".join(json.dumps(x, ensure_ascii=False) for x in (
+            {"id": "chatcmpl-b1", "object": "chat.completion", "created": 1793354500, "model": "deepseek-v3.2",
+             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content":
+                          "Reading.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read\">\n<｜DSML｜parameter "
+                          "name=\"filePath\" string=\"true\">a.py</｜DSML｜parameter>\n</｜DSML｜invoke>"}}],
+             "usage": {"prompt_tokens": 700, "completion_tokens": 40}},
+            {"id": "chatcmpl-b2", "object": "chat.completion", "created": 1793354510, "model": "deepseek-v3.2",
+             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                                                                          "content": "It is set in a.py."}}],
+             "usage": {"prompt_tokens": 760, "completion_tokens": 9}},
+            {"object": "error", "message": "Prefill transfer failed for request rank=0 KVTransferError("
+             "bootstrap_room=77): timed out", "type": "InternalServerError", "param": None, "code": 500},
+            {"note": "not a reply"},
+        )) + "\n",
+        # rows come in time order: the error body has no `created`, and a sample has no mtime
+        {"turns": [{"turn_id": "line3", "http_status": 500, "signatures": ["S16"], "bootstrap_room": 77,
+                    "corruption_class": "transfer_error", "t_end": None},
+                   {"turn_id": "chatcmpl-b1", "signatures": ["S1", "S3", "S10"], "corruption_class": "parse_leak",
+                    "prompt_tokens": 700, "t_end": parse_time(1793354500)},
+                   {"turn_id": "chatcmpl-b2", "corruption_class": "clean", "content": "It is set in a.py."}],
+         "unparsed": [{"line_no": 4, "reason": "schema:not_a_reply"}]},
     ),
 ]
