@@ -184,5 +184,143 @@ samples = [
         "gen throughput (token/s): 3.83, #queue-req: 1",
         {"batches": [{"running_req": 12, "queue_req": None, "truncated": True, "tail": "#queue-req: 1"}]},
     ),
+    # one sample per grammar rule the ones above leave without (tests/test_grammar.py)
+    Sample(
+        "wrapper_docker_json",
+        '{"log":"[2026-01-14 05:32:17 TP0] Prefill batch, #new-seq: 1, #new-token: 944, #cached-token: 0, '
+        'token usage: 0.01, #running-req: 3, #queue-req: 0, input throughput (token/s): 1180.02, cuda graph: False\\n",'
+        '"stream":"stderr","time":"2026-01-14T05:32:17.717142499Z"}\n',
+        {"batches": [{"kind": "prefill", "new_token": 944, "cuda_graph": False,
+                      "prefix": "docker-json 2026-01-14T05:32:17.717142499Z"}]},
+    ),
+    Sample(
+        "wrapper_k8s_cri",
+        "2026-03-24T12:06:11.864923140+08:00 stderr F [2026-03-24 12:06:11 DP1 TP1 EP1] Decode batch, #running-req: 12, "
+        "#token: 40211, token usage: 0.19, cuda graph: True, gen throughput (token/s): 611.20, #queue-req: 0\n",
+        {"batches": [{"kind": "decode", "dp_rank": 1, "running_req": 12, "gen_throughput": 611.2}]},
+    ),
+    Sample(
+        "family_sglang_custom_config",
+        "[2026-04-15 17:13:10][metrics_reporter.py:201][INFO]: Decode batch, #running-req: 8, #token: 4096, "
+        "token usage: 0.05, cuda graph: True, gen throughput (token/s): 320.50, #queue-req: 0\n",
+        {"batches": [{"kind": "decode", "running_req": 8, "ts_raw": "2026-04-15 17:13:10"}]},
+    ),
+    Sample(
+        "family_uvicorn_log",
+        "[2025-11-05 16:38:03] WARNING:  Invalid HTTP request received.\n",
+        {"events": [{"kind": "http_log", "source": "uvicorn", "severity": "warning"}]},
+    ),
+    Sample(
+        "family_nccl",
+        "node-p1:537:1024 [3] NCCL WARN Call to ibv_modify_qp failed with error Connection timed out\n",
+        {"events": [{"kind": "nccl_log", "source": "nccl", "severity": "warning", "peer": "node-p1"}]},
+    ),
+    Sample(
+        "kind_checksum_mismatch",
+        "[2026-10-30 10:01:41 DP5 TP5] KV checksum mismatch for bootstrap_room=1188402291734905512: expected 0x1f2e, "
+        "got 0x9a3b\n",
+        {"events": [{"kind": "checksum_mismatch", "reason": "checksum_mismatch", "bootstrap_room": 1188402291734905512}]},
+    ),
+    Sample(
+        "kind_bootstrap_failed_bootstrap_info",
+        "[2026-03-17 17:35:10 DP9 TP9] Could not fetch prefill parallel info from bootstrap_addr: 10.0.0.7:8998\n",
+        {"events": [{"kind": "bootstrap_failed", "reason": "bootstrap_info", "peer": "10.0.0.7:8998"}]},
+    ),
+    Sample(
+        "kind_watchdog_timeout",
+        "[2026-10-30 10:06:00 DP0 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)\n",
+        {"events": [{"kind": "watchdog_timeout", "reason": "watchdog", "severity": "fatal"}]},
+    ),
+    Sample(
+        "kind_health_check_failed",
+        "[2026-10-30 10:05:20] Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
+        "tic start time: 10:05:00. last_heartbeat time: 10:04:58\n",
+        {"events": [{"kind": "health_check_failed", "reason": "health_check", "severity": "error"}]},
+    ),
+    Sample(
+        "kind_deferred_release",
+        "[2026-10-30 10:02:00 TP0] Deferred KV release for bootstrap_room=4793981895866140836 until its transfer is "
+        "retired\n",
+        {"events": [{"kind": "deferred_release", "severity": "warning", "bootstrap_room": 4793981895866140836}]},
+    ),
+    Sample(
+        "kind_retract",
+        "[2026-10-30 10:03:00 DP1 TP1] KV cache pool is full. Retract requests. #retracted_reqs: 2, "
+        "#new_token_ratio: 0.5120 -> 0.8000\n",
+        {"events": [{"kind": "retract", "severity": "warning"}]},
+    ),
+    Sample(
+        "kind_req_time_stats",
+        "[2026-10-30 10:00:15] ReqTimeStats(rid='9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1', queue_time=0.012, forward_time=1.2)\n",
+        {"events": [{"kind": "req_time_stats", "rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1"}]},
+    ),
+    Sample(
+        "kind_hicache",
+        "[2026-10-30 10:00:01 TP0] Attached HiCache storage backend: mooncake\n",
+        {"events": [{"kind": "hicache"}]},
+    ),
+    Sample(
+        "kind_bootstrap",
+        "[2026-10-30 10:00:02 TP0] Bootstrap server started at 0.0.0.0:8998\n",
+        {"events": [{"kind": "bootstrap"}]},
+    ),
+    Sample(
+        "kind_warmup",
+        "[2026-10-30 10:00:03] Start of pd disaggregation warmup ...\n",
+        {"events": [{"kind": "warmup"}]},
+    ),
+    Sample(
+        "kind_shutdown",
+        "[2026-10-30 10:10:00] SIGTERM received. signum=15 frame=None. Draining requests and shutting down...\n",
+        {"events": [{"kind": "shutdown"}]},
+    ),
+    Sample(
+        "kind_startup",
+        "[2026-10-30 10:00:04] The server is fired up and ready to roll!\n",
+        {"events": [{"kind": "startup"}]},
+    ),
+    Sample(
+        "reason_bootstrap_timeout",
+        "[2026-10-30 10:07:00 DP3 TP3] Prefill transfer failed for request rank=3 req.rid='aa11bb22cc33dd44ee55ff6677889900' "
+        "req.bootstrap_room=4127750395128840213 with exception KVTransferError(bootstrap_room=4127750395128840213): "
+        "Request 4127750395128840213 timed out after 300.0s in KVPoll.Bootstrapping\n",
+        {"events": [{"kind": "transfer_failed", "reason": "bootstrap_timeout", "bootstrap_room": 4127750395128840213}]},
+    ),
+    Sample(
+        "reason_request_timeout",
+        "[2026-10-30 10:08:00 TP0] Request running timeout reached, rid='c3a81f0e6b2d4f57a9e0d1c2b3a49586'\n",
+        {"events": [{"kind": "abort", "reason": "request_timeout", "rid": "c3a81f0e6b2d4f57a9e0d1c2b3a49586"}]},
+    ),
+    Sample(
+        "reason_node_failure",
+        "[2026-10-30 10:09:00 DP2 TP2] Lost connection with prefill instance (bootstrap_room=6593551520068383758, "
+        "prefill_dp_rank=2)\n",
+        {"events": [{"kind": "bootstrap_failed", "reason": "node_failure", "bootstrap_room": 6593551520068383758}]},
+    ),
+    Sample(
+        "reason_room_conflict",
+        "[2026-10-30 10:09:10 TP0] Decode handshake failed: Duplicate decode bootstrap room 4127750395128840213\n",
+        {"events": [{"kind": "bootstrap_failed", "reason": "room_conflict"}]},
+    ),
+    Sample(
+        "reason_config",
+        "[2026-10-30 10:09:20 TP0] Prefill bootstrap failed: KV layout mismatch between prefill and decode "
+        "(page_size 64 != 32)\n",
+        {"events": [{"kind": "bootstrap_failed", "reason": "config"}]},
+    ),
+    Sample(
+        "reason_unknown_rank",
+        "[2026-10-30 10:09:30 DP1 TP1] Decode transfer failed for request rank=1 "
+        "decode_req.req.rid='0b9e7d6c5a4f4e3d8c2b1a0f9e8d7c6b' decode_req.req.bootstrap_room=1188402291734905512 "
+        "with exception KVTransferError(bootstrap_room=1188402291734905512): Failed due to an unknown reason from "
+        "another rank\n",
+        {"events": [{"kind": "transfer_failed", "reason": "unknown_rank", "tp_rank": 1}]},
+    ),
+    Sample(
+        "reason_transfer_error",
+        "[2026-10-30 10:09:40 TP0] Decode transfer failed for request rank=0 "
+        "decode_req.req.rid='9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1' decode_req.req.bootstrap_room=4793981895866140836 "
+        "with exception KVTransferError(bootstrap_room=4793981895866140836): KV transfer failed\n",
+        {"events": [{"kind": "transfer_failed", "reason": "transfer_error", "bootstrap_room": 4793981895866140836}]},
+    ),
 ]
-

@@ -1,0 +1,62 @@
+"""Every rule of the server_log grammar is hit by at least one of its samples (lnav's "pattern does
+not match any samples"): a rule no sample exercises is a rule nothing checks."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import polars as pl
+import pytest
+
+from forensics.parsers import server_log
+from forensics.parsers.server_log import grammar
+from tests.helpers import parse_text
+
+HELP = "add a sample line that it decides to parsers/server_log/samples.py"
+
+
+@functools.cache
+def _parsed() -> tuple[set[str], set[str]]:
+    """The event kinds and failure reasons the samples give, each sample parsed on its own."""
+    kinds: set[str] = set()
+    reasons: set[str] = set()
+    for s in server_log.samples:
+        tables, _ = parse_text(server_log, s.text, name=f"{s.name}.log")
+        if "events" in tables:
+            kinds |= set(tables["events"]["kind"].drop_nulls())
+            reasons |= set(tables["events"]["reason"].drop_nulls())
+    return kinds, reasons
+
+
+def _lines() -> pl.Series:
+    """Every sample line, and what is left of it after each wrapper or prefix that matches it."""
+    lines = pl.Series([line for s in server_log.samples for line in s.text.splitlines()], dtype=pl.Utf8)
+    for rules in (grammar.WRAPPERS, grammar.FAMILIES):
+        tails = [lines.str.extract(p, re.compile(p).groups) for _, p in rules if p.endswith("(.*)$")]
+        lines = pl.concat([lines, *tails]).drop_nulls()
+    return lines
+
+
+@pytest.mark.parametrize("kind, pattern", grammar.KIND_RULES, ids=[k for k, _ in grammar.KIND_RULES])
+def test_every_line_kind_rule_has_a_sample(kind, pattern):
+    assert kind in _parsed()[0], f"line kind rule {kind!r} ({pattern}) does not match any samples: {HELP}"
+
+
+@pytest.mark.parametrize("reason, pattern", grammar.REASON_RULES, ids=[r for r, _ in grammar.REASON_RULES])
+def test_every_failure_reason_rule_has_a_sample(reason, pattern):
+    assert reason in _parsed()[1], f"failure reason rule {reason!r} ({pattern}) does not match any samples: {HELP}"
+
+
+@pytest.mark.parametrize("rule, pattern", grammar.WRAPPERS + grammar.FAMILIES,
+                         ids=[n for n, _ in grammar.WRAPPERS + grammar.FAMILIES])
+def test_every_wrapper_and_line_family_has_a_sample(rule, pattern):
+    assert _lines().str.contains(pattern).any(), f"wrapper or line family {rule!r} ({pattern}) does not match any " \
+                                                 f"samples: add a sample line it matches to parsers/server_log/samples.py"
+
+
+def test_a_rule_without_a_sample_is_named():
+    """The check itself: a rule that nothing exercises fails with its name."""
+    rule = ("kind_without_sample", r"^no sample line says this$")
+    with pytest.raises(AssertionError, match="'kind_without_sample'.*does not match any samples"):
+        test_every_line_kind_rule_has_a_sample(*rule)
