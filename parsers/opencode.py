@@ -1,8 +1,9 @@
-"""opencode sessions: the SQLite `opencode.db`, the older JSON storage tree, and `opencode export` JSON.
+"""opencode sessions: the SQLite `opencode.db`, the older JSON storage tree, `opencode export` JSON,
+and the server API shape (`session.json` + `messages.json`, or the messages array alone).
 
-All three hold the same objects (TRANSCRIPTS.md §7): messages (`role` user / assistant) and their
-parts (text, reasoning, tool, step-finish, ...). They are rebuilt into the export shape and read
-by one function. A leaked DSML call is a `text` part with `<｜DSML｜…` and no `tool` part.
+All of them hold the same objects (TRANSCRIPTS.md §7, §11): messages (`role` user / assistant) and
+their parts (text, reasoning, tool, step-finish, ...). They are rebuilt into the export shape and
+read by one function. A leaked DSML call is a `text` part with `<｜DSML｜…` and no `tool` part.
 
 Records (for the line accounting) are messages and parts: an assistant message is parsed, a user
 message is parsed (it gives the next turn its start and its text), parts are folded into their
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -23,7 +25,8 @@ from forensics.parsers.base import Batch, Context, Sample, Source
 from forensics.parsers.transcript import batch
 
 name = "opencode"
-description = "opencode sessions: opencode.db (SQLite), the storage/ JSON tree, `opencode export` JSON"
+description = ("opencode sessions: opencode.db (SQLite), the storage/ JSON tree, `opencode export` JSON, "
+               "the server API's session.json + messages.json")
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -40,14 +43,42 @@ def sniff(head: bytes, path: str) -> float:
         text = text.split("\n", 1)[-1].lstrip()
     if text.startswith("{") and '"info"' in text and '"messages"' in text and ('"ses_' in text or '"sessionID"' in text):
         return 0.95
+    if _is_messages_array(text):
+        return 0.95
+    if _SESSION_INFO.match(text) and '"messages"' not in text and '"role"' not in text:
+        return 0.9  # the server API's session.json: no turns, but not a log either
     return 0.0
 
 
+# an object whose own id is a session id, as the server API's GET /session/:id returns it
+_SESSION_INFO = re.compile(r'\{\s*"id"\s*:\s*"ses_')
+_API_FILES = {"session.json", "messages.json"}
+
+
+def _is_messages_array(text: str) -> bool:
+    """The head of the server API's messages.json: an array of {"info": Message, "parts": [...]}."""
+    return (re.match(r'\[\s*\{\s*"(?:info|parts)"\s*:', text) is not None and '"parts"' in text
+            and '"role"' in text and ('"ses_' in text or '"sessionID"' in text))
+
+
 def sniff_dir(path: str) -> float:
-    """A storage tree: message/<ses>/<msg>.json files (2025) or session/message/... (mid-2025)."""
+    """A storage tree (message/<ses>/<msg>.json, or session/message/... mid-2025), or a server API folder.
+
+    The API folder is claimed only when it holds nothing but session.json and messages.json: a
+    dump that keeps them beside its logs is walked file by file, and each file is sniffed alone.
+    """
     for sub in ("message", os.path.join("session", "message")):
         d = os.path.join(path, sub)
         if os.path.isdir(d) and any(n.startswith("ses_") for n in os.listdir(d)):
+            return 0.95
+    try:
+        names = {n for n in os.listdir(path) if not n.startswith(".")}
+    except OSError:
+        return 0.0
+    if "messages.json" in names and names <= _API_FILES:
+        with open(os.path.join(path, "messages.json"), "rb") as fh:
+            head = fh.read(16 << 10).decode("utf-8", "replace").lstrip()
+        if _is_messages_array(head) or re.fullmatch(r"\[\s*\]\s*", head):
             return 0.95
     return 0.0
 
@@ -190,35 +221,73 @@ def _parse_tree(path: str, ctx: Context, unparsed: list) -> list[Turn]:
     return turns
 
 
-def _parse_export(source: Source, ctx: Context, unparsed: list) -> list[Turn]:
+def _read_text(source: Source) -> str:
     with source.open() as f:
         raw = f.read().decode("utf-8", "backslashreplace")
-    body = raw.lstrip()
-    if body.startswith("Exporting session:"):  # stderr captured together with stdout
-        body = body.split("\n", 1)[-1]
-    obj, why = _load(body)
-    if why or not isinstance(obj.get("messages"), list):
-        unparsed.append((source.path, 1, raw, why or "schema:messages"))
-        ctx.account(unparsed=1)
-        return []
+    if raw.lstrip().startswith("Exporting session:"):  # stderr captured together with stdout
+        return raw.lstrip().split("\n", 1)[-1]
+    return raw
+
+
+def _messages(items: list, path: str, ctx: Context, unparsed: list) -> list[dict]:
+    """Export-shaped messages of a `messages` array; a message is parsed, its parts continuation."""
     messages = []
-    n = 0
-    for m in obj["messages"]:
-        n += 1
+    for n, m in enumerate(items, 1):
         if not isinstance(m, dict) or not isinstance(m.get("info"), dict):
-            unparsed.append((source.path, n, json.dumps(m, ensure_ascii=False), "schema:info"))
+            unparsed.append((path, n, json.dumps(m, ensure_ascii=False), "schema:info"))
+            ctx.account(unparsed=1)
             continue
         parts = [p for p in (m.get("parts") or []) if isinstance(p, dict)]
         messages.append({"info": m["info"], "parts": parts, "_record": n})
-        ctx.account(continuation=len(parts))
-    ctx.account(parsed=len(messages), unparsed=len(unparsed))
-    return _turns(source.path, obj.get("info"), messages)
+        ctx.account(parsed=1, continuation=len(parts))
+    return messages
+
+
+def _parse_json(path: str, raw: str, ctx: Context, unparsed: list, session: dict | None = None) -> list[Turn]:
+    """An export object, a server API messages array, or a bare Session.Info (which holds no turn)."""
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        obj = None
+    if isinstance(obj, list):
+        return _turns(path, session, _messages(obj, path, ctx, unparsed))
+    if isinstance(obj, dict) and isinstance(obj.get("messages"), list):
+        return _turns(path, obj.get("info"), _messages(obj["messages"], path, ctx, unparsed))
+    if isinstance(obj, dict) and str(obj.get("id", "")).startswith("ses_") and "role" not in obj:
+        ctx.account(parsed=1)
+        return []
+    unparsed.append((path, 1, raw, "invalid_json" if obj is None and raw.strip() else "schema:messages"))
+    ctx.account(unparsed=1)
+    return []
+
+
+def _parse_api_dir(path: str, ctx: Context, unparsed: list) -> list[Turn]:
+    """The server API folder: session.json (one record) beside messages.json."""
+    session = None
+    info_path = os.path.join(path, "session.json")
+    if os.path.exists(info_path):
+        with open(info_path, "rb") as fh:
+            raw = fh.read().decode("utf-8", "backslashreplace")
+        obj, why = _load(raw)
+        if why:
+            unparsed.append((info_path, 1, raw, why))
+            ctx.account(unparsed=1)
+        else:
+            session = obj
+            ctx.account(parsed=1)
+    msgs_path = os.path.join(path, "messages.json")
+    with open(msgs_path, "rb") as fh:
+        raw = fh.read().decode("utf-8", "backslashreplace")
+    return _parse_json(msgs_path, raw, ctx, unparsed, session)
 
 
 def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     unparsed: list = []
     if os.path.isdir(source.fs_path) and source.member is None:
-        turns = _parse_tree(source.fs_path, ctx, unparsed)
+        if os.path.exists(os.path.join(source.fs_path, "messages.json")):
+            turns = _parse_api_dir(source.fs_path, ctx, unparsed)
+        else:
+            turns = _parse_tree(source.fs_path, ctx, unparsed)
     else:
         with source.open() as f:
             head = f.read(len(SQLITE_MAGIC))
@@ -237,7 +306,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
             ctx.notes.append("write-ahead log: read together with its opencode.db")
             turns = []
         else:
-            turns = _parse_export(source, ctx, unparsed)
+            turns = _parse_json(source.path, _read_text(source), ctx, unparsed)
     stamps = [x for t in turns for x in (t.t_start, t.t_end) if x]
     ctx.first_ts, ctx.last_ts = (min(stamps), max(stamps)) if stamps else (None, None)
     yield batch(turns, unparsed, name)
@@ -303,5 +372,16 @@ samples = [
                                                      "1): Request 1 timed out in KVPoll.WaitingForInput\"}"}})),
         {"turns": [{"http_status": 500, "signatures": ["S16"], "corruption_class": "transfer_error",
                     "corrupted": False}]},
+    ),
+    Sample(
+        # the server API's messages.json on its own: the export's messages array without its wrapper
+        "api_messages_array",
+        json.dumps([_USER_MSG, _asst("msg_7", [
+            {"id": "prt_c", "type": "reasoning", "text": "Check the loader."},
+            {"id": "prt_d", "type": "text", "text": "It loads once per import."},
+            {"id": "prt_e", "type": "step-finish", "reason": "stop", "cost": 0}])], ensure_ascii=False),
+        {"turns": [{"session_id": "ses_4b21c07aa0ffe1Qm", "turn_id": "msg_7", "content": "It loads once per import.",
+                    "reasoning": "Check the loader.", "finish_reason": "stop", "line_no": 2,
+                    "corruption_class": "clean"}]},
     ),
 ]
