@@ -16,6 +16,7 @@ import struct
 import subprocess
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from forensics.catalog.sql import run_sql
 from forensics.ingest import pipeline as ingest
 from forensics.ingest.store import Store
 from forensics.reports import export as timeline_export
+from forensics.reports.html import fill
 from forensics.reports.render import escape_control
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,6 +153,40 @@ def test_html_is_self_contained(incident):
     assert [h["name"] for h in data["hosts"]] == ["prefill-0", "decode-0", "decode-1"]
     assert data["offsets"] == {OFFSET_HOST: OFFSET_S}
 
+
+
+def test_html_inlines_its_asset_files(incident):
+    """The page is assets/timeline.html with assets/timeline.css and timeline.js inlined."""
+    text = incident["files"]["html"].read_text(encoding="utf-8")
+    assets = resources.files("forensics.reports") / "assets"
+    css = (assets / "timeline.css").read_text(encoding="utf-8")
+    js = (assets / "timeline.js").read_text(encoding="utf-8")
+    assert f"<style>\n{css}</style>" in text and f"<script>\n\n{js}\n</script>" in text
+    # inlined, neither may close its element early
+    assert "</style" not in css.lower() and "</script" not in js.lower()
+    assert not re.search(r"%(TITLE|STORE|OFFSETS|SUMMARY|LEGEND|OUTCOMES|CSS|JS|DATA)%", text)
+
+
+def test_fill_replaces_each_placeholder_once():
+    assert fill("a %X% b %Y%", {"X": "%Y%", "Y": "1"}) == "a %Y% b 1"
+    with pytest.raises(ValueError):
+        fill("%X% %Y%", {"X": ""})
+    with pytest.raises(ValueError):
+        fill("%X%", {"X": "", "Y": ""})
+
+
+def test_text_spelling_a_placeholder_stays_text(hostile, tmp_path):
+    """A store path or host that spells a placeholder is shown as written, never filled in."""
+    store = Store(tmp_path / "store-%JS%-%DATA%-%CSS%")
+    ingest.run([str(hostile["tmp"] / "dump")], str(store.root), ingest.Options())
+    model = timeline.build(store, "5s", host="%STORE%")
+    path = tmp_path / "placeholders.html"
+    timeline_export.write(model, "html", str(path), store)
+    text = path.read_text(encoding="utf-8")
+    assert len(re.findall(r"<script\b", text)) == 2 and len(re.findall(r"<style\b", text)) == 1
+    assert f"<title>forensics timeline — {store.root}</title>" in text
+    assert f"store {store.root} · " in text and " · host %STORE%</div>" in text
+    assert _page_data(text)["store"] == str(store.root)
 
 def test_html_renders_lanes_bands_and_replies_in_chromium(incident):
     html, tmp = incident["files"]["html"], incident["tmp"]

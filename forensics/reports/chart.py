@@ -1,0 +1,128 @@
+"""`forensics timeline --format png|svg`: a static chart to paste into a GitHub issue.
+
+matplotlib is imported when a chart is drawn, so the other formats and the CLI do not pay for it.
+"""
+
+from __future__ import annotations
+
+from forensics.analysis.clocks import describe_offsets
+from forensics.core.errors import UsageError
+from forensics.ingest.store import Store
+from forensics.reports.detail import CLASS_COLORS, gather, us
+from forensics.reports.render import escape_control
+
+
+def write(model: dict, path: str, store: Store, fmt: str) -> None:
+    """A 1600x900 chart for a GitHub issue: a panel per host, a panel of replies, wedge and storm bands."""
+    import numpy as np
+    from matplotlib import dates as mdates
+    from matplotlib import rc_context
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    d = gather(model, store)
+    hosts = d["hosts"]
+    bucket_us = int(model["bucket_s"] * 1e6)
+    lo, hi = d["window"]
+    if lo is None:
+        lo, hi = 0, bucket_us
+    n = -(-(hi - lo) // bucket_us)
+    if n > 20_000:
+        raise UsageError(f"{n} buckets of {model['bucket_s']:g} s are too many for a chart",
+                         help="pass a larger --bucket, or narrow the window with --since / --until")
+    fig = Figure(figsize=(16, 9), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(hosts) + 1, 1, sharex=True, squeeze=False)[:, 0]
+
+    def x(us):
+        return mdates.date2num(np.asarray(us, dtype="int64").astype("datetime64[us]"))
+
+    edges = x(lo + bucket_us * np.arange(n + 1))
+    centers = x(lo + bucket_us * np.arange(n) + bucket_us // 2)
+
+    def per_bucket(times, values=None):
+        """Counts (or the values, where given) on the bucket grid; NaN where nothing was seen."""
+        k = (np.asarray(times, dtype="int64") - lo) // bucket_us
+        keep = (k >= 0) & (k < n)
+        if values is None:
+            out = np.zeros(n)
+            np.add.at(out, k[keep], 1)
+            return out
+        out = np.full(n, np.nan)
+        out[k[keep]] = np.asarray([np.nan if v is None else v for v in values], dtype=float)[keep]
+        return out
+
+    # a 2 s storm on a 20 min chart would be a hairline: bands get a minimum visible width
+    min_band = max((hi - lo) // 250, 1)
+
+    def band(ax, item, color, label=None, height=1.0, label_at="t0"):
+        t0, t1 = item["t0"], max(item["t1"], item["t0"] + min_band)
+        ax.axvspan(x(t0), x(t1), color=color, alpha=0.18, lw=0, zorder=0)
+        if label:
+            ax.text(x(t0 if label_at == "t0" else t1), height, " " + label, transform=ax.get_xaxis_transform(),
+                    va="top", ha="left", fontsize=8, color=color, zorder=5)
+
+    for ax, h in zip(axes, hosts):
+        load = [r for r in d["load"] if r["host"] == h["name"]]
+        times = [r["t_us"] for r in load]
+        series = [("queue_req", "#e8590c"), ("running_req", "#1c7ed6")]
+        if h["role"] == "prefill":
+            series += [("bootstrap_req", "#7048e8"), ("inflight_req", "#0ca678")]
+        for name, color in series:
+            # NaN in buckets without a stats line, so a silent host shows a gap, not a flat line
+            y = per_bucket(times, [r[name] for r in load])
+            if np.isfinite(y).any():
+                ax.plot(centers, y, color=color, lw=1.3, label=name)
+        ax.set_ylabel("requests")
+        tw = ax.twinx()
+        sent = [r["t0"] for r in d["rooms"] if r["prefill_host"] == h["name"] and r["t0"] is not None]
+        got = [r["recv_t0"] for r in d["rooms"] if r["decode_host"] == h["name"] and r["recv_t0"] is not None]
+        fails = [m["t_us"] for m in d["marks"] if m["host"] == h["name"] and m["mark"] == "failure"]
+        aborts = [m["t_us"] for m in d["marks"] if m["host"] == h["name"] and m["mark"] == "abort"]
+        for times, color, label, alpha in ((sent + got, "#adb5bd", "transfers", 0.6),
+                                           (fails, "#e03131", "failures", 0.9), (aborts, "#f59f00", "aborts", 0.9)):
+            if times:
+                tw.stairs(per_bucket(times), edges, fill=True, color=color, alpha=alpha, label=f"{label} / bucket")
+        tw.set_ylabel("per bucket")
+        ax.set_zorder(tw.get_zorder() + 1)
+        ax.patch.set_visible(False)
+        for w in d["wedges"]:
+            if w["host"] == h["name"]:
+                band(ax, w, "#c92a2a", f"wedge ({w['kind']}, {w['silent_s']:.0f} s)")
+        for s in d["storms"]:
+            if s["host"] == h["name"]:
+                band(ax, s, "#e67700", f"abort storm ({s['n_aborts']})", height=0.86, label_at="t1")
+        ax.set_title(f"{h['name']} ({h['role']})", loc="left", fontsize=10, fontweight="bold")
+        handles = ax.get_legend_handles_labels()[0] + tw.get_legend_handles_labels()[0]
+        if handles:
+            ax.legend(handles=handles, loc="upper right", fontsize=7, ncol=len(handles), framealpha=0.8)
+
+    ax = axes[-1]
+    rows = model["rows"]
+    starts = [us(v) for v in rows["bucket_start"].to_list()]
+    bottom = np.zeros(n)
+    for cls in ("clean", "parse_leak", "incoherent", "empty", "config", "transfer_error"):
+        y = np.nan_to_num(per_bucket(starts, rows[f"replies_{cls}"].to_list()))
+        if y.any():
+            ax.stairs(bottom + y, edges, baseline=bottom.copy(), fill=True, color=CLASS_COLORS[cls],
+                      label=cls.replace("_", " "))
+            bottom += y
+    for w in d["wedges"]:
+        band(ax, w, "#c92a2a")
+    for s in d["storms"]:
+        band(ax, s, "#e67700")
+    ax.set_title("replies by class (corrupted: parse leak, incoherent, empty)", loc="left", fontsize=10,
+                 fontweight="bold")
+    ax.set_ylabel("replies / bucket")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper right", fontsize=7, ncol=6, framealpha=0.8)
+    ax.xaxis.set_major_locator(mdates.AutoDateLocator())
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+    ax.set_xlabel("UTC")
+    ax.set_xlim(edges[0], edges[-1])
+    fig.suptitle(f"forensics timeline — {escape_control(str(store.root))} — {describe_offsets(d['offsets'])} — "
+                 f"{model['bucket_s']:g} s buckets", fontsize=11)
+    # text stays text in the SVG (searchable, and the panel titles can be checked); no date, so
+    # the same store gives the same file
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "forensics"}):
+        fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)

@@ -1,0 +1,124 @@
+"""`forensics timeline --format html`: one self-contained, offline HTML file.
+
+Zoomable lanes per host (load, transfers, replies), wedge and abort-storm bands; click a reply for
+its evidence and the server events around it. The page is assets/timeline.html with
+assets/timeline.css and assets/timeline.js inlined, and its data as JSON in a
+<script type="application/json"> element, with `<`, `>` and `&` escaped so no text can close it;
+the script renders text with textContent only.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from importlib import resources
+from pathlib import Path
+
+from forensics.analysis.clocks import describe_offsets
+from forensics.ingest.store import Store
+from forensics.reports.detail import CLASS_COLORS, OUTCOME_COLORS, gather, iso, no_markup, other_replies
+from forensics.reports.render import escape_control
+
+_PLACEHOLDER = re.compile(r"%([A-Z]+)%")
+
+
+def page_data(model: dict, d: dict, store_name: str) -> dict:
+    """The JSON the page draws from; times in milliseconds since the epoch."""
+    names = [h["name"] for h in d["hosts"]]
+    index = {h: i for i, h in enumerate(names)}
+
+    def ms(us):
+        return None if us is None else us / 1000
+
+    load = []
+    for h in names:
+        rows = [r for r in d["load"] if r["host"] == h]
+        load.append({k: [r[c] for r in rows] for k, c in (("t", "t_us"), ("queue", "queue_req"),
+                                                         ("running", "running_req"), ("throughput", "throughput"),
+                                                         ("bootstrap", "bootstrap_req"))})
+        load[-1]["t"] = [ms(v) for v in load[-1]["t"]]
+    segments = []
+    for r in d["rooms"]:
+        if r["t0"] is not None and r["prefill_host"] in index:
+            segments.append({"host": index[r["prefill_host"]], "t0": ms(r["t0"]), "t1": ms(r["t1"]),
+                             "room": r["room"], "outcome": r["outcome"], "peer": r["decode_host"], "side": "sent"})
+        if r["recv_t0"] is not None and r["decode_host"] in index:
+            start = r["t0"] if r["t0"] is not None and r["t0"] <= r["recv_t0"] else r["recv_t0"]
+            segments.append({"host": index[r["decode_host"]], "t0": ms(start), "t1": ms(r["recv_t1"]),
+                             "room": r["room"], "outcome": r["outcome"], "peer": r["prefill_host"],
+                             "side": "received"})
+    return {
+        "store": escape_control(store_name),
+        "bucket_s": model["bucket_s"],
+        "window": [ms(d["window"][0]), ms(d["window"][1])],
+        "offsets": {escape_control(h): v for h, v in d["offsets"].items()},
+        "hosts": [{**h, "load": load[i], "bucket_ms": model["bucket_s"] * 1000} for i, h in enumerate(d["hosts"])],
+        "transfers": segments,
+        "marks": [{"host": index[m["host"]], "t": ms(m["t_us"]), "mark": m["mark"], "kind": m["kind"],
+                   "reason": m["reason"], "room": m["room"], "message": m["message"]}
+                  for m in d["marks"] if m["host"] in index],
+        "replies": [{"t0": ms(r["t0"]), "t1": ms(r["t1"]), "cls": r["corruption_class"], "corrupted": r["corrupted"],
+                     "host": index.get(r["host"], -1), "host_name": r["host"], "rank": r["rank"], "room": r["room"],
+                     "source": r["source"], "session": r["session_id"], "turn": r["turn_id"],
+                     "signatures": r["signatures"] or [], "evidence": r["evidence"], "outcome": r["outcome"],
+                     "finish_reason": r["finish_reason"], "link": r["link_method"],
+                     "events": [{"t": ms(e["t_us"]), "host": e["host"], "kind": e["kind"], "reason": e["reason"],
+                                 "message": e["message"]} for e in r["events"]]}
+                    for r in d["replies"]],
+        "wedges": [{"host": index[w["host"]], "t0": ms(w["t0"]), "t1": ms(w["t1"]), "kind": w["kind"],
+                    "label": f"wedge: {w['kind']} {w['silent_s']:.0f} s, {w['n_rooms']} rooms, ended by "
+                             f"{w['ended_by']}"}
+                   for w in d["wedges"] if w["host"] in index],
+        "storms": [{"host": index[s["host"]], "t0": ms(s["t0"]), "t1": ms(s["t1"]),
+                    "label": f"abort storm: {s['n_aborts']} aborts ({s['aborts_per_s']}/s)"}
+                   for s in d["storms"] if s["host"] in index],
+        "other_replies": other_replies(model),
+        "class_colors": CLASS_COLORS,
+        "outcome_colors": OUTCOME_COLORS,
+    }
+
+
+def _script_json(obj) -> str:
+    """JSON safe inside <script type="application/json">: no `<` can close the element."""
+    return no_markup(json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
+
+
+def _asset(name: str) -> str:
+    return resources.files("forensics.reports").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def fill(template: str, parts: dict[str, str]) -> str:
+    """`template` with each %NAME% replaced by parts[NAME], every placeholder in one pass."""
+    # inserted text is never searched again: a store path or a host that spells a placeholder stays text
+    unmatched = set(_PLACEHOLDER.findall(template)) ^ set(parts)
+    if unmatched:
+        raise ValueError(f"placeholders and parts differ: {sorted(unmatched)}")
+    return _PLACEHOLDER.sub(lambda m: parts[m.group(1)], template)
+
+
+def write(model: dict, path: str, store: Store) -> None:
+    """Write the page of `model` to `path`."""
+    d = gather(model, store)
+    data = page_data(model, d, str(store.root))
+    n_corrupted = sum(1 for r in data["replies"] if r["corrupted"])
+    lo, hi = d["window"]
+    header = (f"{iso(lo)} to {iso(hi)} · {model['bucket_s']:g} s buckets · {len(data['replies'])} replies, "
+              f"{n_corrupted} corrupted · {len(data['wedges'])} wedges · {len(data['storms'])} abort storms"
+              + (f" · host {model['host']}" if model["host"] else ""))
+    legend = "".join(f'<span class="sw" style="background:{c}"></span>{html.escape(k.replace("_", " "))} '
+                     for k, c in CLASS_COLORS.items())
+    outcomes = "".join(f'<span class="sw" style="background:{c}"></span>{html.escape(k.replace("_", " "))} '
+                       for k, c in OUTCOME_COLORS.items() if k != "bootstrap_timeout")
+    page = fill(_asset("timeline.html"), {
+        "TITLE": html.escape(f"forensics timeline — {escape_control(str(store.root))}"),
+        "STORE": html.escape(escape_control(str(store.root))),
+        "OFFSETS": html.escape(describe_offsets(d["offsets"])),
+        "SUMMARY": html.escape(escape_control(header)),
+        "LEGEND": legend,
+        "OUTCOMES": outcomes,
+        "CSS": _asset("timeline.css"),
+        "JS": _asset("timeline.js"),
+        "DATA": _script_json(data),
+    })
+    Path(path).write_text(page, encoding="utf-8")
