@@ -54,7 +54,7 @@ def sniff_jsonl(head: bytes, keys: set[str], test) -> float:
 
 
 def batch(turns: list[Turn], unparsed: list[tuple[str, int | None, str, str]], fmt: str) -> Batch:
-    """The rows of one input: turns with their verdicts, and the records nobody could read."""
+    """The rows of one input: its turns (verdicts are an analysis step), and the records nobody could read."""
     un = pl.DataFrame(
         [{"source_file": f, "line_no": n, "line": line[:MAX_LINE_CHARS], "reason": r, "format": fmt}
          for f, n, line, r in unparsed],

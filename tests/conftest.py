@@ -20,9 +20,14 @@ def real_logs():
 
 
 def ingest_paths(paths, store, **opts):
+    """Ingest as `forensics ingest` does: the inputs, then the verdicts of their turns."""
+    from forensics.analysis import verdicts
     from forensics.ingest import pipeline as ingest
+    from forensics.ingest.store import Store
 
-    return ingest.run([str(p) for p in paths], str(store), ingest.Options(**opts))
+    results = ingest.run([str(p) for p in paths], str(store), ingest.Options(**opts))
+    verdicts.ensure(Store(store))
+    return results
 
 
 def sql(store, q, **params):

@@ -56,10 +56,13 @@ def query_snapshot(store, name: str) -> dict:
 
 
 def sample_store(path) -> str:
-    """Ingest all of sample_logs/ into `path` (once); return it."""
+    """Ingest all of sample_logs/ into `path` (once), with its verdicts; return it."""
+    from forensics.analysis import verdicts
     from forensics.ingest import pipeline as ingest
+    from forensics.ingest.store import Store
 
     ingest.run([str(ROOT / "sample_logs")], str(path), ingest.Options())
+    verdicts.ensure(Store(path))
     return str(path)
 
 

@@ -8,6 +8,7 @@ import pathlib
 import pytest
 from click.testing import CliRunner
 
+from forensics.analysis import verdicts
 from forensics.cli import main
 from forensics.parsers import claude_code, openai_proxy, opencode, outputs_dir, server_log
 from tests.conftest import ingest_paths, sql
@@ -38,7 +39,7 @@ def test_streamed_and_non_streamed_reply_give_the_same_row():
     raw = B._sse(body["id"], "deepseek-v3.2", spec, USAGE)
     plain, _ = parse_text(openai_proxy, _pair({"body": body}), name="agent.jsonl")
     streamed, _ = parse_text(openai_proxy, _pair({"raw": raw}), name="agent.jsonl")
-    a, b = plain["turns"].drop("source_file"), streamed["turns"].drop("source_file")
+    a, b = (verdicts.apply(x["turns"]).drop("source_file") for x in (plain, streamed))
     assert a.height == b.height == 1
     assert a.row(0, named=True) == b.row(0, named=True)
     assert a["n_tool_calls"][0] == 2 and a["corruption_class"][0] == "clean"
@@ -65,7 +66,7 @@ def test_opencode_export_db_and_tree_give_the_same_turns(tmp_path):
         ctx = Context()
         (batch,) = list(opencode.parse(src, ctx))
         assert ctx.lines == ctx.parsed_lines + ctx.continuation_lines + ctx.unparsed_lines
-        frames.append(batch["turns"].drop("source_file", "line_no").sort("turn_id"))
+        frames.append(verdicts.apply(batch["turns"]).drop("source_file", "line_no").sort("turn_id"))
         if p.name == "opencode.db":  # the cut row written by write_db
             assert batch["unparsed"]["reason"].to_list() == ["invalid_json"]
     assert frames[0].height == 6

@@ -11,7 +11,7 @@ import os
 import polars as pl
 
 from forensics.analysis import stats
-from forensics.catalog import connect
+from forensics.analysis.db import connect
 from forensics.catalog import named as queries
 from forensics.ingest.store import Store
 

@@ -12,7 +12,7 @@ import math
 import polars as pl
 
 from forensics.analysis import stats
-from forensics.catalog import connect
+from forensics.analysis.db import connect
 from forensics.catalog import named as queries
 from forensics.catalog.sql import run_sql
 from forensics.ingest.store import Store

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from forensics.analysis import verdicts
 from forensics.analysis.detectors import CLASSES
 from forensics.catalog.sql import run_sql
 from forensics.core.errors import UsageError
@@ -22,4 +23,5 @@ def list_replies(store: Store, corrupted: bool = False, cls: str | None = None, 
          "WHERE ($corrupted = false OR corrupted) AND ($cls IS NULL OR corruption_class = $cls) "
          "AND ($session IS NULL OR session_id = $session) "
          "ORDER BY t_end NULLS LAST, t_start NULLS LAST, source, session_id, seq")
+    verdicts.ensure(store)
     return run_sql(store, q, {"corrupted": corrupted, "cls": cls, "session": session}, materialize=True)

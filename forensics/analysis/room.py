@@ -6,7 +6,7 @@ import dataclasses
 
 import polars as pl
 
-from forensics.catalog import connect
+from forensics.analysis.db import connect
 from forensics.core.errors import ForensicsError, UsageError
 from forensics.ingest.store import Store
 

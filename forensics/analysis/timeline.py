@@ -6,7 +6,7 @@ import re
 
 import polars as pl
 
-from forensics.catalog import connect
+from forensics.analysis.db import connect
 from forensics.catalog import named as queries
 from forensics.catalog.sql import run_sql
 from forensics.core.errors import UsageError

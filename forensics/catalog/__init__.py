@@ -4,6 +4,10 @@ Base tables are read from Parquet as written (`raw_<table>`). The public view `<
 explicit clock offsets of the store (clocks.json) to `ts`, so raw rows are never rewritten and
 every query reads corrected time; `clock_offset_s` says how much each row was moved.
 Derived views (forensics/views/*.sql) are created after the base views, in file-name order.
+
+Columns an analysis step supplies (the verdicts of `turns`) are not in the raw Parquet: the public
+view joins them from <store>/derived/verdicts/<version>/<input>.parquet, the version named in
+<store>/derived/verdicts/CURRENT (forensics.analysis.verdicts writes both). Until then they are NULL.
 """
 
 from __future__ import annotations
@@ -49,9 +53,56 @@ def _quote(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
 
-def _empty_select(t: schema.Table) -> str:
-    cols = ", ".join(f'CAST(NULL AS {duck_type(c.dtype)}) AS "{c.name}"' for c in t.columns)
+def _empty_select(t: schema.Table, columns: tuple[schema.Column, ...] | None = None) -> str:
+    cols = ", ".join(f'CAST(NULL AS {duck_type(c.dtype)}) AS "{c.name}"' for c in columns or t.columns)
     return f"SELECT {cols} WHERE false"
+
+
+VERDICTS = "verdicts"
+# the verdicts this process computed, per store root: their version, and the spare folder that
+# holds them when the store cannot be written
+_VERDICTS_FOR: dict[Path, tuple[str, Path | None]] = {}
+
+
+def verdicts_dir(store: Store) -> Path:
+    return store.root / "derived" / VERDICTS
+
+
+def use_verdicts(store: Store, version: str, spare: Path | None = None) -> None:
+    """Read verdicts of `version` for this store in this process, also from `spare` (a read-only store)."""
+    _VERDICTS_FOR[store.root.resolve()] = (version, spare)
+
+
+def verdict_files(store: Store) -> tuple[str | None, list[str]]:
+    """The verdict version in force (this process's, else CURRENT's) and its files, one per input."""
+    version, spare = _VERDICTS_FOR.get(store.root.resolve(), (None, None))
+    if version is None:
+        try:
+            version = (verdicts_dir(store) / "CURRENT").read_text().strip()
+        except OSError:
+            return None, []
+    folders = [verdicts_dir(store) / version] + ([spare] if spare else [])
+    files = []
+    for key in sorted(store.committed()):
+        path = next((p for p in (f / f"{key}.parquet" for f in folders) if p.exists()), None)
+        if path is not None:
+            files.append(str(path))
+    return version or None, files
+
+
+def _with_analysis(t: schema.Table, files: list[str], verdicts: list[str]) -> str:
+    """The public view of a table whose analysis columns come from verdict files: NULL until there are some."""
+    raw = f"read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, filename = true)"
+    if not verdicts:
+        cols = ", ".join(f'CAST(NULL AS {duck_type(c.dtype)}) AS "{c.name}"' if c.analysis else f'"{c.name}"'
+                         for c in t.columns)
+        return f"SELECT {cols} FROM {raw}"
+    # a verdict file is named after its input, and the key is unique within one input
+    v = f"read_parquet([{', '.join(_quote(f) for f in verdicts)}], union_by_name = true, filename = true)"
+    cols = ", ".join(f'{"v" if c.analysis else "r"}."{c.name}"' for c in t.columns)
+    on = " AND ".join(["parse_filename(v.filename, true) = parse_filename(parse_dirpath(r.filename))"]
+                      + [f'v."{k}" IS NOT DISTINCT FROM r."{k}"' for k in schema.VERDICT_KEY])
+    return f"SELECT {cols} FROM {raw} r LEFT JOIN {v} v ON {on}"
 
 
 def connect(store: Store, offsets: dict[str, float] | None = None, materialize: bool = False
@@ -72,6 +123,7 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
     con.execute("CREATE TABLE clock_offsets (host VARCHAR PRIMARY KEY, offset_s DOUBLE)")
     if offsets:
         con.executemany("INSERT INTO clock_offsets VALUES (?, ?)", sorted(offsets.items()))
+    version, verdicts = verdict_files(store)
     for t in schema.TABLES.values():
         if t.view:
             continue
@@ -79,10 +131,13 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
         if files:
             src = f"SELECT * FROM read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true)"
         else:
-            src = _empty_select(t)
+            src = _empty_select(t, t.stored)
         con.execute(f'CREATE VIEW "raw_{t.name}" AS {src}')
         names = {c.name for c in t.columns}
-        if {"ts", "host"} <= names:
+        if any(c.analysis for c in t.columns):
+            public = _with_analysis(t, files, verdicts) if files else _empty_select(t)
+            con.execute(f'CREATE VIEW "{t.name}" AS {public}')
+        elif {"ts", "host"} <= names:
             con.execute(
                 f'CREATE VIEW "{t.name}" AS SELECT r.* REPLACE ('
                 "r.ts - to_microseconds(CAST(round(COALESCE(o.offset_s, 0) * 1e6) AS BIGINT)) AS ts), "
@@ -100,36 +155,38 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
             raise ForensicsError(f"derived view {name} does not build: {str(e).splitlines()[0]}",
                                  file=f"forensics/views/{name}",
                                  help="a bug in the toolkit, not in your data: report it with this line") from None
-    _use_cache(con, store, offsets, materialize)
+    _use_cache(con, store, offsets, materialize, (version, [Path(f).name for f in verdicts]))
     return con
 
 
 _VIEW_NAME = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.I)
 
 
-def _cache_dir(store: Store, offsets: dict) -> Path:
-    """A folder named after everything the derived views depend on: inputs, offsets and view SQL."""
+def _cache_dir(store: Store, offsets: dict, verdicts: tuple[str | None, list[str]]) -> Path:
+    """A folder named after everything the derived views depend on: inputs, offsets, verdicts and view SQL."""
     from forensics import __version__
 
     h = hashlib.sha256()
     h.update(__version__.encode())
     h.update(json.dumps(sorted(store.committed())).encode())
     h.update(json.dumps(sorted(offsets.items())).encode())
+    # the verdict version, and which inputs have verdicts yet: replies read them
+    h.update(json.dumps([verdicts[0], sorted(verdicts[1])]).encode())
     for name, sql in derived_views():
         h.update(name.encode() + sql.encode())
     return store.root / "derived" / h.hexdigest()[:24]
 
 
-def _use_cache(con, store: Store, offsets: dict, materialize: bool) -> None:
+def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]) -> None:
     """Swap the expensive derived views (transfers, rooms, replies, ...) for Parquet snapshots.
 
     The joins behind them take minutes on a large incident; their result only changes when an
-    input, a clock offset or the view SQL does, and all three are in the cache folder's name.
+    input, a clock offset, the verdicts or the view SQL does, and all are in the cache folder's name.
     Views are done in file order, so each one is computed from its already cached inputs.
     """
     if not store.exists():
         return
-    cache = _cache_dir(store, offsets)
+    cache = _cache_dir(store, offsets, verdicts)
     for _, sql in derived_views():
         for name in _VIEW_NAME.findall(sql):
             path = cache / f"{name}.parquet"
@@ -146,7 +203,7 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool) -> None:
             con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))})')
     # snapshots of an older state of the store are never read again
     for old in (store.root / "derived").iterdir():
-        if old != cache and old.is_dir():
+        if old != cache and old.name != VERDICTS and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
 
 

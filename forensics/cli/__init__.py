@@ -103,6 +103,9 @@ def ingest(paths, store, host, role, tz, year, run_label, forced_format, jobs, c
         results = ing.run(list(paths), store, opts, prog)
     for h, v in offsets.items():
         Store(store).set_clock(h, v)
+    from forensics.analysis import verdicts
+
+    verdicts.ensure(Store(store))
     IngestProgress.summary(results)
     if any(r.status == "failed" for r in results):
         sys.exit(EXIT_FAILED)
@@ -116,10 +119,12 @@ def ingest(paths, store, host, role, tz, year, run_label, forced_format, jobs, c
 @handled
 def sql(query, store, fmt, params):
     """Run SQL over the store; every table is a view of the same name."""
+    from forensics.analysis import verdicts
     from forensics.catalog.sql import run_sql
     from forensics.ingest.store import Store
     from forensics.reports.render import render
 
+    verdicts.ensure(Store(store))
     df = run_sql(Store(store), query, _params(params))
     render(df, fmt)
 
@@ -285,10 +290,12 @@ def query_show(name):
 @handled
 def query_run(name, store, fmt, params):
     """Run a named query; parameters are bound, never pasted into the SQL."""
+    from forensics.analysis import verdicts
     from forensics.catalog import named as queries
     from forensics.ingest.store import Store
     from forensics.reports.render import render
 
+    verdicts.ensure(Store(store))
     render(queries.run(Store(store), name, _params(params)), fmt)
 
 

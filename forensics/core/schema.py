@@ -19,14 +19,22 @@ class Column:
     name: str
     dtype: pl.DataType | type
     doc: str
+    analysis: bool = False  # supplied by an analysis step over the stored rows, never written at ingest
 
 
 @dataclasses.dataclass(frozen=True)
 class Table:
     name: str
     doc: str
-    columns: tuple[Column, ...]
+    columns: tuple[Column, ...]  # the public view, in its order: what `forensics tables` documents
     view: bool = False  # derived in DuckDB from other tables (never written by parsers)
+    # written at ingest for an analysis step to read, and left out of the public view
+    stored_only: tuple[Column, ...] = ()
+
+    @property
+    def stored(self) -> tuple[Column, ...]:
+        """The columns a writer puts in Parquet: the public ones an analysis does not supply, then the stored-only."""
+        return tuple(c for c in self.columns if not c.analysis) + self.stored_only
 
     @property
     def polars_schema(self) -> dict:
@@ -176,10 +184,10 @@ def register(table: Table) -> Table:
 
 
 def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
-    """Return `df` with exactly the table's columns, in order and type; missing ones are NULL."""
+    """Return `df` with exactly the table's stored columns, in order and type; missing ones are NULL."""
     t = TABLES[table]
     cols = []
-    for c in t.columns:
+    for c in t.stored:
         if c.name in df.columns:
             cols.append(pl.col(c.name).cast(c.dtype, strict=False))
         else:
@@ -317,7 +325,7 @@ ROOMS = register(Table(
 ))
 
 
-# --- agent transcripts (issue 4) ----------------------------------------------------------------
+# --- agent transcripts ---------------------------------------------------------------------------
 _TURN_CORE = (
     Column("source", pl.Utf8, "'opencode' | 'openai_proxy' | 'claude_code' | 'outputs_dir'"),
     Column("session_id", pl.Utf8, "session (opencode ses_…, Claude Code sessionId, proxy session or file, outputs folder)"),
@@ -334,13 +342,19 @@ _TURN_CORE = (
     Column("rid", pl.Utf8, "sglang rid when the source carries it (request rid, or a 32-hex response id)"),
     Column("bootstrap_room", pl.Int64, "PD bootstrap room when the request carried one"),
     Column("http_status", pl.Int32, "HTTP status of the response (proxy; API errors in opencode / Claude Code)"),
-    Column("signatures", pl.List(pl.Utf8), "corruption signatures that fired, 'S1'..'S16' (TRANSCRIPTS.md §6)"),
-    Column("corruption_class", pl.Utf8, "'clean' | 'parse_leak' | 'incoherent' | 'empty' | 'config' | 'transfer_error'"),
-    Column("corrupted", pl.Boolean, "class is parse_leak, incoherent or empty (config and transfer_error are not corruption)"),
-    Column("evidence", pl.Utf8, "snippet per deciding signature, the match between ⟦ ⟧, control characters escaped"),
+    # the verdict: decided by the detectors over the stored turns (forensics.analysis.verdicts)
+    Column("signatures", pl.List(pl.Utf8), "corruption signatures that fired, 'S1'..'S16' (TRANSCRIPTS.md §6)",
+           analysis=True),
+    Column("corruption_class", pl.Utf8, "'clean' | 'parse_leak' | 'incoherent' | 'empty' | 'config' | 'transfer_error'",
+           analysis=True),
+    Column("corrupted", pl.Boolean,
+           "class is parse_leak, incoherent or empty (config and transfer_error are not corruption)", analysis=True),
+    Column("evidence", pl.Utf8, "snippet per deciding signature, the match between ⟦ ⟧, control characters escaped",
+           analysis=True),
 )
 _TURN_EXTRA = (
-    Column("degraded_markup", pl.Boolean, "markup that fired was an ASCII / spaced look-alike of DSML or a special token"),
+    Column("degraded_markup", pl.Boolean,
+           "markup that fired was an ASCII / spaced look-alike of DSML or a special token", analysis=True),
     Column("seq", pl.Int64, "0-based position of the turn in its session, by time"),
     Column("parent_id", pl.Utf8, "the user message or request the turn answers"),
     Column("error_text", pl.Utf8, "error body or message recorded for the turn"),
@@ -362,7 +376,16 @@ TURNS = register(Table(
         Column("tool_calls", pl.Utf8, "structured tool calls, JSON [{id, name, arguments}]"),
         Column("offered_tools", pl.Utf8, "names of the tools the request offered, JSON, when known"),
     ),
+    # what the detectors read besides the public columns, so a new detector version needs no re-ingest
+    stored_only=(
+        Column("offered_tool_params", pl.Utf8, "the tools the request offered with their required parameters, "
+                                               "JSON [{name, required}], when known"),
+        Column("tools_offered", pl.Boolean, "the agent offers tools, even when the transcript does not list them"),
+        Column("user_text", pl.Utf8, "text of the user turn the reply answers"),
+    ),
 ))
+# The verdict columns are decided per session of one input: within an input these name one turn.
+VERDICT_KEY = ("source", "session_id", "seq")
 
 REPLY_CANDIDATES = register(Table(
     "reply_candidates",

@@ -1,8 +1,9 @@
 """The canonical turn record every transcript parser produces (TRANSCRIPTS.md §10), and its rows.
 
 A parser builds one `Turn` per assistant reply, then hands all turns of an input to `frame()`,
-which runs the corruption detectors session by session (some signatures and the 'config' class
-are session verdicts) and returns rows in the columns of the `turns` table.
+which orders each session by time and returns rows in the stored columns of the `turns` table:
+everything the corruption detectors read, and no verdict. The verdicts are an analysis step over
+the stored rows (forensics.analysis.verdicts), so a new threshold needs no re-ingest.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import re
 
 import polars as pl
 
-from forensics.analysis import detectors
 from forensics.core import schema
 
 # AI-SDK (opencode), Anthropic (Claude Code) and OpenAI finish reasons onto sglang's vocabulary.
@@ -73,31 +73,26 @@ class Turn:
     truncated: bool = False  # a stream without [DONE], a reply cut short in the record
 
 
-def frame(turns: list[Turn], th: detectors.Thresholds = detectors.DEFAULT) -> pl.DataFrame:
-    """Rows of the `turns` table, with signatures and class decided per session."""
+def frame(turns: list[Turn]) -> pl.DataFrame:
+    """Stored rows of the `turns` table; `seq` numbers each session's turns in time order."""
     by_session: dict[tuple[str, str], list[Turn]] = {}
     for t in turns:
         by_session.setdefault((t.source, t.session_id), []).append(t)
     rows = []
     for session in by_session.values():
         session.sort(key=lambda t: (t.t_start or t.t_end or _EPOCH, t.line_no or 0))
-        verdicts = detectors.assess_session(session, th)
-        for seq, (t, v) in enumerate(zip(session, verdicts)):
+        for seq, t in enumerate(session):
             rows.append({
                 **{f.name: getattr(t, f.name) for f in dataclasses.fields(Turn)
-                   if f.name not in ("tool_calls", "offered_tools", "user_text", "tools_offered")},
+                   if f.name not in ("tool_calls", "offered_tools")},
                 "bootstrap_room": t.bootstrap_room if t.bootstrap_room is not None else room_in_error(t.error_text),
                 "seq": seq,
                 "tool_calls": json.dumps(t.tool_calls, ensure_ascii=False) if t.tool_calls else None,
                 "offered_tools": json.dumps([o["name"] for o in t.offered_tools]) if t.offered_tools else None,
+                "offered_tool_params": json.dumps(t.offered_tools, ensure_ascii=False) if t.offered_tools else None,
                 "n_tool_calls": len(t.tool_calls),
                 "content_chars": len(t.content or ""),
                 "reasoning_chars": len(t.reasoning or ""),
-                "signatures": v.signatures,
-                "corruption_class": v.corruption_class,
-                "corrupted": v.corrupted,
-                "evidence": v.evidence,
-                "degraded_markup": v.degraded,
             })
     if not rows:
         return schema.conform("turns", pl.DataFrame())
@@ -116,7 +111,7 @@ def room_in_error(text: str | None) -> int | None:
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_OVERRIDES = {"signatures": pl.List(pl.Utf8), "t_start": schema.TS, "t_end": schema.TS, "bootstrap_room": pl.Int64}
+_OVERRIDES = {"t_start": schema.TS, "t_end": schema.TS, "bootstrap_room": pl.Int64}
 
 
 def parse_time(v) -> dt.datetime | None:

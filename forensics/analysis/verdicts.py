@@ -1,0 +1,140 @@
+"""The corruption verdicts of stored turns: an analysis step, so a new detector needs no re-ingest.
+
+Ingest stores each turn with what the detectors read (forensics.core.turns.frame). `ensure(store)`
+runs the detectors over the turns of every committed input that has no verdicts of the current
+version yet, session by session as the turns were numbered (`seq`), and writes one file per input:
+
+    <store>/derived/verdicts/<version>/<input>.parquet   source, session_id, seq and the verdict columns
+    <store>/derived/verdicts/CURRENT                     the version the catalog joins into `turns`
+
+The version is a hash of the detector code and the thresholds: changing either computes new
+verdicts on the next report, from the same raw rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from forensics import catalog
+from forensics.analysis import detectors
+from forensics.core import schema, text
+from forensics.core.errors import ForensicsError
+from forensics.core.turns import Turn
+from forensics.ingest.store import Store
+
+# the code a verdict depends on: the signatures, the escaping of their evidence, and how a stored
+# row becomes the turn the detectors read (this module)
+_CODE = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (detectors, text))
+                       + Path(__file__).read_bytes()).hexdigest()
+
+
+def version(th: detectors.Thresholds | None = None) -> str:
+    """The verdict version of the detector code with thresholds `th`, by default `detectors.DEFAULT` as it is now."""
+    th = detectors.DEFAULT if th is None else th
+    return hashlib.sha256((_CODE + repr(th)).encode()).hexdigest()[:16]
+
+
+DETECTOR_VERSION = version()
+
+_KEY = schema.VERDICT_KEY
+_SUPPLIED = tuple(c for c in schema.TURNS.columns if c.analysis)
+_VERDICT_SCHEMA = {c: schema.TURNS.column(c).dtype for c in _KEY} | {c.name: c.dtype for c in _SUPPLIED}
+_FIELDS = [f.name for f in dataclasses.fields(Turn)]
+
+
+def _turn(row: dict) -> Turn:
+    """The detectors' view of one stored row: the Turn a parser built, rebuilt from its columns."""
+    t = Turn(**{f: row.get(f) for f in _FIELDS if f not in ("tool_calls", "offered_tools")})
+    t.tool_calls = json.loads(row["tool_calls"]) if row.get("tool_calls") else []
+    t.offered_tools = json.loads(row["offered_tool_params"]) if row.get("offered_tool_params") else None
+    return t
+
+
+def verdict_rows(turns: pl.DataFrame, th: detectors.Thresholds | None = None) -> pl.DataFrame:
+    """Key and verdict columns for the stored turns of one input, each session assessed in `seq` order."""
+    th = detectors.DEFAULT if th is None else th
+    # a store written before a stored column existed: the detectors get NULL for it
+    turns = turns.with_columns(pl.lit(None, dtype=c.dtype).alias(c.name) for c in schema.TURNS.stored
+                               if c.name not in turns.columns)
+    if turns.select(_KEY).is_duplicated().any():
+        raise ForensicsError("turns of one input repeat (source, session_id, seq)",
+                             help="a bug in a transcript parser, not in your data: report it with this line")
+    sessions: dict[tuple, list[dict]] = {}
+    for row in turns.iter_rows(named=True):
+        sessions.setdefault((row["source"], row["session_id"]), []).append(row)
+    out = []
+    for rows in sessions.values():
+        rows.sort(key=lambda r: r["seq"])
+        for r, v in zip(rows, detectors.assess_session([_turn(r) for r in rows], th)):
+            out.append({"source": r["source"], "session_id": r["session_id"], "seq": r["seq"],
+                        "signatures": v.signatures, "corruption_class": v.corruption_class, "corrupted": v.corrupted,
+                        "evidence": v.evidence, "degraded_markup": v.degraded})
+    return pl.DataFrame(out, schema=_VERDICT_SCHEMA)
+
+
+def apply(turns: pl.DataFrame, th: detectors.Thresholds | None = None) -> pl.DataFrame:
+    """Stored turns as the public `turns` view shows them: its columns, verdicts filled, rows in order."""
+    v = verdict_rows(turns, th)
+    base = turns.drop([c.name for c in _SUPPLIED if c.name in turns.columns])
+    joined = base.join(v, on=list(_KEY), how="left", nulls_equal=True, maintain_order="left")
+    return joined.select([pl.col(c.name).cast(c.dtype) for c in schema.TURNS.columns])
+
+
+_SPARE: dict[Path, tempfile.TemporaryDirectory] = {}
+
+
+def ensure(store: Store, th: detectors.Thresholds | None = None) -> str:
+    """Compute the verdicts the store lacks for the current version; return the version.
+
+    Files are written next to the store (tmp, then one rename); a store this process cannot write
+    gets them in a temporary folder that lives as long as the process, so it still answers.
+    """
+    ver = version(th)
+    if not store.exists():
+        return ver
+    folder = catalog.verdicts_dir(store) / ver
+    spare = _SPARE[store.root.resolve()].name if store.root.resolve() in _SPARE else None
+    by_input: dict[str, list[str]] = {}
+    for f in store.table_files("turns"):
+        by_input.setdefault(Path(f).parent.name, []).append(f)
+    for key, files in sorted(by_input.items()):
+        name = f"{key}.parquet"
+        if (folder / name).exists() or (spare and (Path(spare) / ver / name).exists()):
+            continue
+        rows = verdict_rows(pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed"), th)
+        try:
+            _write(rows, folder / name)
+        except OSError:
+            if spare is None:
+                _SPARE[store.root.resolve()] = tempfile.TemporaryDirectory(prefix="forensics-verdicts-")
+                spare = _SPARE[store.root.resolve()].name
+            _write(rows, Path(spare) / ver / name)
+    try:
+        current = catalog.verdicts_dir(store) / "CURRENT"
+        if not current.exists() or current.read_text().strip() != ver:
+            _write_text(current, ver + "\n")
+    except OSError:
+        pass  # read-only: this process says which version it reads, below
+    catalog.use_verdicts(store, ver, Path(spare) / ver if spare else None)
+    return ver
+
+
+def _write(df: pl.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    df.write_parquet(tmp)
+    os.replace(tmp, path)
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
