@@ -1,8 +1,8 @@
 """The native scanner (parsers/_fastlog.c) from Python: its buffers as polars frames.
 
-The extension is built at install time when a C compiler is there (setup.py marks it optional).
-Without it, or with FORENSICS_NATIVE=0, every line takes the polars path, which gives the same
-tables (tests/test_native.py), only slower.
+The extension is built at install time when a C compiler is there (setup.py marks it optional,
+unless FORENSICS_REQUIRE_NATIVE=1, as in CI). Without it, or with FORENSICS_NATIVE=0, every line
+takes the polars path, which gives the same tables (tests/test_native.py), only slower.
 """
 
 from __future__ import annotations
@@ -17,8 +17,11 @@ from forensics.parsers.lines import RawBlock, with_flags
 
 try:
     from forensics.parsers import _fastlog
-except ImportError:  # no compiler at install time: the polars path does it all
+
+    import_error = None
+except ImportError as e:  # no compiler at install time: the polars path does it all
     _fastlog = None
+    import_error = e
 
 
 def enabled() -> bool:

@@ -236,6 +236,26 @@ def test_the_scanner_takes_plain_stats_lines():
     assert native.rest_frame(d, cut)["line_no"].to_list() == [4, 7]
 
 
+def test_each_scan_reads_the_configuration_it_is_given():
+    """A configuration is an object passed to each scan, never process state: scans on many threads
+    with two configurations at once (the GIL released while they run) each keep their own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    raw = lines.RawBlock("\n".join(EDGE[:3]).encode(), 1, 3, False, True)
+    types = "".join(t[0] for _, t in scanner.COLUMNS)
+    full = scanner.config()
+    # without `#running-req` among the known keys, its items go to `extra`
+    fewer = native.config([k for k in scanner.keys() if k[0] != "#running-req"], types, grammar.RANK_TAGS,
+                          scanner.literals(), scanner.leaders())
+    want = {id(c): native.scan(c, raw, 2026)["st.extra_n"] for c in (full, fewer)}
+    assert want[id(fewer)] == want[id(full)] + 2  # two of the lines have one
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda c: (id(c), native.scan(c, raw, 2026)["st.extra_n"]), [full, fewer] * 100))
+    assert all(n == want[c] for c, n in got)
+    with pytest.raises(ValueError, match="rank tag 1"):  # the scanner tells tags apart by their first letter
+        native.config(scanner.keys(), types, ("TP", "TX"), scanner.literals(), scanner.leaders())
+
+
 def _files():
     found = sorted(glob.glob(os.path.join(ROOT, "sample_logs", "eras", "*.log")))
     found += sorted(glob.glob(os.path.join(ROOT, "sample_logs", "incident", "*", "sglang.log*")))
