@@ -192,6 +192,9 @@ def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
             cols.append(pl.col(c.name).cast(c.dtype, strict=False))
         else:
             cols.append(pl.lit(None, dtype=c.dtype).alias(c.name))
+    if not any(c.name in df.columns for c in t.stored):
+        # a select of literals alone gives one row whatever the frame's height
+        return pl.DataFrame({c.name: pl.Series(c.name, [None] * df.height, dtype=c.dtype) for c in t.stored})
     return df.select(cols)
 
 
