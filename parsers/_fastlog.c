@@ -75,12 +75,19 @@ typedef struct {
     uint8_t rank_by_letter[256]; /* rank index + 1 by the tag's first letter (the letters differ) */
     Lit lits[MAX_LITS];
     int nlits;
-    uint8_t field_first[256]; /* a LIT_FIELD literal starts with this byte */
-    uint8_t req_first[256];   /* a LIT_ROOM or LIT_LEAVE literal does */
+    /* By the first two bytes (PAIR) of a literal: the first of the LIT_FIELD literals starting so
+     * (index + 1, 0 none), then field_next[index] the next one (-1 none); likewise req_lits for
+     * the LIT_ROOM and LIT_LEAVE ones, in req_pairs beside REQ_CASE for the fields try_request
+     * reads by hand. One look-up a byte, rather than a test of every literal where one might start. */
+    uint8_t field_pairs[1 << 16];
+    int8_t field_next[MAX_LITS];
+    uint8_t req_pairs[1 << 16];
+    int8_t req_next[MAX_LITS];
     Leader leaders[MAX_LEADERS];
     int nleaders;
-    uint8_t req_pairs[1 << 16]; /* see PAIR */
 } Config;
+
+#define REQ_CASE 0x80 /* in req_pairs: a field try_request reads by hand may start here */
 
 /* ---- growable buffers ---------------------------------------------------------------------- */
 
@@ -560,20 +567,22 @@ static int try_stats(const Config *cfg, const uint8_t *s, Py_ssize_t n, Py_ssize
  * then its event fields are known (see server_log._ready_rows). Returns 1 and the four spans. */
 #define AT(m, n, i, lit) ((i) + (Py_ssize_t)sizeof(lit) - 1 <= (n) && eqn((m) + (i), lit, sizeof(lit) - 1))
 
+/* The two bytes at m[i] as a table index. The byte loops look up each position's pair in a table
+ * of the pairs their literals start with (Config.field_pairs, req_pairs), rather than its byte in
+ * a table of first bytes: letters such as `t` and `r` start many positions of a reply's text, the
+ * pairs few. Every literal has two bytes or more: a message's last byte starts none. */
+#define PAIR(m, i) ((unsigned)(m)[i] | (unsigned)(m)[(i) + 1] << 8)
+
 static inline int lit_at(const Lit *l, const uint8_t *m, Py_ssize_t n, Py_ssize_t i) {
     Py_ssize_t e = i + l->len;
     return e <= n && eqn(m + i, l->s, (size_t)l->len) && (!(l->flags & LIT_DIGIT) || (e < n && ISD(m[e])));
 }
 
-/* Does `m` hold a LIT_FIELD literal? One pass over the bytes; memmem per literal cost more. */
+/* Does `m` hold a LIT_FIELD literal? */
 static int has_field_literal(const Config *cfg, const uint8_t *m, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!cfg->field_first[m[i]]) continue;
-        for (int k = 0; k < cfg->nlits; k++) {
-            const Lit *l = &cfg->lits[k];
-            if ((l->flags & LIT_FIELD) && (uint8_t)l->s[0] == m[i] && lit_at(l, m, n, i)) return 1;
-        }
-    }
+    for (Py_ssize_t i = 0; i + 1 < n; i++)
+        for (int k = cfg->field_pairs[PAIR(m, i)] - 1; k >= 0; k = cfg->field_next[k])
+            if (lit_at(&cfg->lits[k], m, n, i)) return 1;
     return 0;
 }
 
@@ -608,11 +617,6 @@ static int try_access(const Config *cfg, const uint8_t *m, Py_ssize_t n, Py_ssiz
     return !has_field_literal(cfg, m, n);
 }
 
-/* The two bytes at m[i] as a table index. try_request's byte loop looks up each position's pair
- * in a table of the pairs its cases start with (Config.req_pairs), rather than its byte in a table
- * of first bytes: letters such as `t` and `r` start many positions of a reply's text, the pairs
- * few. Every case's literal has two bytes or more: a message's last byte starts none. */
-#define PAIR(m, i) ((unsigned)(m)[i] | (unsigned)(m)[(i) + 1] << 8)
 
 /* The pairs the fields try_request reads by hand start with: a quoted request field
  * (quoted_field), `bootstrap_room`, `rid='` and `rank=`. */
@@ -695,8 +699,9 @@ static int try_request(const Config *cfg, const uint8_t *m, Py_ssize_t n, Req *q
     if (!kind || !is_ascii(m, n)) return 0;
     int room_found = 0, room_literal = 0, rid = 0;
     for (Py_ssize_t i = 0; i + 1 < n; i++) {
-        if (!cfg->req_pairs[PAIR(m, i)]) continue;
-        switch (m[i]) {
+        unsigned v = cfg->req_pairs[PAIR(m, i)];
+        if (!v) continue;
+        if (v & REQ_CASE) switch (m[i]) {
         case '"':
         case '\'':
             if (!quoted_field(m, n, i, q)) return 0;
@@ -736,9 +741,9 @@ static int try_request(const Config *cfg, const uint8_t *m, Py_ssize_t n, Req *q
         default:
             break;
         }
-        for (int k = 0; cfg->req_first[m[i]] && k < cfg->nlits; k++) {
+        for (int k = (int)(v & ~REQ_CASE) - 1; k >= 0; k = cfg->req_next[k]) {
             const Lit *l = &cfg->lits[k];
-            if (!(l->flags & (LIT_ROOM | LIT_LEAVE)) || (uint8_t)l->s[0] != m[i] || !lit_at(l, m, n, i)) continue;
+            if (!lit_at(l, m, n, i)) continue;
             if (l->flags & LIT_LEAVE) return 0;
             room_literal = 1;
         }
@@ -1073,7 +1078,7 @@ static PyObject *config_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     Py_CLEAR(seq);
 
     for (size_t k = 0; k < sizeof REQ_FIELD_PAIRS / sizeof *REQ_FIELD_PAIRS; k++)
-        c->req_pairs[PAIR((const uint8_t *)REQ_FIELD_PAIRS[k], 0)] = 1;
+        c->req_pairs[PAIR((const uint8_t *)REQ_FIELD_PAIRS[k], 0)] = REQ_CASE;
     if (!(seq = PySequence_Fast(lits, "literals must be a sequence"))) goto fail;
     Py_ssize_t nl = PySequence_Fast_GET_SIZE(seq);
     if (nl > MAX_LITS) {
@@ -1091,11 +1096,14 @@ static PyObject *config_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         }
         memcpy(l->s, t, (size_t)tl);
         l->len = (int)tl;
-        uint8_t first = (uint8_t)t[0];
-        if (l->flags & LIT_FIELD) c->field_first[first] = 1;
+        unsigned pair = PAIR((const uint8_t *)t, 0);
+        if (l->flags & LIT_FIELD) { /* pushed on the front of its pair's chain */
+            c->field_next[i] = (int8_t)(c->field_pairs[pair] - 1);
+            c->field_pairs[pair] = (uint8_t)(i + 1);
+        }
         if (l->flags & (LIT_ROOM | LIT_LEAVE)) {
-            c->req_first[first] = 1;
-            c->req_pairs[PAIR((const uint8_t *)t, 0)] = 1;
+            c->req_next[i] = (int8_t)((c->req_pairs[pair] & ~REQ_CASE) - 1);
+            c->req_pairs[pair] = (uint8_t)((c->req_pairs[pair] & REQ_CASE) | (i + 1));
         }
     }
     c->nlits = (int)nl;
