@@ -9,12 +9,18 @@
  *   - splits every other line with a plain sglang prefix into time, rank tags and message,
  *     and reads whole the two commonest of them: canonical uvicorn access lines and request logs
  *     (`Receive: ...` / `Finish: ...`);
- * each with the values parsers/server_log.py would give it.
+ * each with the values the polars path of parsers/server_log/ would give it.
  *
  * It is conservative by design: any line it is not certain about (an odd value, a date it would
  * have to judge, non-ASCII text where it matters, an iteration tag, a file's cut last line) is left to
  * the polars path, which stays the reference. tests/test_native.py checks that both give
  * identical tables.
+ *
+ * What it matches by name comes from the Python grammar (server_log/grammar.py) through a Config
+ * object at run time: the stats keys and their columns, the rank tags, the literals that leave a
+ * line to polars, the request-log leaders. The shapes it reads by hand (prefix and CRI time, the
+ * stats item list, the canonical access line, the request fields) mirror patterns of the grammar
+ * and are held to them by tests/test_native.py.
  *
  * The result is a dict of buffers (Mem objects) laid out as Arrow buffers (validity bitmaps, int64
  * offsets), which parsers/native.py wraps into Arrow arrays without copying them.
@@ -35,7 +41,7 @@
 
 /* ---- configuration: the grammar's tables (server_log/grammar.py), one immutable object ------- */
 
-/* What a literal means where it occurs (server_log.grammar.LITERALS) */
+/* What a literal means where it occurs (server_log/scanner.py, `literals`) */
 enum {
     LIT_FIELD = 1, /* the polars path looks for a rid, room, request field or rank by it: an access line with it is left */
     LIT_ROOM = 2,  /* a room pattern other than `bootstrap_room=` may match from it */
@@ -564,7 +570,7 @@ static int try_stats(const Config *cfg, const uint8_t *s, Py_ssize_t n, Py_ssize
 
 /* A uvicorn access message in its canonical shape, `INFO:     <peer> - "<method> <path> <proto>" <status>`,
  * with none of the literals the polars path looks for rids, rooms, request fields or ranks by:
- * then its event fields are known (see server_log._ready_rows). Returns 1 and the four spans. */
+ * then its event fields are known (see server_log/events.py, `_ready_rows`). Returns 1 and the four spans. */
 #define AT(m, n, i, lit) ((i) + (Py_ssize_t)sizeof(lit) - 1 <= (n) && eqn((m) + (i), lit, sizeof(lit) - 1))
 
 /* The two bytes at m[i] as a table index. The byte loops look up each position's pair in a table
@@ -623,7 +629,7 @@ static int try_access(const Config *cfg, const uint8_t *m, Py_ssize_t n, Py_ssiz
 static const char *REQ_FIELD_PAIRS[] = {"\"e", "\"f", "\"p", "\"c", "\"s", "'e", "'f", "'p", "'c", "'s", "bo", "ri", "ra"};
 
 /* A request log line (`Receive: ...` / `Finish: ...`, SGLANG.md §6) in ASCII: the fields the
- * polars path extracts from it (server_log._events), found the way its regexes find them (the
+ * polars path extracts from it (server_log/events.py), found the way its regexes find them (the
  * leftmost match of the first pattern that matches). Where it would have to judge (a room written
  * another way, a peer address, an odd number), the line is left to polars. */
 

@@ -19,7 +19,7 @@ except ImportError:  # the native scanner is optional (parsers/native.py)
     def count_newlines(b) -> int:
         return bytes(b).count(b"\n")
 
-BLOCK_BYTES = 12 << 20  # see parsers/server_log.parse
+BLOCK_BYTES = 12 << 20  # see parsers/server_log/__init__.py, `parse`
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
 
 RECORD_BACKTRACK = 1 << 20  # how far back a block's cut looks for a record's head
