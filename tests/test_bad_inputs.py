@@ -70,9 +70,9 @@ def build_cases(root):
         "Decode", "De\x00code").encode())
     put("huge_line_50mb", "decode.log", good(2).encode() + b"x" * (50 << 20) + b"\n" + good(2).encode())
     put("crlf_mixed", "decode.log", good(3).replace("\n", "\r\n").encode() + good(3).encode())
-    put("empty", "decode.log", b"")
+    put("empty", "decode.log", b"", outcome="skipped")  # listed in files as not a log, no lines counted
     rnd = random.Random(1)
-    put("binary", "core.1234", bytes(rnd.randrange(256) for _ in range(20000)), outcome="failed")
+    put("binary", "core.1234", bytes(rnd.randrange(256) for _ in range(20000)), outcome="skipped")
     d = root / "unreadable"
     d.mkdir()
     os.symlink(d / "gone.log", d / "decode.log")
@@ -109,15 +109,15 @@ def test_bad_input_corpus(tmp_path, capsys):
     for case, (paths, expected, lines_in) in sorted(cases.items()):
         store = tmp_path / "stores" / case
         results = ingest_paths(paths, store, jobs=1)
-        outcome = "+".join(sorted({r.status for r in results}, key=["ingested", "duplicate", "failed"].index))
+        outcome = "+".join(sorted({r.status for r in results}, key=["ingested", "duplicate", "failed", "skipped"].index))
         files = sql(store, "SELECT sum(lines) l, sum(parsed_lines + continuation_lines + unparsed_lines) a FROM files") \
             if (store / "data").exists() else None
         accounted = int(files["a"][0] or 0) if files is not None else 0
         lines = int(files["l"][0] or 0) if files is not None else 0
         report.append((case, outcome, lines_in, accounted))
         assert outcome == expected, (case, [r.error for r in results])
-        # a refused input adds nothing; a duplicate's lines are accounted once, under the first name
-        want = {"failed": 0, "ingested+duplicate": lines_in // 2}.get(expected, lines_in)
+        # a refused or skipped input adds no lines; a duplicate's lines are accounted once, under the first name
+        want = {"failed": 0, "skipped": 0, "ingested+duplicate": lines_in // 2}.get(expected, lines_in)
         assert lines == accounted == want, case
         for r in results:
             if r.status == "failed":
@@ -138,7 +138,7 @@ def test_bad_input_corpus(tmp_path, capsys):
 def test_unparsed_keeps_raw_bytes_escaped(tmp_path):
     p = tmp_path / "decode.log"
     p.write_bytes(b"\xff\xfe broken \xc3(\n" + b"x" * (1 << 20) + b"\n")
-    ingest_paths([p], tmp_path / "s")
+    ingest_paths([p], tmp_path / "s", format="server_log")  # no log marker: only a forced parser reads it
     df = sql(tmp_path / "s", "SELECT line_no, line, reason FROM unparsed ORDER BY line_no")
     assert df["line"][0] == "\\xff\\xfe broken \\xc3("
     assert len(df["line"][1]) == 64 << 10 and df["line_no"][1] == 2

@@ -292,8 +292,8 @@ def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkey
     monkeypatch.setattr(store.InputWriter, "write", failing_write)
     results = ingest_paths([tmp_path / n for n in names], tmp_path / "store")
     assert [(r.path.rsplit("/", 1)[1], r.status) for r in results] == [
-        ("a.log", "ingested"), ("b.bin", "failed"), ("c.log", "ingested"), ("d.log", "failed"), ("e.log", "ingested")]
-    assert "No space left on device" in results[3].error and "binary" in results[1].error
+        ("a.log", "ingested"), ("b.bin", "skipped"), ("c.log", "ingested"), ("d.log", "failed"), ("e.log", "ingested")]
+    assert "No space left on device" in results[3].error and results[1].skip_kind == "binary"
     order = [(e[0], e[1].rsplit("/", 1)[1]) for e in events]
     assert ("commit", tmp_path.joinpath("a.log").as_posix(), True) in events  # finished while b was parsed
     # and before the input after the next one starts

@@ -76,12 +76,15 @@ def main(debug: bool) -> None:
 @click.option("--tz", default="UTC", show_default=True, help="Zone of naive timestamps, e.g. Asia/Shanghai.")
 @click.option("--year", type=int, help="Year for timestamps that print none (NIXL/glog, MM-DD).")
 @click.option("--run", "run_label", help="Label the inputs as one run, for `forensics compare`.")
-@click.option("--format", "forced_format", help="Skip detection and read every input with this parser.")
+@click.option("--parser", "forced_format", metavar="NAME",
+              help="Skip detection and read every input with this parser, notes too (see `forensics formats`).")
+# the option's name until --parser, kept for one release so that scripts keep working
+@click.option("--format", "deprecated_format", hidden=True)
 @click.option("--jobs", "-j", type=int, help="Parallel workers (default: all cores).")
 @click.option("--clock-offset", multiple=True, metavar="HOST=SECONDS",
               help="Record that HOST's clock runs SECONDS ahead (repeatable).")
 @handled
-def ingest(paths, store, host, role, tz, year, run_label, forced_format, jobs, clock_offset):
+def ingest(paths, store, host, role, tz, year, run_label, forced_format, deprecated_format, jobs, clock_offset):
     """Parse log files, folders and archives (.gz, .zst, .tar.gz) into the store."""
     runtime.configure_ingest()
     from forensics.cli.progress import IngestProgress
@@ -89,6 +92,12 @@ def ingest(paths, store, host, role, tz, year, run_label, forced_format, jobs, c
     from forensics.ingest import pipeline as ing
     from forensics.ingest.store import Store
 
+    if deprecated_format:
+        if forced_format and forced_format != deprecated_format:
+            raise UsageError(f"--parser {forced_format} and --format {deprecated_format} disagree",
+                             help="--format is the old name of --parser: pass --parser alone")
+        click.echo("warning: `ingest --format` is deprecated, use --parser", err=True)
+        forced_format = deprecated_format
     offsets = {}
     for item in clock_offset:
         h, sep, v = item.partition("=")

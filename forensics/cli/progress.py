@@ -51,15 +51,32 @@ class IngestProgress:
         t = Table(header_style="bold")
         for c in ("file", "format", "host", "role", "lines", "parsed", "cont.", "unparsed", "status"):
             t.add_column(c, justify="right" if c in ("lines", "parsed", "cont.", "unparsed") else "left")
-        for r in results:
+        read = [r for r in results if r.status != "skipped"]
+        for r in read:
             t.add_row(escape_control(_short(r.path)), r.format or "", r.host or "", r.role or "", str(r.lines),
                       str(r.parsed), str(r.continuation), str(r.unparsed), r.status)
-        con.print(t)
+        if read:
+            con.print(t)
+        if line := skipped_line(results):
+            con.print(line, markup=False)
         for r in results:
             if r.error:
                 con.print(escape_control(r.error), markup=False)
             for n in r.notes:
                 con.print(f"note: {escape_control(r.path)}: {escape_control(n)}", markup=False)
+
+
+def skipped_line(results) -> str | None:
+    """'skipped 3 files that are not logs: 2 markdown, 1 json (see `files`)', or None."""
+    from collections import Counter
+
+    kinds = Counter(r.skip_kind or "unknown" for r in results if r.status == "skipped")
+    if not kinds:
+        return None
+    n = sum(kinds.values())
+    by_kind = ", ".join(f"{c} {k}" for k, c in sorted(kinds.items(), key=lambda kc: (-kc[1], kc[0])))
+    what = "1 file that is not a log" if n == 1 else f"{n} files that are not logs"
+    return f"skipped {what}: {by_kind} (see `files`, status 'skipped', for each one's skip_reason)"
 
 
 def _short(path: str) -> str:

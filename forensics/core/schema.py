@@ -65,7 +65,9 @@ _SOURCE_COLS = (
 
 FILES = Table(
     "files",
-    "One row per ingested input file. lines = parsed_lines + continuation_lines + unparsed_lines.",
+    "One row per input file ingest found: read by a parser (status 'ingested'; lines = parsed_lines + "
+    "continuation_lines + unparsed_lines) or refused as not a log (status 'skipped': format, host, role and "
+    "the line counts are NULL, skip_kind and skip_reason say why).",
     (
         Column("path", pl.Utf8, "input file as given to ingest (archive members as archive!member)"),
         Column("sha256", pl.Utf8, "sha256 of the decompressed content; the same content is ingested once"),
@@ -82,6 +84,10 @@ FILES = Table(
         Column("tz", pl.Utf8, "zone assumed for naive timestamps"),
         Column("run", pl.Utf8, "run label given with ingest --run"),
         Column("ingested_at", TS, "when the file was ingested"),
+        Column("status", pl.Utf8, "'ingested' (read by the parser in format) | 'skipped' (not a log, not read)"),
+        Column("skip_kind", pl.Utf8, "what a skipped file was taken for: markdown, json, csv, yaml, image, pdf, "
+               "html, empty, binary, text (no log markers)"),
+        Column("skip_reason", pl.Utf8, "why it was skipped, in words"),
     ),
 )
 

@@ -18,9 +18,9 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 import polars as pl
 
 from forensics.core.errors import ForensicsError, InputError, UsageError
-from forensics.ingest.sources import discover
+from forensics.ingest.sources import discover, not_a_log
 from forensics.ingest.store import Store
-from forensics.parsers import PARSERS, by_name
+from forensics.parsers import PARSERS, by_name, server_log
 from forensics.parsers.base import Context, Source
 
 SNIFF_BYTES = 64 << 10
@@ -37,9 +37,11 @@ class FileResult:
     parsed: int = 0
     continuation: int = 0
     unparsed: int = 0
-    status: str = "ingested"  # ingested | duplicate | failed
+    status: str = "ingested"  # ingested | duplicate | failed | skipped (not a log: see skip_kind)
     error: str | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
+    skip_kind: str | None = None
+    skip_reason: str | None = None
 
 
 @dataclasses.dataclass
@@ -68,12 +70,21 @@ def default_host(src_path: str, roots: list[str]) -> str:
     return os.path.basename(parent)
 
 
+class NotALog(Exception):
+    """An input no parser should read: ingest lists it in `files` as skipped, with its kind and why."""
+
+    def __init__(self, kind: str, reason: str):
+        super().__init__(reason)
+        self.kind, self.reason = kind, reason
+
+
 def choose_parser(src: Source, forced: str | None):
+    """The parser forced, else the most confident one; NotALog when the input is not a log."""
     if forced:
         try:
             return by_name(forced)
         except KeyError:
-            raise UsageError(f"unknown format {forced!r}", help="see `forensics formats` for the names") from None
+            raise UsageError(f"unknown parser {forced!r}", help="see `forensics formats` for the names") from None
     if os.path.isdir(src.fs_path) and src.member is None:
         best = max(PARSERS, key=lambda p: getattr(p, "sniff_dir", lambda _: 0.0)(src.fs_path))
         return best
@@ -81,11 +92,29 @@ def choose_parser(src: Source, forced: str | None):
 
     with src.open() as f:
         head = read_upto(f, SNIFF_BYTES)
-    best = max(PARSERS, key=lambda p: p.sniff(head, src.path))
-    if best.sniff(head, src.path) < 0.5 and _looks_binary(head):
-        raise InputError(f"{src.path} is a binary file, not a log or transcript", file=src.path,
-                         help="leave core dumps and other binaries out of the ingest paths, or pass --format")
-    return best
+    if not head and src.size:
+        # compressed bytes that decompress to nothing (a stream cut before its first block) are no
+        # empty file: the server log's read keeps what there is and notes a cut, as for any cut log
+        return server_log
+    scores = {p.name: p.sniff(head, src.path) for p in PARSERS}
+    # On a tie a parser that reads structure (JSON objects, a binary header) wins over the server
+    # log, which counts markers in text: a transcript whose replies quote log lines has them too.
+    # Otherwise the first listed wins (a stable sort).
+    ranked = sorted(PARSERS, key=lambda p: (scores[p.name], p is not server_log), reverse=True)
+    doc = not_a_log(head, src.path)
+    if doc is not None:
+        # notes and summaries quote log lines: a document kind outranks the server-log sniff, not a
+        # parser of structure that claims the input (an opencode session is a .json file)
+        best = next((p for p in ranked if p is not server_log), None)
+        if best is None or scores[best.name] < 0.5:
+            raise NotALog(*doc)
+        return best
+    best = ranked[0]
+    if scores[best.name] >= 0.5:
+        return best
+    if _looks_binary(head):
+        raise NotALog("binary", "binary content that no parser reads (pass --parser to force one)")
+    raise NotALog("text", f"no server-log, transcript or trace markers in its first {SNIFF_BYTES >> 10} KiB")
 
 
 def _looks_binary(head: bytes) -> bool:
@@ -190,6 +219,8 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
     res = FileResult(path=src.path)
     try:
         parser = choose_parser(src, opts.format)
+    except NotALog as e:
+        return _skip(store, src, e, opts)
     except InputError as e:
         res.status, res.error = "failed", e.render()
         return res
@@ -253,6 +284,7 @@ def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path:
         "role": res.role, "lines": ctx.lines, "parsed_lines": ctx.parsed_lines,
         "continuation_lines": ctx.continuation_lines, "unparsed_lines": ctx.unparsed_lines,
         "first_ts": ctx.first_ts, "last_ts": ctx.last_ts, "tz": opts.tz, "run": opts.run, "ingested_at": started,
+        "status": "ingested",
     }])
     writer.write("files", files_row)
     final_key = sha[:32]
@@ -261,6 +293,30 @@ def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path:
     os.replace(writer.dir, keyed)
     writer.dir, writer.key = keyed, final_key
     res.status = "ingested" if writer.commit() else "duplicate"
+    return res
+
+
+def _skip(store: Store, src: Source, why: NotALog, opts: Options) -> FileResult:
+    """The files row of an input that is not a log (status 'skipped'), committed on its own.
+
+    Its line counts stay NULL: nothing of it was read as lines, and an empty log's 0 means
+    something else. The store key hashes the path with the content, so that each name of a
+    note is listed once (re-ingesting the dump adds nothing) and never takes the content key a
+    parse of the same bytes under --parser would use.
+    """
+    res = FileResult(path=src.path, status="skipped", skip_kind=why.kind, skip_reason=why.reason)
+    started = dt.datetime.now(dt.timezone.utc)
+    try:
+        sha, nbytes, _cut = _content_digest(src.open, None)
+    except (ForensicsError, OSError, EOFError) as e:
+        res.status, res.error = "failed", f"cannot read {src.path}: {e}"
+        return res
+    writer = store.writer(hashlib.sha256(f"skipped\0{src.path}\0{sha}".encode()).hexdigest()[:32])
+    writer.write("files", pl.DataFrame([{
+        "path": src.path, "sha256": sha, "bytes": nbytes, "run": opts.run, "ingested_at": started,
+        "status": "skipped", "skip_kind": why.kind, "skip_reason": why.reason,
+    }]))
+    writer.commit()  # False when this name and content were listed by an earlier ingest
     return res
 
 

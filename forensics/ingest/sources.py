@@ -3,14 +3,62 @@
 from __future__ import annotations
 
 import os
+import re
 import tarfile
 from collections.abc import Iterator
 
 from forensics.core.errors import InputError
 from forensics.core.inputs import Source
 
-# notes that travel with a bundle, not inputs (the sample bundle documents itself in them)
-SKIP_NAMES = {".DS_Store", "planted.json", "README.md"}
+# Finder metadata, never worth a line in `files`. Notes that travel with a dump (README.md, a
+# bundle's planted.json, screenshots) are not skipped by name: ingest lists them in `files` as
+# skipped, with the kind it took them for (`not_a_log`).
+SKIP_NAMES = {".DS_Store"}
+
+# Document kinds by name. A log is never written under these extensions; a notes file quoting log
+# lines would otherwise read as one. `--parser` still reads such a file with the parser named.
+DOCUMENT_EXTENSIONS = {
+    ".md": "markdown", ".markdown": "markdown", ".rst": "markdown",
+    ".json": "json", ".csv": "csv", ".tsv": "csv", ".yaml": "yaml", ".yml": "yaml",
+    ".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image", ".webp": "image", ".svg": "image",
+    ".bmp": "image", ".tif": "image", ".tiff": "image", ".pdf": "pdf", ".html": "html", ".htm": "html",
+}
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image"), (b"\xff\xd8\xff", "image"), (b"GIF87a", "image"), (b"GIF89a", "image"),
+    (b"II*\x00", "image"), (b"MM\x00*", "image"), (b"%PDF-", "pdf"),
+)
+_KIND_TEXT = {
+    "markdown": "a Markdown document", "json": "a JSON document",
+    "csv": "a CSV table", "yaml": "a YAML document", "image": "an image", "pdf": "a PDF document",
+    "html": "an HTML page", "empty": "an empty file",
+}
+# a JSON document or JSON Lines; docker's `{"log":` lines are server logs, sglang's prefix is `[2026-`
+_JSON_START = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*(?:\{(?!"log":)|\[\s*[\[{"\]])')
+
+
+def not_a_log(head: bytes, path: str) -> tuple[str, str] | None:
+    """(kind, reason) when the name or the first bytes say the input is a document, not a log.
+
+    The kinds: empty, image, pdf (by their first bytes), json (by content or name), markdown,
+    csv, yaml, html (by name). The decision outranks the server-log sniff, never a transcript or
+    trace parser that claims the input (an opencode session is a `.json` file).
+    """
+    name = path.split("!")[-1]
+    if not head.strip():
+        return "empty", _KIND_TEXT["empty"] if not head else "only blank lines"
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind, _KIND_TEXT[kind]
+    base = name.lower()
+    for comp in (".gz", ".zst", ".bz2", ".xz"):
+        base = base.removesuffix(comp)
+    ext = os.path.splitext(base)[1]
+    kind = DOCUMENT_EXTENSIONS.get(ext)
+    if kind is not None:
+        return kind, f"{_KIND_TEXT[kind]} ({ext}), not a log"
+    if _JSON_START.match(head):
+        return "json", "JSON that no transcript or trace parser claims, not a log"
+    return None
 
 
 def _is_tar(path: str) -> bool:

@@ -25,7 +25,15 @@ from forensics.parsers import lines
 from forensics.parsers.base import Batch, Context, Source
 from forensics.parsers.lines import read_upto
 from forensics.parsers.server_log import passes
-from forensics.parsers.server_log.grammar import CONTINUES, ROLE_DECODE, ROLE_PREFILL
+from forensics.parsers.server_log.grammar import (
+    CONTINUES,
+    RE_BARE_KNOWN,
+    RE_GLOG,
+    RE_NCCL,
+    RE_UCX,
+    ROLE_DECODE,
+    ROLE_PREFILL,
+)
 from forensics.parsers.server_log.samples import samples
 
 __all__ = ["CONTINUES", "description", "infer_role", "name", "parse", "samples", "sniff"]
@@ -61,12 +69,34 @@ def _guess_year(text: str) -> int | None:
     return None
 
 
+# What makes a head a server log: an sglang prefix anywhere in the line (shippers wrap it), a
+# scheduler stats line of any era, uvicorn access and startup lines, abseil/glog, UCX (with or
+# without its head), NCCL, NIXL and the bare sglang messages of the grammar, a traceback header.
+# Counted over the whole head, so an excerpt that opens on a traceback tail or a cut line is
+# still recognised by the lines after it.
+_MARKERS = re.compile("|".join((
+    r"\[(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}",
+    r"\[[0-9]{2}:[0-9]{2}:[0-9]{2}(?: [A-Z_]+[0-9]+)+\]",  # time-only prefix (2024 builds)
+    r"^[IWEF][0-9]{4} [0-9][0-9]:", r"UCX +[A-Z]+ ", r"NCCL (?:INFO|WARN)",
+    r"(?:Prefill|Decode|new fill) batch[.,]", r"Traceback \(most recent",
+    r':[0-9]+ - "[A-Z]+ \S+ HTTP/[0-9.]+" [0-9]{3}', r"Uvicorn running on|Application startup complete",
+    r"sglang_router_rs::",
+    f"(?:{RE_GLOG})", f"(?:{RE_UCX})", f"(?:{RE_NCCL})", f"(?:{RE_BARE_KNOWN})",
+)), re.M)
+# Lines whose markers say nothing about the file: JSON objects and arrays (a transcript or a
+# summary quoting log lines; docker's `{"log":` wrapper is a log line), members of a
+# pretty-printed JSON document, and SSE framing (a captured stream's replies may quote logs).
+_QUOTING = re.compile(r'^\s*(?:\{(?!"log":)|\[\s*[\[{"\]]|"[^"]*"\s*:|data:|event:)', re.M)
+
+
 def sniff(head: bytes, path: str) -> float:
+    """0 without any marker of a server log in the head; from 0.55 up to 1.0 with more of them."""
     text = head.decode("utf-8", "replace")
-    hits = sum(1 for _ in re.finditer(r"\[(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}|^[IWEF][0-9]{4} [0-9][0-9]:|UCX +[A-Z]+ |NCCL (?:INFO|WARN)"
-                                      r"|(?:Prefill|Decode) batch[.,]|Traceback \(most recent", text, re.M))
+    if _QUOTING.search(text):
+        text = "\n".join(ln for ln in text.split("\n") if not _QUOTING.match(ln))
+    hits = sum(1 for _ in _MARKERS.finditer(text))
     if hits == 0:
-        return 0.05 if text.strip() else 0.01  # fallback: any text file is a (messy) log
+        return 0.0  # not a log: ingest lists it as skipped, unless --parser forces this parser
     return min(1.0, 0.5 + hits / 20)
 
 
