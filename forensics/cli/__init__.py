@@ -75,6 +75,8 @@ def main(debug: bool) -> None:
 @click.option("--role", type=click.Choice(["prefill", "decode", "unified"]), help="Server role (default: inferred).")
 @click.option("--tz", default="UTC", show_default=True, help="Zone of naive timestamps, e.g. Asia/Shanghai.")
 @click.option("--year", type=int, help="Year for timestamps that print none (NIXL/glog, MM-DD).")
+@click.option("--date", "log_date", metavar="YYYY-MM-DD",
+              help="Date for lines that print a time only (2024 builds: `[16:43:29 TP0]`); a year alone acts as --year.")
 @click.option("--run", "run_label", help="Label the inputs as one run, for `forensics compare`.")
 @click.option("--parser", "forced_format", metavar="NAME",
               help="Skip detection and read every input with this parser, notes too (see `forensics formats`).")
@@ -84,7 +86,7 @@ def main(debug: bool) -> None:
 @click.option("--clock-offset", multiple=True, metavar="HOST=SECONDS",
               help="Record that HOST's clock runs SECONDS ahead (repeatable).")
 @handled
-def ingest(paths, store, host, role, tz, year, run_label, forced_format, deprecated_format, jobs, clock_offset):
+def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_format, deprecated_format, jobs, clock_offset):
     """Parse log files, folders and archives (.gz, .zst, .tar.gz) into the store."""
     runtime.configure_ingest()
     from forensics.cli.progress import IngestProgress
@@ -107,7 +109,8 @@ def ingest(paths, store, host, role, tz, year, run_label, forced_format, depreca
             raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}") from None
         if not sep or not h:
             raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}")
-    opts = ing.Options(host=host, role=role, tz=tz, year=year, run=run_label, format=forced_format, jobs=jobs)
+    opts = ing.Options(host=host, role=role, tz=tz, year=year, date=log_date, run=run_label, format=forced_format,
+                       jobs=jobs)
     with IngestProgress() as prog:
         results = ing.run(list(paths), store, opts, prog)
     for h, v in offsets.items():

@@ -43,6 +43,7 @@ class Context:
     role: str | None = None  # 'prefill' | 'decode' | None (infer)
     tz: str = "UTC"
     year: int | None = None
+    date: str | None = None  # YYYY-MM-DD for lines that print a time and no date (--date)
     run: str | None = None
     # Filled by the parser:
     lines: int = 0

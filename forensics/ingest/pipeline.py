@@ -50,9 +50,24 @@ class Options:
     role: str | None = None
     tz: str = "UTC"
     year: int | None = None
+    date: str | None = None  # YYYY-MM-DD (or YYYY, as `year`) for lines with a time and no date
     run: str | None = None
     format: str | None = None
     jobs: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.date is None:
+            return
+        d = self.date.strip()
+        if len(d) == 4 and d.isdigit():  # a year alone says what --year says
+            self.date, self.year = None, self.year or int(d)
+            return
+        try:
+            self.date = dt.date.fromisoformat(d).isoformat()
+        except ValueError:
+            raise UsageError(f"--date wants YYYY-MM-DD or YYYY, got {d!r}", help="e.g. --date 2024-11-29") from None
+        if self.year is not None and self.year != int(self.date[:4]):
+            raise UsageError(f"--date {self.date} and --year {self.year} disagree", help="pass one of them")
 
 
 def default_host(src_path: str, roots: list[str]) -> str:
@@ -225,7 +240,8 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
         res.status, res.error = "failed", e.render()
         return res
     res.format = parser.name
-    ctx = Context(host=host, role=opts.role, tz=opts.tz, year=opts.year, run=opts.run, on_progress=progress)
+    ctx = Context(host=host, role=opts.role, tz=opts.tz, year=opts.year, date=opts.date, run=opts.run,
+                  on_progress=progress)
     is_dir = os.path.isdir(src.fs_path) and src.member is None
     hasher: _HashingStream | None = None
     if not is_dir:

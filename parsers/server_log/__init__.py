@@ -16,6 +16,7 @@ partial records.
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from collections.abc import Iterator
 
@@ -105,7 +106,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     # returns one buffer at most, and a cut one raises inside peek.
     with source.open() as head_stream:
         head_text = read_upto(head_stream, HEAD_BYTES).decode("utf-8", "replace")
-    year = ctx.year or _guess_year(head_text)
+    year = ctx.year or (int(ctx.date[:4]) if ctx.date else None) or _guess_year(head_text)
     if year is None and source.mtime:
         import datetime as _dt
 
@@ -115,6 +116,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     role = ctx.role or infer_role(head_text) or _role_from_name(source.path) or "unknown"
     ctx.inferred_role = role
     first_ts = last_ts = None
+    clock = passes.Clock(*_base_date(ctx, head_text, source), tz=ctx.tz)
     with source.open() as stream:
         # Block size trades speed for memory: the native path reads up to three blocks per polars
         # pass (passes.GROUP_BLOCKS), and a pass's frames are most of the peak: larger blocks are
@@ -122,6 +124,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
         # per line: a block of short lines would otherwise hold many times the memory.
         blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress, CONTINUES, lines.MAX_BLOCK_LINES)
         for out in passes.parse_blocks(blocks, ctx, year, role, source.path):
+            out = passes.clock_pass(out, clock)
             yield out
             for t in ("batches", "events"):
                 if out[t].height:
@@ -129,6 +132,28 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
                     first_ts = lo if first_ts is None or (lo is not None and lo < first_ts) else first_ts
                     last_ts = hi if last_ts is None or (hi is not None and hi > last_ts) else last_ts
     ctx.first_ts, ctx.last_ts = first_ts, last_ts
+    ctx.notes.extend(passes.clock_notes(clock))
+
+
+def _base_date(ctx: Context, head_text: str, source: Source) -> tuple[_dt.date, str]:
+    """The date of time-only prefixes before any dated line: --date, else the file's first dated
+    line, else its modification date (in the log's zone; --year replaces its year)."""
+    if ctx.date:
+        return _dt.date.fromisoformat(ctx.date), "--date"
+    m = re.search(r"(?:^|[\[ ])(20[0-9]{2}-[0-9]{2}-[0-9]{2}) [0-9]{2}:[0-9]{2}:[0-9]{2}", head_text, re.M)
+    if m:
+        try:
+            return _dt.date.fromisoformat(m.group(1)), "the first dated line of the file"
+        except ValueError:
+            pass
+    if source.mtime:
+        from zoneinfo import ZoneInfo
+
+        d = _dt.datetime.fromtimestamp(source.mtime, ZoneInfo(ctx.tz)).date()
+        if ctx.year:
+            d = d.replace(year=ctx.year) if not (d.month == 2 and d.day == 29) else _dt.date(ctx.year, 2, 28)
+        return d, "the file's modification date (the day it was last written)"
+    return _dt.date(ctx.year or 1970, 1, 1), "no --date, dated line or file date: January 1"
 
 
 

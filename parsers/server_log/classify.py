@@ -17,12 +17,14 @@ from forensics.parsers.server_log.grammar import (
     RE_DOCKER_T,
     RE_EXC_LINE,
     RE_GLOG,
+    RE_DOTS,
     RE_GLUED,
     RE_KIBANA,
     RE_NCCL,
     RE_SGLANG,
     RE_SGLANG_CUSTOM,
     RE_STATS,
+    RE_RAY,
     RE_TB,
     RE_TB_CHAIN,
     RE_UCX,
@@ -117,9 +119,14 @@ def _local_to_utc(expr: pl.Expr, tz: str) -> pl.Expr:
 
 
 def _sglang_time(date: pl.Expr, time: pl.Expr, ms: pl.Expr, year: int) -> tuple[pl.Expr, pl.Expr]:
-    """(ts_raw, local datetime) of a sglang prefix: full date or MM-DD (year from context, SGLANG.md §2)."""
+    """(ts_raw, local datetime) of a sglang prefix: full date or MM-DD (year from context, SGLANG.md §2).
+
+    A time-only prefix (2024 builds) gets its ts_raw, the time as written, and no datetime here: its
+    date comes from the lines around it (`passes.clock_pass`).
+    """
     full = pl.when(date.str.len_chars() == 5).then(pl.lit(f"{year}-") + date).otherwise(date)
-    raw = pl.concat_str(date, pl.lit(" "), time, pl.when(ms.is_not_null()).then(pl.lit(".") + ms).otherwise(pl.lit("")))
+    clock = pl.concat_str(time, pl.when(ms.is_not_null()).then(pl.lit(".") + ms).otherwise(pl.lit("")))
+    raw = pl.when(date.is_not_null()).then(pl.concat_str(date, pl.lit(" "), clock)).otherwise(clock)
     local = pl.concat_str(full, pl.lit(" "), time, pl.lit("."), ms.fill_null("000")).str.to_datetime(
         "%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
     return raw, local
@@ -184,6 +191,7 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     glued = pl.col("body").str.extract_groups(RE_GLUED)
     is_glued = ~pl.col("body").str.contains(r"^(?:\[[0-9]|[IWEF][0-9]{4} |\[rank[0-9])") & glued.struct.field("2").is_not_null()
     return df.with_columns(
+    df = _strip_leaders(df)
         prefix=pl.when(is_glued).then(pl.concat_str(pl.col("prefix").fill_null(""), glued.struct.field("1")))
         .otherwise(pl.col("prefix")),
         body=pl.when(is_glued).then(glued.struct.field("2")).otherwise(pl.col("body")),
@@ -195,6 +203,22 @@ def _join_partials(df: pl.DataFrame) -> pl.DataFrame:
     if not df["partial"].any():
         return df.with_columns(folded=pl.lit(0, dtype=pl.Int64))
     # a record ends at an F line; group = number of F lines before this one
+def _strip_leaders(df: pl.DataFrame) -> pl.DataFrame:
+    """A Ray actor's `(Name pid=N) ` or unittest dots in front of a body, into `prefix` (after the
+    shipper's prefix, if any)."""
+    first = pl.col("body").str.slice(0, 1)
+    if not df.select(first.is_in(["(", "."]).any()).item():
+        return df
+    ray = pl.when(first == "(").then(pl.col("body")).str.extract_groups(RE_RAY)
+    dots = pl.when(first == ".").then(pl.col("body")).str.extract_groups(RE_DOTS)
+    lead = pl.coalesce(ray.struct.field("1"), dots.struct.field("1"))
+    return df.with_columns(
+        prefix=pl.when(lead.is_not_null()).then(pl.concat_str(pl.col("prefix"), lead, separator=" ", ignore_nulls=True))
+        .otherwise(pl.col("prefix")),
+        body=pl.coalesce(ray.struct.field("2"), dots.struct.field("2"), pl.col("body")),
+    )
+
+
     grp = (~pl.col("partial")).cast(pl.Int64).cum_sum().shift(1, fill_value=0)
     agg = (
         df.with_columns(_g=grp)

@@ -29,16 +29,23 @@ RE_DOCKER_T = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9
 RE_KIBANA = r"^([A-Z][a-z]{2} [0-9]{1,2}, [0-9]{4} @ [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?)[\t ]+(.*)$"
 # tqdm bars, a stray backtick, anything glued in front of a sglang prefix
 RE_GLUED = r"^([^\[].*?)(\[(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Za-z_]+[0-9]+)*\].*)$"
+# Ray's `(Name pid=N) ` / `(Name pid=N, ip=A) ` in front of each line of an actor or launcher
+RE_RAY = r"^(\((?:[A-Za-z_][\w.:-]* )?pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\)) +(.*)$"
+# unittest progress dots printed without a newline before a line; only before what starts a log
+# line or a traceback, so an ellipsis in text is left alone
+RE_DOTS = r"^(\.+)((?:Traceback \(|\[|[A-Z][a-z]).*)$"
 WRAPPERS: list[tuple[str, str]] = [
     ("docker_json", RE_DOCKER_JSON), ("k8s_cri", RE_CRI), ("docker_t", RE_DOCKER_T), ("kibana", RE_KIBANA),
-    ("glued", RE_GLUED),
+    ("ray", RE_RAY), ("unittest_dots", RE_DOTS), ("glued", RE_GLUED),
 ]
 
 # --- line families (§2, §4, §11), in the classification order of §14 ---------------------------
 # rank tags by the rank columns: dp_rank -> DP, attn_cp_rank -> ATTN_CP
 RANK_TAGS = tuple(r.removesuffix("_rank").upper() for r in RANKS)
+# The date is optional: 2024 builds print `[16:43:29 TP0]`, the date then comes from context
+# (passes.clock_pass).
 RE_SGLANG = (
-    r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{3}))?"
+    r"^\[(?:([0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{2}-[0-9]{2}) )?([0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{3}))?"
     rf"((?: (?:{'|'.join(RANK_TAGS)})[0-9]+)*)(?: (?:encode_server|encode_dp_worker\[[0-9]+\]))?\] ?(.*)$"
 )
 # SGLANG_LOGGING_CONFIG_PATH style: [date time][file.py:line][LEVEL]: message
@@ -48,8 +55,17 @@ RE_GLOG = r"^([IWEF])([0-9]{2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+) +
 RE_UCX = r"^\[([0-9]{9,11}\.[0-9]+)\] +\[([^:\]]+):([0-9]+) *:([0-9]+)\] +([\w.]+):([0-9]+) +UCX +([A-Z]+) *(.*)$"
 RE_C10D = r"^\[rank([0-9]+)\]:\[([IWEF])([0-9]{1,2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]+) ([^:\]]+):([0-9]+)\] ?(.*)$"
 RE_NCCL = r"^([\w.-]+):([0-9]+):([0-9]+) \[([0-9]+)\] NCCL (WARN|INFO|ERROR|TRACE|ABORT) ?(.*)$"
-STATS_SIDES = ("Prefill", "Decode")
-RE_STATS = rf"^({'|'.join(STATS_SIDES)}) batch(?: \[([0-9]+)\])?[.,] ?(.*)$"
+# stats leaders -> side; `new fill batch. #seq: 1. #cached_token: 330. ...` is the wording of
+# May 2024 builds, with `. ` between items (STATS_DOT_SEP)
+STATS_LEADERS = {"Prefill": "prefill", "Decode": "decode", "new fill": "prefill"}
+STATS_SIDES = tuple(STATS_LEADERS)
+# mid-2024 builds print the GPU id before the leader, with no time: `[gpu=0] Decode batch. ...`
+STATS_GPU_TAG = r"\[gpu=[0-9]+\] "
+RE_STATS = rf"^(?:{STATS_GPU_TAG})?({'|'.join(STATS_SIDES)}) batch(?: \[([0-9]+)\])?[.,] ?(.*)$"
+# the leaders of the `. `-separated wording, and an item's end in it: a value (a number, a
+# percentage) then `. `
+STATS_DOT_LEADERS = ("new fill",)
+STATS_DOT_SEP = r"([0-9%])\. "
 
 # Python traceback bodies; an `ExcType: msg` line counts only right after an indented line.
 TB_HEADER = r"Traceback \(most recent call last\)"
@@ -126,7 +142,7 @@ RE_BARE_KNOWN = (
     r"|Decode handshake failed|Context corruption detected|KV checksum mismatch|NIXL transfer encountered ERR"
     r"|Scheduler hit an exception|Received sigquit|Health check failed|Lost connection with prefill"
     r"|Backend \w+ was instantiated|Initialized NIXL agent|Loaded plugin|Created NIXL agent|NIXL "
-    r"|(?:Prefill|Decode) batch[., ]|Receive: |Finish: |Abort |Request [0-9]+ timed out"
+    r"|(?:\[gpu=[0-9]+\] )?(?:Prefill|Decode|new fill) batch[., ]|Receive: |Finish: |Abort |Request [0-9]+ timed out"
     # NIXL python logger from 0.6.0: `<date> <time> NIXL <LEVEL> <file>.py:<line> <msg>` (NIXL.md §6)
     r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)? NIXL +[A-Z]+ +\S+\.py:[0-9]+ "
     # sglang NIXL connector lines copied without their prefix (NIXL.md §10.5)
@@ -203,16 +219,18 @@ RE_KVT_ERROR = r"KVTransferError\(bootstrap_room=[0-9]+\): (.*)$"
 
 # --- stats lines: known keys -> columns (§14 normalisation) ------------------------------------
 GRAPH_BACKENDS = ("cuda", "cpu", "npu", "musa")
-# (column, raw keys, side or None, dtype)
+# (column, raw keys, side or None, dtype); the `_` keys are the May 2024 wording, where
+# `#remaining_req` is what is left in the waiting queue after the batch (later `#queue-req`)
+# and `tree_cache_hit_rate` the later `cache hit rate`
 STATS_KEYS: list[tuple[str, tuple[str, ...], str | None, str]] = [
-    ("new_seq", ("#new-seq",), None, "int"),
-    ("new_token", ("#new-token",), None, "int"),
-    ("cached_token", ("#cached-token",), None, "int"),
-    ("cache_hit_rate", ("cache hit rate",), None, "pct"),
+    ("new_seq", ("#new-seq", "#seq"), None, "int"),
+    ("new_token", ("#new-token", "#new_token"), None, "int"),
+    ("cached_token", ("#cached-token", "#cached_token"), None, "int"),
+    ("cache_hit_rate", ("cache hit rate", "tree_cache_hit_rate"), None, "pct"),
     ("token_usage", ("token usage", "full token usage"), None, "float"),
     ("num_token", ("#token", "#full token"), None, "int"),
-    ("running_req", ("#running-req",), None, "int"),
-    ("queue_req", ("#queue-req",), None, "int"),
+    ("running_req", ("#running-req", "#running_req"), None, "int"),
+    ("queue_req", ("#queue-req", "#remaining_req"), None, "int"),
     ("pending_token", ("#pending-token",), None, "int"),
     ("bootstrap_req", ("#unbootstrapped-req", "#prealloc-req", "#bootstrap-req"), "prefill", "int"),
     ("inflight_req", ("#transferring-req", "#inflight-req"), "prefill", "int"),

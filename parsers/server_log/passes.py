@@ -3,6 +3,8 @@ built, polars for the rest (and for everything without it)."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -271,3 +273,107 @@ def _finish_block(df: pl.DataFrame, ctx: Context, role: str, path: str, taken: p
     return {"events": ev, "batches": st, "unparsed": un}
 
 
+
+
+# A time-only prefix (`[16:43:29 TP0]`, 2024 builds) whose time runs back by more than this from
+# the line before it is on the next day; less is lines of several processes interleaving (or a
+# DST change of one hour).
+NEXT_DAY_BACK_S = 3600
+_RE_TIME_ONLY = r"^[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?$"
+_RE_DATED = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})"
+
+
+@dataclasses.dataclass
+class Clock:
+    """What a file's earlier passes leave for the later ones (`clock_pass`): the date and time of
+    the last line with a sglang prefix, and the time of the last timed line."""
+
+    base: dt.date  # the date of time-only lines before any dated line
+    base_from: str  # where `base` comes from, for the note
+    tz: str = "UTC"
+    date: dt.date | None = None
+    secs: int | None = None
+    last_ts: dt.datetime | None = None
+    time_only: int = 0  # time-only lines dated
+    inherited: int = 0  # stats lines that took the time of a line above
+    untimed: int = 0  # stats lines with no timed line above them
+
+
+def clock_pass(out: Batch, clock: Clock) -> Batch:
+    """Times for the lines of a pass that carry none of their own, in file order across passes.
+
+    A time-only sglang prefix takes the date of the dated line above it (the base date before
+    the first), a day later each time its clock runs backwards by hours. A stats line with no
+    prefix (2024 builds print bare ones) takes the time of the nearest timed line above it and
+    keeps a null `ts_raw`, which says so.
+    """
+    tabs = [t for t in ("events", "batches") if t in out and out[t].height]
+    if not tabs:
+        return out
+    rows = pl.concat([out[t].select("line_no", "ts", "ts_raw") for t in tabs]).sort("line_no")
+    time_only = pl.col("ts").is_null() & pl.col("ts_raw").str.contains(_RE_TIME_ONLY).fill_null(False)
+    dated = pl.col("ts_raw").str.contains(_RE_DATED).fill_null(False)
+    seq = rows.filter(time_only | dated).with_columns(_dated=dated, _timeonly=time_only)
+    if seq["_timeonly"].any():
+        clock.time_only += int(seq["_timeonly"].sum())
+        secs = pl.col("ts_raw").str.extract(r"([0-9]{2}:[0-9]{2}:[0-9]{2})", 1).str.to_time("%H:%M:%S", strict=False)
+        seq = seq.with_columns(_secs=(secs.cast(pl.Int64) // 1_000_000_000).cast(pl.Int64),
+                               _day=pl.col("ts_raw").str.extract(_RE_DATED, 1).str.to_date(strict=False))
+        prev = pl.col("_secs").shift(1, fill_value=clock.secs)
+        back = (pl.col("_timeonly") & ((prev - pl.col("_secs")) > NEXT_DAY_BACK_S)).fill_null(False)
+        grp = pl.col("_dated").cast(pl.Int64).cum_sum()
+        start = clock.date if clock.date is not None else clock.base
+        seq = seq.with_columns(_grp=grp, _back=back.cast(pl.Int32)).with_columns(
+            _date=pl.col("_day").forward_fill().fill_null(start)
+            + pl.duration(days=pl.col("_back").cum_sum().over("_grp")))
+        local = pl.concat_str(pl.col("_date").cast(pl.Utf8), pl.lit(" "), pl.col("ts_raw")).str.to_datetime(
+            "%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+        fixed = seq.filter(pl.col("_timeonly")).select("line_no", _ts=_local_to_utc(local, clock.tz))
+        last = seq.row(-1, named=True)
+        clock.date, clock.secs = last["_date"], last["_secs"]
+        out = dict(out)
+        for t in tabs:
+            out[t] = out[t].join(fixed, on="line_no", how="left", maintain_order="left").with_columns(
+                ts=pl.coalesce("ts", "_ts")).drop("_ts")
+        rows = pl.concat([out[t].select("line_no", "ts", "ts_raw") for t in tabs]).sort("line_no")
+    elif seq.height:
+        # the last dated line the time-only lines of a later pass follow (a date like Feb 30 dates nothing)
+        day = pl.col("ts_raw").str.extract(_RE_DATED, 1).str.to_date(strict=False)
+        clock_at = pl.col("ts_raw").str.extract(_RE_DATED, 2).str.to_time("%H:%M:%S", strict=False)
+        ok = seq.select(_day=day, _t=clock_at).drop_nulls()
+        if ok.height:
+            last = ok.row(-1, named=True)
+            clock.date = last["_day"]
+            clock.secs = last["_t"].hour * 3600 + last["_t"].minute * 60 + last["_t"].second
+    if "batches" in tabs:
+        b = out["batches"]
+        bare = pl.col("ts").is_null() & pl.col("ts_raw").is_null()
+        if b.select(bare.any()).item():
+            timed = rows.filter(pl.col("ts").is_not_null()).select("line_no", _ts="ts")
+            b = b.with_columns(_bare=bare).join_asof(timed, on="line_no", strategy="backward",
+                                                     allow_exact_matches=False)
+            b = b.with_columns(_ts=pl.coalesce("_ts", pl.lit(clock.last_ts, dtype=b.schema["ts"])))
+            clock.inherited += int((b["_bare"] & b["_ts"].is_not_null()).sum())
+            clock.untimed += int((b["_bare"] & b["_ts"].is_null()).sum())
+            b = b.with_columns(ts=pl.when(pl.col("_bare")).then(pl.col("_ts")).otherwise(pl.col("ts"))).drop("_bare", "_ts")
+            out = dict(out)
+            out["batches"] = b
+    timed = rows.filter(pl.col("ts").is_not_null())
+    if timed.height:
+        clock.last_ts = timed["ts"][-1]
+    return out
+
+
+def clock_notes(clock: Clock) -> list[str]:
+    """What `clock_pass` did to a file, for its notes."""
+    notes = []
+    if clock.time_only:
+        notes.append(f"time-only prefixes ({clock.time_only} lines): dated from the dated line above them, before "
+                     f"the first one from {clock.base_from} ({clock.base}); a day later where the time runs "
+                     f"backwards by more than {NEXT_DAY_BACK_S // 3600} h")
+    if clock.inherited:
+        notes.append(f"stats lines without a prefix ({clock.inherited}): ts is the time of the nearest timed line "
+                     "above them, ts_raw is null")
+    if clock.untimed:
+        notes.append(f"stats lines without a prefix and no timed line above them ({clock.untimed}): ts is null")
+    return notes

@@ -1,6 +1,8 @@
 """The parser's samples: contracts (tests/test_parser_samples.py), and together the proof that
 every rule of the grammar matches a line (tests/test_grammar.py)."""
 
+import datetime
+
 from forensics.parsers.base import Sample
 
 samples = [
@@ -183,6 +185,94 @@ samples = [
         "[2026-03-17 17:35:07 DP9 TP9] Decode batch, #running-req: 12, #token: 768, token usage: 0.00, cuda graph: True, "
         "gen throughput (token/s): 3.83, #queue-req: 1",
         {"batches": [{"running_req": 12, "queue_req": None, "truncated": True, "tail": "#queue-req: 1"}]},
+    ),
+    # stats and prefix shapes of real servers (SGLANG.md §15)
+    Sample(
+        "truncated_last_line_closed_item",
+        "[2025-07-15 17:11:35 TP0] Decode batch, #running-req: 1, #token: 208, ",
+        {"batches": [{"running_req": 1, "num_token": 208, "tail": None, "truncated": True}]},
+    ),
+    Sample(
+        "time_only_prefix_2024",
+        "[2024-11-29 23:59:50] INFO:     127.0.0.1:40312 - \"GET /health HTTP/1.1\" 200 OK\n"
+        "[23:59:58 TP0] Prefill batch. #new-seq: 1, #new-token: 2048, #cached-token: 0, cache hit rate: 0.00%, "
+        "token usage: 0.01, #running-req: 0, #queue-req: 0\n"
+        "[00:00:03 TP1] Decode batch. #running-req: 1, #token: 2100, token usage: 0.02, gen throughput (token/s): 40.10, "
+        "#queue-req: 0\n",
+        {"batches": [{"kind": "prefill", "tp_rank": 0, "ts_raw": "23:59:58", "new_token": 2048,
+                      "ts": datetime.datetime(2024, 11, 29, 23, 59, 58, tzinfo=datetime.timezone.utc)},
+                     {"kind": "decode", "tp_rank": 1, "ts_raw": "00:00:03", "num_token": 2100, "gen_throughput": 40.1,
+                      "ts": datetime.datetime(2024, 11, 30, 0, 0, 3, tzinfo=datetime.timezone.utc)}],
+         "events": [{"kind": "http_access", "http_status": 200}]},
+    ),
+    Sample(
+        "bare_stats_line_inherits_ts",
+        "Decode batch. #running-req: 3, #token: 96, token usage: 0.00, gen throughput (token/s): 9.10, #queue-req: 0\n"
+        "[2024-07-20 10:00:00 TP0] Prefill batch. #new-seq: 1, #new-token: 512, #cached-token: 0, "
+        "cache hit rate: 0.00%, token usage: 0.01, #running-req: 3, #queue-req: 0\n"
+        "Decode batch. #running-req: 12, #token: 4096, token usage: 0.11, gen throughput (token/s): 512.30, #queue-req: 0\n",
+        {"batches": [{"line_no": 1, "kind": "decode", "ts": None, "ts_raw": None, "running_req": 3},
+                     {"line_no": 2, "kind": "prefill", "tp_rank": 0, "new_token": 512},
+                     {"line_no": 3, "kind": "decode", "ts_raw": None, "prefix": None, "tp_rank": None,
+                      "ts": datetime.datetime(2024, 7, 20, 10, 0, 0, tzinfo=datetime.timezone.utc),
+                      "running_req": 12, "num_token": 4096, "token_usage": 0.11, "gen_throughput": 512.3,
+                      "queue_req": 0}]},
+    ),
+    Sample(
+        "new_fill_batch_may_2024",
+        "[2024-05-20 10:12:01 TP0] new fill batch. #seq: 1. #cached_token: 330. #new_token: 2172. #remaining_req: 57. "
+        "#running_req: 9. tree_cache_hit_rate: 69.16%\n"
+        "new fill batch. #seq: 2. #cached_token: 0. #new_token: 12. #remaining_req: 5. #running_req: 1. "
+        "tree_cache_hit_rate: 0.00%. #new_key: 7\n"
+        "new fill batch. #seq: 7. #cached_token: 1541. #new_token: 4. #remaining_req: 0. #running_req: 0. \n",
+        {"batches": [{"kind": "prefill", "tp_rank": 0, "new_seq": 1, "cached_token": 330, "new_token": 2172,
+                      "queue_req": 57, "running_req": 9, "cache_hit_rate": 0.6916, "extra": [], "tail": None},
+                     {"kind": "prefill", "new_seq": 2, "cached_token": 0, "new_token": 12, "queue_req": 5,
+                      "running_req": 1, "cache_hit_rate": 0.0, "extra": [{"key": "#new_key", "value": "7"}],
+                      "ts": datetime.datetime(2024, 5, 20, 10, 12, 1, tzinfo=datetime.timezone.utc)},
+                     {"new_seq": 7, "cached_token": 1541, "new_token": 4, "queue_req": 0, "running_req": 0,
+                      "cache_hit_rate": None, "tail": None}]},
+    ),
+    Sample(
+        "stats_gpu_tag_mid_2024",
+        "[gpu=0] Decode batch. #running-req: 1, #token: 41, token usage: 0.00, gen throughput (token/s): 1.19, "
+        "#queue-req: 0\n",
+        {"batches": [{"kind": "decode", "running_req": 1, "num_token": 41, "gen_throughput": 1.19, "queue_req": 0,
+                      "ts": None, "ts_raw": None}]},
+    ),
+    Sample(
+        "stats_extra_keys",
+        "[2026-10-30 10:00:03 TP0 EP0] Prefill batch, #new-seq: 1, #new-token: 8192, #cached-token: 0, "
+        "full token usage: 0.02, mamba usage: 0.30, #running-req: 0, #queue-req: 1, #pending-token: 38209, "
+        "#cache_miss: 1, cuda graph: False, input throughput (token/s): 7741.98\n"
+        "[2026-10-30 10:00:05 TP0 EP0] Decode batch, #running-req: 2, #full token: 4000, full token usage: 0.05, "
+        "#swa token: 1000, swa token usage: 0.01, accept len: 3.10, cuda graph: True, gen throughput (token/s): 88.00, "
+        "#queue-req: 0\n",
+        {"batches": [{"kind": "prefill", "new_token": 8192, "token_usage": 0.02, "pending_token": 38209,
+                      "queue_req": 1, "cuda_graph": False, "input_throughput": 7741.98,
+                      "extra": [{"key": "mamba usage", "value": "0.30"}, {"key": "#cache_miss", "value": "1"}]},
+                     {"kind": "decode", "num_token": 4000, "token_usage": 0.05, "accept_len": 3.1, "gen_throughput": 88.0,
+                      "extra": [{"key": "#swa token", "value": "1000"}, {"key": "swa token usage", "value": "0.01"}]}]},
+    ),
+    Sample(
+        "wrapper_ray_actor",
+        "(RolloutRayActor pid=512474) [2025-07-15 17:11:34] Decode batch. #running-req: 5, #token: 900, "
+        "token usage: 0.01, gen throughput (token/s): 61.20, #queue-req: 0\n"
+        "(pid=512475, ip=10.0.0.7) [2025-07-15 17:11:35 TP1] Prefill batch. #new-seq: 1, #new-token: 64, "
+        "#cached-token: 0, token usage: 0.01, #running-req: 5, #queue-req: 0\n",
+        {"batches": [{"kind": "decode", "prefix": "(RolloutRayActor pid=512474)", "running_req": 5,
+                      "ts": datetime.datetime(2025, 7, 15, 17, 11, 34, tzinfo=datetime.timezone.utc)},
+                     {"kind": "prefill", "prefix": "(pid=512475, ip=10.0.0.7)", "tp_rank": 1, "new_token": 64}]},
+    ),
+    Sample(
+        "wrapper_unittest_dots",
+        "...........[2025-07-15 17:11:36 TP0] Decode batch, #running-req: 1, #token: 5, token usage: 0.00, "
+        "cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0\n"
+        ".Traceback (most recent call last):\n"
+        '  File "/x/test_disagg.py", line 10, in test_abort\n'
+        "AssertionError: 3 != 4\n",
+        {"batches": [{"prefix": "...........", "running_req": 1, "ts_raw": "2025-07-15 17:11:36"}],
+         "events": [{"kind": "exception", "prefix": ".", "exc_type": "AssertionError"}]},
     ),
     # one sample per grammar rule the ones above leave without (tests/test_grammar.py)
     Sample(

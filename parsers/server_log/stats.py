@@ -8,7 +8,15 @@ import re
 import polars as pl
 
 from forensics.parsers.server_log.classify import _groups
-from forensics.parsers.server_log.grammar import KNOWN_STATS_KEYS, RE_GRAPH, RE_STATS, STATS_KEYS
+from forensics.parsers.server_log.grammar import (
+    KNOWN_STATS_KEYS,
+    RE_GRAPH,
+    RE_STATS,
+    STATS_DOT_LEADERS,
+    STATS_DOT_SEP,
+    STATS_KEYS,
+    STATS_LEADERS,
+)
 
 
 def _stats_value(raw: pl.Expr, typ: str) -> pl.Expr:
@@ -24,10 +32,19 @@ def _stats_value(raw: pl.Expr, typ: str) -> pl.Expr:
 def _stats_lead(st: pl.DataFrame) -> pl.DataFrame:
     """kind, iteration and item list of stats lines, from their message."""
     lead = _groups("message", RE_STATS)
+    leader = lead.struct.field("1")
+    body = lead.struct.field("3")
+    # the May 2024 wording separates items with `. `: the same items as `, ` lists
+    # (its last item may end in `.` too, unless the line is cut: `69.` may be `69.16%`)
+    dots = body.str.replace_all(STATS_DOT_SEP, "$1, ")
+    dots = pl.when(pl.col("unterminated")).then(dots).otherwise(dots.str.replace(r"([0-9%])\.$", "$1"))
+    body = pl.when(leader.is_in(STATS_DOT_LEADERS)).then(dots).otherwise(body)
     return st.with_columns(
-        kind=lead.struct.field("1").str.to_lowercase(),
+        kind=leader.replace_strict(STATS_LEADERS, default=None),
         _iter=lead.struct.field("2"),
-        _body=lead.struct.field("3").str.strip_chars_end(", "),
+        _body=body.str.strip_chars_end(", "),
+        # a cut line's last item is whole when a separator closed it
+        _closed=body.str.contains(r",\s*$"),
     )
 
 
@@ -38,13 +55,14 @@ def _batches(st: pl.DataFrame) -> pl.DataFrame:
     of a column's keys the first item wins, and side-specific keys count only on their side.
     """
     # A cut line's last item may itself be cut (`#queue-req: 13` of 130): keep it as tail only.
-    cut_last = pl.col("unterminated") & pl.col("_body").str.contains(", ")
+    cut_last = pl.col("unterminated") & ~pl.col("_closed") & pl.col("_body").str.contains(", ")
     st = st.with_columns(
         _items=pl.when(cut_last).then(pl.col("_body").str.replace(r", [^,]*$", "")).otherwise(pl.col("_body")),
-        _cut=pl.when(pl.col("unterminated")).then(
+        _cut=pl.when(pl.col("unterminated") & ~pl.col("_closed")).then(
             pl.when(cut_last).then(pl.col("_body").str.extract(r", ([^,]*)$", 1)).otherwise(pl.col("_body"))),
     )
-    st = st.with_columns(_items=pl.when(pl.col("unterminated") & ~cut_last).then(pl.lit("")).otherwise(pl.col("_items")))
+    st = st.with_columns(_items=pl.when(pl.col("unterminated") & ~pl.col("_closed") & ~cut_last).then(pl.lit(""))
+                         .otherwise(pl.col("_items")))
     cols = {}
     for col, keys, side, typ in STATS_KEYS:
         alt = "|".join(re.escape(k) for k in keys)
@@ -73,5 +91,5 @@ def _batches(st: pl.DataFrame) -> pl.DataFrame:
         truncated=pl.col("unterminated"),
     )
     return st.with_columns(tail=pl.when(pl.col("tail") != "").then(pl.col("tail"))).drop(
-        "_iter", "_body", "_items", "_cut", "_extra", "_tail")
+        "_iter", "_body", "_closed", "_items", "_cut", "_extra", "_tail")
 
