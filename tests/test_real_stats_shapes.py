@@ -80,7 +80,8 @@ def expected(line: str) -> dict:
     m = PREFIX.search(line)
     if m:
         want["ts_raw"] = f"{m.group(1)} {m.group(2)}" if m.group(1) else m.group(2)
-        if m.group(1):
+        # a shipper's absolute time (k8s, docker) is the better clock, and the line's ts
+        if m.group(1) and not re.match(r"\{|[0-9]{4}-[0-9]{2}-[0-9]{2}T", line):
             want["ts"] = dt.datetime.fromisoformat(f"{m.group(1)} {m.group(2)}").replace(tzinfo=dt.timezone.utc)
         tags = dict(re.findall(r" ([A-Z_]+?)([0-9]+)", m.group(3)))
         want.update({col: int(tags[t]) if t in tags else None for t, col in TAGS.items()})

@@ -53,7 +53,8 @@ def _rank_columns() -> tuple[Column, ...]:
 
 _LINE_COLS = (
     Column("ts", TS, "UTC time of the line (microseconds); from the best clock the line carries"),
-    Column("ts_raw", pl.Utf8, "the timestamp text as written in the line"),
+    Column("ts_raw", pl.Utf8, "the timestamp text as written in the line; null on a line without a clock of its own "
+           "(a bare stats line, whose ts is then the nearest timed line's above it)"),
     Column("prefix", pl.Utf8, "outer prefix added by a log shipper (k8s CRI, docker, Kibana, tqdm), stripped"),
     Column("host", pl.Utf8, "host the file came from (--host, else the file's folder or name)"),
     Column("role", pl.Utf8, "'prefill' | 'decode' | 'unified' | 'unknown' (--role, else inferred)"),

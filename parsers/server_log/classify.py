@@ -25,6 +25,7 @@ from forensics.parsers.server_log.grammar import (
     RE_SGLANG_CUSTOM,
     RE_STATS,
     RE_RAY,
+    RE_RAY_REPEATED,
     RE_TB,
     RE_TB_CHAIN,
     RE_UCX,
@@ -211,11 +212,14 @@ def _strip_leaders(df: pl.DataFrame) -> pl.DataFrame:
         return df
     ray = pl.when(first == "(").then(pl.col("body")).str.extract_groups(RE_RAY)
     dots = pl.when(first == ".").then(pl.col("body")).str.extract_groups(RE_DOTS)
-    lead = pl.coalesce(ray.struct.field("1"), dots.struct.field("1"))
+    repeated = ray.struct.field("2").str.extract(RE_RAY_REPEATED, 1)
+    ray_lead = pl.when(ray.struct.field("1").is_not_null()).then(
+        pl.concat_str(ray.struct.field("1"), repeated, separator=" ", ignore_nulls=True))
+    lead = pl.coalesce(ray_lead, dots.struct.field("1"))
     return df.with_columns(
         prefix=pl.when(lead.is_not_null()).then(pl.concat_str(pl.col("prefix"), lead, separator=" ", ignore_nulls=True))
         .otherwise(pl.col("prefix")),
-        body=pl.coalesce(ray.struct.field("2"), dots.struct.field("2"), pl.col("body")),
+        body=pl.coalesce(ray.struct.field("2").str.replace(RE_RAY_REPEATED, ""), dots.struct.field("2"), pl.col("body")),
     )
 
 

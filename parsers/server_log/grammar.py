@@ -28,9 +28,13 @@ RE_DOCKER_JSON = "^" + lit(DOCKER_JSON_LEAD)
 RE_DOCKER_T = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})) (.*)$"
 RE_KIBANA = r"^([A-Z][a-z]{2} [0-9]{1,2}, [0-9]{4} @ [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?)[\t ]+(.*)$"
 # tqdm bars, a stray backtick, anything glued in front of a sglang prefix
-RE_GLUED = r"^([^\[].*?)(\[(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Za-z_]+[0-9]+)*\].*)$"
+# (a time-only prefix counts only with a rank tag: a tqdm bar's own `[00:01<00:00]` is no time)
+RE_GLUED = (r"^([^\[].*?)(\[(?:(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Za-z_]+[0-9]+)*"
+            r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Z_]+[0-9]+)+)\].*)$")
 # Ray's `(Name pid=N) ` / `(Name pid=N, ip=A) ` in front of each line of an actor or launcher
 RE_RAY = r"^(\((?:[A-Za-z_][\w.:-]* )?pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\)) +(.*)$"
+# and what Ray's log deduplication appends to such a line: part of the wrapper, not of the message
+RE_RAY_REPEATED = r" *(\[repeated [0-9]+x across cluster\])$"
 # unittest progress dots printed without a newline before a line; only before what starts a log
 # line or a traceback, so an ellipsis in text is left alone
 RE_DOTS = r"^(\.+)((?:Traceback \(|\[|[A-Z][a-z]).*)$"

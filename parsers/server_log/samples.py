@@ -198,11 +198,16 @@ samples = [
         "[23:59:58 TP0] Prefill batch. #new-seq: 1, #new-token: 2048, #cached-token: 0, cache hit rate: 0.00%, "
         "token usage: 0.01, #running-req: 0, #queue-req: 0\n"
         "[00:00:03 TP1] Decode batch. #running-req: 1, #token: 2100, token usage: 0.02, gen throughput (token/s): 40.10, "
-        "#queue-req: 0\n",
+        "#queue-req: 0\n"
+        "100%|█████| 5/5 [00:01<00:00,  4.62it/s][00:00:05 TP0] Prefill batch. #new-seq: 1, "
+        "#new-token: 7, #cached-token: 0, cache hit rate: 0.00%, token usage: 0.02, #running-req: 1, #queue-req: 0\n",
         {"batches": [{"kind": "prefill", "tp_rank": 0, "ts_raw": "23:59:58", "new_token": 2048,
                       "ts": datetime.datetime(2024, 11, 29, 23, 59, 58, tzinfo=datetime.timezone.utc)},
                      {"kind": "decode", "tp_rank": 1, "ts_raw": "00:00:03", "num_token": 2100, "gen_throughput": 40.1,
-                      "ts": datetime.datetime(2024, 11, 30, 0, 0, 3, tzinfo=datetime.timezone.utc)}],
+                      "ts": datetime.datetime(2024, 11, 30, 0, 0, 3, tzinfo=datetime.timezone.utc)},
+                     {"kind": "prefill", "tp_rank": 0, "ts_raw": "00:00:05", "new_token": 7,
+                      "prefix": "100%|█████| 5/5 [00:01<00:00,  4.62it/s]",
+                      "ts": datetime.datetime(2024, 11, 30, 0, 0, 5, tzinfo=datetime.timezone.utc)}],
          "events": [{"kind": "http_access", "http_status": 200}]},
     ),
     Sample(
@@ -259,10 +264,14 @@ samples = [
         "(RolloutRayActor pid=512474) [2025-07-15 17:11:34] Decode batch. #running-req: 5, #token: 900, "
         "token usage: 0.01, gen throughput (token/s): 61.20, #queue-req: 0\n"
         "(pid=512475, ip=10.0.0.7) [2025-07-15 17:11:35 TP1] Prefill batch. #new-seq: 1, #new-token: 64, "
-        "#cached-token: 0, token usage: 0.01, #running-req: 5, #queue-req: 0\n",
+        "#cached-token: 0, token usage: 0.01, #running-req: 5, #queue-req: 0\n"
+        "(RolloutRayActor pid=512474) [2025-07-15 17:11:44] Decode batch. #running-req: 5, #token: 1100, "
+        "token usage: 0.01, gen throughput (token/s): 60.80, #queue-req: 2 [repeated 3x across cluster]\n",
         {"batches": [{"kind": "decode", "prefix": "(RolloutRayActor pid=512474)", "running_req": 5,
                       "ts": datetime.datetime(2025, 7, 15, 17, 11, 34, tzinfo=datetime.timezone.utc)},
-                     {"kind": "prefill", "prefix": "(pid=512475, ip=10.0.0.7)", "tp_rank": 1, "new_token": 64}]},
+                     {"kind": "prefill", "prefix": "(pid=512475, ip=10.0.0.7)", "tp_rank": 1, "new_token": 64},
+                     {"prefix": "(RolloutRayActor pid=512474) [repeated 3x across cluster]", "queue_req": 2,
+                      "tail": None, "extra": []}]},
     ),
     Sample(
         "wrapper_unittest_dots",
