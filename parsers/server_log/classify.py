@@ -19,11 +19,13 @@ from forensics.parsers.server_log.grammar import (
     RE_GLOG,
     RE_DOTS,
     RE_GLUED,
+    RE_HEAD_TIME,
     RE_KIBANA,
     RE_NCCL,
     RE_SGLANG,
     RE_SGLANG_CUSTOM,
     RE_STATS,
+    RE_STATS_ANYWHERE,
     RE_RAY,
     RE_RAY_REPEATED,
     RE_TB,
@@ -287,6 +289,7 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
         c10_rank=f("_c10", 1).cast(pl.Int32, strict=False),
         **rank_cols,
     ).drop("_sg", "_cu", "_gl", "_ux", "_c10", "_nc")
+    df = _stats_anywhere(df)
     # Kibana's outer clock is the viewer's zone: learn its offset to the inner clock from lines
     # that carry both (rounded to 15 min, SGLANG.md §3), and use it for lines that carry only it.
     # Several blocks (`_blk`): learnt from the first block that teaches it, for it and those after,
@@ -307,6 +310,32 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     return df.with_columns(
         ts=pl.coalesce(pl.col("outer_ts"), _local_to_utc(local_all, ctx.tz), pl.col("_ux_ts"))
     ).drop("_local", "_ux_ts")
+
+
+def _stats_anywhere(df: pl.DataFrame) -> pl.DataFrame:
+    """A stats line behind a head no wrapper or family knows (RE_STATS_ANYWHERE): the head goes to
+    `prefix`, its date and time (if any) give the line's time, the rest is a bare stats line."""
+    lone = pl.col("family").is_null() & pl.col("body").str.contains(" batch", literal=True)
+    if not df.select(lone.any()).item():
+        return df
+    m = pl.when(lone).then(pl.col("body")).str.extract_groups(RE_STATS_ANYWHERE)
+    head, rest = m.struct.field("1"), m.struct.field("2")
+    t = head.str.extract_groups(RE_HEAD_TIME)
+    raw = pl.concat_str(t.struct.field("1"), pl.lit(" "), t.struct.field("2"),
+                        pl.when(t.struct.field("3").is_not_null()).then(pl.lit(".") + t.struct.field("3"))
+                        .otherwise(pl.lit("")))
+    local = pl.concat_str(t.struct.field("1"), pl.lit(" "), t.struct.field("2"), pl.lit("."),
+                          t.struct.field("3").fill_null("000")).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False,
+                                                                                 time_unit="us")
+    took = rest.is_not_null()
+    return df.with_columns(
+        family=pl.when(took).then(pl.lit("bare")).otherwise(pl.col("family")),
+        message=pl.when(took).then(rest).otherwise(pl.col("message")),
+        prefix=pl.when(took).then(pl.concat_str(pl.col("prefix"), head, separator=" ", ignore_nulls=True))
+        .otherwise(pl.col("prefix")),
+        ts_raw=pl.when(took).then(raw).otherwise(pl.col("ts_raw")),
+        _local=pl.when(took).then(local).otherwise(pl.col("_local")),
+    )
 
 
 def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:

@@ -82,6 +82,13 @@ RE_EXC_LINE = rf"^({EXC_TYPE}?)(?::\s.*)?$"
 # chain line, a blank line (one stands around a chain line, and the line after it may be cut
 # short by the read), an `ExcType: msg` line; conservative where RE_TB needs the line above.
 CONTINUES = re.compile(rf"[ \t]|{TB_HEADER}|{TB_CHAIN}|\r?\n|{EXC_TYPE}(?::|\r?\n)".encode())
+# A custom logging config (SGLANG_LOGGING_CONFIG_PATH) or a framework's own logger may put any
+# head before a stats line (SGLANG.md §3: match the leaders anywhere in the line); a line no
+# family took is a stats line when its leader follows such a head, and the head's date and time,
+# when it has them, are the line's local time.
+RE_STATS_ANYWHERE = (rf"^(.*?\S)\s*((?:{STATS_GPU_TAG})?(?:{'|'.join(STATS_SIDES)}) batch(?: \[[0-9]+\])?[.,] "
+                     r"#.*)$")
+RE_HEAD_TIME = r"([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{3}))?"
 
 # --- request logs (§7): the leaders of their messages, by kind ----------------------------------
 REQUEST_LEADERS = {"request_received": ("Receive: ", "Receive OpenAI: "), "request_finished": ("Finish: ",)}

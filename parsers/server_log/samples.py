@@ -239,6 +239,20 @@ samples = [
                       "cache_hit_rate": None, "tail": None}]},
     ),
     Sample(
+        "stats_behind_an_unknown_head",
+        "2025-07-15 17:11:34,123 INFO scheduler.py:1234: Decode batch, #running-req: 5, #token: 900, "
+        "token usage: 0.01, cuda graph: True, gen throughput (token/s): 61.20, #queue-req: 0\n"
+        "[INFO] sglang: Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
+        "#running-req: 0, #queue-req: 0\n"
+        "a note that mentions Decode batch, then words\n",
+        {"batches": [{"kind": "decode", "prefix": "2025-07-15 17:11:34,123 INFO scheduler.py:1234:",
+                      "ts_raw": "2025-07-15 17:11:34.123", "running_req": 5, "gen_throughput": 61.2,
+                      "ts": datetime.datetime(2025, 7, 15, 17, 11, 34, 123000, tzinfo=datetime.timezone.utc)},
+                     {"kind": "prefill", "prefix": "[INFO] sglang:", "ts_raw": None, "new_token": 7,
+                      "ts": datetime.datetime(2025, 7, 15, 17, 11, 34, 123000, tzinfo=datetime.timezone.utc)}],
+         "unparsed": [{"line_no": 3}]},
+    ),
+    Sample(
         "stats_gpu_tag_mid_2024",
         "[gpu=0] Decode batch. #running-req: 1, #token: 41, token usage: 0.00, gen throughput (token/s): 1.19, "
         "#queue-req: 0\n",
