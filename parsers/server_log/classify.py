@@ -15,19 +15,19 @@ from forensics.parsers.server_log.grammar import (
     RE_C10D,
     RE_CRI,
     RE_DOCKER_T,
+    RE_DOTS,
     RE_EXC_LINE,
     RE_GLOG,
-    RE_DOTS,
     RE_GLUED,
     RE_HEAD_TIME,
     RE_KIBANA,
     RE_NCCL,
+    RE_RAY,
+    RE_RAY_REPEATED,
     RE_SGLANG,
     RE_SGLANG_CUSTOM,
     RE_STATS,
     RE_STATS_ANYWHERE,
-    RE_RAY,
-    RE_RAY_REPEATED,
     RE_TB,
     RE_TB_CHAIN,
     RE_UCX,
@@ -189,23 +189,18 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
                                                                    time_unit="us"),
         outer_ts=_outer_ts(outer_text),
     ).drop("_json_log", "_json_time", "_cri", "_dock", "_kib")
+    df = _strip_leaders(df)
     if not df.select(pl.col("body").str.slice(1).str.contains("[", literal=True).any()).item():
         return df  # nothing can be glued in front of a `[...]` prefix
     glued = pl.col("body").str.extract_groups(RE_GLUED)
     is_glued = ~pl.col("body").str.contains(r"^(?:\[[0-9]|[IWEF][0-9]{4} |\[rank[0-9])") & glued.struct.field("2").is_not_null()
     return df.with_columns(
-    df = _strip_leaders(df)
         prefix=pl.when(is_glued).then(pl.concat_str(pl.col("prefix").fill_null(""), glued.struct.field("1")))
         .otherwise(pl.col("prefix")),
         body=pl.when(is_glued).then(glued.struct.field("2")).otherwise(pl.col("body")),
     )
 
 
-def _join_partials(df: pl.DataFrame) -> pl.DataFrame:
-    """k8s CRI `P` records are pieces of one long line: join them up to the next `F` record."""
-    if not df["partial"].any():
-        return df.with_columns(folded=pl.lit(0, dtype=pl.Int64))
-    # a record ends at an F line; group = number of F lines before this one
 def _strip_leaders(df: pl.DataFrame) -> pl.DataFrame:
     """A Ray actor's `(Name pid=N) ` or unittest dots in front of a body, into `prefix` (after the
     shipper's prefix, if any)."""
@@ -225,6 +220,11 @@ def _strip_leaders(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _join_partials(df: pl.DataFrame) -> pl.DataFrame:
+    """k8s CRI `P` records are pieces of one long line: join them up to the next `F` record."""
+    if not df["partial"].any():
+        return df.with_columns(folded=pl.lit(0, dtype=pl.Int64))
+    # a record ends at an F line; group = number of F lines before this one
     grp = (~pl.col("partial")).cast(pl.Int64).cum_sum().shift(1, fill_value=0)
     agg = (
         df.with_columns(_g=grp)

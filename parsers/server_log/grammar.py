@@ -66,6 +66,13 @@ STATS_SIDES = tuple(STATS_LEADERS)
 # mid-2024 builds print the GPU id before the leader, with no time: `[gpu=0] Decode batch. ...`
 STATS_GPU_TAG = r"\[gpu=[0-9]+\] "
 RE_STATS = rf"^(?:{STATS_GPU_TAG})?({'|'.join(STATS_SIDES)}) batch(?: \[([0-9]+)\])?[.,] ?(.*)$"
+# A custom logging config (SGLANG_LOGGING_CONFIG_PATH) or a framework's own logger may put any
+# head before a stats line (SGLANG.md §3: match the leaders anywhere in the line); a line no
+# family took is a stats line when its leader follows such a head, and the head's date and time,
+# when it has them, are the line's local time.
+RE_STATS_ANYWHERE = (rf"^(.*?\S)\s*((?:{STATS_GPU_TAG})?(?:{'|'.join(STATS_SIDES)}) batch(?: \[[0-9]+\])?[.,] "
+                     r"#.*)$")
+RE_HEAD_TIME = r"([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{3}))?"
 # the leaders of the `. `-separated wording, and an item's end in it: a value (a number, a
 # percentage) then `. `
 STATS_DOT_LEADERS = ("new fill",)
@@ -82,13 +89,6 @@ RE_EXC_LINE = rf"^({EXC_TYPE}?)(?::\s.*)?$"
 # chain line, a blank line (one stands around a chain line, and the line after it may be cut
 # short by the read), an `ExcType: msg` line; conservative where RE_TB needs the line above.
 CONTINUES = re.compile(rf"[ \t]|{TB_HEADER}|{TB_CHAIN}|\r?\n|{EXC_TYPE}(?::|\r?\n)".encode())
-# A custom logging config (SGLANG_LOGGING_CONFIG_PATH) or a framework's own logger may put any
-# head before a stats line (SGLANG.md §3: match the leaders anywhere in the line); a line no
-# family took is a stats line when its leader follows such a head, and the head's date and time,
-# when it has them, are the line's local time.
-RE_STATS_ANYWHERE = (rf"^(.*?\S)\s*((?:{STATS_GPU_TAG})?(?:{'|'.join(STATS_SIDES)}) batch(?: \[[0-9]+\])?[.,] "
-                     r"#.*)$")
-RE_HEAD_TIME = r"([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{3}))?"
 
 # --- request logs (§7): the leaders of their messages, by kind ----------------------------------
 REQUEST_LEADERS = {"request_received": ("Receive: ", "Receive OpenAI: "), "request_finished": ("Finish: ",)}
