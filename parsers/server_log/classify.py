@@ -13,23 +13,28 @@ from forensics.parsers.server_log.grammar import (
     DOCKER_JSON_LEAD,
     RE_BARE_KNOWN,
     RE_C10D,
+    RE_CRASH,
+    RE_CRASH_BODY,
     RE_CRI,
     RE_DOCKER_T,
     RE_DOTS,
     RE_EXC_LINE,
     RE_GLOG,
+    RE_GLOG_NOTICE,
     RE_GLUED,
     RE_HEAD_TIME,
     RE_KIBANA,
     RE_NCCL,
     RE_RAY,
     RE_RAY_REPEATED,
+    RE_ROUTER,
     RE_SGLANG,
     RE_SGLANG_CUSTOM,
     RE_STATS,
     RE_STATS_ANYWHERE,
     RE_TB,
     RE_TB_CHAIN,
+    RE_TB_OPEN,
     RE_UCX,
     RE_UVICORN_LEVEL,
 )
@@ -239,9 +244,10 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     body = pl.col("body")
     gates = {"_sg": body.str.starts_with("["), "_cu": body.str.contains("][", literal=True),
              "_gl": body.str.slice(0, 1).is_in(["I", "W", "E", "F"]), "_ux": body.str.contains("UCX", literal=True),
-             "_c10": body.str.starts_with("[rank"), "_nc": body.str.contains(" NCCL ", literal=True)}
+             "_c10": body.str.starts_with("[rank"), "_nc": body.str.contains(" NCCL ", literal=True),
+             "_rt": (body.str.slice(4, 1) == "-") & body.str.contains(" [A-Z]{4,5} +[A-Za-z_]")}
     df = _with_groups(df, "body", gates, _sg=RE_SGLANG, _cu=RE_SGLANG_CUSTOM, _gl=RE_GLOG, _ux=RE_UCX, _c10=RE_C10D,
-                      _nc=RE_NCCL)
+                      _nc=RE_NCCL, _rt=RE_ROUTER)
     f = lambda s, i: pl.col(s).struct.field(str(i))  # noqa: E731
     # a when-chain runs every branch on every row: the two regexes below only on the lines no
     # sglang prefix decides (null never takes a branch)
@@ -249,15 +255,18 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     family = (
         pl.when(f("_cu", 5).is_not_null()).then(pl.lit("sglang"))
         .when(f("_sg", 5).is_not_null()).then(pl.lit("sglang"))
+        .when(undecided.str.contains(RE_GLOG_NOTICE)).then(pl.lit("glog"))
         .when(undecided.str.contains(RE_UVICORN_LEVEL)).then(pl.lit("uvicorn"))
         .when(f("_gl", 8).is_not_null()).then(pl.lit("glog"))
         .when(f("_ux", 8).is_not_null()).then(pl.lit("ucx"))
         .when(f("_c10", 9).is_not_null()).then(pl.lit("c10d"))
         .when(f("_nc", 6).is_not_null()).then(pl.lit("nccl"))
+        .when(f("_rt", 7).is_not_null()).then(pl.lit("router"))
+        .when(undecided.str.contains(RE_CRASH)).then(pl.lit("crash"))
         .when(undecided.str.contains(RE_BARE_KNOWN)).then(pl.lit("bare"))
     )
     # the custom-config shape also matches the plain prefix, so it is tried first
-    message = pl.coalesce(f("_cu", 5), f("_sg", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), body)
+    message = pl.coalesce(f("_cu", 5), f("_sg", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), f("_rt", 7), body)
     sg_raw, sg_local = _sglang_time(pl.coalesce(f("_cu", 1), f("_sg", 1)), pl.coalesce(f("_cu", 2), f("_sg", 2)),
                                     pl.coalesce(f("_cu", 3), f("_sg", 3)), year)
     gl_raw = pl.concat_str(f("_gl", 1), f("_gl", 2), f("_gl", 3), pl.lit(" "), f("_gl", 4))
@@ -268,7 +277,9 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
                               f("_c10", 5), pl.lit("."), f("_c10", 6).str.slice(0, 6)
                               ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
     ux_ts = (f("_ux", 1).cast(pl.Float64, strict=False) * 1e6).round().cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
-    local = pl.coalesce(sg_local, gl_local, c10_local)
+    rt_raw = pl.concat_str(f("_rt", 1), pl.lit(" "), f("_rt", 2))
+    rt_local = rt_raw.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+    local = pl.coalesce(sg_local, gl_local, c10_local, rt_local)
     rank_cols = _rank_cols(f("_sg", 4))
     level = (
         pl.when(f("_cu", 4).is_not_null()).then(f("_cu", 4))
@@ -276,19 +287,20 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
         .when(f("_ux", 7).is_not_null()).then(f("_ux", 7))
         .when(f("_c10", 2).is_not_null()).then(f("_c10", 2))
         .when(f("_nc", 5).is_not_null()).then(f("_nc", 5))
+        .when(f("_rt", 3).is_not_null()).then(f("_rt", 3))
     )
     df = df.with_columns(
         family=family,
         message=message,
-        ts_raw=pl.coalesce(sg_raw, gl_raw, f("_ux", 1), c10_raw, pl.col("prefix").str.extract(r"^(\S+)", 1)),
+        ts_raw=pl.coalesce(sg_raw, gl_raw, f("_ux", 1), c10_raw, rt_raw, pl.col("prefix").str.extract(r"^(\S+)", 1)),
         _local=local,
         _ux_ts=ux_ts,
         level=level,
-        glog_file=pl.coalesce(f("_gl", 6), f("_ux", 5), f("_c10", 7)),
+        glog_file=pl.coalesce(f("_gl", 6), f("_ux", 5), f("_c10", 7), f("_rt", 5)),
         peer_host=pl.coalesce(f("_ux", 2), f("_nc", 1)),
         c10_rank=f("_c10", 1).cast(pl.Int32, strict=False),
         **rank_cols,
-    ).drop("_sg", "_cu", "_gl", "_ux", "_c10", "_nc")
+    ).drop("_sg", "_cu", "_gl", "_ux", "_c10", "_nc", "_rt")
     df = _stats_anywhere(df)
     # Kibana's outer clock is the viewer's zone: learn its offset to the inner clock from lines
     # that carry both (rounded to 15 min, SGLANG.md §3), and use it for lines that carry only it.
@@ -360,8 +372,13 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     brk_below = pl.col("_brk").shift(-1, fill_value=False) if "_brk" in df.columns else pl.lit(False)
     blank_in_chain = lone & (body == "") & (
         (chain.shift(1, fill_value=False) & ~brk) | (chain.shift(-1, fill_value=False) & ~brk_below))
-    tb_like = (lone_body.str.contains(RE_TB) | (lone_body.str.contains(RE_EXC_LINE) & indented.shift(1, fill_value=False)
-                                                & ~brk)) | blank_in_chain
+    # faulthandler puts a blank line before each `Thread 0x...` block and the module list
+    blank_in_dump = lone & (body == "") & ~brk_below & lone_body.shift(-1).str.contains(RE_CRASH_BODY).fill_null(False)
+    # an excerpt may begin with a traceback's last line alone (`...KVTransferError: KVTransferError(...)`)
+    at_start = (pl.int_range(pl.len()) == 0) & (pl.col("line_no") == 1) & (body != "")
+    tb_like = (lone_body.str.contains(RE_TB) | (lone_body.str.contains(RE_EXC_LINE)
+                                                & ((indented.shift(1, fill_value=False) & ~brk) | at_start))
+               ) | blank_in_chain | blank_in_dump
     df = df.with_columns(
         _cont=lone & tb_like,
         _is_event=pl.col("family").is_not_null() & ~pl.col("message").str.contains(RE_STATS),
@@ -371,8 +388,10 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     # a record is a run of lines: its head's value, carried down the run (no group-by)
     head_ok = pl.when(start | (pl.int_range(pl.len()) == 0)).then(pl.col("_is_event")).forward_fill()
     df = df.with_columns(_grp=grp, _head_ok=head_ok)
-    # A traceback with no event above it (file start, or after a stats line) opens its own record.
-    opens = pl.col("_cont") & ~pl.col("_head_ok") & body.str.starts_with("Traceback (most recent call last)")
+    # A traceback with no event above it (file start, or after a stats line) opens its own record,
+    # and so does the tail of one an excerpt begins in (its frames, `^^^^` markers, before any head).
+    opens = pl.col("_cont") & ~pl.col("_head_ok") & (
+        body.str.contains(RE_TB_OPEN) | ((pl.int_range(pl.len()) == 0) & (pl.col("line_no") == 1)))
     df = df.with_columns(
         family=pl.when(opens).then(pl.lit("python")).otherwise(pl.col("family")),
         _cont=pl.col("_cont") & ~opens,

@@ -16,6 +16,7 @@ from forensics.parsers.server_log.grammar import (
     PRE_ROOM,
     RANK_LITERAL,
     RE_ACCESS,
+    RE_AIOHTTP_ACCESS,
     RE_KVT_ERROR,
     RE_NIXL_BINDING,
     REASON_RULES,
@@ -106,7 +107,8 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     timeout_txt = msg.str.contains(r"timed out after|collective operation timeout|before timing out|[Tt]imeout")
     # every branch before the sglang message rules gives a kind; those rules run on the rest only
     kind0 = (
-        pl.when(fam == "uvicorn").then(pl.when(is_access).then(pl.lit("http_access")).otherwise(pl.lit("http_log")))
+        pl.when(fam.is_in(["sglang", "bare"]) & msg.str.contains(RE_AIOHTTP_ACCESS)).then(pl.lit("bootstrap_access"))
+        .when(fam == "uvicorn").then(pl.when(is_access).then(pl.lit("http_access")).otherwise(pl.lit("http_log")))
         .when(fam.is_in(["sglang", "bare"]) & is_access).then(pl.lit("http_access"))
         .when(fam.is_in(["sglang", "bare"]) & pl.col("_lvl_uv").is_not_null()).then(pl.lit("http_log"))
         .when(fam == "glog").then(
@@ -116,6 +118,9 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .when(fam == "ucx").then(
             pl.when(pl.col("level").is_in(["ERROR", "FATAL"])).then(pl.lit("ucx_error"))
             .when(pl.col("level") == "WARN").then(pl.lit("ucx_warning")).otherwise(pl.lit("ucx_log")))
+        .when(fam == "router").then(
+            pl.when(pl.col("level") == "ERROR").then(pl.lit("router_error"))
+            .when(pl.col("level") == "WARN").then(pl.lit("router_warning")).otherwise(pl.lit("router_log")))
         .when(fam.is_in(["c10d", "nccl"])).then(
             pl.when(timeout_txt).then(pl.lit("collective_timeout"))
             .otherwise(pl.concat_str(fam, pl.lit("_log"))))
@@ -142,12 +147,16 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         source=pl.when(fam == "bare").then(pl.lit("sglang")).when(fam == "sglang").then(
             pl.when(pl.col("kind").is_in(["request_received", "request_finished"])).then(pl.lit("request_log"))
             .when(pl.col("kind").is_in(["http_access", "http_log"])).then(pl.lit("uvicorn"))
+            .when(pl.col("kind") == "bootstrap_access").then(pl.lit("aiohttp"))
             .otherwise(pl.lit("sglang"))).otherwise(fam),
     )
 
     def reason(d: pl.DataFrame) -> pl.DataFrame:
         kvt = msg.str.extract(RE_KVT_ERROR, 1)
-        d = d.with_columns(_reason_src=pl.coalesce(kvt, msg.str.extract(r"with exception (.*)$", 1), msg))
+        # a record's KVTransferError in its traceback says why, where its head does not
+        tb_kvt = (pl.col("traceback").str.extract(r"KVTransferError\(bootstrap_room=[0-9]+\): ([^\n]*)", 1)
+                  if "traceback" in d.columns else pl.lit(None, dtype=pl.Utf8))
+        d = d.with_columns(_reason_src=pl.coalesce(kvt, msg.str.extract(r"with exception (.*)$", 1), tb_kvt, msg))
         return d.select(reason=pl.coalesce(pl.lit(_first_kind(d["_reason_src"], REASON_RULES)),
                                            pl.when(pl.col("kind") == "abort").then(pl.lit("aborted")), pl.lit("other")))
 
@@ -180,10 +189,20 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     ev = _on_rows(ev, msg.str.contains(PRE_RID),
                   lambda d: d.select(rid=_regex_thread("ids", _first_capture, d, RID_PATTERNS)), {"rid": utf8})
     ev = _on_rows(ev, msg.str.contains(PRE_ROOM), room, {"bootstrap_room": i64})
+    if "traceback" in ev.columns:
+        # a record whose head names no room (`Scheduler hit an exception: Traceback ...`) ends in the
+        # KVTransferError that does: `...KVTransferError: KVTransferError(bootstrap_room=N): <reason>`
+        kvt_room = pl.col("traceback").str.extract(r"KVTransferError\(bootstrap_room=([0-9]+)\)", 1)
+        ev = _on_rows(ev, pl.col("bootstrap_room").is_null() & pl.col("kind").is_in(list(FAILURE_KINDS))
+                      & pl.col("traceback").str.contains("KVTransferError(bootstrap_room=", literal=True),
+                      lambda d: d.select(_tb_room=kvt_room.cast(pl.UInt64, strict=False)), {"_tb_room": pl.UInt64})
+        ev = ev.with_columns(bootstrap_room=pl.coalesce(
+            "bootstrap_room", pl.when(pl.col("_tb_room") < (1 << 63)).then(pl.col("_tb_room")).cast(pl.Int64))
+        ).drop("_tb_room")
     ev = _on_rows(ev, msg.str.contains(PRE_REQ), lambda d: _regex_thread("ids", request, d), {
         "finish_reason": utf8, "prompt_tokens": i64, "completion_tokens": i64, "cached_tokens": i64,
         "e2e_latency": pl.Float64, "_status": utf8})
-    ev = _on_rows(ev, pl.col("kind") == "http_access", access,
+    ev = _on_rows(ev, pl.col("kind").is_in(["http_access", "bootstrap_access"]), access,
                   {"_acc_status": utf8, "http_method": utf8, "http_path": utf8, "_acc_peer": utf8})
     ev = _on_rows(ev, msg.str.contains(PRE_PEER), lambda d: d.select(
         _peer=pl.coalesce(msg.str.extract(r"(?:to|from) ([0-9]{1,3}(?:\.[0-9]{1,3}){3}:[0-9]+)", 1),
@@ -217,7 +236,10 @@ def _event_rooms(ev: pl.DataFrame) -> pl.DataFrame:
         lent = ev.filter(fail).with_columns(
             _fr=ffill(pl.when(pl.col("rid").is_null()).then(pl.col("bootstrap_room"))),
             _fl=ffill(pl.when(pl.col("rid").is_null() & pl.col("bootstrap_room").is_not_null()).then(pl.col("line_no"))),
-        ).select(pl.when(pl.col("bootstrap_room").is_null() & (pl.col("line_no") - pl.col("_fl") <= 50))
+        # only a line naming a request takes one: a line naming neither (a bootstrap server that
+        # did not answer) is about no room in particular
+        ).select(pl.when(pl.col("bootstrap_room").is_null() & pl.col("rid").is_not_null()
+                         & (pl.col("line_no") - pl.col("_fl") <= 50))
                  .then(pl.col("_fr")).otherwise(pl.col("bootstrap_room"))).to_series()
         ev = ev.with_columns(ev["bootstrap_room"].scatter(fail.arg_true(), lent))
     # a line cut before its room still names its rid: take the room the same rid has elsewhere

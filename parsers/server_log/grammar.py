@@ -56,9 +56,25 @@ RE_SGLANG = (
 RE_SGLANG_CUSTOM = r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{3}))?\]\[[^\]]*\]\[([A-Z]+)\]:? ?(.*)$"
 RE_UVICORN_LEVEL = r"^(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+(.*)$"
 RE_GLOG = r"^([IWEF])([0-9]{2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+) +([0-9]+) ([^ :\]]+):([0-9]+)\] ?(.*)$"
-RE_UCX = r"^\[([0-9]{9,11}\.[0-9]+)\] +\[([^:\]]+):([0-9]+) *:([0-9]+)\] +([\w.]+):([0-9]+) +UCX +([A-Z]+) *(.*)$"
+# the `[epoch] [host:pid:thr]` head is missing when UCX logs before its own setup or a user
+# pastes only the message part: `file.c:N  UCX  LEVEL  message` is UCX all the same
+RE_UCX = r"^(?:\[([0-9]{9,11}\.[0-9]+)\] +\[([^:\]]+):([0-9]+) *:([0-9]+)\] +)?([\w.]+\.(?:c|cc|cpp|h|inl)):([0-9]+) +UCX +([A-Z]+) *(.*)$"
 RE_C10D = r"^\[rank([0-9]+)\]:\[([IWEF])([0-9]{1,2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]+) ([^:\]]+):([0-9]+)\] ?(.*)$"
 RE_NCCL = r"^([\w.-]+):([0-9]+):([0-9]+) \[([0-9]+)\] NCCL (WARN|INFO|ERROR|TRACE|ABORT) ?(.*)$"
+# sgl-router (Rust, `tracing`): `<date> <time> <LEVEL> <module::target>: <src/file.rs>:<line>: <message>`
+RE_ROUTER = (r"^([0-9]{4}-[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) +(TRACE|DEBUG|INFO|WARN|ERROR) +"
+             r"([A-Za-z_]\w*(?:::\w+)*): (?:([\w./-]+\.rs):([0-9]+): )?(.*)$")
+# The heads of native crash dumps, printed raw to stderr: torch's `!!!!!!! Segfault encountered !!!!!!!`,
+# faulthandler's `Fatal Python error: <what>`, UCX's `[host:pid:thr:tid] Caught signal N (...)` (the
+# bracket may be missing), and the launcher's line when a scheduler child died. Their frames follow
+# as continuation lines (CRASH_BODY and the indented frames of RE_TB).
+RE_CRASH = (r"^(?:!+ Segfault encountered !+|Fatal Python error: |Child process unexpectedly failed with an exit code"
+            r"|\s*(?:\[[^\]\s]+:[0-9]+ *(?::[0-9]+)+\] +)?Caught signal [0-9]+ \()")
+# glog's notice from a NIXL / Mooncake library initialised before InitGoogleLogging: not uvicorn's `WARNING:`
+RE_GLOG_NOTICE = r"^WARNING: Logging before InitGoogleLogging\(\) is written to STDERR"
+# aiohttp's Common Log Format of sglang's bootstrap server and Mooncake's metadata server:
+# `<peer> [26/Jun/2025:02:04:08 +0000] "PUT /route HTTP/1.1" 200 155 "-" "<agent>"`
+RE_AIOHTTP_ACCESS = r'^\S+ (?:- \S+ )?\[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9]{2}:[0-9]{2}:[0-9]{2} [+-][0-9]{4}\] "\S+ \S+ HTTP'
 # stats leaders -> side; `new fill batch. #seq: 1. #cached_token: 330. ...` is the wording of
 # May 2024 builds, with `. ` between items (STATS_DOT_SEP)
 STATS_LEADERS = {"Prefill": "prefill", "Decode": "decode", "new fill": "prefill"}
@@ -81,14 +97,22 @@ STATS_DOT_SEP = r"([0-9%])\. "
 # Python traceback bodies; an `ExcType: msg` line counts only right after an indented line.
 TB_HEADER = r"Traceback \(most recent call last\)"
 TB_CHAIN = r"During handling of the above exception|The above exception was the direct cause"
-RE_TB = rf"^(?:\s+\S|{TB_HEADER}:|{TB_CHAIN}|\s*\^+\s*$)"
+# the unindented lines of a crash dump: faulthandler's thread headers and module list, UCX's
+# backtrace banner and its closing rule
+CRASH_BODY = r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|Extension modules: |=+ backtrace|=+$"
+RE_CRASH_BODY = rf"^(?:{CRASH_BODY})"
+# a header after unittest dots (`.Traceback (most recent call last):`) is a header all the same,
+# whether or not a wrapper rule took the dots off
+RE_TB_OPEN = rf"^\.*{TB_HEADER}"
+RE_TB = rf"^(?:\s+\S|\.*{TB_HEADER}:|{TB_CHAIN}|\s*\^+\s*$|{CRASH_BODY})"
 RE_TB_CHAIN = rf"^(?:{TB_CHAIN})"
 EXC_TYPE = r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Timeout)"
 RE_EXC_LINE = rf"^({EXC_TYPE}?)(?::\s.*)?$"
 # The lines a block must not start with (parsers/lines.py): an indented line, a traceback header or
 # chain line, a blank line (one stands around a chain line, and the line after it may be cut
 # short by the read), an `ExcType: msg` line; conservative where RE_TB needs the line above.
-CONTINUES = re.compile(rf"[ \t]|{TB_HEADER}|{TB_CHAIN}|\r?\n|{EXC_TYPE}(?::|\r?\n)".encode())
+CONTINUES = re.compile(rf"[ \t]|{TB_HEADER}|{TB_CHAIN}|\r?\n|{EXC_TYPE}(?::|\r?\n)|(?:Current thread|Thread) 0x"
+                       r"|Extension modules: |=".encode())
 
 # --- request logs (§7): the leaders of their messages, by kind ----------------------------------
 REQUEST_LEADERS = {"request_received": ("Receive: ", "Receive OpenAI: "), "request_finished": ("Finish: ",)}
@@ -100,8 +124,11 @@ KIND_RULES: list[tuple[str, str]] = [
     ("request_finished", rf'^(?:{alt(REQUEST_LEADERS["request_finished"])})|{REQUEST_JSON_EVENT}: ?"request\.finished'),
     ("corruption_detected", r"Context corruption detected|Metadata unexpectedly not ready|Metadata corruption detected"),
     ("checksum_mismatch", r"[Cc]hecksum mismatch"),
+    # a launcher line or a native crash dump's head (RE_CRASH): the process is gone
+    ("crash", r"Child process unexpectedly failed|Segfault encountered|^Fatal Python error: |Caught signal [0-9]+ \("),
     ("bootstrap_failed",
      r"Prefill bootstrap failed|Decode handshake failed|Could not fetch (?:prefill parallel|bootstrap) info"
+     r"|Error fetching prefill parallel info"
      r"|Failed to get prefill server info|Error fetching prefill server info|bootstrap_thread died"
      r"|Lost connection with prefill instance|failed to register to bootstrap|register attempt [0-9]+/[0-9]+ failed"
      r"|Failed to query dp_ranks|Failed to register prefill dp_rank"),
@@ -165,17 +192,18 @@ RE_BARE_KNOWN = (
 RE_NIXL_BINDING = r"^(?:Backend \w+ was instantiated|Initialized NIXL agent|Created NIXL agent|Loaded plugin)"
 FAMILIES: list[tuple[str, str]] = [
     ("sglang", RE_SGLANG), ("sglang_custom", RE_SGLANG_CUSTOM), ("uvicorn", RE_UVICORN_LEVEL), ("glog", RE_GLOG),
-    ("ucx", RE_UCX), ("c10d", RE_C10D), ("nccl", RE_NCCL), ("bare", RE_BARE_KNOWN),
+    ("ucx", RE_UCX), ("c10d", RE_C10D), ("nccl", RE_NCCL), ("router", RE_ROUTER), ("crash", RE_CRASH),
+    ("glog_notice", RE_GLOG_NOTICE), ("bare", RE_BARE_KNOWN),
 ]
 
 FAILURE_KINDS = ("transfer_failed", "bootstrap_failed", "abort", "corruption_detected", "checksum_mismatch",
                  "watchdog_timeout", "health_check_failed", "collective_timeout", "exception", "nixl_error",
-                 "ucx_error")
+                 "ucx_error", "crash")
 SEVERITY_BY_KIND = {
     "transfer_failed": "error", "bootstrap_failed": "error", "corruption_detected": "error",
     "checksum_mismatch": "error", "watchdog_timeout": "fatal", "health_check_failed": "error",
     "collective_timeout": "error", "exception": "error", "abort": "warning", "deferred_release": "warning",
-    "retract": "warning",
+    "retract": "warning", "crash": "fatal",
 }
 # Normalised failure reasons (§9.3); matched against the KVTransferError text if any.
 REASON_RULES: list[tuple[str, str]] = [
@@ -188,9 +216,19 @@ REASON_RULES: list[tuple[str, str]] = [
      r"|is not alive|bootstrap_thread died"),
     ("room_conflict", r"Duplicate (?:or cancelled|decode) bootstrap room|follow_bootstrap_room conflict"),
     ("config", r"policy mismatch|does NOT support|layout mismatch|out of range"),
+    # the bootstrap server did not answer at all (a prefill that is down or not yet up): before
+    # bootstrap_info, which is the same fetch answered wrongly
+    ("bootstrap_unreachable",
+     r"Connection refused|Connection reset|Connection aborted|RemoteDisconnected|Max retries exceeded"
+     r"|NewConnectionError|ConnectTimeout|Failed to establish a new connection|Name or service not known"
+     r"|No route to host"),
     ("bootstrap_info", r"Could not fetch|Failed to get prefill server info|Error fetching prefill|to prefill \S+ failed"),
     ("metadata_corruption", r"Context corruption detected|Metadata unexpectedly|Metadata corruption"),
     ("checksum_mismatch", r"[Cc]hecksum mismatch"),
+    # crashes by signal: the launcher's exit code (128 + signal) or the dump's own words
+    ("sigquit", r"exit code 131\b|Caught signal 3 \("),
+    ("sigabrt", r"exit code 134\b|Caught signal 6 \(|^Fatal Python error: Aborted"),
+    ("sigsegv", r"exit code 139\b|Caught signal 11 \(|Segfault encountered|^Fatal Python error: Segmentation fault"),
     ("remote_disconnect",
      r"NIXL_ERR_REMOTE_DISCONNECT|RemoteDisconnect|remote agent \S+ was disconnected|NIXL peer \S+ disconnected"),
     ("transport", r"NIXL|UCX|Work Request Flushed|KVSender|[Ss]ession \S+ (?:failed|is not alive)|Failed to send"),

@@ -436,4 +436,111 @@ samples = [
         "with exception KVTransferError(bootstrap_room=4793981895866140836): KV transfer failed\n",
         {"events": [{"kind": "transfer_failed", "reason": "transfer_error", "bootstrap_room": 4793981895866140836}]},
     ),
+    # failure, crash and foreign-line shapes of real servers (SGLANG.md §15, NIXL.md §5)
+    Sample(
+        "bootstrap_fetch_refused",
+        "[2026-02-19 16:32:42 TP5] Error fetching prefill parallel info from bootstrap: HTTPConnectionPool("
+        "host='10.0.0.41', port=8998): Max retries exceeded with url: /route?engine_rank=-1&target_dp_group=-1 "
+        "(Caused by NewConnectionError(\"HTTPConnection(host='10.0.0.41', port=8998): Failed to establish a new "
+        "connection: [Errno 111] Connection refused\"))\n"
+        "[2026-02-19 16:32:43 TP5] Error fetching prefill parallel info from bootstrap for bootstrap_room="
+        "4751139391711345681: [Errno 111] Connection refused\n",
+        {"events": [{"kind": "bootstrap_failed", "reason": "bootstrap_unreachable", "severity": "error",
+                     "bootstrap_room": None, "tp_rank": 5},
+                    {"kind": "bootstrap_failed", "reason": "bootstrap_unreachable",
+                     "bootstrap_room": 4751139391711345681}]},
+    ),
+    Sample(
+        "launcher_child_crash",
+        "[2025-09-02 10:11:12] Child process unexpectedly failed with an exit code 131. pid=247\n"
+        "[2025-09-02 10:11:12] Child process unexpectedly failed with an exit code 139. pid=251\n"
+        "[2025-09-02 10:11:13] Child process unexpectedly failed with an exit code 134. pid=255\n",
+        {"events": [{"kind": "crash", "severity": "fatal", "reason": "sigquit", "source": "sglang"},
+                    {"kind": "crash", "severity": "fatal", "reason": "sigsegv"},
+                    {"kind": "crash", "reason": "sigabrt"}]},
+    ),
+    Sample(
+        "crash_dump_torch_segfault",
+        "!!!!!!! Segfault encountered !!!!!!!\n"
+        '  File "<unknown>", line 0, in cuEventQuery\n'
+        '  File "<unknown>", line 0, in c10::cuda::CUDAKernelLaunchRegistry::check\n',
+        {"events": [{"kind": "crash", "severity": "fatal", "reason": "sigsegv", "source": "crash", "traceback":
+                     '  File "<unknown>", line 0, in cuEventQuery\n'
+                     '  File "<unknown>", line 0, in c10::cuda::CUDAKernelLaunchRegistry::check'}]},
+    ),
+    Sample(
+        "crash_dump_faulthandler",
+        "Fatal Python error: Segmentation fault\n"
+        "\n"
+        "Thread 0x00007f2b5c7fe700 (most recent call first):\n"
+        '  File "/usr/lib/python3.10/threading.py", line 324 in wait\n'
+        "\n"
+        "Current thread 0x00007f2d8e0e3740 (most recent call first):\n"
+        '  File "/sgl/srt/managers/scheduler.py", line 1234 in event_loop_overlap\n'
+        '  File "/sgl/srt/managers/scheduler.py", line 2890 in run_scheduler_process\n'
+        "\n"
+        "Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)\n",
+        {"events": [{"kind": "crash", "severity": "fatal", "reason": "sigsegv", "line_no": 1, "exc_type": None}]},
+    ),
+    Sample(
+        "crash_dump_ucx_signal",
+        "[node-d0:4123 :0:4188] Caught signal 11 (Segmentation fault: address not mapped to object at address (nil))\n"
+        "==== backtrace (tid:   4188) ====\n"
+        " 0  /usr/lib/libucs.so.0(ucs_handle_error+0x2e4) [0x7f3a1c0b12e4]\n"
+        " 1  /usr/lib/libucs.so.0(+0x2ab5f) [0x7f3a1c0b1b5f]\n"
+        "=================================\n",
+        {"events": [{"kind": "crash", "severity": "fatal", "reason": "sigsegv", "source": "crash"}]},
+    ),
+    Sample(
+        "ucx_without_head",
+        "ib_mlx5_dv.c:433  UCX  ERROR   mlx5dv_devx_obj_modify(0x7f0a, CREATE_QP) failed, syndrome 0x5d668c: "
+        "Remote I/O error\n",
+        {"events": [{"kind": "ucx_error", "source": "ucx", "severity": "error", "ts": None}]},
+    ),
+    Sample(
+        "sgl_router_rust",
+        "2025-08-31 07:32:08 ERROR sglang_router_rs::routers::http::pd_router: src/routers/http/pd_router.rs:1319: "
+        "Stream error from decode server http://10.0.0.9:30000: error decoding response body\n"
+        "2025-08-31 07:32:09  WARN sglang_router_rs::core::worker: src/core/worker.rs:402: Worker http://10.0.0.9:30000 "
+        "health check failed\n",
+        {"events": [{"kind": "router_error", "source": "router", "severity": "error", "ts_raw": "2025-08-31 07:32:08",
+                     "message": "Stream error from decode server http://10.0.0.9:30000: error decoding response body"},
+                    {"kind": "router_warning", "severity": "warning"}]},
+    ),
+    Sample(
+        "aiohttp_bootstrap_access_and_glog_notice",
+        '[2025-06-26 02:04:08] 10.0.0.7 [26/Jun/2025:02:04:08 +0000] "PUT /route HTTP/1.1" 200 155 "-" '
+        '"python-requests/2.32.3"\n'
+        "WARNING: Logging before InitGoogleLogging() is written to STDERR\n",
+        {"events": [{"kind": "bootstrap_access", "source": "aiohttp", "http_status": 200, "http_method": "PUT",
+                     "http_path": "/route", "peer": "10.0.0.7"},
+                    {"kind": "glog", "source": "glog"}]},
+    ),
+    Sample(
+        "exception_names_its_room_in_its_last_line",
+        "[2026-03-01 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl/srt/disaggregation/decode.py", line 812, in pop_transferred\n'
+        "    raise KVTransferError(self.bootstrap_room, failure_reason)\n"
+        "sglang.srt.disaggregation.base.conn.KVTransferError: KVTransferError(bootstrap_room=4751139391711345681): "
+        "Failed to get kvcache from prefill instance, it might be dead\n",
+        {"events": [{"kind": "exception", "bootstrap_room": 4751139391711345681, "reason": "node_failure",
+                     "exc_type": "sglang.srt.disaggregation.base.conn.KVTransferError"}]},
+    ),
+    Sample(
+        "kvtransfererror_alone_at_excerpt_start",
+        "sglang.srt.disaggregation.base.conn.KVTransferError: KVTransferError(bootstrap_room=687467831379323517): "
+        "Failed to get kvcache from prefill instance, it might be dead\n",
+        {"events": [{"kind": "exception", "bootstrap_room": 687467831379323517, "reason": "node_failure"}]},
+    ),
+    Sample(
+        "traceback_tail_at_excerpt_start",
+        "    req_conns = self.disagg_decode_prealloc_queue.pop_preallocated()\n"
+        "                ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        '  File "/sgl/srt/disaggregation/decode.py", line 512, in pop_preallocated\n'
+        "    raise RuntimeError('prealloc queue corrupted')\n"
+        "RuntimeError: prealloc queue corrupted\n"
+        "[2026-03-01 10:00:00 TP0] Decode batch, #running-req: 1, #token: 208, token usage: 0.00, #queue-req: 0\n",
+        {"events": [{"kind": "exception", "source": "python", "exc_type": "RuntimeError", "line_no": 1}],
+         "batches": [{"running_req": 1}]},
+    ),
 ]
