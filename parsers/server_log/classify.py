@@ -11,6 +11,7 @@ from forensics.core.schema import RANKS
 from forensics.parsers.base import Context
 from forensics.parsers.server_log.grammar import (
     DOCKER_JSON_LEAD,
+    RE_AIOHTTP_ACCESS,
     RE_BARE_KNOWN,
     RE_C10D,
     RE_CRASH,
@@ -263,6 +264,7 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
         .when(f("_nc", 6).is_not_null()).then(pl.lit("nccl"))
         .when(f("_rt", 7).is_not_null()).then(pl.lit("router"))
         .when(undecided.str.contains(RE_CRASH)).then(pl.lit("crash"))
+        .when(undecided.str.contains(RE_AIOHTTP_ACCESS)).then(pl.lit("aiohttp"))
         .when(undecided.str.contains(RE_BARE_KNOWN)).then(pl.lit("bare"))
     )
     # the custom-config shape also matches the plain prefix, so it is tried first
@@ -277,6 +279,9 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
                               f("_c10", 5), pl.lit("."), f("_c10", 6).str.slice(0, 6)
                               ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
     ux_ts = (f("_ux", 1).cast(pl.Float64, strict=False) * 1e6).round().cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
+    # an aiohttp access line on its own carries its time with its offset: `[26/Jun/2025:02:04:08 +0000]`
+    clf_raw = pl.when(undecided.str.contains(RE_AIOHTTP_ACCESS)).then(body).str.extract(r"\[([^\]]+)\]", 1)
+    clf_ts = clf_raw.str.to_datetime("%d/%b/%Y:%H:%M:%S %z", strict=False, time_unit="us", time_zone="UTC")
     rt_raw = pl.concat_str(f("_rt", 1), pl.lit(" "), f("_rt", 2))
     rt_local = rt_raw.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
     local = pl.coalesce(sg_local, gl_local, c10_local, rt_local)
@@ -292,9 +297,9 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     df = df.with_columns(
         family=family,
         message=message,
-        ts_raw=pl.coalesce(sg_raw, gl_raw, f("_ux", 1), c10_raw, rt_raw, pl.col("prefix").str.extract(r"^(\S+)", 1)),
+        ts_raw=pl.coalesce(sg_raw, gl_raw, f("_ux", 1), c10_raw, rt_raw, clf_raw, pl.col("prefix").str.extract(r"^(\S+)", 1)),
         _local=local,
-        _ux_ts=ux_ts,
+        _ux_ts=pl.coalesce(ux_ts, clf_ts),
         level=level,
         glog_file=pl.coalesce(f("_gl", 6), f("_ux", 5), f("_c10", 7), f("_rt", 5)),
         peer_host=pl.coalesce(f("_ux", 2), f("_nc", 1)),

@@ -107,7 +107,8 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     timeout_txt = msg.str.contains(r"timed out after|collective operation timeout|before timing out|[Tt]imeout")
     # every branch before the sglang message rules gives a kind; those rules run on the rest only
     kind0 = (
-        pl.when(fam.is_in(["sglang", "bare"]) & msg.str.contains(RE_AIOHTTP_ACCESS)).then(pl.lit("bootstrap_access"))
+        pl.when((fam == "aiohttp") | (fam.is_in(["sglang", "bare"]) & msg.str.contains(RE_AIOHTTP_ACCESS)))
+        .then(pl.lit("bootstrap_access"))
         .when(fam == "uvicorn").then(pl.when(is_access).then(pl.lit("http_access")).otherwise(pl.lit("http_log")))
         .when(fam.is_in(["sglang", "bare"]) & is_access).then(pl.lit("http_access"))
         .when(fam.is_in(["sglang", "bare"]) & pl.col("_lvl_uv").is_not_null()).then(pl.lit("http_log"))

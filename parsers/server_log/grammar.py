@@ -198,7 +198,7 @@ FAMILIES: list[tuple[str, str]] = [
 
 FAILURE_KINDS = ("transfer_failed", "bootstrap_failed", "abort", "corruption_detected", "checksum_mismatch",
                  "watchdog_timeout", "health_check_failed", "collective_timeout", "exception", "nixl_error",
-                 "ucx_error", "crash")
+                 "ucx_error", "mooncake_error", "crash")
 SEVERITY_BY_KIND = {
     "transfer_failed": "error", "bootstrap_failed": "error", "corruption_detected": "error",
     "checksum_mismatch": "error", "watchdog_timeout": "fatal", "health_check_failed": "error",

@@ -511,10 +511,14 @@ samples = [
         "aiohttp_bootstrap_access_and_glog_notice",
         '[2025-06-26 02:04:08] 10.0.0.7 [26/Jun/2025:02:04:08 +0000] "PUT /route HTTP/1.1" 200 155 "-" '
         '"python-requests/2.32.3"\n'
-        "WARNING: Logging before InitGoogleLogging() is written to STDERR\n",
+        "WARNING: Logging before InitGoogleLogging() is written to STDERR\n"
+        '10.0.0.8 [26/Jun/2025:10:04:09 +0800] "GET /metadata?key=mooncake HTTP/1.1" 404 14 "-" "python-requests/2.32.3"\n',
         {"events": [{"kind": "bootstrap_access", "source": "aiohttp", "http_status": 200, "http_method": "PUT",
                      "http_path": "/route", "peer": "10.0.0.7"},
-                    {"kind": "glog", "source": "glog"}]},
+                    {"kind": "glog", "source": "glog"},
+                    {"kind": "bootstrap_access", "source": "aiohttp", "http_status": 404, "http_method": "GET",
+                     "ts_raw": "26/Jun/2025:10:04:09 +0800",
+                     "ts": datetime.datetime(2025, 6, 26, 2, 4, 9, tzinfo=datetime.timezone.utc)}]},
     ),
     Sample(
         "exception_names_its_room_in_its_last_line",
