@@ -160,7 +160,7 @@ def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int
     )
     other = _regex_thread("lines", lambda: _classify(_join_partials(_strip_wrappers(each(native.rest_frame))), ctx, year))
     sg = each(lambda d, raw: lines.with_flags(native.sglang_frame(d), raw))
-    del ds  # the scanner's buffers: the frames hold what they need
+    ds.clear()  # the scanner's buffers, the caller's reference too: the frames hold what they need
     sg = sg.with_columns(
         prefix=pl.concat_str(pl.col("cri"), pl.lit(" F")),
         partial=pl.when(pl.col("cri").is_not_null()).then(False),
