@@ -90,8 +90,13 @@ def _column(name: str, dtype, n: int, host: str, table: str, salt: int) -> pl.Ex
         return pl.format("{}-turn-{}", pl.lit(host), i)
     if table == "turns" and name == "session_id":
         return pl.format("ses-{}", i // 50)
-    if table == "turns" and name == "corrupted":
-        return (h % 50) == 0
+    # what only the detectors read: null (no tool calls), so every turn takes the detectors' prose path
+    if table == "turns" and name in ("tool_calls", "offered_tool_params"):
+        return pl.lit(None, dtype=dtype)
+    # one reply in 50 leaks raw DSML tool-call markup (S1), so the evidence has corrupted replies to rank
+    if table == "turns" and name == "content":
+        leak = "Reading the file.\n<\uff5cDSML\uff5cfunction_calls>\n<\uff5cDSML\uff5cinvoke name=\"read\">"
+        return pl.when((h % 50) == 0).then(pl.lit(leak)).otherwise(pl.format("The reply number {}.", (h % 97).cast(pl.Utf8)))
     if name == "kind" and table == "batches":
         return pl.lit("decode" if host.startswith("decode") else "prefill")
     if name.endswith("_rank"):
@@ -111,7 +116,7 @@ def frame(table: str, n: int, host: str, salt: int) -> pl.DataFrame:
     from forensics.core import schema
 
     t = schema.TABLES[table]
-    return pl.select(**{c.name: _column(c.name, c.dtype, n, host, table, salt) for c in t.columns})
+    return pl.select(**{c.name: _column(c.name, c.dtype, n, host, table, salt) for c in t.stored})
 
 
 def build(root: str, transfers: int, batches: int, replies: int, events: int | None = None) -> tuple[str, dict]:
@@ -134,10 +139,11 @@ def build(root: str, transfers: int, batches: int, replies: int, events: int | N
         else:
             print(f"  table `{k}` is not registered in forensics.schema yet: not written")
     sig = hashlib.sha256(json.dumps(
-        {k: [(c.name, str(c.dtype)) for c in schema.TABLES[k].columns] for k in present} | {"n": present, "gen": 2},
+        {k: [(c.name, str(c.dtype)) for c in schema.TABLES[k].stored] for k in present} | {"n": present, "gen": 4},
         sort_keys=True).encode()).hexdigest()[:16]
     marker = os.path.join(root, "bench-signature")
     if os.path.exists(marker) and open(marker).read() == sig:
+        _verdicts(root)
         return root, present
     shutil.rmtree(root, ignore_errors=True)
     for hi, host in enumerate(HOSTS):
@@ -155,4 +161,17 @@ def build(root: str, transfers: int, batches: int, replies: int, events: int | N
         pq.write_table(_to_arrow("files", files), os.path.join(d, "files-00000.parquet"), compression="zstd")
     os.makedirs(os.path.join(root, ".tmp"), exist_ok=True)
     open(marker, "w").write(sig)
+    _verdicts(root)
     return root, present
+
+
+def _verdicts(root: str) -> None:
+    """The corruption verdicts, as `forensics ingest` leaves them: reports then start from them."""
+    import time
+
+    from forensics.analysis import verdicts
+    from forensics.ingest.store import Store
+
+    t0 = time.perf_counter()
+    verdicts.ensure(Store(root))
+    print(f"  verdicts of the store's turns: {time.perf_counter() - t0:.1f} s", flush=True)
