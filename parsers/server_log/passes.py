@@ -313,7 +313,17 @@ def clock_pass(out: Batch, clock: Clock) -> Batch:
     rows = pl.concat([out[t].select("line_no", "ts", "ts_raw") for t in tabs]).sort("line_no")
     time_only = pl.col("ts").is_null() & pl.col("ts_raw").str.contains(_RE_TIME_ONLY).fill_null(False)
     dated = pl.col("ts_raw").str.contains(_RE_DATED).fill_null(False)
-    seq = rows.filter(time_only | dated).with_columns(_dated=dated, _timeonly=time_only)
+    # the regexes run on every row only in a file that has time-only lines: elsewhere every line
+    # with a time-only shape lacks a ts, and the clock only needs the last dated line
+    untimed = rows.filter(pl.col("ts").is_null() & pl.col("ts_raw").is_not_null())
+    if untimed.select(time_only.any()).item():
+        seq = rows.filter(time_only | dated).with_columns(_dated=dated, _timeonly=time_only)
+    else:
+        timed_rows = rows.filter(pl.col("ts").is_not_null())
+        seq = timed_rows.tail(4096).filter(dated)
+        if not seq.height:
+            seq = timed_rows.filter(dated)
+        seq = seq.tail(1).with_columns(_dated=pl.lit(True), _timeonly=pl.lit(False))
     if seq["_timeonly"].any():
         clock.time_only += int(seq["_timeonly"].sum())
         secs = pl.col("ts_raw").str.extract(r"([0-9]{2}:[0-9]{2}:[0-9]{2})", 1).str.to_time("%H:%M:%S", strict=False)
