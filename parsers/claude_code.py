@@ -222,8 +222,12 @@ samples = [
         _USER + "\n" + _line(type="assistant", uuid="e1", timestamp="2026-10-30T10:04:00.000Z", isApiErrorMessage=True,
                              message={"id": "e1", "role": "assistant", "model": "<synthetic>", "content": [
                                  {"type": "text", "text": "API Error: 500 {\"object\":\"error\",\"message\":\"Prefill "
-                                  "transfer failed for request rank=0\",\"code\":500}"}], "stop_reason": "stop_sequence",
+                                  "bootstrap failed for request rank=0 req.rid='5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4' "
+                                  "req.bootstrap_room=9223372036854775807 with exception KVTransferError(bootstrap_room="
+                                  "9223372036854775807): Request 9223372036854775807 timed out after 300.0s in "
+                                  "KVPoll.Bootstrapping\",\"code\":500}"}], "stop_reason": "stop_sequence",
                                  "usage": {"input_tokens": 0, "output_tokens": 0}}) + "\n",
-        {"turns": [{"http_status": 500, "content_chars": 0, "signatures": ["S16"], "corruption_class": "transfer_error"}]},
+        {"turns": [{"http_status": 500, "content_chars": 0, "signatures": ["S16"], "corruption_class": "transfer_error",
+                    "error_rid": "5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4", "error_bootstrap_room": 9223372036854775807}]},
     ),
 ]

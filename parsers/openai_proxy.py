@@ -174,6 +174,25 @@ def _session(rec: dict, body: dict, path: str) -> str:
     return os.path.basename(path).split(".")[0]
 
 
+def _other_error_body(body) -> str | None:
+    """The text of an error body that is not sglang's `{"object": "error"}`: a router's or gateway's
+    plain-text reply, FastAPI's `{"detail": …}`, or a JSON body the proxy logged as a string."""
+    if isinstance(body, str):
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return body.strip() or None
+        return _other_error_body(parsed) if isinstance(parsed, dict) else body.strip() or None
+    if isinstance(body, dict):
+        inner = body.get("error") if body.get("error") is not None else body
+        for key in ("message", "detail"):
+            v = inner.get(key) if isinstance(inner, dict) else None
+            if v:
+                return v if isinstance(v, str) else json.dumps(v)
+        return json.dumps(body) if body else None
+    return None
+
+
 def _response(rrec: dict) -> tuple[dict, bool]:
     """The body of a response record, a stream reassembled, and whether that stream was cut."""
     body = rrec.get("body")
@@ -203,6 +222,8 @@ def _turn(path: str, conn: str, req: dict | None, resp: dict | None, req_line: i
         error_text = err.get("message") if isinstance(err, dict) and err.get("message") else json.dumps(err)
         if status is None and isinstance(err, dict):
             status = as_int(err.get("code"))
+    elif status is not None and status >= 400:
+        error_text = _other_error_body(rrec.get("body"))
     t_end = parse_time(rrec.get("ts"))
     t_start = parse_time((req or {}).get("ts"))
     if t_start is None and t_end is not None and rrec.get("latency_ms") is not None:
@@ -410,12 +431,15 @@ samples = [
         json.dumps({"ts": "2026-10-30T10:01:02.511Z", "dir": "req", "conn": "c-231",
                     "body": {"model": "deepseek-v3.2", "messages": [{"role": "user", "content": "go on"}]}}) + "\n"
         + json.dumps({"ts": "2026-10-30T10:06:02.511Z", "dir": "resp", "conn": "c-231", "status": 500, "latency_ms": 300087,
-                      "body": {"object": "error", "message": "Decode transfer failed for request rank=2 KVTransferError("
+                      "body": {"object": "error", "message": "Decode transfer failed for request rank=2 "
+                               "decode_req.req.rid='c3a81f0e6b2d4f57a9e0d1c2b3a49586' "
+                               "decode_req.req.bootstrap_room=6593551520068383758 with exception KVTransferError("
                                "bootstrap_room=6593551520068383758): Request 6593551520068383758 timed out after 300.0s"
                                " in KVPoll.WaitingForInput", "type": "InternalServerError", "param": None, "code": 500}})
         + "\nnot json\n",
         {"turns": [{"http_status": 500, "signatures": ["S16"], "corruption_class": "transfer_error",
-                    "corrupted": False, "content_chars": 0}],
+                    "corrupted": False, "content_chars": 0, "rid": None, "bootstrap_room": None,
+                    "error_rid": "c3a81f0e6b2d4f57a9e0d1c2b3a49586", "error_bootstrap_room": 6593551520068383758}],
          "unparsed": [{"line_no": 3, "reason": "invalid_json", "line": "not json"}]},
     ),
     Sample(
@@ -488,7 +512,8 @@ samples += [
             {"note": "not a reply"},
         )) + "\n",
         # rows come in time order: the error body has no `created`, and a sample has no mtime
-        {"turns": [{"turn_id": "line3", "http_status": 500, "signatures": ["S16"], "bootstrap_room": 77,
+        {"turns": [{"turn_id": "line3", "http_status": 500, "signatures": ["S16"], "error_bootstrap_room": 77,
+                    "error_rid": None, "bootstrap_room": None,
                     "corruption_class": "transfer_error", "t_end": None},
                    {"turn_id": "chatcmpl-b1", "signatures": ["S1", "S3", "S10"], "corruption_class": "parse_leak",
                     "prompt_tokens": 700, "t_end": parse_time(1793354500)},

@@ -371,7 +371,7 @@ samples = [
                                      "responseBody": "{\"object\":\"error\",\"message\":\"KVTransferError(bootstrap_room="
                                                      "1): Request 1 timed out in KVPoll.WaitingForInput\"}"}})),
         {"turns": [{"http_status": 500, "signatures": ["S16"], "corruption_class": "transfer_error",
-                    "corrupted": False}]},
+                    "corrupted": False, "error_bootstrap_room": 1, "error_rid": None}]},
     ),
     Sample(
         # the server API's messages.json on its own: the export's messages array without its wrapper

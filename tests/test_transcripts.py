@@ -162,7 +162,7 @@ def test_linking_by_rid_room_and_time(tmp_path):
     assert 0.5 <= got["by-time"]["link_confidence"] < 0.8
     assert got["ambiguous"]["link_method"] is None and got["ambiguous"]["link_candidates"] == 2
     assert got["none"]["link_method"] is None and got["none"]["link_candidates"] == 0
-    assert got["error-room"]["link_method"] == "bootstrap_room"
+    assert got["error-room"]["link_method"] == "error_room"
     assert got["error-room"]["server_rid"] == "d0000000000000000000000000000005"
     cands = sql(store, "SELECT server_rid FROM reply_candidates WHERE turn_id = 'ambiguous' ORDER BY server_rid")
     assert cands["server_rid"].to_list() == ["d0000000000000000000000000000004", "d0000000000000000000000000000005"]

@@ -350,7 +350,7 @@ _TURN_CORE = (
     Column("content_chars", pl.Int64, "characters of visible content"),
     Column("reasoning_chars", pl.Int64, "characters of reasoning content"),
     Column("rid", pl.Utf8, "sglang rid when the source carries it (request rid, or a 32-hex response id)"),
-    Column("bootstrap_room", pl.Int64, "PD bootstrap room when the request carried one"),
+    Column("bootstrap_room", pl.Int64, "PD bootstrap room when the request carried one (see error_bootstrap_room)"),
     Column("http_status", pl.Int32, "HTTP status of the response (proxy; API errors in opencode / Claude Code)"),
     # the verdict: decided by the detectors over the stored turns (forensics.analysis.verdicts)
     Column("signatures", pl.List(pl.Utf8), "corruption signatures that fired, 'S1'..'S16' (TRANSCRIPTS.md §6)",
@@ -368,6 +368,9 @@ _TURN_EXTRA = (
     Column("seq", pl.Int64, "0-based position of the turn in its session, by time"),
     Column("parent_id", pl.Utf8, "the user message or request the turn answers"),
     Column("error_text", pl.Utf8, "error body or message recorded for the turn"),
+    Column("error_rid", pl.Utf8, "rid the error body names (`req.rid='…'`, `rid=…`): the failing request's rid"),
+    Column("error_bootstrap_room", pl.Int64,
+           "bootstrap room the error body names (`KVTransferError(bootstrap_room=N)`, `bootstrap_room: N`)"),
     Column("reasoning_tokens", pl.Int64, "reasoning tokens, where reported"),
     Column("cached_tokens", pl.Int64, "prefix-cache tokens, where reported"),
     Column("response_id", pl.Utf8, "upstream response id (chatcmpl-…, msg_…, a rid)"),
@@ -404,14 +407,16 @@ REPLY_CANDIDATES = register(Table(
         Column("source", pl.Utf8, "turn source"),
         Column("session_id", pl.Utf8, "turn session"),
         Column("turn_id", pl.Utf8, "turn id"),
-        Column("method", pl.Utf8, "'rid' | 'bootstrap_room' | 'time_tokens'"),
-        Column("score", pl.Float64, "0..1: 1 for a rid, lower for weaker matches"),
+        Column("method", pl.Utf8, "'error_room' | 'error_rid' (named by the turn's error body) | 'rid' | "
+                                  "'bootstrap_room' | 'time_tokens'"),
+        Column("score", pl.Float64, "0..1: 1 for a room or rid named by an error or a rid, lower for weaker matches"),
         Column("server_rid", pl.Utf8, "rid of the server request"),
         Column("server_bootstrap_room", pl.Int64, "bootstrap room of the server request"),
         Column("server_host", pl.Utf8, "host that logged the request"),
         Column("server_role", pl.Utf8, "role of that host"),
         Column("server_ts", TS, "time of the request line"),
-        Column("server_event", pl.Utf8, "'request_finished' | 'request_received'"),
+        Column("server_event", pl.Utf8, "'request_finished' | 'request_received'; for a link named by an error "
+                                        "body, also the server's failure line (transfer_failed, bootstrap_failed, …)"),
         Column("prompt_tokens_diff", pl.Int64, "server prompt_tokens minus the turn's"),
         Column("completion_tokens_diff", pl.Int64, "server completion_tokens minus the turn's"),
     ),
@@ -422,7 +427,8 @@ REPLIES = register(Table(
     "replies",
     "One row per assistant turn with its corruption verdict and its link to the server request.",
     _TURN_CORE + (
-        Column("link_method", pl.Utf8, "'rid' | 'bootstrap_room' | 'time_tokens' | NULL when no unique match"),
+        Column("link_method", pl.Utf8, "'error_room' | 'error_rid' (named by the error body) | 'rid' | "
+                                       "'bootstrap_room' | 'time_tokens' | NULL when no unique match"),
         Column("link_confidence", pl.Float64, "0..1 confidence of the link"),
         Column("link_candidates", pl.Int64, "server requests that matched by the chosen method (see reply_candidates)"),
         Column("server_rid", pl.Utf8, "rid of the linked server request"),

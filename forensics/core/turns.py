@@ -66,6 +66,10 @@ class Turn:
     response_id: str | None = None
     rid: str | None = None
     bootstrap_room: int | None = None
+    # what an error body names (the failing request's rid and room); frame() reads them from
+    # error_text when the parser did not set them
+    error_rid: str | None = None
+    error_bootstrap_room: int | None = None
     # [{"name", "required": [...]}] when the request's tools are known; None when they are not
     offered_tools: list[dict] | None = None
     tools_offered: bool | None = None  # an agent offers tools even when the transcript does not list them
@@ -85,7 +89,9 @@ def frame(turns: list[Turn]) -> pl.DataFrame:
             rows.append({
                 **{f.name: getattr(t, f.name) for f in dataclasses.fields(Turn)
                    if f.name not in ("tool_calls", "offered_tools")},
-                "bootstrap_room": t.bootstrap_room if t.bootstrap_room is not None else room_in_error(t.error_text),
+                "error_rid": t.error_rid if t.error_rid is not None else rid_in_error(t.error_text),
+                "error_bootstrap_room": (t.error_bootstrap_room if t.error_bootstrap_room is not None
+                                         else room_in_error(t.error_text)),
                 "seq": seq,
                 "tool_calls": json.dumps(t.tool_calls, ensure_ascii=False) if t.tool_calls else None,
                 "offered_tools": json.dumps([o["name"] for o in t.offered_tools]) if t.offered_tools else None,
@@ -99,19 +105,39 @@ def frame(turns: list[Turn]) -> pl.DataFrame:
     return schema.conform("turns", pl.DataFrame(rows, schema_overrides=_OVERRIDES, infer_schema_length=None))
 
 
-# sglang names the room in its transfer failures; an error body that quotes one ties the failed
-# turn to its server request even when the client sent no room (SGLANG.md §9.3)
-_ROOM_IN_ERROR = re.compile(r"bootstrap_room[=:] ?'?(\d{1,19})|Request (\d{1,19}) timed out")
+# sglang names the failing request in its transfer failures, and the HTTP 500 it sends the client
+# quotes that line (SGLANG.md §9.2, §9.3): `decode_req.req.rid='…' decode_req.req.bootstrap_room=N
+# … KVTransferError(bootstrap_room=N)`, `Request N timed out`, `(bootstrap_room: N)`, and an echoed
+# request body's `"bootstrap_room": N`. The first one named is the failing request's own: a context
+# corruption line names the victim's room before the room its metadata came from.
+_ROOM_IN_ERROR = re.compile(
+    r"bootstrap_room\\?['\"]?\s*[=:]\s*\\?['\"]?(\d{1,19})\b"
+    r"|\bRequest (\d{1,19}) (?:timed out|waiting_timeout)"
+    r"|\broom[= ](\d{1,19})\b")
+# `req.rid='…'`, `rid=…`, `rid: …`, `"rid": "…"` (§14), and the two messages that name a rid bare
+_RID_IN_ERROR = re.compile(
+    r"\brid\\?['\"]?\s*[=:]\s*\\?['\"]?(?!None\b)([0-9A-Za-z][\w.:-]{2,127})"
+    r"|\bRequest (\S{3,128}) (?:\(bootstrap_room|exceeds the maximum)")
+_INT64_MAX = (1 << 63) - 1
 
 
 def room_in_error(text: str | None) -> int | None:
-    """The bootstrap room an sglang error message names, if any."""
-    m = _ROOM_IN_ERROR.search(text or "")
-    return int(m.group(1) or m.group(2)) if m else None
+    """The bootstrap room an sglang error message names, if any (an int64: rooms are 63-bit)."""
+    for m in _ROOM_IN_ERROR.finditer(text or ""):
+        room = int(next(g for g in m.groups() if g is not None))
+        if room <= _INT64_MAX:
+            return room
+    return None
+
+
+def rid_in_error(text: str | None) -> str | None:
+    """The rid an sglang error message names, if any."""
+    m = _RID_IN_ERROR.search(text or "")
+    return (m.group(1) or m.group(2)).rstrip(".:") if m else None
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_OVERRIDES = {"t_start": schema.TS, "t_end": schema.TS, "bootstrap_room": pl.Int64}
+_OVERRIDES = {"t_start": schema.TS, "t_end": schema.TS, "bootstrap_room": pl.Int64, "error_bootstrap_room": pl.Int64}
 
 
 def parse_time(v) -> dt.datetime | None:

@@ -1,19 +1,19 @@
 -- name: reply_candidates
 -- description: every server request that could be the upstream request of a transcript turn, with a score
--- inputs: turns, events (kind request_finished / request_received)
+-- inputs: turns, events (kind request_finished / request_received; any line naming an error body's rid or room)
 -- parameters: none
 -- columns:
 --   source: turn source
 --   session_id: turn session
 --   turn_id: turn id
---   method: 'rid' | 'bootstrap_room' | 'time_tokens'
---   score: 0..1; 1 for a rid, 0.95 for a room, 0.5-0.8 for time and tokens by how close the counts are
+--   method: 'error_room' | 'error_rid' (named by the turn's error body) | 'rid' | 'bootstrap_room' | 'time_tokens'
+--   score: 0..1; 1 for a room or rid named by an error and for a rid, 0.95 for a room, 0.5-0.8 for time and tokens
 --   server_rid: rid of the server request
 --   server_bootstrap_room: bootstrap room of the server request
 --   server_host: host that logged the request
 --   server_role: role of that host
 --   server_ts: time of the request line
---   server_event: 'request_finished' | 'request_received'
+--   server_event: 'request_finished' | 'request_received', or the failure line an error body names (transfer_failed, ...)
 --   prompt_tokens_diff: server prompt_tokens minus the turn's
 --   completion_tokens_diff: server completion_tokens minus the turn's
 CREATE OR REPLACE VIEW reply_candidates AS
@@ -22,6 +22,27 @@ WITH server AS (
     SELECT rid, bootstrap_room, host, role, ts, kind, prompt_tokens, completion_tokens
     FROM events
     WHERE kind IN ('request_finished', 'request_received')
+),
+-- an error body quotes the server's failure line, which names the failing request exactly
+-- (SGLANG.md §9.2): that line, and every other line with the same room or rid, is the request.
+-- With request logging off the failure line is the only one that names it. Two equi-joins, not one
+-- join on an OR, so each stays a hash join against the (large) events table.
+named AS (
+    SELECT rid, bootstrap_room, host, role, ts, kind, prompt_tokens, completion_tokens
+    FROM events
+    WHERE rid IS NOT NULL OR bootstrap_room IS NOT NULL
+),
+by_error_room AS (
+    SELECT t.source, t.session_id, t.turn_id, 'error_room' AS method, 1.0 AS score, s.*,
+           t.prompt_tokens AS t_prompt, t.completion_tokens AS t_completion
+    FROM turns t JOIN named s ON s.bootstrap_room = t.error_bootstrap_room
+    WHERE t.error_bootstrap_room IS NOT NULL
+),
+by_error_rid AS (
+    SELECT t.source, t.session_id, t.turn_id, 'error_rid' AS method, 1.0 AS score, s.*,
+           t.prompt_tokens AS t_prompt, t.completion_tokens AS t_completion
+    FROM turns t JOIN named s ON s.rid = t.error_rid
+    WHERE t.error_rid IS NOT NULL
 ),
 -- rule 1 (TRANSCRIPTS.md §10): the response id or request rid is the server's rid
 by_rid AS (
@@ -67,5 +88,6 @@ SELECT source, session_id, turn_id, method, CAST(score AS DOUBLE) AS score,
        rid AS server_rid, bootstrap_room AS server_bootstrap_room, host AS server_host, role AS server_role,
        ts AS server_ts, kind AS server_event,
        prompt_tokens - t_prompt AS prompt_tokens_diff, completion_tokens - t_completion AS completion_tokens_diff
-FROM (SELECT * FROM by_rid UNION ALL SELECT * FROM by_room UNION ALL SELECT * FROM by_time)
+FROM (SELECT * FROM by_error_room UNION ALL SELECT * FROM by_error_rid
+      UNION ALL SELECT * FROM by_rid UNION ALL SELECT * FROM by_room UNION ALL SELECT * FROM by_time)
 ORDER BY source, session_id, turn_id, method, score DESC, server_host, server_ts;
