@@ -104,19 +104,14 @@ def test_evidence_counts_the_corrupted_replies(report):
     assert s["corrupted"] == PLANTED["replies"]["corrupted"]
 
 
-def _rate(comp, column, bucket_pred):
-    rows = comp.filter((pl.col("column") == column) & bucket_pred)
-    return rows["corrupted"].sum() / rows["replies"].sum()
-
-
 def test_evidence_ties_corruption_to_prefill_load(report):
     comp = report["comparisons"]
     top = comp.row(0, named=True)
     # the strongest difference is about prefill load, and it is significant
     assert top["column"] in ("prefill_queue_req", "prefill_new_tokens_per_s") and top["p_value"] < 0.001
-    low = _rate(comp, "prefill_new_tokens_per_s", pl.col("bucket").str.starts_with("up to"))
-    high = _rate(comp, "prefill_new_tokens_per_s", pl.col("bucket").str.starts_with("above"))
-    assert high > 2 * low
+    # heavier prefill against lighter: the strongest split of the prefill rate, read as a risk
+    split = comp.filter((pl.col("column") == "prefill_new_tokens_per_s") & (pl.col("effect") == "raises")).row(0, named=True)
+    assert split["bucket"].startswith("above") and split["rate"] > 2 * split["rest_rate"]
     for r in comp.iter_rows(named=True):
         assert r["ci_low"] <= r["rate"] <= r["ci_high"] and 0 <= r["p_value"] <= 1
 

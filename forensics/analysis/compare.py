@@ -1,7 +1,10 @@
 """`forensics compare`: runs side by side, as in the before/after tables of a fix.
 
-A run is a store, or a `--run` label within one. The first run is the baseline: every other run's
-corruption rate is tested against it (Fisher exact) and called significant or within noise.
+A run is a store, or a `--run` label within one. One run is the baseline: the first run of the first
+store given, or of the store (or the run label) named by `--baseline`. Every other run's corruption
+rate is tested against it: Fisher exact p, the difference of the rates and the risk ratio with their
+95% intervals, and Benjamini–Hochberg q over the runs compared, so three runs against one baseline
+are not three chances to find a difference.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ import polars as pl
 from forensics.analysis import stats
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
+from forensics.core.errors import UsageError
 from forensics.ingest.store import Store
+
+ALPHA = 0.05
 
 RATE_SQL = """
 SELECT coalesce(f.run, $default_run) AS run, count(*) AS replies, count(*) FILTER (WHERE r.corrupted) AS corrupted
@@ -22,8 +28,24 @@ WHERE r.corruption_class <> 'config'
 GROUP BY ALL ORDER BY run
 """
 
+CORRUPTION_SCHEMA = {
+    "run": pl.Utf8, "store": pl.Utf8, "replies": pl.Int64, "corrupted": pl.Int64, "rate": pl.Float64,
+    "ci_low": pl.Float64, "ci_high": pl.Float64, "vs": pl.Utf8, "difference": pl.Float64,
+    "difference_low": pl.Float64, "difference_high": pl.Float64, "risk_ratio": pl.Float64,
+    "risk_ratio_low": pl.Float64, "risk_ratio_high": pl.Float64, "p_value": pl.Float64, "q_value": pl.Float64,
+    "verdict": pl.Utf8,
+}
 
-def build(stores: list[str]) -> dict:
+
+def _same_path(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def build(stores: list[str], baseline: str | None = None) -> dict:
+    """Corruption per run against the baseline run, and decode throughput by concurrency band."""
+    stores = list(stores)
+    if baseline is not None and os.path.isdir(baseline) and not any(_same_path(baseline, s) for s in stores):
+        stores.insert(0, baseline)  # a baseline store not listed among the others is compared too
     rates, bands, offsets = [], [], {}
     for path in stores:
         store = Store(path).require()
@@ -31,23 +53,59 @@ def build(stores: list[str]) -> dict:
         offsets[name] = store.clocks()
         con = connect(store, offsets[name], materialize=True)
         try:
-            rates.append(pl.from_arrow(con.sql(RATE_SQL, params={"default_run": name}).to_arrow_table()))
+            r = pl.from_arrow(con.sql(RATE_SQL, params={"default_run": name}).to_arrow_table())
+            rates.append(r.with_columns(pl.lit(path).alias("store")))
             b = queries.run(store, "decode_throughput_bands", con=con)
             bands.append(b.with_columns(pl.when(pl.col("run") == "default").then(pl.lit(name))
                                         .otherwise(pl.col("run")).alias("run")))
         finally:
             con.close()
     rate = pl.concat(rates) if rates else pl.DataFrame()
+    base, why = _baseline(rate, stores, baseline)
     rows = []
-    base = rate.row(0, named=True) if rate.height else None
     for r in rate.iter_rows(named=True):
         lo, hi = stats.wilson(r["corrupted"], r["replies"])
-        row = {"run": r["run"], "replies": r["replies"], "corrupted": r["corrupted"],
+        row = {"run": r["run"], "store": r["store"], "replies": r["replies"], "corrupted": r["corrupted"],
                "rate": r["corrupted"] / r["replies"] if r["replies"] else None, "ci_low": lo, "ci_high": hi,
-               "vs": None, "risk_ratio": None, "p_value": None, "verdict": "baseline"}
-        if base is not None and r["run"] != base["run"]:
+               "verdict": "baseline"}
+        if base is not None and (r["run"], r["store"]) != (base["run"], base["store"]):
             t = stats.two_proportions(r["corrupted"], r["replies"], base["corrupted"], base["replies"])
-            row.update(vs=base["run"], risk_ratio=t["risk_ratio"], p_value=t["p_value"], verdict=t["verdict"])
+            row.update(vs=base["run"], difference=t["difference"], difference_low=t["difference_ci"][0],
+                       difference_high=t["difference_ci"][1], risk_ratio=t["risk_ratio"],
+                       risk_ratio_low=t["risk_ratio_ci"][0], risk_ratio_high=t["risk_ratio_ci"][1],
+                       p_value=t["p_value"], verdict=None)
         rows.append(row)
-    return {"clock_offsets": offsets, "corruption": pl.DataFrame(rows) if rows else pl.DataFrame(),
+    compared = [r for r in rows if r["verdict"] != "baseline"]
+    for r, q in zip(compared, stats.benjamini_hochberg([r["p_value"] for r in compared])):
+        r["q_value"] = q
+        r["verdict"] = "significant" if q < ALPHA else "within noise"
+    # the baseline first, then the others in the order given
+    rows.sort(key=lambda r: r["verdict"] != "baseline")
+    with_replies = set(rate["store"]) if rate.height else set()
+    return {"clock_offsets": offsets,
+            "without_replies": [s for s in stores if s not in with_replies],
+            "baseline": None if base is None else {"run": base["run"], "store": base["store"], "chosen_by": why},
+            "corruption": pl.DataFrame(rows, schema=CORRUPTION_SCHEMA),
             "throughput": pl.concat(bands) if bands else pl.DataFrame()}
+
+
+def _baseline(rate: pl.DataFrame, stores: list[str], baseline: str | None) -> tuple[dict | None, str]:
+    """The baseline run and why it is the baseline."""
+    if rate.height == 0:
+        return None, ""
+    if baseline is None:
+        first = rate.row(0, named=True)
+        return first, ("the first store given" if _same_path(first["store"], stores[0])
+                       else "the first store given that holds replies")
+    if os.path.isdir(baseline):
+        for r in rate.iter_rows(named=True):
+            if _same_path(r["store"], baseline):
+                return r, "--baseline"
+        raise UsageError(f"--baseline {baseline}: that store holds no replies to compare",
+                         help="name a store with agent transcripts, or leave --baseline out")
+    labelled = rate.filter(pl.col("run") == baseline)
+    if labelled.height == 1:
+        return labelled.row(0, named=True), "--baseline"
+    known = ", ".join(sorted(set(rate["run"])))
+    raise UsageError(f"--baseline {baseline}: neither a store nor a single run label",
+                     help=f"give one of the stores, or one of the runs: {known}")

@@ -1,7 +1,8 @@
-"""The statistics behind the evidence tables: Wilson intervals, Fisher's exact test, risk ratios.
+"""The statistics behind the evidence tables: Wilson intervals, Fisher's exact test, risk ratios and
+differences with their intervals, Benjamini–Hochberg q-values.
 
-Exact and dependency-free: incident tables are small (hundreds to thousands of replies), where
-normal approximations mislead.
+Exact where it matters and dependency-free: incident tables are small (hundreds to thousands of
+replies), where normal approximations of a single rate mislead.
 """
 
 from __future__ import annotations
@@ -61,12 +62,69 @@ def risk_ratio(k1: int, n1: int, k0: int, n0: int) -> float:
     return r1 / r0
 
 
+def risk_ratio_ci(k1: int, n1: int, k0: int, n0: int, z: float = Z95) -> tuple[float, float]:
+    """95% interval of the risk ratio on the log scale (Katz), as SciPy's `relative_risk`.
+
+    A zero count leaves the log ratio unbounded; half a reply is then added to every cell (Haldane),
+    so a bucket with no corrupted replies still gets a finite upper bound.
+    """
+    if n1 == 0 or n0 == 0 or (k1 == 0 and k0 == 0):
+        return (math.nan, math.nan)
+    if k1 == 0 or k0 == 0:
+        k1, n1, k0, n0 = k1 + 0.5, n1 + 1, k0 + 0.5, n0 + 1
+    rr = (k1 / n1) / (k0 / n0)
+    se = math.sqrt(1 / k1 - 1 / n1 + 1 / k0 - 1 / n0)
+    return (rr * math.exp(-z * se), rr * math.exp(z * se))
+
+
+def rate_difference_ci(k1: int, n1: int, k0: int, n0: int, z: float = Z95) -> tuple[float, float]:
+    """95% interval of rate 1 minus rate 0: Newcombe's hybrid score interval (his method 10).
+
+    Built from the two Wilson intervals, so it stays inside [-1, 1] and behaves at rates of 0 and 1,
+    where the Wald interval collapses.
+    """
+    if n1 == 0 or n0 == 0:
+        return (math.nan, math.nan)
+    p1, p0 = k1 / n1, k0 / n0
+    l1, u1 = wilson(k1, n1, z)
+    l0, u0 = wilson(k0, n0, z)
+    d = p1 - p0
+    lo = d - math.sqrt((p1 - l1) ** 2 + (u0 - p0) ** 2)
+    hi = d + math.sqrt((u1 - p1) ** 2 + (p0 - l0) ** 2)
+    return (max(-1.0, lo), min(1.0, hi))
+
+
+def benjamini_hochberg(p_values: list[float]) -> list[float]:
+    """Benjamini–Hochberg q-values (R's `p.adjust(p, "BH")`), in the order of `p_values`.
+
+    q of the i-th smallest of m p-values is min over j >= i of m * p_(j) / j, capped at 1: the running
+    minimum from the largest p down keeps the q-values in the order of the p-values. NaN p-values
+    are not comparisons: they stay NaN and do not count in m. Controls the false discovery rate for
+    independent or positively dependent tests (the buckets of one dimension against the rest are).
+    """
+    ranked = sorted((p, i) for i, p in enumerate(p_values) if p is not None and not math.isnan(p))
+    m = len(ranked)
+    q = [math.nan] * len(p_values)
+    running = 1.0
+    for rank in range(m, 0, -1):
+        p, i = ranked[rank - 1]
+        running = min(running, m * p / rank)
+        q[i] = running
+    return q
+
+
 def two_proportions(k1: int, n1: int, k0: int, n0: int, alpha: float = 0.05) -> dict:
-    """Everything a bug report needs to say whether two rates differ."""
+    """Everything a bug report needs to say whether rate 1 (k1 of n1) differs from rate 0 (k0 of n0).
+
+    Fisher's exact p, the difference of the rates and the risk ratio, each with its 95% interval.
+    """
     p = fisher_exact(k1, n1 - k1, k0, n0 - k0)
     return {
         "rate_a": k1 / n1 if n1 else math.nan, "ci_a": wilson(k1, n1),
         "rate_b": k0 / n0 if n0 else math.nan, "ci_b": wilson(k0, n0),
-        "risk_ratio": risk_ratio(k1, n1, k0, n0), "p_value": p,
+        "difference": (k1 / n1 - k0 / n0) if n1 and n0 else math.nan,
+        "difference_ci": rate_difference_ci(k1, n1, k0, n0),
+        "risk_ratio": risk_ratio(k1, n1, k0, n0), "risk_ratio_ci": risk_ratio_ci(k1, n1, k0, n0),
+        "p_value": p,
         "verdict": "significant" if p < alpha else "within noise",
     }

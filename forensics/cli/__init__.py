@@ -365,14 +365,17 @@ def evidence(store, fmt, redact, output):
 @main.command()
 @click.argument("stores", nargs=-1, required=True, type=click.Path(file_okay=False))
 @click.option("--format", "fmt", default="markdown", show_default=True, type=click.Choice(["markdown", "json"]))
+@click.option("--baseline", metavar="STORE|RUN",
+              help="The run the others are tested against: a store (its first run) or a --run label. "
+                   "Default: the first store given.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 @handled
-def compare(stores, fmt, output):
-    """Compare runs (stores, or --run labels within one): corruption rate and decode throughput."""
+def compare(stores, fmt, baseline, output):
+    """Compare runs (stores, or --run labels within one) against a baseline: corruption rate and throughput."""
     from forensics.analysis import compare as cmp
     from forensics.reports.text import render_compare
 
-    result = cmp.build(list(stores))
+    result = cmp.build(list(stores), baseline=baseline)
     _write(output, lambda out: render_compare(result, fmt, out))
 
 

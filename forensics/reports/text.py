@@ -151,24 +151,54 @@ def render_evidence(report: dict, fmt: str, out=None) -> None:
                   f"kept apart; {s['linked']} replies linked to a server request.\n")
     else:
         out.write("No replies in the store: ingest the agent transcripts to compare corrupted and clean replies.\n")
-    out.write("\n### Corrupted vs clean, by dimension (strongest first)\n\n")
     comp = report["comparisons"]
     if comp.height:
-        shown = comp.select(
-            "dimension", "bucket", "replies", "corrupted",
-            pl.format("{}%", (pl.col("rate") * 100).round(1)).alias("rate"),
-            pl.format("{}-{}%", (pl.col("ci_low") * 100).round(1), (pl.col("ci_high") * 100).round(1)).alias("95% CI"),
-            pl.format("{}%", (pl.col("rest_rate") * 100).round(1)).alias("rest"),
-            pl.col("risk_ratio").round(2).alias("risk ratio"),
-            pl.col("p_value").map_elements(lambda p: f"{p:.2g}", return_dtype=pl.Utf8).alias("Fisher p"),
-        )
-        out.write(markdown(shown))
+        out.write(f"\n{s['comparisons']} comparisons made (each bucket of a dimension against the rest); "
+                  f"{s['significant']} significant at Benjamini–Hochberg q < {s['q_threshold']:g} "
+                  f"({s['significant_raising']} raising the rate). Rows without that are not evidence on their own.\n")
+    out.write("\n### Corrupted vs clean, by dimension (risk-raising first, then protective; by q, then effect size)\n\n")
+    if comp.height:
+        out.write(markdown(comparison_table(comp)))
+        out.write(f"\n_* significant at q < {s['q_threshold']:g}. Intervals are 95%: Wilson for rates, Newcombe's "
+                  "score interval for differences, Katz for risk ratios._\n")
     else:
         out.write("_not enough replies to compare_\n")
     _markdown_section(out, "Corrupted replies and the events around them", _context_table(report["corrupted_replies"]))
     _markdown_section(out, "Wedges", report["wedges"])
     _markdown_section(out, "Abort storms", report["abort_storms"])
     _markdown_section(out, "Checksum mismatches", report["checksum_mismatches"])
+
+
+def _pct(v) -> str:
+    return "" if v is None or not math.isfinite(v) else f"{100 * v:.1f}"
+
+
+def _ratio(v) -> str:
+    if v is None or math.isnan(v):
+        return ""
+    return "inf" if math.isinf(v) else f"{v:.2f}"
+
+
+def _sig(v) -> str:
+    return "" if v is None or math.isnan(v) else f"{v:.2g}"
+
+
+def comparison_table(comp: pl.DataFrame) -> pl.DataFrame:
+    """The comparisons as shown: rates and effects with their intervals, p and q side by side."""
+    rows = []
+    for r in comp.iter_rows(named=True):
+        rows.append({
+            "dimension": r["dimension"], "bucket": r["bucket"],
+            "effect": r["effect"] + (" *" if r["significant"] else ""),
+            "replies": r["replies"], "corrupted": r["corrupted"],
+            "rate": f"{_pct(r['rate'])}% ({_pct(r['ci_low'])}-{_pct(r['ci_high'])})",
+            "rest": f"{_pct(r['rest_rate'])}%",
+            "difference": f"{r['difference'] * 100:+.1f} pts ({r['difference_low'] * 100:+.1f} to "
+                          f"{r['difference_high'] * 100:+.1f})",
+            "risk ratio": f"{_ratio(r['risk_ratio'])} ({_ratio(r['risk_ratio_low'])}-{_ratio(r['risk_ratio_high'])})",
+            "Fisher p": _sig(r["p_value"]), "BH q": _sig(r["q_value"]),
+        })
+    return pl.DataFrame(rows, schema={c: (pl.Int64 if c in ("replies", "corrupted") else pl.Utf8) for c in rows[0]})
 
 
 def _context_table(df: pl.DataFrame) -> pl.DataFrame:
@@ -191,13 +221,31 @@ def render_compare(result: dict, fmt: str, out=None) -> None:
         out.write(evidence_json({"kind_detail": "compare", **{k: _jsonable(v) for k, v in result.items()}}) + "\n")
         return
     out.write("## Corruption rate per run\n\n")
+    b = result.get("baseline")
+    if b:
+        out.write(f"Baseline: run `{b['run']}` of store `{b['store']}` ({b['chosen_by']}; `--baseline` chooses "
+                  "another). Every other run is tested against it.\n\n")
+    for path in result.get("without_replies") or []:
+        out.write(f"Store `{path}` holds no agent replies: it is not in the table.\n\n")
     c = result["corruption"]
     if c.height:
-        out.write(markdown(c.select(
-            "run", "replies", "corrupted",
-            pl.format("{}%", (pl.col("rate") * 100).round(1)).alias("rate"),
-            pl.format("{}-{}%", (pl.col("ci_low") * 100).round(1), (pl.col("ci_high") * 100).round(1)).alias("95% CI"),
-            "vs", pl.col("risk_ratio").round(2), pl.col("p_value").round(4), "verdict")))
+        rows = []
+        for r in c.iter_rows(named=True):
+            vs = r["verdict"] != "baseline"
+            rows.append({
+                "run": r["run"], "replies": r["replies"], "corrupted": r["corrupted"],
+                "rate": f"{_pct(r['rate'])}% ({_pct(r['ci_low'])}-{_pct(r['ci_high'])})",
+                "vs": r["vs"] or "",
+                "difference": (f"{r['difference'] * 100:+.1f} pts ({r['difference_low'] * 100:+.1f} to "
+                               f"{r['difference_high'] * 100:+.1f})") if vs else "",
+                "risk ratio": (f"{_ratio(r['risk_ratio'])} ({_ratio(r['risk_ratio_low'])}-"
+                               f"{_ratio(r['risk_ratio_high'])})") if vs else "",
+                "Fisher p": _sig(r["p_value"]) if vs else "", "BH q": _sig(r["q_value"]) if vs else "",
+                "verdict": r["verdict"],
+            })
+        out.write(markdown(pl.DataFrame(rows)))
+        out.write("\n_Intervals are 95% (Wilson, Newcombe, Katz); the verdict is q < 0.05, q being "
+                  "Benjamini–Hochberg over the runs compared (p itself when there is one)._\n")
     else:
         out.write("_no replies in these stores_\n")
     out.write("\n## Decode throughput by concurrency band\n\n")
