@@ -20,6 +20,11 @@ PREFILL_FAILED = (f"Prefill bootstrap failed for request rank=0 req.rid='{RID_P}
                   f"exception KVTransferError(bootstrap_room={ROOM_P}): Request {ROOM_P} timed out after 300.0s in "
                   f"KVPoll.Bootstrapping")
 TOO_LONG = f"Request {RID_LONG} exceeds the maximum number of tokens: 140000 > 131072"
+ROOM_H = 4611686018427387905
+RID_H = "7f00c1d2e3f4a5b6c7d8e9f0a1b2c3e5"
+HANDSHAKE = (f"Decode handshake failed for request rank=0 decode_req.req.rid='{RID_H}' "
+             f"decode_req.req.bootstrap_room={ROOM_H} with exception KVTransferError(bootstrap_room={ROOM_H}): "
+             "Lost connection with prefill instance (bootstrap_addr: 10.0.0.2:8998)")
 
 
 @pytest.mark.parametrize("text, rid, room", [
@@ -77,7 +82,8 @@ def store(tmp_path_factory):
         f"[2026-10-30 10:06:02 DP0 TP2] {DECODE_FAILED}\n"
         # another request finishing in the same window with the failed turn's token counts: a time match
         + _finish("2026-10-30 10:06:02", "d0000000000000000000000000000001", 1111, 8192, 0)
-        + _finish("2026-10-30 10:09:01", "d0000000000000000000000000000002", 2222, 0, 0))
+        + _finish("2026-10-30 10:09:01", "d0000000000000000000000000000002", 2222, 0, 0)
+        + f"[2026-10-30 10:12:00 DP0 TP0] {HANDSHAKE}\n")
 
     # proxy JSONL: sglang's error object, and a gateway's {"error": {...}} around the 400
     proxy = [
@@ -88,6 +94,14 @@ def store(tmp_path_factory):
         {"ts": "2026-10-30T10:07:09.000Z", "dir": "req", "conn": "c-240", "body": {"model": "deepseek-v3.2"}},
         {"ts": "2026-10-30T10:07:10.200Z", "dir": "resp", "conn": "c-240", "status": 400,
          "body": json.dumps({"error": {"message": TOO_LONG, "type": "BadRequestError", "code": 400}})},
+        # a stream that had started: the error arrives as an SSE event, the status line said 200
+        {"ts": "2026-10-30T10:11:58.000Z", "dir": "req", "conn": "c-250", "body": {"model": "deepseek-v3.2",
+                                                                                   "stream": True}},
+        {"ts": "2026-10-30T10:12:00.400Z", "dir": "resp", "conn": "c-250", "status": 200, "raw": [
+            "data: " + json.dumps({"id": "chatcmpl-s", "object": "chat.completion.chunk", "model": "deepseek-v3.2",
+                                   "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                                "finish_reason": None}]}),
+            "data: " + json.dumps({"error": {"message": HANDSHAKE, "type": "InternalServerError", "code": 500}})]},
     ]
     (d / "agent" / "proxy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in proxy))
 
@@ -136,7 +150,7 @@ def _replies(store):
 
 def test_the_error_names_the_request_in_every_transcript_shape(store):
     got = _replies(store)
-    assert len(got) == 4
+    assert len(got) == 5
     for key in (("openai_proxy", "c-231"), ("opencode", "msg_e")):
         r = got[key]
         assert (r["error_rid"], r["error_bootstrap_room"]) == (RID_D, ROOM_D)
@@ -151,6 +165,9 @@ def test_the_error_names_the_request_in_every_transcript_shape(store):
     r = got[("openai_proxy", "c-240")]
     assert (r["http_status"], r["error_rid"], r["error_bootstrap_room"]) == (400, RID_LONG, None)
     assert (r["link_method"], r["server_rid"], r["server_host"]) == ("error_rid", RID_LONG, "prefill-0")
+    r = got[("openai_proxy", "c-250")]
+    assert (r["http_status"], r["error_rid"], r["error_bootstrap_room"]) == (200, RID_H, ROOM_H)
+    assert (r["link_method"], r["server_rid"], r["server_bootstrap_room"]) == ("error_room", RID_H, ROOM_H)
 
 
 def test_rooms_stay_int64_end_to_end(store):
