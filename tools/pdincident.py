@@ -169,7 +169,8 @@ def corrupted_text(kind: str, rng: random.Random) -> tuple[str, str]:
         return body, "Need to read the file."
     if kind == "repetition":
         unit = rng.choice(["I'll write() ", "the the ", "1. [1]  ", "!", "<invoke> "])
-        n = rng.randint(40, 90)
+        # S12 judges texts of 200 chars and more; a degenerate reply runs on until max_tokens anyway
+        n = math.ceil(rng.randint(260, 700) / len(unit))
         return f"Now I will update {f}. " + unit * n, ""
     if kind == "script_switch":
         return (f"The loader in {f} should be separable by常规的方法处理 before the second pass, and then "
@@ -284,8 +285,8 @@ class Incident:
         self.heavy.append(h2)
         self.heavy.append((self.storm_start, self.storm_kill + 1.0))
         if self.wedge_kind == "dead_bootstrap_thread":
-            # the operator restarts prefill once the first rooms have timed out
-            self.restart = self.wedge_start + WAIT_TIMEOUT + rng.uniform(10, 14)
+            # the operator restarts prefill as soon as the rooms start timing out
+            self.restart = self.wedge_start + WAIT_TIMEOUT + rng.uniform(3, 6)
             self.wedge_end = None
         else:
             self.wedge_end = self.wedge_start + WAIT_TIMEOUT + rng.uniform(6.0, 12.0)
@@ -350,9 +351,9 @@ class Incident:
         r = Req(src, session, turn, x, prompt, completion, cached, rng.choice(DECODES), rng.randrange(DECODE_DP),
                 room_id(rng), hexid(rng), hexid(rng), prank=rng.randrange(PREFILL_TP), stream=rng.random() < 0.5)
         heavy = self.is_heavy(x)
-        wait = rng.uniform(4, 14) if heavy else rng.uniform(0.15, 1.2)
-        r.t_boot = x + rng.uniform(0.02, 0.2)
-        r.t_prefill = x + wait
+        # a slammed prefill holds rooms in its bootstrap queue (#bootstrap-req) and then its waiting queue
+        r.t_boot = x + (rng.uniform(1.0, 6.0) if heavy else rng.uniform(0.02, 0.2))
+        r.t_prefill = r.t_boot + (rng.uniform(3, 8) if heavy else rng.uniform(0.1, 1.0))
         r.heavy = self.is_heavy(r.t_prefill) or heavy
         # a slammed decode pool keeps rooms in its prealloc queue (#prealloc-req) before the KV can land
         r.t_xfer = r.t_prefill + rng.uniform(0.05, 0.35) + (rng.uniform(4, 20) if r.heavy else 0.0)
@@ -408,7 +409,7 @@ class Incident:
                 return
             if r.t_boot >= self.restart - WAIT_TIMEOUT:
                 # still waiting at the restart: the router sends it again to the new server
-                shift = self.restart + self.rng.uniform(12, 16) - r.t_prefill
+                shift = self.restart + self.rng.uniform(5, 9) - r.t_prefill
                 r.t_prefill += shift
                 r.t_xfer += shift
                 r.t_end += shift
@@ -450,34 +451,38 @@ class Incident:
             self.reqs.append(r)
 
     # --- server logs ----------------------------------------------------------------------------
-    def startup(self, host: str, t: float):
+    def startup(self, host: str, t: float, pace: float = 1.0):
         L = self.logs[host]
         rng = self.rng
+        t0 = t
+
+        def at(dx: float) -> float:
+            return t0 + dx * pace
         pid = rng.randint(1000, 90000)
-        L.add(t, f"INFO:     Started server process [{pid}]")
-        L.add(t, "INFO:     Waiting for application startup.")
+        L.add(at(0), f"INFO:     Started server process [{pid}]")
+        L.add(at(0), "INFO:     Waiting for application startup.")
         ranks = range(PREFILL_TP) if host == PREFILL else range(DECODE_DP)
         for k in ranks:
             tags = f" TP{k}" if host == PREFILL else f" DP{k} TP{k} EP{k}"
-            L.add(t + 2, f"max_total_num_tokens={rng.choice((412160, 823680))}, chunked_prefill_size=8192, "
+            L.add(at(2), f"max_total_num_tokens={rng.choice((412160, 823680))}, chunked_prefill_size=8192, "
                          f"max_prefill_tokens=16384, max_running_requests={256 if host == PREFILL else 128}, "
                          f"context_len=163840, available_gpu_mem={rng.uniform(5, 12):.2f} GB", tags)
-            L.add(t + 3, "NIXL KVManager initialized with backend: UCX", tags)
+            L.add(at(3), "NIXL KVManager initialized with backend: UCX", tags)
             agent = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-            L.raw(t + 3, lambda ht, a=agent: f"{dt.datetime.fromtimestamp(ht, UTC):%Y-%m-%d %H:%M:%S} NIXL INFO    "
+            L.raw(at(3), lambda ht, a=agent: f"{dt.datetime.fromtimestamp(ht, UTC):%Y-%m-%d %H:%M:%S} NIXL INFO    "
                                              f"_api.py:212 Initialized NIXL agent: {a}")
-            L.add(t + 4, "Watchdog scheduler initialized.", tags)
+            L.add(at(4), "Watchdog scheduler initialized.", tags)
         if host == PREFILL:
-            L.add(t + 4, "CommonKVBootstrapServer started successfully on 0.0.0.0:8998")
-            L.raw(t + 4, lambda ht: "WARNING: Logging before InitGoogleLogging() is written to STDERR")
-            L.raw(t + 4, lambda ht: abseil("I", ht, 1842217, "nixl_agent.cpp:1014", "Selected backend: UCX"))
-        L.add(t + 5, "INFO:     Application startup complete.")
-        L.add(t + 5, "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)")
-        L.add(t + 6, access("127.0.0.1", rng.randint(30000, 60000), "GET", "/get_model_info", 200))
-        L.add(t + 7, "Start of pd disaggregation warmup ...")
-        L.add(t + 9, f"Disaggregation warmup requests completed for all {1 if host == PREFILL else DECODE_DP} DP ranks")
-        L.add(t + 9, "End of disaggregation warmup")
-        L.add(t + 9, "The server is fired up and ready to roll!")
+            L.add(at(4), "CommonKVBootstrapServer started successfully on 0.0.0.0:8998")
+            L.raw(at(4), lambda ht: "WARNING: Logging before InitGoogleLogging() is written to STDERR")
+            L.raw(at(4), lambda ht: abseil("I", ht, 1842217, "nixl_agent.cpp:1014", "Selected backend: UCX"))
+        L.add(at(5), "INFO:     Application startup complete.")
+        L.add(at(5), "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)")
+        L.add(at(6), access("127.0.0.1", rng.randint(30000, 60000), "GET", "/get_model_info", 200))
+        L.add(at(7), "Start of pd disaggregation warmup ...")
+        L.add(at(9), f"Disaggregation warmup requests completed for all {1 if host == PREFILL else DECODE_DP} DP ranks")
+        L.add(at(9), "End of disaggregation warmup")
+        L.add(at(9), "The server is fired up and ready to roll!")
 
     def write_logs(self):
         rng = self.rng
@@ -555,7 +560,7 @@ class Incident:
                       '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 1153, in transfer_worker',
                       "    self._settle(handles, room)",
                       '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 1201, in _settle',
-                      f"    raise RuntimeError(f\"NIXL transfer encountered ERR room={{room}}\")",
+                      "    raise RuntimeError(f\"NIXL transfer encountered ERR room={room}\")",
                       f"RuntimeError: NIXL transfer encountered ERR room={r.room}"]
             for fr in frames:
                 P.raw(tp + 0.01, lambda ht, fr=fr: fr)
@@ -646,7 +651,7 @@ class Incident:
                 ticks.append(x)
                 x += rng.uniform(0.3, 0.7)
         if self.wedge_kind == "dead_bootstrap_thread":
-            ws, we = self.wedge_start, self.restart + 10
+            ws, we = self.wedge_start, self.restart + 4.5
             ticks = [x for x in ticks if not (ws <= x < we)]
         ticks.sort()
         self.prefill_ticks = ticks
@@ -736,7 +741,7 @@ class Incident:
                        "ValueError: invalid literal for int() with base 10: b'ABORT_ACK'"]:
                 P.raw(t, lambda ht, fr=fr: fr)
             # the operator restarts the prefill server once the timeouts have run
-            self.startup(PREFILL, self.T(self.restart))
+            self.startup(PREFILL, self.T(self.restart), pace=0.45)
         # warn-once texts printed with the first timeouts (SGLANG.md §9.3)
         first = [r for r in self.reqs if r.outcome in ("waiting_timeout", "bootstrap_timeout")]
         if first:
