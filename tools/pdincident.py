@@ -740,7 +740,12 @@ class Incident:
                        "    room = int(parts[1].decode())",
                        "ValueError: invalid literal for int() with base 10: b'ABORT_ACK'"]:
                 P.raw(t, lambda ht, fr=fr: fr)
-            # the operator restarts the prefill server once the timeouts have run
+            # the operator restarts the prefill server as the timeouts run (SGLANG.md §11 shutdown lines)
+            tr = self.T(self.restart) - 1.2
+            waiting = [r for r in self.reqs if r.t_boot < self.restart <= r.t_prefill + 0.001]
+            P.add(tr, "SIGTERM received. signum=15 frame=None. Draining requests and shutting down...")
+            P.add(tr + 0.6, f"Gracefully exiting... Remaining number of requests {len(waiting)}. Remaining requests "
+                            f"remaining_rids={[r.rid_p for r in waiting[:8]]}.")
             self.startup(PREFILL, self.T(self.restart), pace=0.45)
         # warn-once texts printed with the first timeouts (SGLANG.md §9.3)
         first = [r for r in self.reqs if r.outcome in ("waiting_timeout", "bootstrap_timeout")]
@@ -759,6 +764,24 @@ class Incident:
 
     def misc_lines(self):
         rng = self.rng
+        # after the kill the tokenizer sees outputs and aborts for requests it already dropped (SGLANG.md §8)
+        for r in rng.sample(self.killed, 6):
+            D = self.logs[r.dhost]
+            D.add(self.T(r.t_end) + rng.uniform(0.01, 0.3),
+                  f"Received output for rid='{r.rid_d}' but the state was deleted in TokenizerManager.")
+        for r in rng.sample(self.killed, 3):
+            self.logs[r.dhost].add(self.T(r.t_end) + rng.uniform(0.3, 0.8),
+                                   f"Abort request for rid={r.rid_d} not found in rid_to_state; likely already "
+                                   f"finished/removed.")
+        # a slammed decode pool retracts a few requests (SGLANG.md §6)
+        for a, b in self.heavy[:2]:
+            for _ in range(rng.randint(1, 3)):
+                h, k = rng.choice(DECODES), rng.randrange(DECODE_DP)
+                r0 = rng.uniform(0.55, 0.75)
+                self.logs[h].add(self.T(rng.uniform(a, b)),
+                                 f"KV cache pool is full. Retract requests. #retracted_reqs: {rng.randint(1, 3)}, "
+                                 f"#new_tokens_gained: {rng.randint(2, 30) * 512}, #new_token_ratio: {r0:.4f} -> "
+                                 f"{min(1.0, r0 + 0.15):.4f}", f" DP{k} TP{k} EP{k}")
         # an OpenAI-server request error with its traceback, on a decode host's main process
         d = rng.choice(DECODES)
         t = self.T(self.busy1[0] + rng.uniform(30, 90))
