@@ -108,7 +108,8 @@ def test_wedge_start_and_end(incident):
     d_end = None if best is None or best.get("t_end") is None else round(ts(best["t_end"]) - t1, 1)
     report(incident, "wedge", kind=w["kind"], host=w["host"], rank=w["rank"], source=src, rows=len(rows),
            rows_on_host=len(on_host), start_error_s=d_start, end_error_s=d_end,
-           found_kind=None if best is None else best.get("kind"))
+           found_kind=None if best is None else best.get("kind"),
+           found_rank=None if best is None else best.get("dp_rank", best.get("rank")))
     assert best is not None, f"no wedge on {w['host']} ({w['kind']}); {src} has {rows}"
     assert abs(d_start) <= WEDGE_TOL_S and abs(d_end) <= WEDGE_TOL_S, (
         f"wedge on {w['host']}: start off by {d_start} s, end off by {d_end} s (truth {w['start']} .. {w['end']})")
