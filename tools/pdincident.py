@@ -688,6 +688,7 @@ class Incident:
     def decode_stats(self):
         """Each DP rank prints `Decode batch` every 40 iterations while it has running requests."""
         rng = self.rng
+        self.decode_progress = []
         for h in DECODES:
             L = self.logs[h]
             for k in range(DECODE_DP):
@@ -708,6 +709,8 @@ class Incident:
                         x += 1.0
                         continue
                     n_pend = sum(1 for a, b in pend if a <= x < b)
+                    if stuck:
+                        self.decode_progress.append(x)
                     tok = n_run * rng.randint(6000, 16000)
                     L.add(self.T(x), f"Decode batch, #running-req: {n_run}, #token: {tok}, token usage: "
                                      f"{min(0.97, tok / 823680):.2f}, pre-allocated usage: {rng.uniform(0, 0.05):.2f}, "
@@ -1039,7 +1042,7 @@ class Incident:
             last_progress = max(x for x in self.prefill_ticks if x < self.wedge_start)
         else:
             w_end = self.wedge_end
-            last_progress = self.wedge_start
+            last_progress = max(x for x in self.decode_progress if x < self.wedge_start)
         in_flight = [r for r in self.reqs if r.t0 <= self.wedge_start < r.t_end and (
             r.dhost == self.wedge_host if self.wedge_host != PREFILL else True)]
         killed = self.killed
@@ -1069,6 +1072,7 @@ class Incident:
                               "prefill engine_rank whose bootstrap thread died", "health_503": None}[self.wedge_kind],
                 "start": iso(T(last_progress)), "end": iso(T(w_end)),
                 "start_is": "last scheduler progress (stats line) of the wedged host/rank",
+                "scheduler_stopped": iso(T(self.wedge_start)),
                 "end_is": "the mass timeout that ended it (decode WaitingForInput sweep; for the dead thread the first "
                           "KVPoll.Bootstrapping timeout), progress resumes within seconds",
                 "health": {"health_503": "503 on /health, 'Health check failed' every 30 s",
