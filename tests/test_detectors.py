@@ -45,7 +45,11 @@ def test_s3_unbalanced_dsml():
     assert h.sig == "S3" and "wrapper: 1 open, 0 closed" in h.note
     assert "truncated" in d.s3_unbalanced_dsml(turn(BLOCK.rsplit("\n", 2)[0], finish="length")).note
     assert d.s3_unbalanced_dsml(turn(BLOCK)) is None
-    assert d.s3_unbalanced_dsml(turn("```\n" + BLOCK.rsplit("\n", 1)[0] + "\n```")) is None
+    # a fenced block shown while talking about the format is a quote; a fenced call with no such talk is a leak
+    fenced = "```\n" + BLOCK.rsplit("\n", 1)[0] + "\n```"
+    assert d.s3_unbalanced_dsml(turn("A truncated DSML call looks like this:\n\n" + fenced)) is None
+    assert d.s3_unbalanced_dsml(turn("Reading the config now.\n\n" + fenced)) is not None
+    assert d.s3_unbalanced_dsml(turn(fenced, user="Show me an unterminated DSML block.")) is None
 
 
 def test_s4_bare_invoke():

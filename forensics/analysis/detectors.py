@@ -17,6 +17,7 @@ Rules that hold for all of them:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -110,6 +111,167 @@ def prose(text: str | None) -> str:
     return _INLINE.sub(_blank, _FENCE.sub(_blank, text))
 
 
+# --- quoted material ------------------------------------------------------------------------------
+# Engineers quote what machines wrote: log lines, tracebacks, tables, hex dumps, diffs, configs,
+# shell sessions, paths and ids. Judged as prose, that text is "salad" (short tokens, punctuation),
+# has another entropy and switches script; it says nothing about the model's state. The statistics
+# of S12-S14 therefore run on the prose left after such material is masked. Masking keys on the
+# structure of machine text (a timestamp, a frame, a column layout, an identifier's shape), never
+# on how odd a line reads, so salad (which has no structure) stays visible.
+
+# one token shaped like an identifier, path, address, id or measurement
+_QUOTED_TOKEN = re.compile(
+    # the shapes that start a word share one boundary test, so most positions fail at once
+    r"(?<![\w.+:@-])(?:"
+    r"""[a-zA-Z][\w+.-]*://[^\s<>"'`]+"""                      # URL
+    r"|[\w.+-]+@[\w-]+\.[\w.-]+"                              # e-mail
+    r"|[\w.-]+(?:/[\w.@%+-]+)+/?"                             # relative path
+    r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"  # UUID
+    r"|0[xX][0-9a-fA-F]+\b"                                   # hex literal
+    r"|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b"  # hash, rid
+    r"|(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}\b"                # MAC
+    r"|[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}\b"          # IPv6
+    r"|\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"                    # IPv4[:port]
+    r"|\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?Z?)?\b"  # date[time]
+    r"|\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\b"                # time of day
+    r"|[\w.:-]+=\S*"                                          # key=value
+    r"|v?\d+(?:\.\d+){1,3}(?:[\w+.-]*\w)?"                    # version, decimal
+    r"|\w*[A-Za-z]\w*_\w*"                                    # snake_case
+    r"|[A-Za-z_]\w*(?:(?:\.|::)\w+)+(?:\(\))?"                # dotted.name, a::b
+    r"|[a-z]{2,}[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*"                 # camelCase, PascalCase
+    r"|\w+\([^()\s]*\)"                                       # call()
+    r"|[\w-]+(?::\d+)+\b"                                      # host:port, host:pid:tid
+    r"|[a-z]+(?:-[a-z0-9]+)*-\d+\b"                           # decode-2
+    r")"
+    r"|(?:~|\.{1,2})?/[\w.@%+:,=-]+(?:/[\w.@%+:,=-]*)*"        # absolute path (or /health, /dev/shm)
+    r"|(?<![\w-])--?[A-Za-z][\w-]*(?:=\S*)?"                  # --flag, -x
+    r"|\$\{?\w+\}?|%\{\w+\}"                                  # $VAR, %{var}
+)
+
+# a line that is machine output or code by its first characters (after a blockquote '>')
+_MACHINE_LINE = re.compile(
+    r"(?:"
+    r"\[?\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:\d{2}"               # dated log prefix
+    r"|\[?\d{2}:\d{2}:\d{2}|\d{2}:\d{2}(?::\d{2})?[.,]\d+\s"   # time prefix
+    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}"                          # glog
+    r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}"               # syslog
+    r"|\[\s*\d+\.\d+\]|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[pid +\d+\]"
+    r"|(?:INFO|WARN(?:ING)?|ERROR|DEBUG|TRACE|FATAL|CRITICAL|NOTICE)\b[\s:\]|]"
+    r"|Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|During handling of the above"
+    r"|The above exception was the direct cause|Caused by:|\.\.\. \d+ more|\^[\^~\s]*$"
+    r"|at [\w$.<>/]+\(.*\)\s*$|at \S+ \(\S+:\d+(?::\d+)?\)|at \.?/\S+:\d+"
+    r"|#\d+\s+0x[0-9a-fA-F]+|\d+: (?:0x[0-9a-fA-F]+|[\w<>]+::)|@\s+0x[0-9a-fA-F]+|PC: @"
+    r"|goroutine \d+ \[|created by |thread '[^']*' panicked at|stack backtrace:|panic: |exit status \d+"
+    r"|terminate called|what\(\):|\*\*\* |Thread \d+ \(\w+\)"
+    r"|[\w.]*(?:Error|Exception|Exit|Interrupt)\b(?::|$)"
+    r"|\$\s+\S|%\s+\w|>>>\s|In \[\d+\]:|❯\s|PS [A-Z]:\\|(?:\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+:\S*\s*[$#]\s"
+    r"|diff --git |index [0-9a-f]+\.\.[0-9a-f]+|--- (?:a/|/dev/null)|\+\+\+ (?:b/|/dev/null)|@@ -\d+"
+    r"|.*[\u2500-\u257f]|\|.*\|\s*$|[+|][-=+:| ]{3,}[+|]?\s*$|[-=]{3,}(?:[ +|][-=]{3,})+\s*$|\(\d+ rows?\)|\d+ rows? in set"
+    r"|[\[{]\s*$|[}\]][,;)]*\s*$|\"[^\"]+\"\s*:|\{.*\"?\w+\"?\s*:.*\}\s*,?\s*$|data: |event: "
+    r"|[0-9a-fA-F]{4,16}:?\s+(?:[0-9a-fA-F]{2,4}\s+){3,}"
+    r"|[\w.-]+:\d+:\d+ \[\d+\]|[<>*]\s*$|[<>]\s+[\w-]+:\s"
+    r"|(?:GET|POST|PUT|DELETE|HEAD|PATCH|OPTIONS) /\S* HTTP/|HTTP/\d(?:\.\d)? \d{3}|\*\s+(?:Trying|Connected|Closing|TLS)"
+    r"|# (?:HELP|TYPE) \w|[\w:]+\{[^}]*\}\s+\S+\s*$"
+    r"|[dlcbps-][rwxsStT-]{9}[.+@]?\s|total \d"
+    r"|(?:def|class|fn|func|function)\s+\w+\s*[(<:{]|from\s+[\w.]+\s+import\s|import\s+[\w.]+(?:\s+as\s+\w+)?\s*;?\s*$"
+    r"|(?:if|elif|while|with|for)\b.*[=()\[\].<>!].*:\s*$|(?:if|while|for|switch)\s*\(.*\)\s*\{?\s*$"
+    r"|(?:\}\s*)?(?:else|catch|finally)\b.*\{\s*$|(?:return|break|continue|raise|throw)\b.*;?\s*$"
+    r"|(?:package|use)\s+[\w.:{}*, ]+;\s*$|#include\b|#define\b|#!/"
+    r"|(?:FROM|RUN|ENV|COPY|ADD|ENTRYPOINT|CMD|WORKDIR|ARG|EXPOSE|LABEL|VOLUME)\s+\S"
+    r"|(?:SELECT|FROM|WHERE|GROUP BY|ORDER BY|JOIN|LIMIT|INSERT INTO|UPDATE|CREATE TABLE|WITH \w+ AS)\b"
+    r"|(?:done|fi|esac|wait|then|do|else)\s*;?\s*$|\w+\(\)\s*\{"
+    r"|[\w.\[\]'\"]+\s*(?:[-+*/|&]?=|:=)\s*\S|\[[\w .:\"-]+\]\s*$"
+    r")")
+# code ends with ';', '{' or a line continuation, and has an assignment or a call on the way
+_CODE_END = re.compile(r".*[=(].*(?:[;{]|\\)\s*$")
+# 'key: value' of YAML, HTTP headers, logs; counts only beside another such line or when indented
+_KEY_VALUE = re.compile(r"\s*(?:- )?[\w.\-/\"']+:(?:\s+\S.{0,80})?\s*$")
+_LIST_ITEM = re.compile(r"\s*(?:[-*+]|\d+[.)])\s")
+_BLOCKQUOTE = re.compile(r"\s*(?:>\s?)+")
+_GAP = re.compile(r"\S {2,}(?=\S)|\t")
+_SENTENCE_END = re.compile(r"[.!?。！？]\s+\S")
+
+
+def _null(m: re.Match) -> str:
+    return re.sub(r"[^\n]", "\x00", m.group())
+
+
+def _nulls(m: re.Match) -> str:
+    return "\x00" * len(m.group())
+
+
+def _columns(line: str) -> set[int]:
+    """Start columns of the fields of an aligned row (text after two or more spaces)."""
+    return {m.end() for m in _GAP.finditer(line)}
+
+
+def _machine_rows(lines: list[str]) -> list[bool]:
+    """Which lines are machine output or code, by shape and by the block they sit in."""
+    n = len(lines)
+    body = []
+    for ln in lines:
+        q = _BLOCKQUOTE.match(ln)
+        body.append(ln[q.end():] if q and q.group().strip() else ln)
+    out = [False] * n
+    kv = [False] * n
+    cols = [_columns(ln.rstrip()) for ln in body]
+    for i, ln in enumerate(body):
+        s = ln.strip()
+        if not s:
+            continue
+        if not s.strip("\x00") or ln[:1] == "\t" or ln.startswith("    ") and not _LIST_ITEM.match(ln):
+            out[i] = True
+        elif _MACHINE_LINE.match(s) or _CODE_END.match(s):
+            out[i] = True
+        elif len(cols[i]) >= 2 and ((i and cols[i - 1] & cols[i]) or (i + 1 < n and cols[i + 1] & cols[i])):
+            # an aligned table (kubectl, df, ps, benchmark columns): fields start at shared columns
+            out[i] = True
+        elif _KEY_VALUE.match(ln):
+            kv[i] = True
+    # key: value lines and CSV rows come in blocks; a lone "Note: ..." is prose
+    for i in range(n):
+        if kv[i] and (ln_indent(body[i]) or (i and (kv[i - 1] or out[i - 1]) and body[i - 1].strip())
+                      or (i + 1 < n and (kv[i + 1] or out[i + 1]) and body[i + 1].strip())):
+            out[i] = True
+        c = body[i].count(",")
+        if not out[i] and c >= 2 and not _SENTENCE_END.search(body[i]) \
+                and len(body[i]) / (c + 1) <= 20 and any(
+                    0 <= j < n and body[j].count(",") == c for j in (i - 1, i + 1)):
+            out[i] = True
+    # a diff hunk: context and changed lines after a diff header
+    hunk = False
+    for i, ln in enumerate(body):
+        if out[i] and re.match(r"\s*(?:@@ -\d|diff --git|--- |\+\+\+ )", ln):
+            hunk = True
+        elif hunk and ln[:1] in (" ", "+", "-", "\\") and ln.strip():
+            out[i] = True
+        else:
+            hunk = False
+    return out
+
+
+def ln_indent(line: str) -> bool:
+    return line[:2] == "  " and not _LIST_ITEM.match(line)
+
+
+_STRAY = re.compile(r"(?m)(?<=\x00)[^\w\n\x00]+(?=\x00|$)|^[^\w\n\x00]+(?=\x00)"
+                    r"|(?<=\x00)[^\w\s\x00]+|[^\w\s\x00]+(?=\x00)")
+
+
+def quoted_mask(text: str | None) -> str:
+    """`text` with quoted machine material (code, logs, tables, ids, paths, ...) blanked, offsets unchanged."""
+    if not text:
+        return ""
+    out = _INLINE.sub(_null, _FENCE.sub(_null, text))
+    lines = out.split("\n")
+    rows = _machine_rows(lines)
+    out = "\n".join("\x00" * len(ln) if machine else ln for ln, machine in zip(lines, rows))
+    out = _QUOTED_TOKEN.sub(_nulls, out)
+    # the commas, colons and brackets between two masked tokens belong to the quote
+    out = _STRAY.sub(_nulls, out)
+    return out.replace("\x00", " ")
+
+
 def _emitted(text: str, m: re.Match) -> bool:
     """False when the markup at `m` is quoted or named as a tag in prose."""
     before = text[m.start() - 1] if m.start() > 0 else ""
@@ -156,13 +318,39 @@ ERROR_BODY = re.compile(r"KVTransferError|Decode transfer failed|Prefill transfe
                         r"|KVPoll\.WaitingForInput")
 
 
-def _fields(turn) -> list[tuple[str, str, str]]:
-    """(field, original, prose) for content and reasoning."""
+# Markup in a code fence is mostly someone showing the format (the user asked what a leak looks
+# like), yet a model in tool-call mode that fences its call has leaked it all the same. Nobody types
+# the exact DSML marker (U+FF5C) but the model, so a fence holding exact DSML counts as emitted
+# unless the reply's prose or the user's turn talks about markup. Inline code is always a quote, and
+# a fence of ASCII look-alikes (a regex, a bug report) is too.
+_TALKS_ABOUT_MARKUP = re.compile(
+    r"\b(?:DSML|markup|tool[- _]?calls?|function[_ ]calls?|invokes?|parameters?|parsers?|templates?|formats?"
+    r"|dialects?|tokens?|tags?|markers?|grammar|encod\w*|leak\w*|sglang|vllm|deepseek|examples?)\b", re.I)
+
+
+@functools.lru_cache(maxsize=256)
+def _markup_views(content: str, reasoning: str, user_text: str) -> tuple[str, str]:
+    talks = bool(_TALKS_ABOUT_MARKUP.search(user_text)) or any(
+        _TALKS_ABOUT_MARKUP.search(prose(t)) for t in (content, reasoning) if DSML in t)
     out = []
-    for f in ("content", "reasoning"):
-        raw = getattr(turn, f) or ""
-        out.append((f, raw, prose(raw)))
-    return out
+    for text in (content, reasoning):
+        if talks or DSML not in text:
+            out.append(prose(text))
+        else:
+            kept = _FENCE.sub(lambda m: m.group() if DSML in m.group() else _blank(m), text)
+            out.append(_INLINE.sub(_blank, kept))
+    return out[0], out[1]
+
+
+def markup_text(turn, field: str) -> str:
+    """`content` or `reasoning` as the markup signatures read it: quoted code blanked, offsets unchanged."""
+    views = _markup_views(turn.content or "", turn.reasoning or "", turn.user_text or "")
+    return views[0] if field == "content" else views[1]
+
+
+def _fields(turn) -> list[tuple[str, str, str]]:
+    """(field, original, text the markup signatures read) for content and reasoning."""
+    return [(f, getattr(turn, f) or "", markup_text(turn, f)) for f in ("content", "reasoning")]
 
 
 def _hit_in(sig: str, field: str, m: re.Match, note: str = "", degraded: bool = False) -> Hit:
@@ -178,7 +366,7 @@ def s1_dsml_in_content(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S1 DSML_IN_CONTENT: DSML (exact or degraded) in `content` while `tool_calls` is empty."""
     if turn.tool_calls:
         return None
-    text = prose(turn.content)
+    text = markup_text(turn, "content")
     m = _find(RE_DSML, text)
     if m:
         return _hit_in("S1", "content", m)
@@ -194,7 +382,7 @@ _RE_S2_DEGRADED = re.compile(r"<\s*[|｜]{1,2}\s*DSML\s*[|｜]{1,2}\s*(?:functio
 
 def s2_dsml_in_reasoning(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S2 DSML_IN_REASONING: a DSML wrapper or invoke inside `reasoning` (the model skipped `</think>`)."""
-    text = prose(turn.reasoning)
+    text = markup_text(turn, "reasoning")
     m = _find(_RE_S2, text)
     if m:
         return _hit_in("S2", "reasoning", m)
@@ -363,19 +551,24 @@ def s11_bad_tool_args(turn, th: Thresholds = DEFAULT) -> Hit | None:
     return None
 
 
-# Lines that are markup (evidence for other signatures) or tables (rows legitimately repeat) are
-# left out of the degeneration checks S12-S14.
-_RE_SKIP_LINE = re.compile(r"^\s*(?:\|.*\||[|+:\-\s]+|<[/]?\s*[|｜]{1,2}\s*DSML.*|</?\s*[|｜].*[|｜]\s*>.*)\s*$")
+# Lines that are markup (evidence for other signatures) are left out of the degeneration checks
+# S12-S14; tables and other quoted material are masked before (see `quoted_mask`).
+_RE_SKIP_LINE = re.compile(r"^\s*(?:<[/]?\s*[|｜]{1,2}\s*DSML.*|</?\s*[|｜].*[|｜]\s*>.*)\s*$")
+_RUN_OF_SPACES = re.compile(r"[ \t]{2,}")
+
+
+@functools.lru_cache(maxsize=256)
+def _degeneration_text(content: str, reasoning: str) -> str:
+    parts = []
+    for text in (content, reasoning):
+        lines = (_RUN_OF_SPACES.sub(" ", ln).strip() for ln in quoted_mask(text).split("\n"))
+        parts.append("\n".join(ln for ln in lines if ln and not _RE_SKIP_LINE.match(ln)))
+    return "\n".join(p for p in parts if p.strip())
 
 
 def degeneration_text(turn) -> str:
-    """`content` + `reasoning` without code, tables and markup lines: the input of S12-S14."""
-    parts = []
-    for f in ("content", "reasoning"):
-        text = prose(getattr(turn, f) or "")
-        lines = [ln for ln in text.split("\n") if not _RE_SKIP_LINE.match(ln)]
-        parts.append("\n".join(ln.rstrip() for ln in lines))
-    return "\n".join(p for p in parts if p.strip())
+    """`content` + `reasoning` without quoted material and markup lines, one space between words: the input of S12-S14."""
+    return _degeneration_text(turn.content or "", turn.reasoning or "")
 
 
 _RE_LOOP = re.compile(r"(.{1,32}?)\1{7,}", re.S)
@@ -453,12 +646,24 @@ def script_of(ch: str) -> str | None:
     return "other"
 
 
+_RE_ASCII_LETTER = re.compile(r"[A-Za-z]")
+_RE_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]")
+_RE_OTHER_CHAR = re.compile(r"[^\x00-\x7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]")
+
+
+@functools.lru_cache(maxsize=256)
 def _script_counts(text: str) -> Counter:
-    return Counter(s for s in map(script_of, text) if s)
+    # ASCII letters and CJK are counted by regex; only the rest needs a look at each character
+    c = Counter(s for s in map(script_of, _RE_OTHER_CHAR.findall(text)) if s)
+    for script, pat in (("latin", _RE_ASCII_LETTER), ("cjk", _RE_CJK_CHAR)):
+        k = len(pat.findall(text))
+        if k:
+            c[script] += k
+    return c
 
 
 def _dominant(text: str) -> str | None:
-    c = _script_counts(text)
+    c = Counter(_script_counts(text))
     # CJK characters carry a word each, Latin letters a fifth of one: weigh them alike
     c["cjk"] *= 4
     return c.most_common(1)[0][0] if c else None
@@ -507,8 +712,8 @@ def s13_script_switch(turn, th: Thresholds = DEFAULT) -> Hit | None:
                     f, fs, fe = _field_span(turn, text[s:s + len(m.group())])
                     return Hit("S13", f, fs, fe, "English phrasing inside a CJK sentence")
     # churn among three or more scripts; two-script CJK/Latin prose changes script all the time
-    letters = [(i, s) for i, s in ((i, script_of(c)) for i, c in enumerate(text)) if s]
-    if len({s for _, s in letters}) >= 3:
+    if len(_script_counts(text)) >= 3:
+        letters = [(i, s) for i, s in ((i, script_of(c)) for i, c in enumerate(text)) if s]
         changes = [letters[k][0] for k in range(1, len(letters)) if letters[k][1] != letters[k - 1][1]]
         for k in range(len(changes)):
             j = k
@@ -524,15 +729,21 @@ _SHORT_WORDS = frozenset(
     "a i o an am as at be by do go he if in is it me my no of oh ok on or so to up us we ye vs eg ie id pr ci ui io"
     " os db ml ai v1 v2 v3 v4 el la le de du en et un je tu il ce da di ne se si".split())
 _RE_MARKER = re.compile(r"^(?:[-*+>#]+|\d+[.)]|[a-z][.)]|\[[ x]\]|&|=|->|=>|—|–|/|\d+(?:[.,:]\d+)+%?|\d+%|[$€£]\d[\d.,]*)$", re.I)
+# a count or a measurement ("rank 3", "24,", "(776 lines)", "300s") is a word of technical prose; a bracketed
+# number ("[3]") is not, since degenerate numbering ("1. [1]  1. [2] ...") is made of them
+_RE_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?(?:ms|us|µs|ns|s|m|h|d|k|K|M|G|T|B|KB|MB|GB|TB|KiB|MiB|GiB|W|C|x|%)?$")
 C0 = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffd]")
 
 
+@functools.lru_cache(maxsize=4096)
 def _salad_token(tok: str) -> bool:
     core = tok.strip("()[]{}\"'“”‘’*_,.;:!?")
     if _RE_MARKER.match(tok) or _RE_MARKER.match(core):
         return False
     if not core:
         return True
+    if _RE_NUMBER.match(tok.lstrip("(").rstrip(",.;:)")):
+        return False
     if len(core) <= 2:
         return core.lower() not in _SHORT_WORDS
     return not any(c.isalpha() for c in core)
