@@ -50,6 +50,9 @@ class Thresholds:
     # dominates the text or repeats back to back
     line_min_share: float = 0.50
     line_min_consecutive: int = 3
+    # the same line back to back inside quoted code or logs: a loop, where a pasted log repeats a few times
+    quoted_line_min_run: int = 10
+    quoted_line_min_chars: int = 12
     # a loop whose unit is longer than 32 chars ("but but but about you about you ...") still has
     # very few distinct words; prose of 30 words has a distinct ratio of 0.5 or more
     words_min: int = 30
@@ -572,6 +575,7 @@ def degeneration_text(turn) -> str:
 
 
 _RE_LOOP = re.compile(r"(.{1,32}?)\1{7,}", re.S)
+_RE_LINE_RUN = re.compile(r"(?m)^([^\n]+)(?:\n\1$)+")
 _RE_TRIVIAL_UNIT = re.compile(r"^[\s\-=_*#|.·•]*$")
 
 
@@ -626,6 +630,14 @@ def s12_repetition_loop(turn, th: Thresholds = DEFAULT) -> Hit | None:
             if k / len(lines) >= th.line_min_share or best_run >= th.line_min_consecutive:
                 f, s, e = _field_span(turn, line)
                 return Hit("S12", f, s, e, f"line repeated {k} times")
+    # Quoted material is masked above, since logs and tables repeat lines; but a model that loops
+    # inside code writes the same line again and again, which no quoted log does for long.
+    for f in ("content", "reasoning"):
+        for m in _RE_LINE_RUN.finditer(getattr(turn, f) or ""):
+            if len(m.group(1).strip()) >= th.quoted_line_min_chars and re.search(r"[^\W\d_]", m.group(1)):
+                n_copies = m.group().count("\n") + 1
+                if n_copies >= th.quoted_line_min_run:
+                    return Hit("S12", f, m.start(), m.start() + len(m.group(1)), f"line repeated {n_copies} times back to back")
     return None
 
 
