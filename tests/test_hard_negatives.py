@@ -2,7 +2,8 @@
 
 Hard negatives are the hand-written replies in tests/replies/hard_negatives/ and every assistant
 reply of the real transcripts in ../shared/real_transcripts (none of them is known to be corrupt:
-MANIFEST.md describes one ordinary Claude Code session). Positives are the hand-written corrupted
+MANIFEST.md describes one ordinary Claude Code session). Real server log lines
+(../shared/real_logs) quoted the four ways engineers quote them make a third set. Positives are the hand-written corrupted
 replies in tests/replies/positives/, shaped after TRANSCRIPTS.md §5-§6, many of them next to code.
 
 Every case is assessed as the last turn of a session of ordinary replies, so the per-session
@@ -10,6 +11,7 @@ entropy rule of S14 judges it as it would in a real store. Run `pytest -s` to se
 """
 
 import dataclasses
+import json
 import pathlib
 import time
 
@@ -24,6 +26,8 @@ from tests.conftest import ROOT
 from tests.corpus.texts import CLEAN_PROSE
 
 REPLIES = pathlib.Path(__file__).parent / "replies"
+REAL_LOGS = next((p for p in (ROOT.parent / "shared" / "real_logs", ROOT.parent.parent / "shared" / "real_logs")
+                  if p.is_dir()), ROOT.parent / "shared" / "real_logs")
 # the shared folder sits beside the checkout (../shared), or beside the folder of worktrees
 REAL = next((p for p in (ROOT.parent / "shared" / "real_transcripts" / "claude_code",
                           ROOT.parent.parent / "shared" / "real_transcripts" / "claude_code") if p.is_dir()),
@@ -161,3 +165,66 @@ def test_time_per_thousand_replies():
     # verdicts are computed over 100k turns on large stores: ten minutes there is far too long, even
     # on a loaded machine
     assert median < 6.0
+
+
+# the ways a reply quotes log lines: pasted as they are, as a Markdown quote, fenced, inside a sentence
+QUOTINGS = {
+    "pasted": "Here is what the server logged:\n\n{lines}\n\nSo the decode side waited for the cache and then gave up.",
+    "blockquote": "Here is what the server logged:\n\n{quoted}\n\nSo the decode side waited for the cache and then gave up.",
+    "fenced": "Here is what the server logged:\n\n```\n{lines}\n```\n\nSo the decode side waited and then gave up.",
+    "in_a_sentence": "The log says {first}, which is the decode side giving up on the cache.",
+}
+
+
+@pytest.mark.skipif(not REAL_LOGS.is_dir(), reason=f"{REAL_LOGS} is not there")
+def test_real_log_lines_quoted_in_replies_are_not_corruption():
+    replies = []
+    for path in sorted(REAL_LOGS.rglob("*.log")):
+        lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+        for k in range(0, len(lines), 3):
+            chunk = lines[k:k + 3]
+            for how, template in QUOTINGS.items():
+                text = template.format(lines="\n".join(chunk), quoted="\n".join("> " + ln for ln in chunk),
+                                       first=chunk[0].strip())
+                replies.append((f"{path.name}:{k + 1} {how}", Turn(
+                    source="fixture", session_id="logs", turn_id=f"{path.name}-{k}-{how}", source_file=str(path),
+                    content=text, finish_reason="stop", completion_tokens=60, tools_offered=True)))
+    flagged = [(name, v.evidence) for name, t in replies if (v := in_session(t)).corrupted]
+    print(f"\nreal log lines quoted: {len(replies)} replies, flagged {len(flagged)} ({len(flagged) / len(replies):.1%})")
+    for name, ev in flagged:
+        print("FALSE ALARM", name, (ev or "")[:160])
+    assert len(replies) >= 100
+    assert len(flagged) <= MAX_NEGATIVE_FLAG_RATE * len(replies)
+
+
+def _tool_outputs() -> list[str]:
+    """Text of every tool result in the real transcripts (file reads, greps, listings)."""
+    out = []
+    for path in sorted(REAL.glob("*.jsonl")) if REAL.is_dir() else []:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            obj = json.loads(line)
+            content = obj.get("message", {}).get("content") if obj.get("type") == "user" else None
+            for block in content if isinstance(content, list) else []:
+                body = block.get("content") if block.get("type") == "tool_result" else None
+                if isinstance(body, list):
+                    body = "\n".join(b.get("text", "") for b in body if isinstance(b, dict))
+                if body and len(body) >= 50:
+                    out.append(body)
+    return out
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is not there")
+def test_real_tool_output_pasted_into_a_reply_is_not_corruption():
+    replies = []
+    for body in _tool_outputs():
+        excerpt = "\n".join(body.splitlines()[:40])  # an agent pastes the part that matters, not all of it
+        replies.append(f"The output:\n\n{excerpt}\n\nThat is the part that matters.")
+        replies.append(f"The output:\n\n```\n{excerpt}\n```\n\nThat is the part that matters.")
+    flagged = [v.evidence for text in replies if (v := in_session(Turn(
+        source="fixture", session_id="tools", turn_id="t", source_file="-", content=text, finish_reason="stop",
+        completion_tokens=60, tools_offered=True))).corrupted]
+    print(f"\nreal tool output pasted: {len(replies)} replies, flagged {len(flagged)}")
+    for ev in flagged:
+        print("FALSE ALARM", (ev or "")[:160])
+    assert len(replies) >= 40
+    assert len(flagged) <= MAX_NEGATIVE_FLAG_RATE * len(replies)

@@ -580,10 +580,20 @@ _RE_TRIVIAL_UNIT = re.compile(r"^[\s\-=_*#|.·•]*$")
 
 
 def _field_span(turn, snippet: str) -> tuple[str, int, int]:
+    """Where `snippet` of the degeneration text lies in the original field."""
     for f in ("content", "reasoning"):
         i = (getattr(turn, f) or "").find(snippet)
         if i >= 0:
             return f, i, i + len(snippet)
+    # the degeneration text has one space where the original had several, or quoted material
+    words = snippet.split()
+    if words:
+        pat = re.compile(r"\s+".join(map(re.escape, words)))
+        for probe in (pat, re.compile(re.escape(max(words, key=len)))):
+            for f in ("content", "reasoning"):
+                m = probe.search(getattr(turn, f) or "")
+                if m:
+                    return f, m.start(), m.end()
     return "content", 0, 0
 
 
