@@ -228,3 +228,31 @@ def test_real_tool_output_pasted_into_a_reply_is_not_corruption():
         print("FALSE ALARM", (ev or "")[:160])
     assert len(replies) >= 40
     assert len(flagged) <= MAX_NEGATIVE_FLAG_RATE * len(replies)
+
+
+# corruption of each kind, as it would continue a reply (TRANSCRIPTS.md §5: stream-delta salad,
+# a script switch, a looping sentence, leaked DSML, a stray </think>, a replacement character)
+BESIDE = {
+    "salad": "ins 3 Q / kv . ,, rt o e 7 ] ] x q zz . p l / 3Q ins ; ; k v 9 # w xx y . . 0 f ll q u j vv ins 3 Q / e e o ] ,",
+    "switch": "The decode worker then waits for the 预填充服务器 to resend the cache before retrying.",
+    "loop": "The prefill side never sent the cache. " * 12,
+    "dsml": f'Let me check.\n\n<{d.DSML}function_calls>\n<{d.DSML}invoke name="read">\n'
+            f'<{d.DSML}parameter name="path" string="true">a.py</{d.DSML}parameter>\n</{d.DSML}invoke>\n'
+            f"</{d.DSML}function_calls>",
+    "think": "</think>So that is the answer.",
+    "replacement_char": "The loader ret\ufffdurns the dict.",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BESIDE))
+def test_corruption_beside_quoted_material_is_found(kind):
+    """Every hard negative with corruption appended to its prose is flagged: masking hides only the quote."""
+    missed = []
+    for c in NEGATIVES:
+        # a script switch is judged against the user's language; these fixtures name a non-English user
+        if kind == "switch" and c.turn.user_text:
+            continue
+        t = dataclasses.replace(c.turn, content=c.turn.content + "\n\n" + BESIDE[kind])
+        if not in_session(t).corrupted:
+            missed.append(c.name)
+    assert not missed

@@ -50,6 +50,7 @@ class Thresholds:
     # dominates the text or repeats back to back
     line_min_share: float = 0.50
     line_min_consecutive: int = 3
+    sentence_min_chars: int = 12
     # the same line back to back inside quoted code or logs: a loop, where a pasted log repeats a few times
     quoted_line_min_run: int = 10
     quoted_line_min_chars: int = 12
@@ -575,6 +576,7 @@ def degeneration_text(turn) -> str:
 
 
 _RE_LOOP = re.compile(r"(.{1,32}?)\1{7,}", re.S)
+_RE_SENTENCE_END = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 _RE_LINE_RUN = re.compile(r"(?m)^([^\n]+)(?:\n\1$)+")
 _RE_TRIVIAL_UNIT = re.compile(r"^[\s\-=_*#|.·•]*$")
 
@@ -640,6 +642,15 @@ def s12_repetition_loop(turn, th: Thresholds = DEFAULT) -> Hit | None:
             if k / len(lines) >= th.line_min_share or best_run >= th.line_min_consecutive:
                 f, s, e = _field_span(turn, line)
                 return Hit("S12", f, s, e, f"line repeated {k} times")
+    # a sentence looping back to back, longer than the 32-char unit above ("The cache was never sent. " ...)
+    run, prev = 0, None
+    for m in _RE_SENTENCE_END.finditer(text):
+        sent = m.group().strip()
+        run = run + 1 if sent == prev else 1
+        prev = sent
+        if run >= th.line_min_repeats and len(sent) >= th.sentence_min_chars:
+            f, s, e = _field_span(turn, sent)
+            return Hit("S12", f, s, e, f"sentence repeated {run} times back to back")
     # Quoted material is masked above, since logs and tables repeat lines; but a model that loops
     # inside code writes the same line again and again, which no quoted log does for long.
     for f in ("content", "reasoning"):
