@@ -9,8 +9,12 @@ Rules that hold for all of them:
   turn `｜` into `|` and make exact and degraded markup indistinguishable;
 - degraded ASCII look-alikes (`<|DSML|`, `< | DSML | `, `_` for `▁`) count, but are reported as
   degraded in the evidence and the `degraded_markup` column;
-- text inside fenced code blocks and inline code is not evidence: it is blanked (same length, so
-  offsets still point into the original text) before markup is searched;
+- quoted text is blanked (same length, so offsets still point into the original text) before a
+  signature looks at it. The markup signatures skip inline code and fenced code, except a fence
+  holding exact DSML in a reply where neither the reply nor the user talks about markup: that is a
+  call the model fenced, not a quote. The statistical ones (S12-S14) also skip what engineers
+  quote: log lines, tracebacks, tables, JSON/YAML, shell output, diffs, hex dumps, ids, paths, URLs
+  and unfenced code (`quoted_mask`), so they judge the reply's own prose;
 - markup that is visibly talked about ("the `<think>` tag", a quoted `"<result>"`) is not a leak.
 """
 
@@ -209,6 +213,10 @@ def _columns(line: str) -> set[int]:
     return {m.end() for m in _GAP.finditer(line)}
 
 
+def _indented(line: str) -> bool:
+    return line[:2] == "  " and not _LIST_ITEM.match(line)
+
+
 def _machine_rows(lines: list[str]) -> list[bool]:
     """Which lines are machine output or code, by shape and by the block they sit in."""
     n = len(lines)
@@ -234,7 +242,7 @@ def _machine_rows(lines: list[str]) -> list[bool]:
             kv[i] = True
     # key: value lines and CSV rows come in blocks; a lone "Note: ..." is prose
     for i in range(n):
-        if kv[i] and (ln_indent(body[i]) or (i and (kv[i - 1] or out[i - 1]) and body[i - 1].strip())
+        if kv[i] and (_indented(body[i]) or (i and (kv[i - 1] or out[i - 1]) and body[i - 1].strip())
                       or (i + 1 < n and (kv[i + 1] or out[i + 1]) and body[i + 1].strip())):
             out[i] = True
         c = body[i].count(",")
@@ -252,10 +260,6 @@ def _machine_rows(lines: list[str]) -> list[bool]:
         else:
             hunk = False
     return out
-
-
-def ln_indent(line: str) -> bool:
-    return line[:2] == "  " and not _LIST_ITEM.match(line)
 
 
 _STRAY = re.compile(r"(?m)(?<=\x00)[^\w\n\x00]+(?=\x00|$)|^[^\w\n\x00]+(?=\x00)"
