@@ -266,17 +266,27 @@ _STRAY = re.compile(r"(?m)(?<=\x00)[^\w\n\x00]+(?=\x00|$)|^[^\w\n\x00]+(?=\x00)"
                     r"|(?<=\x00)[^\w\s\x00]+|[^\w\s\x00]+(?=\x00)")
 
 
-def quoted_mask(text: str | None) -> str:
-    """`text` with quoted machine material (code, logs, tables, ids, paths, ...) blanked, offsets unchanged."""
-    if not text:
-        return ""
+@functools.lru_cache(maxsize=256)
+def _masked_blocks(text: str) -> str:
     out = _INLINE.sub(_null, _FENCE.sub(_null, text))
     lines = out.split("\n")
     rows = _machine_rows(lines)
-    out = "\n".join("\x00" * len(ln) if machine else ln for ln, machine in zip(lines, rows))
-    out = _QUOTED_TOKEN.sub(_nulls, out)
-    # the commas, colons and brackets between two masked tokens belong to the quote
-    out = _STRAY.sub(_nulls, out)
+    return "\n".join("\x00" * len(ln) if machine else ln for ln, machine in zip(lines, rows))
+
+
+def quoted_mask(text: str | None, tokens: bool = True) -> str:
+    """`text` with quoted machine material (code, logs, tables, ids, paths, ...) blanked, offsets unchanged.
+
+    With `tokens=False` only whole quotes (code, machine lines) are blanked and the ids, paths and
+    identifiers inside prose stay: a loop of `I'll write()` is a loop of that whole unit.
+    """
+    if not text:
+        return ""
+    out = _masked_blocks(text)
+    if tokens:
+        out = _QUOTED_TOKEN.sub(_nulls, out)
+        # the commas, colons and brackets between two masked tokens belong to the quote
+        out = _STRAY.sub(_nulls, out)
     return out.replace("\x00", " ")
 
 
@@ -565,18 +575,21 @@ _RE_SKIP_LINE = re.compile(r"^\s*(?:<[/]?\s*[|｜]{1,2}\s*DSML.*|</?\s*[|｜].*[
 _RUN_OF_SPACES = re.compile(r"[ \t]{2,}")
 
 
-@functools.lru_cache(maxsize=256)
-def _degeneration_text(content: str, reasoning: str) -> str:
+@functools.lru_cache(maxsize=512)
+def _degeneration_text(content: str, reasoning: str, tokens: bool) -> str:
     parts = []
     for text in (content, reasoning):
-        lines = (_RUN_OF_SPACES.sub(" ", ln).strip() for ln in quoted_mask(text).split("\n"))
+        lines = (_RUN_OF_SPACES.sub(" ", ln).strip() for ln in quoted_mask(text, tokens).split("\n"))
         parts.append("\n".join(ln for ln in lines if ln and not _RE_SKIP_LINE.match(ln)))
     return "\n".join(p for p in parts if p.strip())
 
 
-def degeneration_text(turn) -> str:
-    """`content` + `reasoning` without quoted material and markup lines, one space between words: the input of S12-S14."""
-    return _degeneration_text(turn.content or "", turn.reasoning or "")
+def degeneration_text(turn, tokens: bool = True) -> str:
+    """`content` + `reasoning` without quoted material and markup lines, one space between words: the input of S12-S14.
+
+    S12 reads it with `tokens=False` (see `quoted_mask`).
+    """
+    return _degeneration_text(turn.content or "", turn.reasoning or "", tokens)
 
 
 _RE_LOOP = re.compile(r"(.{1,32}?)\1{7,}", re.S)
@@ -605,20 +618,22 @@ def _field_span(turn, snippet: str) -> tuple[str, int, int]:
 
 def s12_repetition_loop(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S12 REPETITION_LOOP: a unit repeated back to back over much of the text, very low zlib ratio, or a looping line."""
-    text = degeneration_text(turn)
-    n = len(text)
-    if n >= th.loop_min_chars:
+    # the unit of a loop is looked for with the identifiers in prose kept ("I'll write() I'll write() ...")
+    whole = degeneration_text(turn, tokens=False)
+    if len(whole) >= th.loop_min_chars:
         pat = _RE_LOOP if (th.loop_max_unit, th.loop_min_copies) == (32, 8) else re.compile(
             f"(.{{1,{th.loop_max_unit}}}?)\\1{{{th.loop_min_copies - 1},}}", re.S)
         best = None
-        for m in pat.finditer(text):
+        for m in pat.finditer(whole):
             if _RE_TRIVIAL_UNIT.match(m.group(1)):
                 continue
             if best is None or len(m.group()) > len(best.group()):
                 best = m
-        if best is not None and len(best.group()) >= th.loop_min_cover * n:
+        if best is not None and len(best.group()) >= th.loop_min_cover * len(whole):
             f, s, e = _field_span(turn, best.group()[:64])
             return Hit("S12", f, s, e, f"{len(best.group()) // len(best.group(1))} copies of {best.group(1)!r}")
+    text = degeneration_text(turn)
+    n = len(text)
     if n >= th.zlib_min_chars:
         raw = text.encode()
         ratio = len(zlib.compress(raw, 9)) / len(raw)
