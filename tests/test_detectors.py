@@ -45,7 +45,11 @@ def test_s3_unbalanced_dsml():
     assert h.sig == "S3" and "wrapper: 1 open, 0 closed" in h.note
     assert "truncated" in d.s3_unbalanced_dsml(turn(BLOCK.rsplit("\n", 2)[0], finish="length")).note
     assert d.s3_unbalanced_dsml(turn(BLOCK)) is None
-    assert d.s3_unbalanced_dsml(turn("```\n" + BLOCK.rsplit("\n", 1)[0] + "\n```")) is None
+    # a fenced block shown while talking about the format is a quote; a fenced call with no such talk is a leak
+    fenced = "```\n" + BLOCK.rsplit("\n", 1)[0] + "\n```"
+    assert d.s3_unbalanced_dsml(turn("A truncated DSML call looks like this:\n\n" + fenced)) is None
+    assert d.s3_unbalanced_dsml(turn("Reading the config now.\n\n" + fenced)) is not None
+    assert d.s3_unbalanced_dsml(turn(fenced, user="Show me an unterminated DSML block.")) is None
 
 
 def test_s4_bare_invoke():
@@ -219,3 +223,49 @@ def test_class_precedence_and_evidence():
     assert v.corruption_class == "parse_leak" and v.corrupted and v.signatures == ["S1", "S3", "S10", "S14"] or \
         v.corruption_class == "incoherent"
     assert "⟦" in v.evidence and "\x1b" not in v.evidence and "\x07" not in v.evidence
+
+
+def test_quoted_mask_blanks_machine_text_and_keeps_offsets():
+    text = ("The decode side logged:\n\n> [2026-10-30 09:17:05 DP0 TP0] Decode transfer failed for request rank=1 "
+            "decode_req.req.rid='7f3c1e9a2b4d4e0f8a6b5c4d3e2f1a0b'\n\nSee `conn.py:611` and /var/log/sglang/decode.log "
+            "for room 6593551520068383758.\n\n  host      ready   restarts\n  decode-1  1/1     0\n  decode-2  0/1     7\n")
+    masked = d.quoted_mask(text)
+    assert len(masked) == len(text) and masked.count("\n") == text.count("\n")
+    assert "Decode transfer failed" not in masked and "conn.py" not in masked and "decode-2" not in masked
+    assert "/var/log" not in masked and "restarts" not in masked
+    assert "The decode side logged:" in masked and "See" in masked and "for room" in masked
+    # salad has no structure to mask
+    salad = "ins 3 Q / kv . ,, rt o e 7 ] ] x q zz . p l / 3Q ins ; ; k v 9 # w xx"
+    assert d.quoted_mask(salad) == salad
+
+
+def test_s14_entropy_does_not_judge_a_quoted_log_line():
+    base = [turn("The config is loaded twice, once at import time and once in main; the second load overrides the "
+                 f"environment, which is why the flag seems ignored. Case {i}, checked and fixed; the test now sets the variable "
+                 "and reads the flag back.") for i in range(11)]
+    quoting = turn("Found it. The decode side logged this at 09:17:05, right when your client got the 500:\n\n"
+                   "> Decode transfer failed for request rank=1 decode_req.req.rid='7f3c1e9a2b4d4e0f8a6b5c4d3e2f1a0b' "
+                   "decode_req.req.bootstrap_room=4793981895866140836 with exception KVTransferError(bootstrap_room="
+                   "4793981895866140836): Request 4793981895866140836 timed out after 300.0s in KVPoll.WaitingForInput\n\n"
+                   "So the decode worker waited the full 300 s for the KV cache and never got it.")
+    assert d.entropy_outliers(base + [quoting]) == {}
+    assert d.assess_session(base + [quoting])[-1].corruption_class == "clean"
+
+
+def test_fenced_dsml_is_a_quote_only_when_markup_is_talked_about():
+    fenced = "```\n" + BLOCK + "\n```"
+    assert d.s1_dsml_in_content(turn("Let me check the pods first.\n\n" + fenced)).sig == "S1"
+    assert d.s1_dsml_in_content(turn("When the parser fails the block stays in content:\n\n" + fenced)) is None
+    assert d.s1_dsml_in_content(turn(fenced, user="What does a leaked tool call look like?")) is None
+    # inline code and ASCII look-alikes in a fence are always quotes
+    assert d.s1_dsml_in_content(turn("Reading `" + BLOCK.split("\n")[0] + "` now.")) is None
+    assert d.s1_dsml_in_content(turn("Reading now.\n\n```\n<|DSML|invoke name=\"read\">\n```")) is None
+
+
+def test_s12_finds_loops_the_masking_would_hide():
+    code_loop = "The fix:\n\n```python\n" + "    t = start_thread()\n" * 12 + "```\n"
+    assert "back to back" in d.s12_repetition_loop(turn(code_loop)).note
+    pasted = "The warning repeats:\n\n" + "WARNING: Retrying KV transfer for room 1 (peer not ready)\n" * 5
+    assert d.s12_repetition_loop(turn(pasted)) is None
+    long_unit = "Here is the log excerpt and my reading of it. " + "The prefill side never sent the cache. " * 6
+    assert "sentence repeated" in d.s12_repetition_loop(turn(long_unit)).note

@@ -9,14 +9,19 @@ Rules that hold for all of them:
   turn `｜` into `|` and make exact and degraded markup indistinguishable;
 - degraded ASCII look-alikes (`<|DSML|`, `< | DSML | `, `_` for `▁`) count, but are reported as
   degraded in the evidence and the `degraded_markup` column;
-- text inside fenced code blocks and inline code is not evidence: it is blanked (same length, so
-  offsets still point into the original text) before markup is searched;
+- quoted text is blanked (same length, so offsets still point into the original text) before a
+  signature looks at it. The markup signatures skip inline code and fenced code, except a fence
+  holding exact DSML in a reply where neither the reply nor the user talks about markup: that is a
+  call the model fenced, not a quote. The statistical ones (S12-S14) also skip what engineers
+  quote: log lines, tracebacks, tables, JSON/YAML, shell output, diffs, hex dumps, ids, paths, URLs
+  and unfenced code (`quoted_mask`), so they judge the reply's own prose;
 - markup that is visibly talked about ("the `<think>` tag", a quoted `"<result>"`) is not a leak.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -49,6 +54,10 @@ class Thresholds:
     # dominates the text or repeats back to back
     line_min_share: float = 0.50
     line_min_consecutive: int = 3
+    sentence_min_chars: int = 12
+    # the same line back to back inside quoted code or logs: a loop, where a pasted log repeats a few times
+    quoted_line_min_run: int = 10
+    quoted_line_min_chars: int = 12
     # a loop whose unit is longer than 32 chars ("but but but about you about you ...") still has
     # very few distinct words; prose of 30 words has a distinct ratio of 0.5 or more
     words_min: int = 30
@@ -110,6 +119,177 @@ def prose(text: str | None) -> str:
     return _INLINE.sub(_blank, _FENCE.sub(_blank, text))
 
 
+# --- quoted material ------------------------------------------------------------------------------
+# Engineers quote what machines wrote: log lines, tracebacks, tables, hex dumps, diffs, configs,
+# shell sessions, paths and ids. Judged as prose, that text is "salad" (short tokens, punctuation),
+# has another entropy and switches script; it says nothing about the model's state. The statistics
+# of S12-S14 therefore run on the prose left after such material is masked. Masking keys on the
+# structure of machine text (a timestamp, a frame, a column layout, an identifier's shape), never
+# on how odd a line reads, so salad (which has no structure) stays visible.
+
+# one token shaped like an identifier, path, address, id or measurement
+_QUOTED_TOKEN = re.compile(
+    # the shapes that start a word share one boundary test, so most positions fail at once
+    r"(?<![\w.+:@-])(?:"
+    r"""[a-zA-Z][\w+.-]*://[^\s<>"'`]+"""                      # URL
+    r"|[\w.+-]+@[\w-]+\.[\w.-]+"                              # e-mail
+    r"|[\w.-]+(?:/[\w.@%+-]+)+/?"                             # relative path
+    r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"  # UUID
+    r"|0[xX][0-9a-fA-F]+\b"                                   # hex literal
+    r"|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b"  # hash, rid
+    r"|(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}\b"                # MAC
+    r"|[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}\b"          # IPv6
+    r"|\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"                    # IPv4[:port]
+    r"|\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?Z?)?\b"  # date[time]
+    r"|\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\b"                # time of day
+    r"|[\w.:-]+=\S*"                                          # key=value
+    r"|v?\d+(?:\.\d+){1,3}(?:[\w+.-]*\w)?"                    # version, decimal
+    r"|\w*[A-Za-z]\w*_\w*"                                    # snake_case
+    r"|[A-Za-z_]\w*(?:(?:\.|::)\w+)+(?:\(\))?"                # dotted.name, a::b
+    r"|[a-z]{2,}[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*"                 # camelCase, PascalCase
+    r"|\w+\([^()\s]*\)"                                       # call()
+    r"|[\w-]+(?::\d+)+\b"                                      # host:port, host:pid:tid
+    r"|[a-z]+(?:-[a-z0-9]+)*-\d+\b"                           # decode-2
+    r")"
+    r"|(?:~|\.{1,2})?/[\w.@%+:,=-]+(?:/[\w.@%+:,=-]*)*"        # absolute path (or /health, /dev/shm)
+    r"|(?<![\w-])--?[A-Za-z][\w-]*(?:=\S*)?"                  # --flag, -x
+    r"|\$\{?\w+\}?|%\{\w+\}"                                  # $VAR, %{var}
+)
+
+# a line that is machine output or code by its first characters (after a blockquote '>')
+_MACHINE_LINE = re.compile(
+    r"(?:"
+    r"\[?\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:\d{2}"               # dated log prefix
+    r"|\[?\d{2}:\d{2}:\d{2}|\d{2}:\d{2}(?::\d{2})?[.,]\d+\s"   # time prefix
+    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}"                          # glog
+    r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}"               # syslog
+    r"|\[\s*\d+\.\d+\]|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[pid +\d+\]"
+    r"|(?:INFO|WARN(?:ING)?|ERROR|DEBUG|TRACE|FATAL|CRITICAL|NOTICE)\b[\s:\]|]"
+    r"|Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|During handling of the above"
+    r"|The above exception was the direct cause|Caused by:|\.\.\. \d+ more|\^[\^~\s]*$"
+    r"|at [\w$.<>/]+\(.*\)\s*$|at \S+ \(\S+:\d+(?::\d+)?\)|at \.?/\S+:\d+"
+    r"|#\d+\s+0x[0-9a-fA-F]+|\d+: (?:0x[0-9a-fA-F]+|[\w<>]+::)|@\s+0x[0-9a-fA-F]+|PC: @"
+    r"|goroutine \d+ \[|created by |thread '[^']*' panicked at|stack backtrace:|panic: |exit status \d+"
+    r"|terminate called|what\(\):|\*\*\* |Thread \d+ \(\w+\)"
+    r"|[\w.]*(?:Error|Exception|Exit|Interrupt)\b(?::|$)"
+    r"|\$\s+\S|%\s+\w|>>>\s|In \[\d+\]:|❯\s|PS [A-Z]:\\|(?:\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+:\S*\s*[$#]\s"
+    r"|diff --git |index [0-9a-f]+\.\.[0-9a-f]+|--- (?:a/|/dev/null)|\+\+\+ (?:b/|/dev/null)|@@ -\d+"
+    r"|.*[\u2500-\u257f]|\|.*\|\s*$|[+|][-=+:| ]{3,}[+|]?\s*$|[-=]{3,}(?:[ +|][-=]{3,})+\s*$|\(\d+ rows?\)|\d+ rows? in set"
+    r"|[\[{]\s*$|[}\]][,;)]*\s*$|\"[^\"]+\"\s*:|\{.*\"?\w+\"?\s*:.*\}\s*,?\s*$|data: |event: "
+    r"|[0-9a-fA-F]{4,16}:?\s+(?:[0-9a-fA-F]{2,4}\s+){3,}"
+    r"|[\w.-]+:\d+:\d+ \[\d+\]|[<>*]\s*$|[<>]\s+[\w-]+:\s"
+    r"|(?:GET|POST|PUT|DELETE|HEAD|PATCH|OPTIONS) /\S* HTTP/|HTTP/\d(?:\.\d)? \d{3}|\*\s+(?:Trying|Connected|Closing|TLS)"
+    r"|# (?:HELP|TYPE) \w|[\w:]+\{[^}]*\}\s+\S+\s*$"
+    r"|[dlcbps-][rwxsStT-]{9}[.+@]?\s|total \d"
+    r"|(?:def|class|fn|func|function)\s+\w+\s*[(<:{]|from\s+[\w.]+\s+import\s|import\s+[\w.]+(?:\s+as\s+\w+)?\s*;?\s*$"
+    r"|(?:if|elif|while|with|for)\b.*[=()\[\].<>!].*:\s*$|(?:if|while|for|switch)\s*\(.*\)\s*\{?\s*$"
+    r"|(?:\}\s*)?(?:else|catch|finally)\b.*\{\s*$|(?:return|break|continue|raise|throw)\b.*;?\s*$"
+    r"|(?:package|use)\s+[\w.:{}*, ]+;\s*$|#include\b|#define\b|#!/"
+    r"|(?:FROM|RUN|ENV|COPY|ADD|ENTRYPOINT|CMD|WORKDIR|ARG|EXPOSE|LABEL|VOLUME)\s+\S"
+    r"|(?:SELECT|FROM|WHERE|GROUP BY|ORDER BY|JOIN|LIMIT|INSERT INTO|UPDATE|CREATE TABLE|WITH \w+ AS)\b"
+    r"|(?:done|fi|esac|wait|then|do|else)\s*;?\s*$|\w+\(\)\s*\{"
+    r"|[\w.\[\]'\"]+\s*(?:[-+*/|&]?=|:=)\s*\S|\[[\w .:\"-]+\]\s*$"
+    r")")
+# code ends with ';', '{' or a line continuation, and has an assignment or a call on the way
+_CODE_END = re.compile(r".*[=(].*(?:[;{]|\\)\s*$")
+# 'key: value' of YAML, HTTP headers, logs; counts only beside another such line or when indented
+_KEY_VALUE = re.compile(r"\s*(?:- )?[\w.\-/\"']+:(?:\s+\S.{0,80})?\s*$")
+_LIST_ITEM = re.compile(r"\s*(?:[-*+]|\d+[.)])\s")
+_BLOCKQUOTE = re.compile(r"\s*(?:>\s?)+")
+_GAP = re.compile(r"\S {2,}(?=\S)|\t")
+_SENTENCE_END = re.compile(r"[.!?。！？]\s+\S")
+
+
+def _null(m: re.Match) -> str:
+    return re.sub(r"[^\n]", "\x00", m.group())
+
+
+def _nulls(m: re.Match) -> str:
+    return "\x00" * len(m.group())
+
+
+def _columns(line: str) -> set[int]:
+    """Start columns of the fields of an aligned row (text after two or more spaces)."""
+    return {m.end() for m in _GAP.finditer(line)}
+
+
+def _indented(line: str) -> bool:
+    return line[:2] == "  " and not _LIST_ITEM.match(line)
+
+
+def _machine_rows(lines: list[str]) -> list[bool]:
+    """Which lines are machine output or code, by shape and by the block they sit in."""
+    n = len(lines)
+    body = []
+    for ln in lines:
+        q = _BLOCKQUOTE.match(ln)
+        body.append(ln[q.end():] if q and q.group().strip() else ln)
+    out = [False] * n
+    kv = [False] * n
+    cols = [_columns(ln.rstrip()) for ln in body]
+    for i, ln in enumerate(body):
+        s = ln.strip()
+        if not s:
+            continue
+        if not s.strip("\x00") or ln[:1] == "\t" or ln.startswith("    ") and not _LIST_ITEM.match(ln):
+            out[i] = True
+        elif _MACHINE_LINE.match(s) or _CODE_END.match(s):
+            out[i] = True
+        elif len(cols[i]) >= 2 and ((i and cols[i - 1] & cols[i]) or (i + 1 < n and cols[i + 1] & cols[i])):
+            # an aligned table (kubectl, df, ps, benchmark columns): fields start at shared columns
+            out[i] = True
+        elif _KEY_VALUE.match(ln):
+            kv[i] = True
+    # key: value lines and CSV rows come in blocks; a lone "Note: ..." is prose
+    for i in range(n):
+        if kv[i] and (_indented(body[i]) or (i and (kv[i - 1] or out[i - 1]) and body[i - 1].strip())
+                      or (i + 1 < n and (kv[i + 1] or out[i + 1]) and body[i + 1].strip())):
+            out[i] = True
+        c = body[i].count(",")
+        if not out[i] and c >= 2 and not _SENTENCE_END.search(body[i]) \
+                and len(body[i]) / (c + 1) <= 20 and any(
+                    0 <= j < n and body[j].count(",") == c for j in (i - 1, i + 1)):
+            out[i] = True
+    # a diff hunk: context and changed lines after a diff header
+    hunk = False
+    for i, ln in enumerate(body):
+        if out[i] and re.match(r"\s*(?:@@ -\d|diff --git|--- |\+\+\+ )", ln):
+            hunk = True
+        elif hunk and ln[:1] in (" ", "+", "-", "\\") and ln.strip():
+            out[i] = True
+        else:
+            hunk = False
+    return out
+
+
+_STRAY = re.compile(r"(?m)(?<=\x00)[^\w\n\x00]+(?=\x00|$)|^[^\w\n\x00]+(?=\x00)"
+                    r"|(?<=\x00)[^\w\s\x00]+|[^\w\s\x00]+(?=\x00)")
+
+
+@functools.lru_cache(maxsize=256)
+def _masked_blocks(text: str) -> str:
+    out = _INLINE.sub(_null, _FENCE.sub(_null, text))
+    lines = out.split("\n")
+    rows = _machine_rows(lines)
+    return "\n".join("\x00" * len(ln) if machine else ln for ln, machine in zip(lines, rows))
+
+
+def quoted_mask(text: str | None, tokens: bool = True) -> str:
+    """`text` with quoted machine material (code, logs, tables, ids, paths, ...) blanked, offsets unchanged.
+
+    With `tokens=False` only whole quotes (code, machine lines) are blanked and the ids, paths and
+    identifiers inside prose stay: a loop of `I'll write()` is a loop of that whole unit.
+    """
+    if not text:
+        return ""
+    out = _masked_blocks(text)
+    if tokens:
+        out = _QUOTED_TOKEN.sub(_nulls, out)
+        # the commas, colons and brackets between two masked tokens belong to the quote
+        out = _STRAY.sub(_nulls, out)
+    return out.replace("\x00", " ")
+
+
 def _emitted(text: str, m: re.Match) -> bool:
     """False when the markup at `m` is quoted or named as a tag in prose."""
     before = text[m.start() - 1] if m.start() > 0 else ""
@@ -156,13 +336,39 @@ ERROR_BODY = re.compile(r"KVTransferError|Decode transfer failed|Prefill transfe
                         r"|KVPoll\.WaitingForInput")
 
 
-def _fields(turn) -> list[tuple[str, str, str]]:
-    """(field, original, prose) for content and reasoning."""
+# Markup in a code fence is mostly someone showing the format (the user asked what a leak looks
+# like), yet a model in tool-call mode that fences its call has leaked it all the same. Nobody types
+# the exact DSML marker (U+FF5C) but the model, so a fence holding exact DSML counts as emitted
+# unless the reply's prose or the user's turn talks about markup. Inline code is always a quote, and
+# a fence of ASCII look-alikes (a regex, a bug report) is too.
+_TALKS_ABOUT_MARKUP = re.compile(
+    r"\b(?:DSML|markup|tool[- _]?calls?|function[_ ]calls?|invokes?|parameters?|parsers?|templates?|formats?"
+    r"|dialects?|tokens?|tags?|markers?|grammar|encod\w*|leak\w*|sglang|vllm|deepseek|examples?)\b", re.I)
+
+
+@functools.lru_cache(maxsize=256)
+def _markup_views(content: str, reasoning: str, user_text: str) -> tuple[str, str]:
+    talks = bool(_TALKS_ABOUT_MARKUP.search(user_text)) or any(
+        _TALKS_ABOUT_MARKUP.search(prose(t)) for t in (content, reasoning) if DSML in t)
     out = []
-    for f in ("content", "reasoning"):
-        raw = getattr(turn, f) or ""
-        out.append((f, raw, prose(raw)))
-    return out
+    for text in (content, reasoning):
+        if talks or DSML not in text:
+            out.append(prose(text))
+        else:
+            kept = _FENCE.sub(lambda m: m.group() if DSML in m.group() else _blank(m), text)
+            out.append(_INLINE.sub(_blank, kept))
+    return out[0], out[1]
+
+
+def markup_text(turn, field: str) -> str:
+    """`content` or `reasoning` as the markup signatures read it: quoted code blanked, offsets unchanged."""
+    views = _markup_views(turn.content or "", turn.reasoning or "", turn.user_text or "")
+    return views[0] if field == "content" else views[1]
+
+
+def _fields(turn) -> list[tuple[str, str, str]]:
+    """(field, original, text the markup signatures read) for content and reasoning."""
+    return [(f, getattr(turn, f) or "", markup_text(turn, f)) for f in ("content", "reasoning")]
 
 
 def _hit_in(sig: str, field: str, m: re.Match, note: str = "", degraded: bool = False) -> Hit:
@@ -178,7 +384,7 @@ def s1_dsml_in_content(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S1 DSML_IN_CONTENT: DSML (exact or degraded) in `content` while `tool_calls` is empty."""
     if turn.tool_calls:
         return None
-    text = prose(turn.content)
+    text = markup_text(turn, "content")
     m = _find(RE_DSML, text)
     if m:
         return _hit_in("S1", "content", m)
@@ -194,7 +400,7 @@ _RE_S2_DEGRADED = re.compile(r"<\s*[|｜]{1,2}\s*DSML\s*[|｜]{1,2}\s*(?:functio
 
 def s2_dsml_in_reasoning(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S2 DSML_IN_REASONING: a DSML wrapper or invoke inside `reasoning` (the model skipped `</think>`)."""
-    text = prose(turn.reasoning)
+    text = markup_text(turn, "reasoning")
     m = _find(_RE_S2, text)
     if m:
         return _hit_in("S2", "reasoning", m)
@@ -363,49 +569,71 @@ def s11_bad_tool_args(turn, th: Thresholds = DEFAULT) -> Hit | None:
     return None
 
 
-# Lines that are markup (evidence for other signatures) or tables (rows legitimately repeat) are
-# left out of the degeneration checks S12-S14.
-_RE_SKIP_LINE = re.compile(r"^\s*(?:\|.*\||[|+:\-\s]+|<[/]?\s*[|｜]{1,2}\s*DSML.*|</?\s*[|｜].*[|｜]\s*>.*)\s*$")
+# Lines that are markup (evidence for other signatures) are left out of the degeneration checks
+# S12-S14; tables and other quoted material are masked before (see `quoted_mask`).
+_RE_SKIP_LINE = re.compile(r"^\s*(?:<[/]?\s*[|｜]{1,2}\s*DSML.*|</?\s*[|｜].*[|｜]\s*>.*)\s*$")
+_RUN_OF_SPACES = re.compile(r"[ \t]{2,}")
 
 
-def degeneration_text(turn) -> str:
-    """`content` + `reasoning` without code, tables and markup lines: the input of S12-S14."""
+@functools.lru_cache(maxsize=512)
+def _degeneration_text(content: str, reasoning: str, tokens: bool) -> str:
     parts = []
-    for f in ("content", "reasoning"):
-        text = prose(getattr(turn, f) or "")
-        lines = [ln for ln in text.split("\n") if not _RE_SKIP_LINE.match(ln)]
-        parts.append("\n".join(ln.rstrip() for ln in lines))
+    for text in (content, reasoning):
+        lines = (_RUN_OF_SPACES.sub(" ", ln).strip() for ln in quoted_mask(text, tokens).split("\n"))
+        parts.append("\n".join(ln for ln in lines if ln and not _RE_SKIP_LINE.match(ln)))
     return "\n".join(p for p in parts if p.strip())
 
 
+def degeneration_text(turn, tokens: bool = True) -> str:
+    """`content` + `reasoning` without quoted material and markup lines, one space between words: the input of S12-S14.
+
+    S12 reads it with `tokens=False` (see `quoted_mask`).
+    """
+    return _degeneration_text(turn.content or "", turn.reasoning or "", tokens)
+
+
 _RE_LOOP = re.compile(r"(.{1,32}?)\1{7,}", re.S)
+_RE_SENTENCE_END = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+_RE_LINE_RUN = re.compile(r"(?m)^([^\n]+)(?:\n\1$)+")
 _RE_TRIVIAL_UNIT = re.compile(r"^[\s\-=_*#|.·•]*$")
 
 
 def _field_span(turn, snippet: str) -> tuple[str, int, int]:
+    """Where `snippet` of the degeneration text lies in the original field."""
     for f in ("content", "reasoning"):
         i = (getattr(turn, f) or "").find(snippet)
         if i >= 0:
             return f, i, i + len(snippet)
+    # the degeneration text has one space where the original had several, or quoted material
+    words = snippet.split()
+    if words:
+        pat = re.compile(r"\s+".join(map(re.escape, words)))
+        for probe in (pat, re.compile(re.escape(max(words, key=len)))):
+            for f in ("content", "reasoning"):
+                m = probe.search(getattr(turn, f) or "")
+                if m:
+                    return f, m.start(), m.end()
     return "content", 0, 0
 
 
 def s12_repetition_loop(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S12 REPETITION_LOOP: a unit repeated back to back over much of the text, very low zlib ratio, or a looping line."""
-    text = degeneration_text(turn)
-    n = len(text)
-    if n >= th.loop_min_chars:
+    # the unit of a loop is looked for with the identifiers in prose kept ("I'll write() I'll write() ...")
+    whole = degeneration_text(turn, tokens=False)
+    if len(whole) >= th.loop_min_chars:
         pat = _RE_LOOP if (th.loop_max_unit, th.loop_min_copies) == (32, 8) else re.compile(
             f"(.{{1,{th.loop_max_unit}}}?)\\1{{{th.loop_min_copies - 1},}}", re.S)
         best = None
-        for m in pat.finditer(text):
+        for m in pat.finditer(whole):
             if _RE_TRIVIAL_UNIT.match(m.group(1)):
                 continue
             if best is None or len(m.group()) > len(best.group()):
                 best = m
-        if best is not None and len(best.group()) >= th.loop_min_cover * n:
+        if best is not None and len(best.group()) >= th.loop_min_cover * len(whole):
             f, s, e = _field_span(turn, best.group()[:64])
             return Hit("S12", f, s, e, f"{len(best.group()) // len(best.group(1))} copies of {best.group(1)!r}")
+    text = degeneration_text(turn)
+    n = len(text)
     if n >= th.zlib_min_chars:
         raw = text.encode()
         ratio = len(zlib.compress(raw, 9)) / len(raw)
@@ -433,6 +661,23 @@ def s12_repetition_loop(turn, th: Thresholds = DEFAULT) -> Hit | None:
             if k / len(lines) >= th.line_min_share or best_run >= th.line_min_consecutive:
                 f, s, e = _field_span(turn, line)
                 return Hit("S12", f, s, e, f"line repeated {k} times")
+    # a sentence looping back to back, longer than the 32-char unit above ("The cache was never sent. " ...)
+    run, prev = 0, None
+    for m in _RE_SENTENCE_END.finditer(text):
+        sent = m.group().strip()
+        run = run + 1 if sent == prev else 1
+        prev = sent
+        if run >= th.line_min_repeats and len(sent) >= th.sentence_min_chars:
+            f, s, e = _field_span(turn, sent)
+            return Hit("S12", f, s, e, f"sentence repeated {run} times back to back")
+    # Quoted material is masked above, since logs and tables repeat lines; but a model that loops
+    # inside code writes the same line again and again, which no quoted log does for long.
+    for f in ("content", "reasoning"):
+        for m in _RE_LINE_RUN.finditer(getattr(turn, f) or ""):
+            if len(m.group(1).strip()) >= th.quoted_line_min_chars and re.search(r"[^\W\d_]", m.group(1)):
+                n_copies = m.group().count("\n") + 1
+                if n_copies >= th.quoted_line_min_run:
+                    return Hit("S12", f, m.start(), m.start() + len(m.group(1)), f"line repeated {n_copies} times back to back")
     return None
 
 
@@ -453,12 +698,24 @@ def script_of(ch: str) -> str | None:
     return "other"
 
 
+_RE_ASCII_LETTER = re.compile(r"[A-Za-z]")
+_RE_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]")
+_RE_OTHER_CHAR = re.compile(r"[^\x00-\x7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]")
+
+
+@functools.lru_cache(maxsize=256)
 def _script_counts(text: str) -> Counter:
-    return Counter(s for s in map(script_of, text) if s)
+    # ASCII letters and CJK are counted by regex; only the rest needs a look at each character
+    c = Counter(s for s in map(script_of, _RE_OTHER_CHAR.findall(text)) if s)
+    for script, pat in (("latin", _RE_ASCII_LETTER), ("cjk", _RE_CJK_CHAR)):
+        k = len(pat.findall(text))
+        if k:
+            c[script] += k
+    return c
 
 
 def _dominant(text: str) -> str | None:
-    c = _script_counts(text)
+    c = Counter(_script_counts(text))
     # CJK characters carry a word each, Latin letters a fifth of one: weigh them alike
     c["cjk"] *= 4
     return c.most_common(1)[0][0] if c else None
@@ -507,8 +764,8 @@ def s13_script_switch(turn, th: Thresholds = DEFAULT) -> Hit | None:
                     f, fs, fe = _field_span(turn, text[s:s + len(m.group())])
                     return Hit("S13", f, fs, fe, "English phrasing inside a CJK sentence")
     # churn among three or more scripts; two-script CJK/Latin prose changes script all the time
-    letters = [(i, s) for i, s in ((i, script_of(c)) for i, c in enumerate(text)) if s]
-    if len({s for _, s in letters}) >= 3:
+    if len(_script_counts(text)) >= 3:
+        letters = [(i, s) for i, s in ((i, script_of(c)) for i, c in enumerate(text)) if s]
         changes = [letters[k][0] for k in range(1, len(letters)) if letters[k][1] != letters[k - 1][1]]
         for k in range(len(changes)):
             j = k
@@ -524,15 +781,21 @@ _SHORT_WORDS = frozenset(
     "a i o an am as at be by do go he if in is it me my no of oh ok on or so to up us we ye vs eg ie id pr ci ui io"
     " os db ml ai v1 v2 v3 v4 el la le de du en et un je tu il ce da di ne se si".split())
 _RE_MARKER = re.compile(r"^(?:[-*+>#]+|\d+[.)]|[a-z][.)]|\[[ x]\]|&|=|->|=>|—|–|/|\d+(?:[.,:]\d+)+%?|\d+%|[$€£]\d[\d.,]*)$", re.I)
+# a count or a measurement ("rank 3", "24,", "(776 lines)", "300s") is a word of technical prose; a bracketed
+# number ("[3]") is not, since degenerate numbering ("1. [1]  1. [2] ...") is made of them
+_RE_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?(?:ms|us|µs|ns|s|m|h|d|k|K|M|G|T|B|KB|MB|GB|TB|KiB|MiB|GiB|W|C|x|%)?$")
 C0 = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffd]")
 
 
+@functools.lru_cache(maxsize=4096)
 def _salad_token(tok: str) -> bool:
     core = tok.strip("()[]{}\"'“”‘’*_,.;:!?")
     if _RE_MARKER.match(tok) or _RE_MARKER.match(core):
         return False
     if not core:
         return True
+    if _RE_NUMBER.match(tok.lstrip("(").rstrip(",.;:)")):
+        return False
     if len(core) <= 2:
         return core.lower() not in _SHORT_WORDS
     return not any(c.isalpha() for c in core)
