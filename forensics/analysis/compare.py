@@ -11,6 +11,7 @@ import os
 import polars as pl
 
 from forensics.analysis import stats
+from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
 from forensics.ingest.store import Store
@@ -24,7 +25,7 @@ GROUP BY ALL ORDER BY run
 
 
 def build(stores: list[str]) -> dict:
-    rates, bands, offsets = [], [], {}
+    rates, bands, offsets, warnings = [], [], {}, []
     for path in stores:
         store = Store(path).require()
         name = os.path.basename(os.path.normpath(path))
@@ -33,6 +34,7 @@ def build(stores: list[str]) -> dict:
         try:
             rates.append(pl.from_arrow(con.sql(RATE_SQL, params={"default_run": name}).to_arrow_table()))
             b = queries.run(store, "decode_throughput_bands", con=con)
+            warnings += [f"{name}: {w}" for w in clock_warnings(store, con)]
             bands.append(b.with_columns(pl.when(pl.col("run") == "default").then(pl.lit(name))
                                         .otherwise(pl.col("run")).alias("run")))
         finally:
@@ -49,5 +51,5 @@ def build(stores: list[str]) -> dict:
             t = stats.two_proportions(r["corrupted"], r["replies"], base["corrupted"], base["replies"])
             row.update(vs=base["run"], risk_ratio=t["risk_ratio"], p_value=t["p_value"], verdict=t["verdict"])
         rows.append(row)
-    return {"clock_offsets": offsets, "corruption": pl.DataFrame(rows) if rows else pl.DataFrame(),
+    return {"clock_offsets": offsets, "clock_warnings": warnings, "corruption": pl.DataFrame(rows) if rows else pl.DataFrame(),
             "throughput": pl.concat(bands) if bands else pl.DataFrame()}
