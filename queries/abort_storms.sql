@@ -4,7 +4,7 @@
 -- inputs: events, turns, replies, clock_estimates (through abort_storm_intervals)
 -- parameters:
 --   window_s DOUBLE = 5: aborts (any host) closer than this to the previous one belong to the same storm
---   min_aborts INTEGER = 20: smallest storm, in aborts summed over hosts
+--   min_aborts INTEGER = 20: smallest storm, in aborts summed over hosts (host_aborts)
 --   aftermath_s DOUBLE = 60: how long after the storm errors and corrupted replies are counted
 --   min_near INTEGER = 5: aborts with fewer aborts than this within window_s / 2 are background, never part of a storm
 --   agent_window_s DOUBLE = 10: an aborted agent reply that ended this close to the storm belongs to it
@@ -12,11 +12,11 @@
 -- columns:
 --   t_start: first abort of the storm (UTC, on the clock offsets in force)
 --   t_end: last abort of the storm
---   n_aborts: aborted requests summed over hosts, each request once per host (abort lines, `Aborted by AbortReq.`, transfer failures whose reason is an abort, finish_reason abort whose message is an abort)
---   n_requests: distinct requests aborted: a request aborted on prefill and on decode (one room) counts once
+--   n_aborts: requests aborted, each once however many lines and hosts wrote it (prefill and decode join on the room)
+--   host_aborts: aborted requests summed over hosts, each request once per host (abort lines, `Aborted by AbortReq.`, transfer failures whose reason is an abort, finish_reason abort whose message is an abort)
 --   n_hosts: hosts with aborts in the storm
 --   hosts: those hosts, by their first abort
---   per_host: per host: host, n_aborts, t_start, t_end, unapplied_skew_s (the clock skew the estimates still see, used to group the host's aborts)
+--   per_host: per host: host, n_aborts (its requests aborted), t_start, t_end, unapplied_skew_s (the clock skew the estimates still see, used to group the host's aborts)
 --   host_counts: per_host as text, e.g. `prefill-0 80, decode-0 44, decode-1 36 (clock +2.4 s off, not corrected)`
 --   aborts_per_s: n_aborts over the storm's length (at least 1 s)
 --   errors_after: error lines on the storm's hosts in the aftermath

@@ -94,8 +94,8 @@ def test_abort_storm_rows(store):
     for host, n in storm["aborted_requests_by_host"].items():
         assert per_host[host] == n
     # prefill aborted every one of them, and a request on both sides is one request
-    assert per_host["prefill-0"] == row["n_requests"] == sum(storm["aborted_requests_by_host"].values())
-    assert row["n_aborts"] == sum(per_host.values())
+    assert per_host["prefill-0"] == row["n_aborts"] == sum(storm["aborted_requests_by_host"].values())
+    assert row["host_aborts"] == sum(per_host.values())
     assert t(storm["start"]) - dt.timedelta(seconds=1) <= row["t_start"] <= t(storm["end"])
     assert (row["t_end"] - row["t_start"]).total_seconds() <= 5
 

@@ -364,7 +364,7 @@ def test_perfetto_shows_the_planted_facts(incident):
         inside = [e for e in events if e["ph"] == "i" and e["cat"] == "abort" and e["pid"] == pid[host]
                   and _us(s["start"]) - 10**6 <= e["ts"] <= _us(s["end"]) + 10**6]
         assert len(inside) >= min(n, 20)
-        assert storms[pid[host]]["args"]["host_aborts"] == n
+        assert storms[pid[host]]["args"]["aborts_on_host"] == n
     aborted = {e["id"] for e in events if e["ph"] == "b" and e["cat"] == "transfer" and "aborted" in e["name"]}
     assert len(aborted & {str(r) for r in s["aborted_rooms"]}) >= s["aborted_in_transfer"] * 0.9
     # every planted corrupted reply, on its decode host, with its room as exact text

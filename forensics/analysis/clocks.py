@@ -1,8 +1,9 @@
 """Clock offsets between hosts, estimated from events of the same room that must happen in order.
 
 Two orderings are certain in PD serving (NIXL.md §7, §10): decode registers a request before prefill
-can bootstrap it (and post its KV), and prefill posts a WRITE before decode gets its notification
-(or finishes the request). Each ordered pair `a` (host A) before `b` (host B) bounds the offsets:
+can bootstrap it (post its KV, or finish it), and prefill posts a WRITE (and finishes the request)
+before decode gets its notification (or finishes the request). The rules are SQL
+(forensics/catalog/views/12_clock_estimates.sql), shared with the reports. Each ordered pair `a` (host A) before `b` (host B) bounds the offsets:
 
     off_B - off_A <= ts_b - ts_a + res_b
 
@@ -39,6 +40,7 @@ class PairEstimate:
     n_upper: int
     in_force: float  # offsets[host_b] - offsets[host_a] as configured
     consistent: bool  # lower <= upper: otherwise an ordering assumption failed (or hosts share a name)
+    skew: float | None = None  # what the bounds prove: the estimate when they are tight, else the bound nearest 0
 
     @property
     def in_force_ok(self) -> bool:
@@ -60,8 +62,9 @@ class ClockReport:
                 "estimate_s": p.estimate, "lower_s": p.lower, "upper_s": p.upper,
                 "pairs": p.n_lower + p.n_upper, "lower_pairs": p.n_lower, "upper_pairs": p.n_upper,
                 "in_force_s": p.in_force, "in_force_ok": p.in_force_ok, "consistent": p.consistent,
-                "suggest": None if p.estimate is None else
-                f"forensics clocks set {p.host_b} {self.offsets.get(p.host_a, 0.0) + p.estimate:.6f}",
+                # a wide interval's middle is a guess: suggest only what the bounds show
+                "suggest": None if p.skew is None else
+                f"forensics clocks set {p.host_b} {self.offsets.get(p.host_a, 0.0) + p.skew:.6f}",
             })
         return pl.DataFrame(rows, schema={
             "host_a": pl.Utf8, "host_b": pl.Utf8, "estimate_s": pl.Float64, "lower_s": pl.Float64,
@@ -85,13 +88,13 @@ def estimate(store: Store) -> ClockReport:
     # raw clocks: the estimate is what the logs say, whatever offsets are set
     con = connect(store, offsets={})
     try:
-        rows = con.sql("SELECT host_a, host_b, estimate_s, lower_s, upper_s, lower_pairs, upper_pairs, consistent "
-                       "FROM clock_estimates ORDER BY host_a, host_b").fetchall()
+        rows = con.sql("SELECT host_a, host_b, estimate_s, lower_s, upper_s, lower_pairs, upper_pairs, consistent, "
+                       "skew_s FROM clock_estimates ORDER BY host_a, host_b").fetchall()
     finally:
         con.close()
     return ClockReport(offsets, [
-        PairEstimate(a, b, est, lo, hi, n_lo, n_hi, offsets.get(b, 0.0) - offsets.get(a, 0.0), ok)
-        for a, b, est, lo, hi, n_lo, n_hi, ok in rows])
+        PairEstimate(a, b, est, lo, hi, n_lo, n_hi, offsets.get(b, 0.0) - offsets.get(a, 0.0), ok, skew)
+        for a, b, est, lo, hi, n_lo, n_hi, ok, skew in rows])
 
 
 def set_offset(store: Store, host: str, seconds: float) -> dict[str, float]:

@@ -91,7 +91,7 @@ def write(model: dict, path: str, store: Store, fmt: str) -> None:
                 band(ax, w, "#c92a2a", f"wedge ({w['kind']}, {w['silent_s']:.0f} s)")
         for s in d["storms"]:
             if s["host"] == h["name"]:
-                band(ax, s, "#e67700", f"abort storm ({s['host_aborts']} of {s['n_aborts']})", height=0.86, label_at="t1")
+                band(ax, s, "#e67700", f"abort storm ({s['aborts_on_host']} of {s['n_aborts']})", height=0.86, label_at="t1")
         ax.set_title(f"{h['name']} ({h['role']})", loc="left", fontsize=10, fontweight="bold")
         handles = ax.get_legend_handles_labels()[0] + tw.get_legend_handles_labels()[0]
         if handles:

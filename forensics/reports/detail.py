@@ -78,7 +78,7 @@ def storm_bands(storms: pl.DataFrame) -> list[dict]:
     out = []
     for s in storms.to_dicts():
         for h in s.pop("per_host") or []:
-            out.append({**s, "host": h["host"], "host_aborts": h["n_aborts"], "t0": us(h["t_start"]),
+            out.append({**s, "host": h["host"], "aborts_on_host": h["n_aborts"], "t0": us(h["t_start"]),
                         "t1": us(h["t_end"]), "storm_t0": us(s["t_start"]), "storm_t1": us(s["t_end"])})
     return out
 

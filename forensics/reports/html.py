@@ -71,7 +71,7 @@ def page_data(model: dict, d: dict, store_name: str) -> dict:
                              f"{w['ended_by']}"}
                    for w in d["wedges"] if w["host"] in index],
         "storms": [{"host": index[s["host"]], "t0": ms(s["t0"]), "t1": ms(s["t1"]),
-                    "label": f"abort storm: {s['host_aborts']} of {s['n_aborts']} aborts on {s['n_hosts']} hosts "
+                    "label": f"abort storm: {s['aborts_on_host']} of {s['n_aborts']} aborts on {s['n_hosts']} hosts "
                              f"({s['aborts_per_s']}/s)"}
                    for s in d["storms"] if s["host"] in index],
         "other_replies": other_replies(model),

@@ -108,7 +108,7 @@ def perfetto_trace(model: dict, d: dict, store_name: str) -> dict:
         pid, tid = track(s["host"], None)
         sid = f"{s['host']}/{s['t0']}"
         ev.append({"ph": "b", "cat": "abort_storm", "name": "abort storm", "id": sid, "pid": pid, "tid": tid,
-                   "ts": s["t0"], "args": {k: s.get(k) for k in ("host_aborts", "n_aborts", "n_requests", "host_counts",
+                   "ts": s["t0"], "args": {k: s.get(k) for k in ("aborts_on_host", "n_aborts", "host_aborts", "host_counts",
                                                                   "aborts_per_s", "errors_after",
                                                                   "corrupted_replies_after", "agent_aborts")}})
         ev.append({"ph": "e", "cat": "abort_storm", "name": "abort storm", "id": sid, "pid": pid, "tid": tid,

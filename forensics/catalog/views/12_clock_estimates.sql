@@ -10,8 +10,8 @@
 --   clock_estimates: host_a (a prefill host when one side is prefill), host_b, estimate_s
 --     (off_b - off_a: the middle of [lower_s, upper_s], the one bound there is, NULL when the bounds
 --     contradict), lower_s, upper_s, lower_pairs, upper_pairs, consistent (lower_s <= upper_s),
---     skew_s (the skew the bounds show: estimate_s when both bounds exist and agree, a lone bound
---     only when it excludes 0, else NULL)
+--     skew_s (the skew the bounds show: estimate_s when both bounds exist, agree and lie within
+--     2 s of each other, else the bound nearest 0 when 0 is outside them, else NULL)
 
 -- a macro, not a view: one row per room and rule, only ever read by clock_estimates and `forensics clocks`
 CREATE OR REPLACE MACRO clock_constraints() AS TABLE
@@ -59,10 +59,32 @@ decode_finish AS (
 post_finish AS (
     SELECT p.bootstrap_room, p.host, d.host, p.t, d.t, d.res, 'prefill post -> decode finish'
     FROM prefill_last p JOIN decode_finish d USING (bootstrap_room)
+),
+-- without a trace or debug lines the request log still orders the sides: prefill finishes a request
+-- only once its KV is sent, which needs decode to have registered it first, and decode finishes after
+-- that KV arrived and it generated more than one token (SGLANG.md §7, §9)
+prefill_finish AS (
+    SELECT bootstrap_room, host, arg_min(ts_resolution_s, ts) AS res, min(ts) AS t FROM ev
+    WHERE side = 'prefill' AND kind = 'request_finished' AND finish_reason IS DISTINCT FROM 'abort'
+      AND ts IS NOT NULL
+    GROUP BY ALL
+),
+register_finish AS (
+    SELECT d.bootstrap_room, d.host, p.host, d.t, p.t, p.res, 'decode request -> prefill finish'
+    FROM decode_first d JOIN prefill_finish p USING (bootstrap_room)
+),
+finish_finish AS (
+    SELECT p.bootstrap_room, p.host, d.host, p.t, d.t, d.res, 'prefill finish -> decode finish'
+    FROM prefill_finish p
+    JOIN (SELECT bootstrap_room, host, arg_min(ts_resolution_s, ts) AS res, min(ts) AS t FROM ev
+          WHERE side = 'decode' AND kind = 'request_finished' AND finish_reason IS DISTINCT FROM 'abort'
+            AND coalesce(completion_tokens, 2) > 1 AND ts IS NOT NULL
+          GROUP BY ALL) d USING (bootstrap_room)
 )
 SELECT bootstrap_room, host_a, host_b, rule,
        CAST(date_diff('microsecond', ts_a, ts_b) AS DOUBLE) / 1e6 + res_b AS bound
-FROM (SELECT * FROM post_notif UNION ALL SELECT * FROM register_bootstrap UNION ALL SELECT * FROM post_finish)
+FROM (SELECT * FROM post_notif UNION ALL SELECT * FROM register_bootstrap UNION ALL SELECT * FROM post_finish
+      UNION ALL SELECT * FROM register_finish UNION ALL SELECT * FROM finish_finish)
 WHERE host_a <> host_b;
 
 CREATE OR REPLACE VIEW clock_estimates AS
@@ -93,8 +115,10 @@ SELECT host_a, host_b,
             ELSE coalesce(lower_s, upper_s) END AS estimate_s,
        lower_s, upper_s, lower_pairs, upper_pairs,
        lower_s IS NULL OR upper_s IS NULL OR lower_s <= upper_s AS consistent,
-       CASE WHEN lower_s IS NOT NULL AND upper_s IS NOT NULL
-            THEN CASE WHEN lower_s <= upper_s THEN (lower_s + upper_s) / 2 END
+       -- the middle of an interval wider than 2 s could be off by more than a second: then only the
+       -- skew the bounds prove (the bound nearest 0, when 0 is outside) is used
+       CASE WHEN lower_s > upper_s THEN NULL
+            WHEN upper_s - lower_s <= 2 THEN (lower_s + upper_s) / 2
             WHEN lower_s > 0 THEN lower_s
             WHEN upper_s < 0 THEN upper_s END AS skew_s
 FROM pairs;

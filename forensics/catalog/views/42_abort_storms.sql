@@ -76,7 +76,7 @@ hosts AS (
     FROM numbered GROUP BY storm, host
 ),
 storms AS (
-    SELECT storm, min(t_start) AS t_start, max(t_end) AS t_end, CAST(sum(n_aborts) AS BIGINT) AS n_aborts,
+    SELECT storm, min(t_start) AS t_start, max(t_end) AS t_end, CAST(sum(n_aborts) AS BIGINT) AS host_aborts,
            count(*) AS n_hosts,
            list(host ORDER BY t_start, host) AS hosts,
            list({'host': host, 'n_aborts': n_aborts, 't_start': t_start, 't_end': t_end,
@@ -87,9 +87,9 @@ storms AS (
     FROM hosts GROUP BY storm
     HAVING sum(n_aborts) >= min_aborts
 ),
--- the same request aborted on prefill and on decode is one request: joined on the room
+-- the same request aborted on prefill and on decode is one abort: joined on the room
 requests AS (
-    SELECT storm, count(DISTINCT coalesce('room ' || room, host || ' ' || req)) AS n_requests
+    SELECT storm, count(DISTINCT coalesce('room ' || room, host || ' ' || req)) AS n_aborts
     FROM numbered WHERE storm IN (SELECT storm FROM storms) GROUP BY storm
 ),
 -- the agent's side of a kill (TRANSCRIPTS.md §7-§10): replies that ended in an abort (finish_reason
@@ -130,8 +130,8 @@ agent AS (
 ),
 -- computed once here, not once per storm inside the subquery below
 wedges AS (SELECT host, t_start FROM wedge_intervals())
-SELECT s.t_start, s.t_end, s.n_aborts, q.n_requests, s.n_hosts, s.hosts, s.per_host, s.host_counts,
-       round(s.n_aborts / greatest(epoch(s.t_end - s.t_start), 1), 2) AS aborts_per_s,
+SELECT s.t_start, s.t_end, q.n_aborts, s.host_aborts, s.n_hosts, s.hosts, s.per_host, s.host_counts,
+       round(q.n_aborts / greatest(epoch(s.t_end - s.t_start), 1), 2) AS aborts_per_s,
        (SELECT count(*) FROM events e WHERE list_contains(s.hosts, e.host) AND e.ts > s.t_end
           AND e.ts <= s.t_end + to_microseconds(CAST(aftermath_s * 1e6 AS BIGINT))
           AND e.severity IN ('error', 'fatal')) AS errors_after,
