@@ -88,7 +88,8 @@ FROM (SELECT * FROM post_notif UNION ALL SELECT * FROM register_bootstrap UNION 
 WHERE host_a <> host_b;
 
 CREATE OR REPLACE VIEW clock_estimates AS
-WITH c AS (SELECT * FROM clock_constraints()),
+-- only the tightest bound of each direction counts: one row per host pair and rule from here on
+WITH c AS (SELECT host_a, host_b, rule, min(bound) AS bound, count(*) AS n FROM clock_constraints() GROUP BY ALL),
 -- the side of each host as the rules name it: prefill hosts are the reference of a pair
 prefill AS (
     SELECT host_a AS host FROM c WHERE starts_with(rule, 'prefill')
@@ -97,7 +98,7 @@ prefill AS (
 -- each pair read one way round (prefill host first, else by name): a bound of the reverse
 -- direction bounds the pair from below
 oriented AS (
-    SELECT c.host_a, c.host_b, c.bound,
+    SELECT c.host_a, c.host_b, c.bound, c.n,
            (c.host_a NOT IN (SELECT host FROM prefill)) AS a_late, (c.host_b NOT IN (SELECT host FROM prefill)) AS b_late
     FROM c
 ),
@@ -105,7 +106,8 @@ pairs AS (
     SELECT CASE WHEN forward THEN host_a ELSE host_b END AS host_a,
            CASE WHEN forward THEN host_b ELSE host_a END AS host_b,
            max(-bound) FILTER (WHERE NOT forward) AS lower_s, min(bound) FILTER (WHERE forward) AS upper_s,
-           count(*) FILTER (WHERE NOT forward) AS lower_pairs, count(*) FILTER (WHERE forward) AS upper_pairs
+           coalesce(sum(n) FILTER (WHERE NOT forward), 0) AS lower_pairs,
+           coalesce(sum(n) FILTER (WHERE forward), 0) AS upper_pairs
     FROM (SELECT *, (a_late < b_late OR (a_late = b_late AND host_a < host_b)) AS forward FROM oriented)
     GROUP BY ALL
 )
