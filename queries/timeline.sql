@@ -146,9 +146,10 @@ wedged AS (
       ON w.t_start < k.bucket_start + to_microseconds(CAST(k.bucket_s * 1e6 AS BIGINT)) AND w.t_end > k.bucket_start
     GROUP BY k.bucket_start
 ),
+-- a storm spans hosts: each host is marked over its own share of it
 storms AS (
     SELECT k.bucket_start, list(DISTINCT a.host ORDER BY a.host) AS hosts
-    FROM buckets k JOIN incident_abort_storms a
+    FROM buckets k JOIN (SELECT unnest(per_host, recursive := true) FROM incident_abort_storms) a
       ON a.t_start < k.bucket_start + to_microseconds(CAST(k.bucket_s * 1e6 AS BIGINT)) AND a.t_end >= k.bucket_start
     GROUP BY k.bucket_start
 )

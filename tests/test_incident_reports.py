@@ -84,11 +84,18 @@ def test_wedge_rows(store):
 
 def test_abort_storm_rows(store):
     storm = PLANTED["windows"]["storm"]
-    s = queries.run(store, "abort_storms").filter(pl.col("host") == storm["host"])
+    s = queries.run(store, "abort_storms")
+    # one kill, one storm: the prefill host and both decode hosts within seconds of each other
     assert s.height == 1
     row = s.row(0, named=True)
-    # the aborts that decode-0 logs: its requests caught in transfer (the others abort silently at debug level)
-    assert row["n_aborts"] == storm["aborted_in_transfer"]
+    per_host = {h["host"]: h["n_aborts"] for h in row["per_host"]}
+    assert set(per_host) == {"prefill-0", "decode-0", "decode-1"} == set(row["hosts"])
+    # each decode host counts the requests it aborted once, whatever number of lines each wrote
+    for host, n in storm["aborted_requests_by_host"].items():
+        assert per_host[host] == n
+    # prefill aborted every one of them, and a request on both sides is one request
+    assert per_host["prefill-0"] == row["n_aborts"] == sum(storm["aborted_requests_by_host"].values())
+    assert row["host_aborts"] == sum(per_host.values())
     assert t(storm["start"]) - dt.timedelta(seconds=1) <= row["t_start"] <= t(storm["end"])
     assert (row["t_end"] - row["t_start"]).total_seconds() <= 5
 

@@ -204,9 +204,10 @@ def test_html_renders_lanes_bands_and_replies_in_chromium(incident):
         assert f'data-lane="host" data-host="{host}"' in dom
         assert f'data-lane="load" data-host="{host}"' in dom
         assert f'data-lane="transfers" data-host="{host}"' in dom
-    # the planted wedge on decode-1 and the abort storm on both decode hosts
+    # the planted wedge on decode-1 and the abort storm on the prefill host and both decode hosts
     assert re.findall(r'data-band="wedge" data-host="([^"]+)"', dom) == [WINDOWS["wedge"]["host"]]
-    assert sorted(re.findall(r'data-band="abort-storm" data-host="([^"]+)"', dom)) == ["decode-0", "decode-1"]
+    assert sorted(re.findall(r'data-band="abort-storm" data-host="([^"]+)"', dom)) == ["decode-0", "decode-1",
+                                                                                        "prefill-0"]
     assert len(re.findall(r'data-corrupted="true"', dom)) == n_corrupted == len(PLANTED["corrupted_replies"])
     classes = collections.Counter(re.findall(r'data-class="(\w+)" data-corrupted="true"', dom))
     assert classes == collections.Counter(r["class"] for r in PLANTED["corrupted_replies"])
@@ -354,16 +355,16 @@ def test_perfetto_shows_the_planted_facts(incident):
     assert wb["pid"] == pid[w["host"]]
     assert abs(wb["ts"] - _us(w["start"])) < 10**6 and abs(we["ts"] - _us(w["end"])) < 10**6
     assert {str(r) for r in w["stuck_rooms"]} <= set(wb["args"]["rooms"])
-    # the abort storm: a slice on each decode host and its aborts as instants inside it
+    # the abort storm: a slice on each host it touched and the decode hosts' aborts as instants inside it
     s = WINDOWS["storm"]
     storms = {e["pid"]: e for e in events if e["ph"] == "b" and e["cat"] == "abort_storm"}
-    assert set(storms) == {pid["decode-0"], pid["decode-1"]}
+    assert set(storms) == {pid["prefill-0"], pid["decode-0"], pid["decode-1"]}
     assert abs(storms[pid[s["host"]]]["ts"] - _us(s["start"])) < 10**6
     for host, n in s["aborted_requests_by_host"].items():
         inside = [e for e in events if e["ph"] == "i" and e["cat"] == "abort" and e["pid"] == pid[host]
                   and _us(s["start"]) - 10**6 <= e["ts"] <= _us(s["end"]) + 10**6]
         assert len(inside) >= min(n, 20)
-        assert storms[pid[host]]["args"]["n_aborts"] >= 20
+        assert storms[pid[host]]["args"]["aborts_on_host"] == n
     aborted = {e["id"] for e in events if e["ph"] == "b" and e["cat"] == "transfer" and "aborted" in e["name"]}
     assert len(aborted & {str(r) for r in s["aborted_rooms"]}) >= s["aborted_in_transfer"] * 0.9
     # every planted corrupted reply, on its decode host, with its room as exact text
@@ -406,7 +407,7 @@ def test_svg_parses_and_names_every_panel(incident):
     (title,) = [t for t in texts if t.startswith("forensics timeline")]
     assert str(incident["store"].root) in title and f"{OFFSET_HOST} {OFFSET_S:+g} s" in title
     assert any(t.startswith("wedge (silence") for t in texts)
-    assert sum(t.startswith("abort storm") for t in texts) == 2
+    assert sum(t.startswith("abort storm") for t in texts) == 3  # one storm, a band per host
 
 
 def test_cli_writes_each_format_and_needs_a_file(incident, tmp_path):

@@ -1,8 +1,10 @@
 """Clock offsets between hosts, estimated from events of the same room that must happen in order.
 
 Two orderings are certain in PD serving (NIXL.md §7, §10): decode registers a request before prefill
-can bootstrap it (and post its KV), and prefill posts a WRITE before decode gets its notification
-(or finishes the request). Each ordered pair `a` (host A) before `b` (host B) bounds the offsets:
+can bootstrap it (post its KV, or finish it), and prefill posts a WRITE (and finishes the request)
+before decode gets its notification (or finishes the request). The rules are SQL
+(forensics/catalog/views/12_clock_estimates.sql), shared with the reports. Each ordered pair `a`
+(host A) before `b` (host B) bounds the offsets:
 
     off_B - off_A <= ts_b - ts_a + res_b
 
@@ -15,67 +17,15 @@ is its middle, or the one bound there is. Estimates are made on raw times; the o
 from __future__ import annotations
 
 import dataclasses
+import shlex
 
+import duckdb
 import polars as pl
 
-from forensics.catalog import connect
+from forensics.catalog import connect, snapshot_path
 from forensics.core.errors import UsageError
 from forensics.core.text import escape_control
 from forensics.ingest.store import Store
-
-# One row per ordered pair of observations (before on host_a, after on host_b) and the bound it gives.
-CONSTRAINTS_SQL = r"""
-WITH te AS (
-    SELECT * FROM transfer_events WHERE NOT unknown_enum AND bootstrap_room <> 0
-),
-ev AS (SELECT * FROM room_events),
--- prefill posts a unit before decode is notified of it (µs trace times on both sides)
-post_notif AS (
-    SELECT p.bootstrap_room, p.host AS host_a, d.host AS host_b, p.t AS ts_a, d.t AS ts_b, 0.0 AS res_b,
-           'prefill post -> decode notif' AS rule
-    FROM (SELECT bootstrap_room, kind, chunk, host, min(ts) AS t FROM te
-          WHERE side = 'prefill' AND event = 'post' GROUP BY ALL) p
-    JOIN (SELECT bootstrap_room, kind, chunk, host, min(ts) AS t FROM te
-          WHERE side = 'decode' AND event IN ('notif', 'done') GROUP BY ALL) d
-      ON p.bootstrap_room = d.bootstrap_room AND p.kind = d.kind AND p.chunk IS NOT DISTINCT FROM d.chunk
-),
--- decode registers the request before prefill learns where to write (bootstrap) or posts anything
-decode_first AS (
-    SELECT bootstrap_room, host, min(ts) AS t FROM ev
-    WHERE side = 'decode' AND kind = 'request_received' AND ts IS NOT NULL GROUP BY ALL
-),
-prefill_after AS (
-    SELECT bootstrap_room, host, arg_min(res, t) AS res, min(t) AS t FROM (
-        SELECT bootstrap_room, host, ts AS t, ts_resolution_s AS res FROM ev
-        WHERE side = 'prefill' AND kind = 'bootstrapped' AND ts IS NOT NULL
-        UNION ALL
-        SELECT bootstrap_room, host, ts, 0.0 FROM te WHERE side = 'prefill' AND event = 'post'
-    ) GROUP BY ALL
-),
-register_bootstrap AS (
-    SELECT d.bootstrap_room, d.host, p.host, d.t, p.t, p.res, 'decode request -> prefill bootstrap/post'
-    FROM decode_first d JOIN prefill_after p USING (bootstrap_room)
-),
--- a request decode finished normally had all its KV posted by prefill first
-prefill_last AS (
-    SELECT bootstrap_room, host, max(ts) AS t FROM te WHERE side = 'prefill' AND event = 'post' GROUP BY ALL
-),
-decode_finish AS (
-    SELECT bootstrap_room, host, arg_min(ts_resolution_s, ts) AS res, min(ts) AS t FROM ev
-    WHERE side = 'decode' AND kind = 'request_finished' AND finish_reason IS DISTINCT FROM 'abort'
-      AND ts IS NOT NULL
-    GROUP BY ALL
-),
-post_finish AS (
-    SELECT p.bootstrap_room, p.host, d.host, p.t, d.t, d.res, 'prefill post -> decode finish'
-    FROM prefill_last p JOIN decode_finish d USING (bootstrap_room)
-)
-SELECT bootstrap_room, host_a, host_b, rule,
-       CAST(date_diff('microsecond', ts_a, ts_b) AS DOUBLE) / 1e6 + res_b AS bound
-FROM (SELECT * FROM post_notif UNION ALL SELECT * FROM register_bootstrap UNION ALL SELECT * FROM post_finish)
-WHERE host_a <> host_b
-ORDER BY host_a, host_b, rule, bootstrap_room
-"""
 
 
 @dataclasses.dataclass
@@ -91,6 +41,7 @@ class PairEstimate:
     n_upper: int
     in_force: float  # offsets[host_b] - offsets[host_a] as configured
     consistent: bool  # lower <= upper: otherwise an ordering assumption failed (or hosts share a name)
+    skew: float | None = None  # what the bounds prove: the estimate when they are tight, else the bound nearest 0
 
     @property
     def in_force_ok(self) -> bool:
@@ -112,8 +63,9 @@ class ClockReport:
                 "estimate_s": p.estimate, "lower_s": p.lower, "upper_s": p.upper,
                 "pairs": p.n_lower + p.n_upper, "lower_pairs": p.n_lower, "upper_pairs": p.n_upper,
                 "in_force_s": p.in_force, "in_force_ok": p.in_force_ok, "consistent": p.consistent,
-                "suggest": None if p.estimate is None else
-                f"forensics clocks set {p.host_b} {self.offsets.get(p.host_a, 0.0) + p.estimate:.6f}",
+                # a wide interval's middle is a guess: suggest only what the bounds show
+                "suggest": None if p.skew is None else
+                f"forensics clocks set {p.host_b} {self.offsets.get(p.host_a, 0.0) + p.skew:.6f}",
             })
         return pl.DataFrame(rows, schema={
             "host_a": pl.Utf8, "host_b": pl.Utf8, "estimate_s": pl.Float64, "lower_s": pl.Float64,
@@ -125,7 +77,8 @@ def constraints(store: Store) -> pl.DataFrame:
     """Every ordered cross-host pair of the same room: (room, host_a, host_b, rule, bound) on raw clocks."""
     con = connect(store.require(), offsets={})
     try:
-        return pl.from_arrow(con.sql(CONSTRAINTS_SQL).to_arrow_table())
+        return pl.from_arrow(con.sql("SELECT * FROM clock_constraints() ORDER BY host_a, host_b, rule, bootstrap_room")
+                             .to_arrow_table())
     finally:
         con.close()
 
@@ -133,31 +86,16 @@ def constraints(store: Store) -> pl.DataFrame:
 def estimate(store: Store) -> ClockReport:
     """Offset estimates for every host pair that shares rooms, beside the offsets in force."""
     offsets = store.require().clocks()
-    c = constraints(store)
-    # prefill hosts are the reference: a pair reads "how far this decode host runs ahead of prefill"
-    prefill = set(c.filter(pl.col("rule").str.starts_with("prefill"))["host_a"].to_list()) | set(
-        c.filter(pl.col("rule").str.starts_with("decode"))["host_b"].to_list())
-    pairs: dict[tuple[str, str], dict] = {}
-    for a, b, bound in c.select("host_a", "host_b", "bound").iter_rows():
-        # canonical pair (x, y), delta = off_y - off_x; a before b bounds off_b - off_a from above
-        x, y = sorted((a, b), key=lambda h: (h not in prefill, h))
-        d = pairs.setdefault((x, y), {"lo": [], "hi": []})
-        if (a, b) == (x, y):
-            d["hi"].append(bound)
-        else:
-            d["lo"].append(-bound)
-    out = []
-    for (x, y), d in sorted(pairs.items()):
-        lo = max(d["lo"]) if d["lo"] else None
-        hi = min(d["hi"]) if d["hi"] else None
-        if lo is not None and hi is not None:
-            est = (lo + hi) / 2 if lo <= hi else None
-        else:
-            est = lo if hi is None else hi
-        out.append(PairEstimate(x, y, est, lo, hi, len(d["lo"]), len(d["hi"]),
-                                offsets.get(y, 0.0) - offsets.get(x, 0.0),
-                                lo is None or hi is None or lo <= hi))
-    return ClockReport(offsets, out)
+    # raw clocks: the estimate is what the logs say, whatever offsets are set
+    con = connect(store, offsets={})
+    try:
+        rows = con.sql("SELECT host_a, host_b, estimate_s, lower_s, upper_s, lower_pairs, upper_pairs, consistent, "
+                       "skew_s FROM clock_estimates ORDER BY host_a, host_b").fetchall()
+    finally:
+        con.close()
+    return ClockReport(offsets, [
+        PairEstimate(a, b, est, lo, hi, n_lo, n_hi, offsets.get(b, 0.0) - offsets.get(a, 0.0), ok, skew)
+        for a, b, est, lo, hi, n_lo, n_hi, ok, skew in rows])
 
 
 def set_offset(store: Store, host: str, seconds: float) -> dict[str, float]:
@@ -173,3 +111,73 @@ def describe_offsets(offsets: dict[str, float]) -> str:
     if not offsets:
         return "clock offsets: none applied"
     return "clock offsets applied: " + ", ".join(f"{escape_control(h)} {v:+g} s" for h, v in sorted(offsets.items()))
+
+
+# skew the estimates see beyond this, on a host with no offset set, is named in every report's header:
+# whole-second log stamps make anything less indistinguishable from no skew
+WARN_SKEW_S = 1.0
+
+# per host, the pair with most evidence; read from the snapshot of clock_estimates that the report's
+# connection already has (the estimate is never recomputed per report)
+_UNSET_SQL = """
+SELECT host_b AS host, arg_max(host_a, lower_pairs + upper_pairs) AS reference,
+       arg_max(skew_s, lower_pairs + upper_pairs) AS skew_s, max(lower_pairs + upper_pairs) AS pairs
+FROM clock_estimates WHERE skew_s IS NOT NULL
+GROUP BY host_b
+ORDER BY host_b
+"""
+
+
+def _sql_text(s: str) -> str:
+    return s.replace("'", "''")
+
+
+@dataclasses.dataclass(frozen=True)
+class UnsetOffset:
+    """A host whose clock the estimates see `skew_s` ahead of `reference` (on the offsets in force)."""
+
+    host: str
+    reference: str
+    skew_s: float
+    pairs: int
+
+    def command(self, store: Store) -> str:
+        """The command that records the offset (the skew is relative to corrected times: it is the offset)."""
+        return f"forensics clocks set {shlex.quote(self.host)} {self.skew_s:.3f} --store {shlex.quote(str(store.root))}"
+
+
+def unset_offsets(store: Store, con=None) -> list[UnsetOffset]:
+    """Hosts with an estimated skew above WARN_SKEW_S and no offset in clocks.json."""
+    offsets = store.clocks()
+    own = con is None
+    if own:
+        # a command that has no connection of its own to lend: the snapshot a report left, read alone,
+        # costs milliseconds where opening the catalog costs seconds on a large store
+        snap = snapshot_path(store.require(), "clock_estimates")
+        if snap is None:
+            con = connect(store, offsets, materialize=True)
+        else:
+            con = duckdb.connect(":memory:")
+            con.execute(f"CREATE VIEW clock_estimates AS SELECT * FROM read_parquet('{_sql_text(str(snap))}')")
+    try:
+        rows = con.sql(_UNSET_SQL).fetchall()
+    finally:
+        if own:
+            con.close()
+    return [UnsetOffset(h, ref, skew, n) for h, ref, skew, n in rows
+            if h not in offsets and abs(skew) > WARN_SKEW_S]
+
+
+# where a warning's command starts: renderers set the command apart (Markdown code)
+SET_IT = "Set it: "
+
+
+def clock_warnings(store: Store, con=None) -> list[str]:
+    """One line per unset offset the estimates call for, with the command that sets it (report headers)."""
+    out = []
+    for u in unset_offsets(store, con):
+        way = "ahead of" if u.skew_s > 0 else "behind"
+        out.append(f"warning: {escape_control(u.host)}'s clock runs about {abs(u.skew_s):.1f} s {way} "
+                   f"{escape_control(u.reference)}'s ({u.pairs} room event pairs) and no offset is set for it; "
+                   f"its times are off by that much. {SET_IT}{escape_control(u.command(store))}")
+    return out

@@ -14,6 +14,7 @@ import os
 import polars as pl
 
 from forensics.analysis import stats
+from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
@@ -46,7 +47,7 @@ def build(stores: list[str], baseline: str | None = None) -> dict:
     stores = list(stores)
     if baseline is not None and os.path.isdir(baseline) and not any(_same_path(baseline, s) for s in stores):
         stores.insert(0, baseline)  # a baseline store not listed among the others is compared too
-    rates, bands, offsets = [], [], {}
+    rates, bands, offsets, warnings = [], [], {}, []
     for path in stores:
         store = Store(path).require()
         name = os.path.basename(os.path.normpath(path))
@@ -56,6 +57,7 @@ def build(stores: list[str], baseline: str | None = None) -> dict:
             r = pl.from_arrow(con.sql(RATE_SQL, params={"default_run": name}).to_arrow_table())
             rates.append(r.with_columns(pl.lit(path).alias("store")))
             b = queries.run(store, "decode_throughput_bands", con=con)
+            warnings += [f"{name}: {w}" for w in clock_warnings(store, con)]
             bands.append(b.with_columns(pl.when(pl.col("run") == "default").then(pl.lit(name))
                                         .otherwise(pl.col("run")).alias("run")))
         finally:
@@ -82,7 +84,7 @@ def build(stores: list[str], baseline: str | None = None) -> dict:
     # the baseline first, then the others in the order given
     rows.sort(key=lambda r: r["verdict"] != "baseline")
     with_replies = set(rate["store"]) if rate.height else set()
-    return {"clock_offsets": offsets,
+    return {"clock_offsets": offsets, "clock_warnings": warnings,
             "without_replies": [s for s in stores if s not in with_replies],
             "baseline": None if base is None else {"run": base["run"], "store": base["store"], "chosen_by": why},
             "corruption": pl.DataFrame(rows, schema=CORRUPTION_SCHEMA),

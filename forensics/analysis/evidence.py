@@ -14,6 +14,7 @@ import math
 import polars as pl
 
 from forensics.analysis import stats
+from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
 from forensics.catalog.sql import run_sql
@@ -156,12 +157,13 @@ def build(store: Store) -> dict:
         comparisons = compare_dimensions(feats)
         report = {
             "clock_offsets": offsets,
+            "clock_warnings": clock_warnings(store, con),
             "summary": _summary(summary, comparisons),
             "comparisons": comparisons,
             "corrupted_replies": queries.run(store, "corrupted_context", con=con),
             # default thresholds, from the snapshotted views the timeline uses too
             "wedges": run_sql(store, "SELECT * FROM incident_wedges ORDER BY t_start, host, kind", con=con),
-            "abort_storms": run_sql(store, "SELECT * FROM incident_abort_storms ORDER BY t_start, host", con=con),
+            "abort_storms": run_sql(store, "SELECT * FROM incident_abort_storms ORDER BY t_start", con=con),
             "checksum_mismatches": queries.run(store, "checksum_mismatches", con=con),
         }
     finally:

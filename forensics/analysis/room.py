@@ -6,6 +6,7 @@ import dataclasses
 
 import polars as pl
 
+from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.core.errors import ForensicsError, UsageError
 from forensics.ingest.store import Store
@@ -36,6 +37,7 @@ class RoomStory:
     offsets: dict[str, float]  # the offsets the times were corrected with
     summary: pl.DataFrame  # the room's row of `rooms`
     timeline: pl.DataFrame
+    clock_warnings: list[str] = dataclasses.field(default_factory=list)  # unset offsets the estimates call for
 
 
 def parse_room(text: str) -> int:
@@ -57,9 +59,10 @@ def room_story(store: Store, room: int, offsets: dict[str, float] | None = None)
         timeline = pl.from_arrow(con.sql(STORY_SQL, params={"room": room}).to_arrow_table())
         summary = pl.from_arrow(con.sql("SELECT * FROM rooms WHERE bootstrap_room = $room",
                                         params={"room": room}).to_arrow_table())
+        warnings = clock_warnings(store, con) if offsets is None else []
     finally:
         con.close()
     if timeline.height == 0:
         raise ForensicsError(f"no line or trace event names room {room}",
                              help="list rooms with `forensics sql \"SELECT bootstrap_room, outcome FROM rooms\"`")
-    return RoomStory(room, used, summary, timeline)
+    return RoomStory(room, used, summary, timeline, warnings)

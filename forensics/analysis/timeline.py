@@ -6,6 +6,7 @@ import re
 
 import polars as pl
 
+from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
 from forensics.catalog.sql import run_sql
@@ -57,14 +58,15 @@ def build(store: Store, bucket: str = "auto", since: str | None = None, until: s
                            con=con)
         # the default thresholds, as the bucket markers use them (one shared, snapshotted computation)
         wedges = run_sql(store, "SELECT * FROM incident_wedges ORDER BY t_start, host, kind", con=con)
-        storms = run_sql(store, "SELECT * FROM incident_abort_storms ORDER BY t_start, host", con=con)
+        storms = run_sql(store, "SELECT * FROM incident_abort_storms ORDER BY t_start", con=con)
+        warnings = clock_warnings(store, con)
     finally:
         con.close()
     if host:
         wedges = wedges.filter(pl.col("host") == host)
-        storms = storms.filter(pl.col("host") == host)
+        storms = storms.filter(pl.col("hosts").list.contains(host))
     return {"bucket_s": bucket_s, "since": since, "until": until, "host": host, "clock_offsets": offsets,
-            "rows": rows, "wedges": wedges, "abort_storms": storms}
+            "clock_warnings": warnings, "rows": rows, "wedges": wedges, "abort_storms": storms}
 
 
 def anomalies(rows: pl.DataFrame) -> pl.Series:

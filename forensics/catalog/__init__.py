@@ -207,6 +207,15 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tu
             shutil.rmtree(old, ignore_errors=True)
 
 
+def snapshot_path(store: Store, name: str) -> Path | None:
+    """The Parquet snapshot of derived view `name` for the store as it is now, if a report wrote one."""
+    if not store.exists():
+        return None
+    version, verdicts = verdict_files(store)
+    path = _cache_dir(store, store.clocks(), (version, [Path(f).name for f in verdicts])) / f"{name}.parquet"
+    return path if path.exists() else None
+
+
 def derived_views() -> list[tuple[str, str]]:
     """(file name, SQL) of forensics/views/*.sql, in file-name order."""
     pkg = resources.files("forensics.catalog.views")

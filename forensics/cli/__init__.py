@@ -141,6 +141,14 @@ def sql(query, store, fmt, params):
     render(df, fmt)
 
 
+def _echo_clock_warnings(store, err: bool) -> None:
+    """The unset-offset warnings of the header, for a command whose result is a bare table."""
+    from forensics.analysis.clocks import clock_warnings
+
+    for w in clock_warnings(store):
+        click.echo(w, err=err)
+
+
 def _params(items) -> dict:
     from forensics.core.errors import UsageError
 
@@ -205,6 +213,7 @@ def replies(corrupted, cls, session, store, fmt):
     from forensics.reports.text import print_replies
 
     df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
+    _echo_clock_warnings(Store(store), err=fmt in ("csv", "json"))
     if fmt == "table":
         print_replies(df)
     else:
@@ -261,6 +270,8 @@ def room(room, store, fmt):
     story = room_story(Store(store), parse_room(room))
     to_err = fmt in ("csv", "json")
     click.echo(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", err=to_err)
+    for w in story.clock_warnings:
+        click.echo(w, err=to_err)
     if story.summary.height:
         row = story.summary.row(0, named=True)
         keys = ("outcome", "sides_seen", "prefill_host", "decode_host", "rid_prefill", "rid_decode",

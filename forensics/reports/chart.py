@@ -91,7 +91,7 @@ def write(model: dict, path: str, store: Store, fmt: str) -> None:
                 band(ax, w, "#c92a2a", f"wedge ({w['kind']}, {w['silent_s']:.0f} s)")
         for s in d["storms"]:
             if s["host"] == h["name"]:
-                band(ax, s, "#e67700", f"abort storm ({s['n_aborts']})", height=0.86, label_at="t1")
+                band(ax, s, "#e67700", f"abort storm ({s['aborts_on_host']} of {s['n_aborts']})", height=0.86, label_at="t1")
         ax.set_title(f"{h['name']} ({h['role']})", loc="left", fontsize=10, fontweight="bold")
         handles = ax.get_legend_handles_labels()[0] + tw.get_legend_handles_labels()[0]
         if handles:
@@ -121,7 +121,7 @@ def write(model: dict, path: str, store: Store, fmt: str) -> None:
     ax.set_xlabel("UTC")
     ax.set_xlim(edges[0], edges[-1])
     fig.suptitle(f"forensics timeline — {escape_control(str(store.root))} — {describe_offsets(d['offsets'])} — "
-                 f"{model['bucket_s']:g} s buckets", fontsize=11)
+                 f"{model['bucket_s']:g} s buckets" + "".join("\n" + w for w in d["clock_warnings"]), fontsize=11)
     # text stays text in the SVG (searchable, and the panel titles can be checked); no date, so
     # the same store gives the same file
     with rc_context({"svg.fonttype": "none", "svg.hashsalt": "forensics"}):

@@ -66,11 +66,21 @@ def gather(model: dict, store: Store, stats: bool = False) -> dict:
         "marks": safe(marks.to_dicts()),
         "replies": safe(reply_rows),
         "wedges": safe([{**w, "t0": us(w["t_start"]), "t1": us(w["t_end"])} for w in model["wedges"].to_dicts()]),
-        "storms": safe([{**s, "t0": us(s["t_start"]), "t1": us(s["t_end"])}
-                        for s in model["abort_storms"].to_dicts()]),
+        "storms": safe(storm_bands(model["abort_storms"])),
         "stats": safe(raw_stats.to_dicts()),
         "offsets": dict(sorted(model["clock_offsets"].items())),
+        "clock_warnings": safe(model.get("clock_warnings", [])),
     }
+
+
+def storm_bands(storms: pl.DataFrame) -> list[dict]:
+    """One band per host of each storm, over that host's share of it; the storm's totals ride along."""
+    out = []
+    for s in storms.to_dicts():
+        for h in s.pop("per_host") or []:
+            out.append({**s, "host": h["host"], "aborts_on_host": h["n_aborts"], "t0": us(h["t_start"]),
+                        "t1": us(h["t_end"]), "storm_t0": us(s["t_start"]), "storm_t1": us(s["t_end"])})
+    return out
 
 
 def _counters_sql() -> str:
@@ -88,7 +98,7 @@ def _hosts(model, load, rooms, marks, roles) -> list[dict]:
     """Hosts with something to draw, prefill first (the order of the flow), then by name."""
     seen = set(load["host"].to_list()) | set(marks["host"].to_list())
     seen |= set(rooms["prefill_host"].drop_nulls().to_list()) | set(rooms["decode_host"].drop_nulls().to_list())
-    seen |= set(model["wedges"]["host"].to_list()) | set(model["abort_storms"]["host"].to_list())
+    seen |= set(model["wedges"]["host"].to_list()) | {h for hs in model["abort_storms"]["hosts"].to_list() for h in hs}
     if model["host"]:
         seen &= {model["host"]}
     role_of = dict(roles)

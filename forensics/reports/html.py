@@ -71,7 +71,8 @@ def page_data(model: dict, d: dict, store_name: str) -> dict:
                              f"{w['ended_by']}"}
                    for w in d["wedges"] if w["host"] in index],
         "storms": [{"host": index[s["host"]], "t0": ms(s["t0"]), "t1": ms(s["t1"]),
-                    "label": f"abort storm: {s['n_aborts']} aborts ({s['aborts_per_s']}/s)"}
+                    "label": f"abort storm: {s['aborts_on_host']} of {s['n_aborts']} aborts on {s['n_hosts']} hosts "
+                             f"({s['aborts_per_s']}/s)"}
                    for s in d["storms"] if s["host"] in index],
         "other_replies": other_replies(model),
         "class_colors": CLASS_COLORS,
@@ -113,7 +114,7 @@ def write(model: dict, path: str, store: Store) -> None:
     page = fill(_asset("timeline.html"), {
         "TITLE": html.escape(f"forensics timeline — {escape_control(str(store.root))}"),
         "STORE": html.escape(escape_control(str(store.root))),
-        "OFFSETS": html.escape(describe_offsets(d["offsets"])),
+        "OFFSETS": "<br>".join(html.escape(t) for t in [describe_offsets(d["offsets"]), *d["clock_warnings"]]),
         "SUMMARY": html.escape(escape_control(header)),
         "LEGEND": legend,
         "OUTCOMES": outcomes,

@@ -108,8 +108,9 @@ def perfetto_trace(model: dict, d: dict, store_name: str) -> dict:
         pid, tid = track(s["host"], None)
         sid = f"{s['host']}/{s['t0']}"
         ev.append({"ph": "b", "cat": "abort_storm", "name": "abort storm", "id": sid, "pid": pid, "tid": tid,
-                   "ts": s["t0"], "args": {k: s.get(k) for k in ("n_aborts", "aborts_per_s", "errors_after",
-                                                                  "corrupted_replies_after")}})
+                   "ts": s["t0"], "args": {k: s.get(k) for k in ("aborts_on_host", "n_aborts", "host_aborts", "host_counts",
+                                                                  "aborts_per_s", "errors_after",
+                                                                  "corrupted_replies_after", "agent_aborts")}})
         ev.append({"ph": "e", "cat": "abort_storm", "name": "abort storm", "id": sid, "pid": pid, "tid": tid,
                    "ts": s["t1"]})
 
@@ -134,7 +135,8 @@ def perfetto_trace(model: dict, d: dict, store_name: str) -> dict:
         # Perfetto's tokenizer stops at the first key it does not know: only these three, this order
         "displayTimeUnit": "ms",
         "otherData": {"source": "forensics timeline", "store": escape_control(store_name),
-                      "clock_offsets": describe_offsets(d["offsets"]), "bucket_s": model["bucket_s"]},
+                      "clock_offsets": describe_offsets(d["offsets"]), "clock_warnings": d["clock_warnings"],
+                      "bucket_s": model["bucket_s"]},
         "traceEvents": meta + ev,
     }
 

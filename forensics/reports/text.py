@@ -13,7 +13,7 @@ import sys
 
 import polars as pl
 
-from forensics.analysis.clocks import describe_offsets
+from forensics.analysis.clocks import SET_IT, describe_offsets
 from forensics.reports.render import dumps_json, escape_control, flat, markdown, to_json_rows
 
 TIMELINE_TABLE_COLUMNS = [
@@ -49,6 +49,7 @@ def timeline_json(model: dict) -> str:
         "kind": "forensics.timeline", "version": 1,
         "bucket_s": model["bucket_s"], "since": model["since"], "until": model["until"], "host": model["host"],
         "clock_offsets": model["clock_offsets"],
+        "clock_warnings": model.get("clock_warnings", []),
         "columns": rows.columns,
         "rows": _clean_floats(to_json_rows(rows)),
         "wedges": _clean_floats(to_json_rows(model["wedges"])),
@@ -67,10 +68,14 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         return
     rows = rows.with_columns(anomaly=anomalies(rows))
     if fmt == "csv":
+        # CSV has no header to carry them: the warnings go where the user still sees them
+        for w in model.get("clock_warnings", []):
+            sys.stderr.write(w + "\n")
         out.write(flat(rows).write_csv())
         return
     if fmt == "markdown":
         out.write(f"_{describe_offsets(model['clock_offsets'])}; bucket {model['bucket_s']:g} s_\n\n")
+        markdown_warnings(out, model.get("clock_warnings", []))
         shown = rows.filter((pl.col("anomaly") != "") | (pl.col("replies") > 0) | pl.col("transfers").gt(0))
         out.write(markdown(shown.select([*TIMELINE_TABLE_COLUMNS, "anomaly"])))
         _markdown_section(out, "Wedges", model["wedges"])
@@ -80,6 +85,7 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
     from rich.table import Table
 
     con = Console(file=out, highlight=False, width=None if out.isatty() else 200)
+    print_warnings(con, model.get("clock_warnings", []))
     t = Table(title=f"timeline ({model['bucket_s']:g} s buckets) — {describe_offsets(model['clock_offsets'])}",
               header_style="bold")
     cols = [*TIMELINE_TABLE_COLUMNS, "anomaly"]
@@ -97,6 +103,28 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         if df.height:
             con.print(f"[bold]{title}[/bold]")
             _rich_frame(con, df)
+
+
+def markdown_warnings(out, warnings: list[str]) -> None:
+    """The header's clock warnings (forensics.analysis.clocks.clock_warnings) as Markdown quotes."""
+    for w in warnings:
+        text, _, command = w.rpartition(SET_IT)
+        out.write(f"> **{_md_text((text or command).strip())}**"
+                  + (f" {_md_text(SET_IT)}`{command}`" if text else "") + "\n\n")
+
+
+def print_warnings(con, warnings: list[str]) -> None:
+    """The header's clock warnings on a rich console, as plain text (host names are not markup)."""
+    from rich.text import Text
+
+    for w in warnings:
+        # never wrapped: the command in it is copied and pasted
+        con.print(Text(w, style="bold yellow"), soft_wrap=True)
+
+
+def _md_text(s: str) -> str:
+    return (escape_control(s).replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")
+            .replace("<", "&lt;").replace(">", "&gt;"))
 
 
 def _cell(v) -> str:
@@ -145,6 +173,7 @@ def render_evidence(report: dict, fmt: str, out=None) -> None:
     s = report["summary"]
     out.write("## Evidence\n\n")
     out.write(f"_{describe_offsets(report['clock_offsets'])}_\n\n")
+    markdown_warnings(out, report.get("clock_warnings", []))
     if s["replies"]:
         out.write(f"{s['corrupted']} of {s['replies']} replies corrupted ({100 * s['corrupted_rate']:.1f}%, "
                   f"95% CI {100 * s['ci_low']:.1f}-{100 * s['ci_high']:.1f}%); {s['config_leaks']} config leaks "
@@ -221,6 +250,7 @@ def render_compare(result: dict, fmt: str, out=None) -> None:
         out.write(evidence_json({"kind_detail": "compare", **{k: _jsonable(v) for k, v in result.items()}}) + "\n")
         return
     out.write("## Corruption rate per run\n\n")
+    markdown_warnings(out, result.get("clock_warnings", []))
     b = result.get("baseline")
     if b:
         out.write(f"Baseline: run `{b['run']}` of store `{b['store']}` ({b['chosen_by']}; `--baseline` chooses "

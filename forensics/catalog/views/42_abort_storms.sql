@@ -1,38 +1,142 @@
 -- name: abort_storm_intervals
--- description: table macro that finds abort storms; queries/abort_storms.sql calls it with its
---   parameters
--- inputs: events, replies, wedge_intervals
+-- description: table macro that finds abort storms across hosts; queries/abort_storms.sql calls it
+--   with its parameters
+-- inputs: events, raw_turns, replies, clock_estimates, wedge_intervals
 -- parameters:
---   abort_storm_intervals(window_s DOUBLE = 5, min_aborts INTEGER = 20, aftermath_s DOUBLE = 60)
+--   abort_storm_intervals(window_s DOUBLE = 5, min_aborts INTEGER = 20, aftermath_s DOUBLE = 60,
+--                         min_near INTEGER = 5, agent_window_s DOUBLE = 10, max_reply_s DOUBLE = 600)
 -- columns: see queries/abort_storms.sql
 
-CREATE OR REPLACE MACRO abort_storm_intervals(window_s := 5, min_aborts := 20, aftermath_s := 60) AS TABLE
--- an abort is an abort line or a failure whose reason is an abort (Aborted by AbortReq.)
-WITH aborts AS (
-    SELECT host, ts FROM events WHERE ts IS NOT NULL AND (kind = 'abort' OR reason = 'aborted')
+CREATE OR REPLACE MACRO abort_storm_intervals(window_s := 5, min_aborts := 20, aftermath_s := 60, min_near := 5,
+                                              agent_window_s := 10, max_reply_s := 600) AS TABLE
+-- every way a server writes that a request was aborted (SGLANG.md §8, §9.3, §9.4): abort lines
+-- (scheduler aborts, `Aborted by AbortReq.`, abort notifications and their ACKs), transfer and
+-- bootstrap failures whose reason is an abort, and `Finish:` lines whose finish_reason is an abort
+-- that says so. A finish_reason of type abort also carries timeouts, transfer errors and
+-- corruption (`Request … timed out`, `KVTransferError(…): NIXL transfer encountered ERR`): those
+-- are failures, not aborts, and a wedge's mass timeout must not read as a storm; so are the
+-- `Request waiting/running timeout reached.` lines
+WITH abort_lines AS (
+    SELECT host, ts, rid, nullif(bootstrap_room, 0) AS room, source_file, line_no
+    FROM events
+    WHERE ts IS NOT NULL AND (
+        (kind = 'abort' AND reason IS DISTINCT FROM 'request_timeout')
+        OR (kind IN ('transfer_failed', 'bootstrap_failed') AND reason = 'aborted')
+        OR (kind = 'request_finished' AND finish_reason = 'abort'
+            AND coalesce(regexp_matches(
+                regexp_extract(message, '[''"]finish_reason[''"]: \{[^}]*?[''"]message[''"]: ([^,}]*)', 1),
+                '^(?:None|null|[''"][^''"]*[Aa][Bb][Oo][Rr][Tt])'), true))
+    )
 ),
--- aborts closer than window_s to the previous one belong to the same burst
+-- one request writes several of these (`Received abort notification for room …`, `Decode transfer
+-- failed … Aborted by AbortReq.`, its `Finish:` line): a request is its room, else the room its rid
+-- has in other lines of the host, else its rid, else the line itself, and counts once per host
+rid_rooms AS (
+    SELECT e.host, e.rid, min(e.bootstrap_room) AS room
+    FROM events e
+    SEMI JOIN (SELECT DISTINCT host, rid FROM abort_lines WHERE room IS NULL AND rid IS NOT NULL) a
+      ON a.host = e.host AND a.rid = e.rid
+    WHERE e.bootstrap_room IS NOT NULL AND e.bootstrap_room <> 0
+    GROUP BY ALL
+),
+per_request AS (
+    SELECT a.host, coalesce(a.room, r.room) AS room,
+           coalesce('room ' || coalesce(a.room, r.room), 'rid ' || a.rid, 'line ' || a.source_file || ':' || a.line_no) AS req,
+           min(a.ts) AS ts
+    FROM abort_lines a LEFT JOIN rid_rooms r ON r.host = a.host AND r.rid = a.rid
+    GROUP BY ALL
+),
+-- a host whose skew the clock estimates see (no offset set, or a wrong one) is grouped on the
+-- estimate, so its share of a storm is not cut off; the times reported stay on the clocks in force
+skew AS (
+    SELECT host_b AS host, arg_max(skew_s, lower_pairs + upper_pairs) AS skew_s
+    FROM clock_estimates WHERE skew_s IS NOT NULL GROUP BY host_b
+),
+grouped AS (
+    SELECT p.*, coalesce(s.skew_s, 0) AS skew_s, epoch(p.ts) - coalesce(s.skew_s, 0) AS tx
+    FROM per_request p LEFT JOIN skew s USING (host)
+),
+-- a storm is dense: an abort with fewer than min_near aborts (any host) within window_s / 2 of it is
+-- background, and left out so that scattered aborts neither make a storm nor chain onto one
+near AS (
+    SELECT *, count(*) OVER (ORDER BY tx RANGE BETWEEN window_s / 2 PRECEDING AND window_s / 2 FOLLOWING) AS n_near
+    FROM grouped
+),
+dense AS (SELECT * FROM near WHERE n_near >= min_near),
+-- aborts closer than window_s to the previous one (any host) belong to the same storm
 marked AS (
-    SELECT host, ts,
-           CASE WHEN epoch(ts - lag(ts) OVER w) <= window_s THEN 0 ELSE 1 END AS new_burst
-    FROM aborts WINDOW w AS (PARTITION BY host ORDER BY ts)
+    SELECT *, CASE WHEN tx - lag(tx) OVER (ORDER BY tx, host, req) <= window_s THEN 0 ELSE 1 END AS new_storm
+    FROM dense
 ),
-bursts AS (
-    SELECT host, ts, sum(new_burst) OVER (PARTITION BY host ORDER BY ts ROWS UNBOUNDED PRECEDING) AS burst
-    FROM marked
+numbered AS (
+    SELECT *, sum(new_storm) OVER (ORDER BY tx, host, req ROWS UNBOUNDED PRECEDING) AS storm FROM marked
 ),
-per_burst AS (
-    SELECT host, min(ts) AS t_start, max(ts) AS t_end, count(*) AS n_aborts FROM bursts GROUP BY host, burst
+hosts AS (
+    SELECT storm, host, count(*) AS n_aborts, min(ts) AS t_start, max(ts) AS t_end, any_value(skew_s) AS skew_s
+    FROM numbered GROUP BY storm, host
 ),
-storms AS (SELECT * FROM per_burst WHERE n_aborts >= min_aborts),
+storms AS (
+    SELECT storm, min(t_start) AS t_start, max(t_end) AS t_end, CAST(sum(n_aborts) AS BIGINT) AS host_aborts,
+           count(*) AS n_hosts,
+           list(host ORDER BY t_start, host) AS hosts,
+           list({'host': host, 'n_aborts': n_aborts, 't_start': t_start, 't_end': t_end,
+                 'unapplied_skew_s': round(skew_s, 3)} ORDER BY t_start, host) AS per_host,
+           string_agg(host || ' ' || n_aborts
+                      || CASE WHEN abs(skew_s) > 1 THEN printf(' (clock %+.1f s off, not corrected)', skew_s) ELSE '' END,
+                      ', ' ORDER BY t_start, host) AS host_counts
+    FROM hosts GROUP BY storm
+    HAVING sum(n_aborts) >= min_aborts
+),
+-- the same request aborted on prefill and on decode is one abort: joined on the room
+requests AS (
+    SELECT storm, count(DISTINCT coalesce('room ' || room, host || ' ' || req)) AS n_aborts
+    FROM numbered WHERE storm IN (SELECT storm FROM storms) GROUP BY storm
+),
+-- the agent's side of a kill (TRANSCRIPTS.md §7-§10): replies that ended in an abort (finish_reason
+-- abort, HTTP 499, opencode's MessageAbortedError, a fetch AbortError), streams cut without [DONE],
+-- a reply the user interrupted (Claude Code's next user turn is `[Request interrupted by user…]`),
+-- and the last reply of a session that never completed (the process was killed mid-reply)
+turn_marks AS (
+    SELECT source, session_id, t_start, t_end, finish_reason, http_status, error_text, truncated,
+           lead(starts_with(coalesce(user_text, ''), '[Request interrupted by user'))
+               OVER (PARTITION BY source, session_id ORDER BY seq) AS interrupted_next,
+           lead(seq) OVER (PARTITION BY source, session_id ORDER BY seq) IS NULL AS last_in_session
+    -- the stored rows: user_text is not in the public view, and no verdict is needed here
+    FROM raw_turns
+),
+agent_aborted AS (
+    SELECT source, session_id, t_start, t_end,
+           t_end IS NULL AND last_in_session AND finish_reason IS NULL AND NOT coalesce(truncated, false)
+             AND error_text IS NULL AS in_flight
+    FROM turn_marks
+    WHERE finish_reason = 'abort' OR http_status = 499 OR truncated OR coalesce(interrupted_next, false)
+       OR regexp_matches(coalesce(error_text, ''), 'MessageAbortedError|AbortError|[Aa]borted|[Ii]nterrupted|[Cc]ancell?ed')
+       OR (t_end IS NULL AND last_in_session AND finish_reason IS NULL)
+),
+-- an aborted reply belongs to a storm when it ended within agent_window_s of it, or, killed in
+-- flight with no end, when it started before the storm ended and at most max_reply_s before it began
+agent AS (
+    SELECT s.storm, count(*) AS agent_aborts, count(DISTINCT a.source || ' ' || a.session_id) AS agent_sessions,
+           coalesce(min(a.t_end), max(a.t_start)) AS agent_t_start
+    FROM storms s JOIN agent_aborted a ON CASE
+        WHEN a.t_end IS NOT NULL THEN
+            a.t_end BETWEEN s.t_start - to_microseconds(CAST(agent_window_s * 1e6 AS BIGINT))
+                        AND s.t_end + to_microseconds(CAST(agent_window_s * 1e6 AS BIGINT))
+        WHEN a.in_flight THEN
+            a.t_start BETWEEN s.t_start - to_microseconds(CAST(max_reply_s * 1e6 AS BIGINT))
+                          AND s.t_end + to_microseconds(CAST(agent_window_s * 1e6 AS BIGINT))
+        ELSE false END
+    GROUP BY s.storm
+),
 -- computed once here, not once per storm inside the subquery below
 wedges AS (SELECT host, t_start FROM wedge_intervals())
-SELECT s.host, s.t_start, s.t_end, s.n_aborts,
-       round(s.n_aborts / greatest(epoch(s.t_end - s.t_start), 1), 2) AS aborts_per_s,
-       (SELECT count(*) FROM events e WHERE e.host = s.host AND e.ts > s.t_end
+SELECT s.t_start, s.t_end, q.n_aborts, s.host_aborts, s.n_hosts, s.hosts, s.per_host, s.host_counts,
+       round(q.n_aborts / greatest(epoch(s.t_end - s.t_start), 1), 2) AS aborts_per_s,
+       (SELECT count(*) FROM events e WHERE list_contains(s.hosts, e.host) AND e.ts > s.t_end
           AND e.ts <= s.t_end + to_microseconds(CAST(aftermath_s * 1e6 AS BIGINT))
           AND e.severity IN ('error', 'fatal')) AS errors_after,
        (SELECT count(*) FROM replies r WHERE r.corrupted AND r.t_start >= s.t_start
           AND r.t_start <= s.t_end + to_microseconds(CAST(aftermath_s * 1e6 AS BIGINT))) AS corrupted_replies_after,
-       (SELECT min(w.t_start) FROM wedges w WHERE w.host = s.host AND w.t_start >= s.t_start) AS next_wedge
-FROM storms s;
+       (SELECT min(w.t_start) FROM wedges w WHERE list_contains(s.hosts, w.host) AND w.t_start >= s.t_start) AS next_wedge,
+       coalesce(a.agent_aborts, 0) AS agent_aborts, coalesce(a.agent_sessions, 0) AS agent_sessions, a.agent_t_start
+FROM storms s JOIN requests q USING (storm) LEFT JOIN agent a USING (storm);
