@@ -166,7 +166,7 @@ def later(row) -> list[tuple]:
 
 
 def test_views_return_exactly_their_documented_columns(store):
-    for name in ("room_failures", "rooms"):
+    for name in ("clock_bounds", "room_failures", "rooms"):
         assert sql(store, f"SELECT * FROM {name} LIMIT 0").columns == [c.name for c in schema.TABLES[name].columns]
 
 
@@ -300,3 +300,48 @@ def test_room_command_shows_the_cause_then_its_consequences(store):
         f"  then +2.0 s  prefill {PREFILL} aborted (aborted)",
         f"  then +2.0 s  prefill {PREFILL} transfer_failed (transfer_error)",
     ]
+
+
+def hms(t: float) -> str:
+    # sglang prints whole seconds, truncated
+    return dt.datetime.fromtimestamp(int(t), dt.timezone.utc).strftime("%H:%M:%S")
+
+
+def test_an_unset_skew_the_rooms_show_is_allowed_for_and_no_clock_is_moved(tmp_path):
+    """Decode's clock runs 2.5 s ahead and no offset is set: its timeout prints after prefill's
+    bootstrap timeout that came 2 s later. Request logs bound the skew (a prefill request finishes only
+    after decode registered it), and the failures are ordered within those bounds."""
+    skew, t0 = 2.5, epoch("11:00:00")
+    inc = Incident()
+    for i in range(10):  # served rooms: decode registers, prefill finishes 0.3 s later
+        room, t = 1000 + i, t0 + 10 * i + 0.1
+        inc.line(DECODE, hms(t + skew), f"Receive: obj=GenerateReqInput(rid='{rid('decode', room)}', "
+                                         f"bootstrap_room={room})", "")
+        inc.line(PREFILL, hms(t + 0.3), f"Finish: obj=GenerateReqInput(rid='{rid('prefill', room)}', "
+                                        f"bootstrap_room={room}), out={{'meta_info': {{'id': '{rid('prefill', room)}', "
+                                        f"'finish_reason': {{'type': 'length', 'length': 1}}, 'prompt_tokens': 10}}}}", "")
+    t_timeout = t0 + 400.6  # decode prints 11:06:43, prefill 11:06:42
+    inc.line(DECODE, hms(t_timeout + skew), decode_failed(WEDGE, waiting(WEDGE)))
+    inc.line(PREFILL, hms(t_timeout + 2.0), prefill_failed(WEDGE, kvt(WEDGE, bootstrapping(WEDGE)), "bootstrap"))
+    store = tmp_path / "store"
+    ingest_paths([inc.write(tmp_path / "dump")], store)
+    bounds = {(r["host_a"], r["host_b"]): r for r in sql(store, "SELECT * FROM clock_bounds").iter_rows(named=True)}
+    ahead = bounds[(PREFILL, DECODE)]
+    # decode's Receive prints at :x2, prefill's Finish at :x0 (up to :x1): decode is at least 1 s ahead
+    assert (ahead["lower_s"], ahead["upper_s"], ahead["n_lower"], ahead["ahead_s"]) == (1.0, None, 10, 1.0)
+    assert bounds[(DECODE, PREFILL)]["ahead_s"] == -1.0
+    r = sql(store, "SELECT * FROM rooms WHERE bootstrap_room = $room", room=WEDGE).row(0, named=True)
+    assert (r["outcome"], r["outcome_side"]) == ("waiting_timeout", "decode")
+    # the times stay as the logs wrote them: the consequence shows before its cause
+    assert r["t_outcome"] == utc("11:06:43")
+    assert [(x["outcome"], x["ts"]) for x in r["later_failures"]] == [("bootstrap_timeout", utc("11:06:42"))]
+    # with the offset set, the same order comes from the times themselves
+    assert CliRunner().invoke(main, ["clocks", "set", DECODE, "2.5", "--store", str(store)]).exit_code == 0
+    r = sql(store, "SELECT outcome, t_outcome FROM rooms WHERE bootstrap_room = $room", room=WEDGE).row(0)
+    assert r == ("waiting_timeout", utc("11:06:40", 500000))
+    assert set(sql(store, "SELECT ahead_s FROM clock_bounds")["ahead_s"]) == {0.0}
+
+
+def test_clocks_the_rooms_do_not_contradict_are_trusted(store):
+    b = sql(store, "SELECT host_a, host_b, ahead_s FROM clock_bounds")
+    assert b.height == 2 and set(b["ahead_s"]) == {0.0}

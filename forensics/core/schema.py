@@ -299,6 +299,23 @@ TRANSFERS = register(Table(
     view=True,
 ))
 
+CLOCK_BOUNDS = register(Table(
+    "clock_bounds",
+    "How far one host's clock may still run ahead of another's after the offsets in force, bounded by events of "
+    "one room that must happen in order (the orderings of `forensics clocks`). One row per ordered host pair.",
+    (
+        Column("host_a", pl.Utf8, "the reference host"),
+        Column("host_b", pl.Utf8, "the other host"),
+        Column("lower_s", pl.Float64, "host_b's corrected clock runs at least this far ahead of host_a's (NULL: no bound)"),
+        Column("upper_s", pl.Float64, "... and at most this far (NULL: no bound)"),
+        Column("n_lower", pl.Int64, "ordered event pairs giving a lower bound"),
+        Column("n_upper", pl.Int64, "ordered event pairs giving an upper bound"),
+        Column("ahead_s", pl.Float64, "what room_failures allows for: upper_s (else lower_s) when the bounds exclude "
+                                      "zero, i.e. show the offsets in force to be off; else 0"),
+    ),
+    view=True,
+))
+
 ROOM_FAILURES = register(Table(
     "room_failures",
     "Every failure of a bootstrap room, from both sides' server logs and the transfer trace, classified into "
@@ -318,7 +335,8 @@ ROOM_FAILURES = register(Table(
         Column("cause_rank", pl.Int32, "order among failures of one moment, cause first: 0 waiting timeout, 1 bootstrap "
                                        "timeout, 2 request timeout, 3 transfer failure, 4 abort, 5 reason-less failure"),
         Column("first_failure", pl.Boolean, "the room's first failure, its outcome: of the failures that may have come "
-                                            "first (began before the earliest one surely ended), the lowest cause_rank"),
+                                            "first (began before the earliest one surely ended, allowing for the clock "
+                                            "differences clock_bounds shows), the lowest cause_rank"),
         Column("detail", pl.Utf8, "the message, or the trace event's error (else status)"),
         Column("clock_offset_s", pl.Float64, "clock offset subtracted from the host's ts"),
         Column("source_file", pl.Utf8, "file of the line or event"),

@@ -2,7 +2,7 @@
 -- description: every failure of a real bootstrap room (not 0), from both sides' server logs and the
 --   transfer trace, in one shape and classified into the room outcome it stands for; `rooms` takes
 --   its outcome from the earliest of them, and lists the rest as its later failures.
--- inputs: room_events, transfer_events (both clock-corrected)
+-- inputs: room_events, transfer_events (both clock-corrected), clock_bounds
 -- parameters: none (defines the scalar macro kv_failure_reason(text), used here and by rooms)
 -- columns: documented once in forensics/schema.py (ROOM_FAILURES) and printed by `forensics tables room_failures`;
 --   tests/test_room_outcomes.py checks that this view returns exactly those columns, in order.
@@ -98,19 +98,33 @@ ranked AS (
     FROM classified
 ),
 -- The failures that may have come first. A whole-second log line happened up to 1 s after its ts,
--- so the earliest failure is surely over by `t_sure`, the earliest ts + resolution; every failure
--- that began before then may be the first, and of those cause_rank decides, then the time, then
--- file order. A failure without a time decides only a room that has no timed one.
+-- so each host's earliest failure is surely over by its `t_sure`, the earliest ts + resolution there.
+-- A failure may be the first unless some host's t_sure precedes it, in that host's clock: when the
+-- room's events show two clocks still apart after the offsets in force (clock_bounds.ahead_s), the
+-- comparison allows for it. Of those, cause_rank decides, then the time, then file order. A failure
+-- without a time decides only a room that has no timed one.
 sure AS (
-    SELECT *,
-           min(ts + to_microseconds(CAST(round(ts_resolution_s * 1e6) AS BIGINT)))
-               OVER (PARTITION BY bootstrap_room) AS t_sure
+    SELECT bootstrap_room, host,
+           min(ts + to_microseconds(CAST(round(ts_resolution_s * 1e6) AS BIGINT))) AS t_sure
     FROM ranked
+    GROUP BY ALL
+),
+open_start AS (
+    SELECT r.bootstrap_room, r.source_file, r.line_no,
+           bool_and(CASE
+               WHEN r.ts IS NULL THEN s.t_sure IS NULL
+               WHEN s.t_sure IS NULL THEN true
+               ELSE r.ts - to_microseconds(CAST(round(coalesce(b.ahead_s, 0) * 1e6) AS BIGINT)) < s.t_sure
+                    OR (r.ts = s.t_sure AND r.ts_resolution_s = 0 AND r.host IS NOT DISTINCT FROM s.host)
+           END) AS may_be_first
+    FROM ranked r
+    JOIN sure s USING (bootstrap_room)
+    LEFT JOIN clock_bounds b ON b.host_a = s.host AND b.host_b = r.host
+    GROUP BY ALL
 ),
 candidates AS (
-    SELECT *,
-           coalesce(t_sure IS NULL OR ts < t_sure OR (ts = t_sure AND ts_resolution_s = 0), false) AS may_be_first
-    FROM sure
+    SELECT r.*, o.may_be_first
+    FROM ranked r JOIN open_start o USING (bootstrap_room, source_file, line_no)
 )
 SELECT
     bootstrap_room, ts, ts_resolution_s, side, host, source, what, outcome, reason, cause_rank,
