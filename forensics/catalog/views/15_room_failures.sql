@@ -85,7 +85,7 @@ classified AS (
 -- 500 and the decode half then logs `Aborted by AbortReq.` in the same second (NIXL.md §10.5).
 -- Last, a reason-less failure (`… transfer failed` with no exception, `unknown reason from another
 -- rank`): how every side reports a room that some other failure marked Failed, never a cause.
-ranked AS (
+ranked AS MATERIALIZED (
     SELECT *,
         CASE
             WHEN outcome = 'waiting_timeout' THEN 0

@@ -73,11 +73,13 @@ tf_room AS (
     FROM transfers
     GROUP BY 1
 ),
+-- the room's failures, computed once for the two uses below
+rf AS MATERIALIZED (SELECT * FROM room_failures),
 -- the failure that decides the outcome (room_failures says which and why)
 first_fail AS (
     SELECT bootstrap_room,
            {'ts': ts, 'side': side, 'host': host, 'outcome': outcome, 'reason': reason, 'detail': detail} AS ff
-    FROM room_failures
+    FROM rf
     WHERE first_failure
 ),
 -- every failure of the room, one entry per side, host and outcome (the same failure seen by several
@@ -89,7 +91,7 @@ fail_group AS (
         arg_min(reason, (cause_rank, coalesce(ts, 'infinity'::TIMESTAMPTZ), source_file, line_no)) AS reason,
         min(cause_rank) AS cause_rank,
         count(*) AS n
-    FROM room_failures
+    FROM rf
     GROUP BY ALL
 ),
 -- the entries besides the first failure's own: its consequences, in time order (cause first in a tie)
