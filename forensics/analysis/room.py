@@ -12,10 +12,13 @@ from forensics.core.errors import ForensicsError, UsageError
 from forensics.ingest.store import Store
 
 # Corrected time first; rows without a time (lines copied without a prefix) go last, in file order.
+# `failure` names the outcome a failure row stands for, and which one decided the room's outcome.
 STORY_SQL = """
-SELECT ts, host, side, source, what, detail,
-       CASE WHEN clock_offset_s <> 0 THEN printf('%+.6fs', -clock_offset_s) END AS clock_correction,
-       ts_raw, source_file, line_no
+SELECT s.ts, s.host, s.side, s.source, s.what,
+       CASE WHEN f.first_failure THEN f.outcome || ' (first)' ELSE f.outcome END AS failure,
+       s.detail,
+       CASE WHEN s.clock_offset_s <> 0 THEN printf('%+.6fs', -s.clock_offset_s) END AS clock_correction,
+       s.ts_raw, s.source_file, s.line_no
 FROM (
     SELECT ts, host, side, source, kind AS what, message AS detail, clock_offset_s, ts_raw, source_file, line_no
     FROM room_events WHERE bootstrap_room = $room
@@ -26,8 +29,9 @@ FROM (
                      'checksum=' || checksum, 'peer=' || peer, 'error=' || error),
            clock_offset_s, ts_raw, source_file, line_no
     FROM transfer_events WHERE bootstrap_room = $room
-)
-ORDER BY ts NULLS LAST, source_file, line_no
+) s
+LEFT JOIN (SELECT * FROM room_failures WHERE bootstrap_room = $room) f USING (source_file, line_no)
+ORDER BY s.ts NULLS LAST, s.source_file, s.line_no
 """
 
 

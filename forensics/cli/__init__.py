@@ -266,18 +266,15 @@ def room(room, store, fmt):
     from forensics.analysis.room import parse_room, room_story
     from forensics.ingest.store import Store
     from forensics.reports.render import render
+    from forensics.reports.room import summary_lines
 
     story = room_story(Store(store), parse_room(room))
     to_err = fmt in ("csv", "json")
     click.echo(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", err=to_err)
     for w in story.clock_warnings:
         click.echo(w, err=to_err)
-    if story.summary.height:
-        row = story.summary.row(0, named=True)
-        keys = ("outcome", "sides_seen", "prefill_host", "decode_host", "rid_prefill", "rid_decode",
-                "checksum_verdict", "mismatched_units")
-        click.echo("room " + str(story.room) + ": " + ", ".join(f"{k}={row[k]}" for k in keys if row[k] is not None),
-                   err=to_err)
+    for line in summary_lines(story):
+        click.echo(line, err=to_err)
     render(story.timeline, fmt)
 
 

@@ -299,6 +299,52 @@ TRANSFERS = register(Table(
     view=True,
 ))
 
+CLOCK_BOUNDS = register(Table(
+    "clock_bounds",
+    "How far one host's clock may still run ahead of another's after the offsets in force, bounded by events of "
+    "one room that must happen in order (the orderings of `forensics clocks`). One row per ordered host pair.",
+    (
+        Column("host_a", pl.Utf8, "the reference host"),
+        Column("host_b", pl.Utf8, "the other host"),
+        Column("lower_s", pl.Float64, "host_b's corrected clock runs at least this far ahead of host_a's (NULL: no bound)"),
+        Column("upper_s", pl.Float64, "... and at most this far (NULL: no bound)"),
+        Column("n_lower", pl.Int64, "ordered event pairs giving a lower bound"),
+        Column("n_upper", pl.Int64, "ordered event pairs giving an upper bound"),
+        Column("ahead_s", pl.Float64, "what room_failures allows for: upper_s (else lower_s) when the bounds exclude "
+                                      "zero, i.e. show the offsets in force to be off; else 0"),
+    ),
+    view=True,
+))
+
+ROOM_FAILURES = register(Table(
+    "room_failures",
+    "Every failure of a bootstrap room, from both sides' server logs and the transfer trace, classified into "
+    "the room outcome it stands for. `rooms` takes its outcome from the first. Clock offsets applied; room 0 excluded.",
+    (
+        Column("bootstrap_room", pl.Int64, "PD bootstrap room"),
+        Column("ts", TS, "corrected time of the line or trace event (NULL for a line without a time)"),
+        Column("ts_resolution_s", pl.Float64, "1.0 for a whole-second log prefix (true time up to 1 s later), else 0"),
+        Column("side", pl.Utf8, "'prefill' | 'decode' | 'unknown'"),
+        Column("host", pl.Utf8, "host that wrote it"),
+        Column("source", pl.Utf8, "'sglang' | 'request_log' (a `Finish:` that ended in an abort) | 'trace'"),
+        Column("what", pl.Utf8, "event kind of the line, or `<event> <kind> [chunk]` of the trace event"),
+        Column("outcome", pl.Utf8, "the outcome it stands for: 'waiting_timeout' | 'bootstrap_timeout' | 'aborted' | "
+                                   "'transfer_failed'"),
+        Column("reason", pl.Utf8, "normalised reason (SGLANG.md §9.3): waiting_timeout, bootstrap_timeout, aborted, "
+                                  "request_timeout, node_failure, transport, transfer_error (none given), ..."),
+        Column("cause_rank", pl.Int32, "order among failures of one moment, cause first: 0 waiting timeout, 1 bootstrap "
+                                       "timeout, 2 request timeout, 3 transfer failure, 4 abort, 5 reason-less failure"),
+        Column("first_failure", pl.Boolean, "the room's first failure, its outcome: of the failures that may have come "
+                                            "first (began before the earliest one surely ended, allowing for the clock "
+                                            "differences clock_bounds shows), the lowest cause_rank"),
+        Column("detail", pl.Utf8, "the message, or the trace event's error (else status)"),
+        Column("clock_offset_s", pl.Float64, "clock offset subtracted from the host's ts"),
+        Column("source_file", pl.Utf8, "file of the line or event"),
+        Column("line_no", pl.Int64, "its line number"),
+    ),
+    view=True,
+))
+
 ROOMS = register(Table(
     "rooms",
     "One row per bootstrap_room, joining both servers' events and the transfer trace. A room seen on one side "
@@ -316,7 +362,18 @@ ROOMS = register(Table(
         Column("t_first_transfer", TS, "first WRITE posted (or first notification when only decode is seen)"),
         Column("t_last_transfer", TS, "last transfer completion (or post when it never completed)"),
         Column("t_finished", TS, "request_finished, else the last failure or abort of the room"),
-        Column("outcome", pl.Utf8, "'ok' | 'aborted' | 'transfer_failed' | 'waiting_timeout' | 'bootstrap_timeout' | 'unknown'"),
+        Column("outcome", pl.Utf8, "the room's first failure in corrected time (room_failures; within a log line's 1 s, "
+                                   "the cause before its consequences): 'transfer_failed' | 'waiting_timeout' | "
+                                   "'bootstrap_timeout' | 'aborted'; without one 'ok' (finished, or every unit done), "
+                                   "else 'unknown'"),
+        Column("t_outcome", TS, "when that first failure happened (NULL for ok / unknown)"),
+        Column("outcome_side", pl.Utf8, "side that logged or traced it: 'prefill' | 'decode' | 'unknown'"),
+        Column("outcome_host", pl.Utf8, "host that logged or traced it"),
+        Column("outcome_reason", pl.Utf8, "its normalised reason (events.reason: waiting_timeout, transport, aborted, ...)"),
+        Column("later_failures", pl.List(pl.Struct({"ts": TS, "side": pl.Utf8, "host": pl.Utf8, "outcome": pl.Utf8,
+                                                    "reason": pl.Utf8, "n": pl.Int64})),
+               "the room's other failures, its consequences: one entry per side, host and outcome other than the "
+               "first failure's own (ts of its first line or event, n of them), in time order; empty when none"),
         Column("checksum_prefill", pl.Utf8, "prefill checksums compared (hex; comma-separated by kind, chunk, rank)"),
         Column("checksum_decode", pl.Utf8, "decode checksums compared"),
         Column("checksum_match", pl.Boolean, "TRANSFER_TRACE.md §5 verdict: true verified, false corrupted "
@@ -326,7 +383,7 @@ ROOMS = register(Table(
         Column("n_post", pl.Int64, "trace post events"),
         Column("n_fail", pl.Int64, "trace fail events plus transfer failure lines"),
         Column("n_abort", pl.Int64, "trace abort events plus abort lines"),
-        Column("first_error", pl.Utf8, "first failure or abort text of the room"),
+        Column("first_error", pl.Utf8, "text of the first failure (else of a `KV checksum mismatch` line)"),
         Column("seen_prefill", pl.Boolean, "the room appears in prefill events or trace"),
         Column("seen_decode", pl.Boolean, "the room appears in decode events or trace"),
         Column("sides_seen", pl.Utf8, "'prefill+decode' | 'prefill' | 'decode' | 'unknown' (only lines of unknown role)"),

@@ -1,10 +1,11 @@
 -- name: rooms
 -- description: one row per bootstrap_room, joining prefill and decode server events (their rids may
 --   differ) and the transfer trace; a room seen on one side only is kept; room 0 (warmup) excluded.
--- inputs: room_events, transfer_events, transfers (all clock-corrected)
+--   Its outcome is its first failure in corrected time (room_failures), the others are listed beside it.
+-- inputs: room_events, room_failures, transfer_events, transfers (all clock-corrected)
 -- parameters: none
 -- columns: documented once in forensics/schema.py (ROOMS) and printed by `forensics tables rooms`;
---   tests/test_transfers_views.py checks that this view returns exactly those columns, in order.
+--   tests/test_transfers.py checks that this view returns exactly those columns, in order.
 CREATE OR REPLACE VIEW rooms AS
 WITH ev AS (SELECT * FROM room_events),
 te AS (
@@ -30,7 +31,7 @@ who AS (
     FROM seen
     GROUP BY 1
 ),
--- lifecycle times and failure evidence from the server logs
+-- lifecycle times, counts and the checksum line from the server logs
 ev_room AS (
     SELECT
         bootstrap_room,
@@ -39,25 +40,10 @@ ev_room AS (
         max(ts) FILTER (WHERE kind = 'request_finished') AS t_request_finished,
         max(ts) FILTER (WHERE kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected'))
             AS t_failed,
-        -- 'transfer_error' is only the generic `... transfer failed` text (a line cut before its exception reads
-        -- so too): it counts when no line of the room gives a reason that is not a transfer failure
-        bool_or(kind IN ('transfer_failed', 'bootstrap_failed')
-                AND reason NOT IN ('aborted', 'waiting_timeout', 'bootstrap_timeout', 'request_timeout', 'unknown_rank',
-                                   'transfer_error'))
-        OR (bool_or(kind IN ('transfer_failed', 'bootstrap_failed') AND reason = 'transfer_error')
-            AND NOT bool_or(reason IN ('aborted', 'waiting_timeout', 'bootstrap_timeout', 'request_timeout')))
-            AS transfer_failed,
-        bool_or(reason = 'bootstrap_timeout') AS bootstrap_timeout,
-        bool_or(reason = 'waiting_timeout') AS waiting_timeout,
-        bool_or(kind IN ('abort', 'corruption_detected') OR reason IN ('aborted', 'request_timeout')
-                OR finish_reason = 'abort') AS aborted,
         bool_or(kind = 'request_finished' AND finish_reason IS DISTINCT FROM 'abort') AS finished_ok,
         count(*) FILTER (WHERE kind IN ('transfer_failed', 'bootstrap_failed')) AS n_fail,
         count(*) FILTER (WHERE kind = 'abort') AS n_abort,
-        arg_min(message, (ts, source_file, line_no)) FILTER (WHERE kind IN ('transfer_failed', 'bootstrap_failed', 'abort',
-                                                    'corruption_detected', 'checksum_mismatch')) AS first_error,
-        min(ts) FILTER (WHERE kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected',
-                                       'checksum_mismatch')) AS t_first_error,
+        arg_min(message, (ts, source_file, line_no)) FILTER (WHERE kind = 'checksum_mismatch') AS first_mismatch,
         bool_or(kind = 'checksum_mismatch') AS log_mismatch,
         arg_min(lower(nullif(regexp_extract(message, 'expected=(?:0x)?([0-9a-fA-F]+)', 1), '')), (ts, source_file, line_no))
             FILTER (WHERE kind = 'checksum_mismatch') AS log_expected,
@@ -66,33 +52,58 @@ ev_room AS (
     FROM ev
     GROUP BY 1
 ),
--- the same from the trace
+-- the same counts from the trace
 te_room AS (
     SELECT
         bootstrap_room,
         count(*) FILTER (WHERE event = 'post') AS n_post,
         count(*) FILTER (WHERE event = 'fail') AS n_fail,
         count(*) FILTER (WHERE event = 'abort') AS n_abort,
-        max(ts) FILTER (WHERE event = 'abort') AS t_abort,
-        bool_or(event IN ('fail', 'abort') AND regexp_matches(coalesce(error, ''), 'KVPoll\.Bootstrapping'))
-            AS bootstrap_timeout,
-        bool_or(event IN ('fail', 'abort')
-                AND regexp_matches(coalesce(error, ''), 'KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting'))
-            AS waiting_timeout,
-        arg_min(coalesce(error, status), (ts, source_file, line_no)) FILTER (WHERE event IN ('fail', 'abort')) AS first_error,
-        min(ts) FILTER (WHERE event IN ('fail', 'abort')) AS t_first_error
+        max(ts) FILTER (WHERE event = 'abort') AS t_abort
     FROM te
     GROUP BY 1
 ),
--- per-unit outcome from the transfers view
+-- transfer times from the transfers view; a room whose every unit completed is ok unless it failed
 tf_room AS (
     SELECT
         bootstrap_room,
         min(coalesce(t_post, t_notif)) AS t_first_transfer,
         max(coalesce(t_done, t_notif, t_post)) AS t_last_transfer,
-        bool_or(status = 'failed') AS any_failed,
         bool_and(status = 'done') AS all_done
     FROM transfers
+    GROUP BY 1
+),
+-- the room's failures, computed once for the two uses below
+rf AS MATERIALIZED (SELECT * FROM room_failures),
+-- the failure that decides the outcome (room_failures says which and why)
+first_fail AS (
+    SELECT bootstrap_room,
+           {'ts': ts, 'side': side, 'host': host, 'outcome': outcome, 'reason': reason, 'detail': detail} AS ff
+    FROM rf
+    WHERE first_failure
+),
+-- every failure of the room, one entry per side, host and outcome (the same failure seen by several
+-- ranks, or in the log and the trace, is one entry with its count), first seen when
+fail_group AS (
+    SELECT
+        bootstrap_room, side, host, outcome,
+        min(ts) AS ts,
+        arg_min(reason, (cause_rank, coalesce(ts, 'infinity'::TIMESTAMPTZ), source_file, line_no)) AS reason,
+        min(cause_rank) AS cause_rank,
+        count(*) AS n
+    FROM rf
+    GROUP BY ALL
+),
+-- the entries besides the first failure's own: its consequences, in time order (cause first in a tie)
+later AS (
+    SELECT
+        g.bootstrap_room,
+        list({'ts': g.ts, 'side': g.side, 'host': g.host, 'outcome': g.outcome, 'reason': g.reason, 'n': g.n}
+             ORDER BY g.ts NULLS LAST, g.cause_rank, g.side, g.host, g.outcome) AS later_failures
+    FROM fail_group g
+    JOIN first_fail d USING (bootstrap_room)
+    WHERE NOT (g.side IS NOT DISTINCT FROM d.ff.side AND g.host IS NOT DISTINCT FROM d.ff.host
+               AND g.outcome = d.ff.outcome)
     GROUP BY 1
 ),
 -- checksums, TRANSFER_TRACE.md §5: the latest value per unit, side and engine rank (earlier ones stay in
@@ -155,15 +166,14 @@ SELECT
     f.t_first_transfer,
     f.t_last_transfer,
     coalesce(e.t_request_finished, greatest(e.t_failed, t.t_abort)) AS t_finished,
-    CASE
-        WHEN coalesce(e.transfer_failed, false) OR coalesce(f.any_failed, false) OR coalesce(t.n_fail, 0) > 0
-            THEN 'transfer_failed'
-        WHEN coalesce(e.bootstrap_timeout, false) OR coalesce(t.bootstrap_timeout, false) THEN 'bootstrap_timeout'
-        WHEN coalesce(e.waiting_timeout, false) OR coalesce(t.waiting_timeout, false) THEN 'waiting_timeout'
-        WHEN coalesce(e.aborted, false) OR coalesce(t.n_abort, 0) > 0 THEN 'aborted'
-        WHEN coalesce(e.finished_ok, false) OR coalesce(f.all_done, false) THEN 'ok'
-        ELSE 'unknown'
-    END AS outcome,
+    coalesce(d.ff.outcome,
+             CASE WHEN coalesce(e.finished_ok, false) OR coalesce(f.all_done, false) THEN 'ok' ELSE 'unknown' END)
+        AS outcome,
+    d.ff.ts AS t_outcome,
+    d.ff.side AS outcome_side,
+    d.ff.host AS outcome_host,
+    d.ff.reason AS outcome_reason,
+    coalesce(l.later_failures, []) AS later_failures,
     coalesce(c.checksum_prefill, e.log_expected) AS checksum_prefill,
     coalesce(c.checksum_decode, e.log_got) AS checksum_decode,
     CASE
@@ -178,8 +188,7 @@ SELECT
     coalesce(t.n_post, 0) AS n_post,
     coalesce(t.n_fail, 0) + coalesce(e.n_fail, 0) AS n_fail,
     coalesce(t.n_abort, 0) + coalesce(e.n_abort, 0) AS n_abort,
-    CASE WHEN t.t_first_error IS NULL OR e.t_first_error <= t.t_first_error THEN e.first_error ELSE t.first_error END
-        AS first_error,
+    coalesce(d.ff.detail, e.first_mismatch) AS first_error,
     w.seen_prefill,
     w.seen_decode,
     CASE
@@ -193,4 +202,6 @@ LEFT JOIN ev_room e USING (bootstrap_room)
 LEFT JOIN te_room t USING (bootstrap_room)
 LEFT JOIN tf_room f USING (bootstrap_room)
 LEFT JOIN ck_room c USING (bootstrap_room)
+LEFT JOIN first_fail d USING (bootstrap_room)
+LEFT JOIN later l USING (bootstrap_room)
 ORDER BY w.bootstrap_room;

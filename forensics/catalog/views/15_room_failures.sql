@@ -1,0 +1,136 @@
+-- name: room_failures
+-- description: every failure of a real bootstrap room (not 0), from both sides' server logs and the
+--   transfer trace, in one shape and classified into the room outcome it stands for; `rooms` takes
+--   its outcome from the earliest of them, and lists the rest as its later failures.
+-- inputs: room_events, transfer_events (both clock-corrected), clock_bounds
+-- parameters: none (defines the scalar macro kv_failure_reason(text), used here and by rooms)
+-- columns: documented once in forensics/schema.py (ROOM_FAILURES) and printed by `forensics tables room_failures`;
+--   tests/test_room_outcomes.py checks that this view returns exactly those columns, in order.
+
+-- The reason a free failure text gives, for the texts the parser does not classify (trace errors,
+-- the abort message of a `Finish:` line, lines it files under another kind). The same classes and
+-- the same first-match order as the parser's REASON_RULES (SGLANG.md §9.3, NIXL.md §10.5), for
+-- the classes that decide an outcome or its tie order; NULL when nothing matches.
+CREATE OR REPLACE MACRO kv_failure_reason(t) AS CASE
+    WHEN t IS NULL OR t = '' THEN NULL
+    WHEN regexp_matches(t, 'KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting for prefill completion')
+        THEN 'waiting_timeout'
+    WHEN regexp_matches(t, 'KVPoll\.Bootstrapping') THEN 'bootstrap_timeout'
+    WHEN regexp_matches(t, 'Aborted by|^Abort|[Aa]bort notification|ABORT') THEN 'aborted'
+    WHEN regexp_matches(t, 'Request (?:waiting|running) timeout reached') THEN 'request_timeout'
+    WHEN regexp_matches(t, 'Lost connection with prefill|healthy before, but now it is down|node failure|might be dead'
+                        || '|could be dead|is not alive|bootstrap_thread died') THEN 'node_failure'
+    WHEN regexp_matches(t, 'Context corruption detected|Metadata unexpectedly|Metadata corruption')
+        THEN 'metadata_corruption'
+    WHEN regexp_matches(t, 'NIXL_ERR_REMOTE_DISCONNECT|RemoteDisconnect|remote agent \S+ was disconnected'
+                        || '|NIXL peer \S+ disconnected') THEN 'remote_disconnect'
+    WHEN regexp_matches(t, 'NIXL|UCX|Work Request Flushed|KVSender|[Ss]ession \S+ (?:failed|is not alive)|Failed to send')
+        THEN 'transport'
+    WHEN regexp_matches(t, 'unknown reason from another rank') THEN 'unknown_rank'
+    WHEN regexp_matches(t, 'KV transfer failed|Room marked Failed|transfer failed|KVTransferError') THEN 'transfer_error'
+END;
+
+CREATE OR REPLACE VIEW room_failures AS
+-- failure lines of the server logs. Besides the failure kinds: a `Finish:` line that ended in an abort
+-- (its finish_reason message says why; the prompt text around it is not read), and the bare texts
+-- the parser files under other kinds (`Request <room> timed out after 300.0s in KVPoll.…` without
+-- its KVTransferError, and the heartbeat's `… Request (bootstrap_room: N) has been marked as failed.`)
+WITH log AS (
+    SELECT
+        bootstrap_room, ts, ts_resolution_s, side, host, source, kind AS what, message AS detail,
+        kind IN ('abort', 'corruption_detected', 'request_finished') AS abort_like,
+        CASE
+            WHEN kind = 'request_finished' THEN kv_failure_reason(regexp_extract(message,
+                '[''"]finish_reason[''"]: \{[''"]type[''"]: [''"]abort[''"], [''"]message[''"]: [''"]([^''"]*)', 1))
+            WHEN kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected') THEN reason
+            ELSE kv_failure_reason(message)
+        END AS reason,
+        clock_offset_s, source_file, line_no
+    FROM room_events
+    WHERE kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected')
+       OR (kind = 'request_finished' AND finish_reason = 'abort')
+       OR (kind NOT IN ('request_received', 'request_finished')
+           AND regexp_matches(message, '^Request [0-9]+ (?:timed out after [0-9.]+ ?s in KVPoll\.|waiting_timeout)'
+                                       || '|Request \(bootstrap_room: [0-9]+\) has been marked as failed'))
+),
+-- trace events of a failed or aborted room (TRANSFER_TRACE.md §3); the error text says why
+trace AS (
+    SELECT
+        bootstrap_room, ts, 0.0 AS ts_resolution_s, side, host, 'trace' AS source,
+        event || ' ' || kind || coalesce(' ' || chunk, '') AS what, coalesce(error, status) AS detail,
+        event = 'abort' AS abort_like,
+        coalesce(kv_failure_reason(error), kv_failure_reason(status)) AS reason,
+        clock_offset_s, source_file, line_no
+    FROM transfer_events
+    WHERE event IN ('fail', 'abort') AND NOT unknown_enum AND bootstrap_room <> 0
+),
+classified AS (
+    SELECT *,
+        CASE
+            WHEN reason = 'waiting_timeout' THEN 'waiting_timeout'
+            WHEN reason = 'bootstrap_timeout' THEN 'bootstrap_timeout'
+            WHEN reason IN ('aborted', 'request_timeout', 'metadata_corruption') THEN 'aborted'
+            -- an abort that gives no reason of its own, or only the generic one: the room was aborted
+            WHEN abort_like AND (reason IS NULL OR reason IN ('transfer_error', 'unknown_rank')) THEN 'aborted'
+            ELSE 'transfer_failed'
+        END AS outcome
+    FROM (SELECT * FROM log UNION ALL SELECT * FROM trace)
+),
+-- Which of the failures that share a moment (within a line's 1 s resolution) is the cause; the
+-- lower the rank, the more a cause. A timeout ends N s (default 300) of waiting: its cause lies that
+-- far back, and what shares its second is its consequence (decode then sends ABORT to prefill,
+-- SGLANG.md §9.3; a torn-down room fails the writes still in flight). Decode's WaitingForInput
+-- before prefill's Bootstrapping for that ABORT; a request-level timeout is a timeout as well.
+-- A transfer failure with a reason before the aborts: the prefill request that failed is aborted with
+-- 500 and the decode half then logs `Aborted by AbortReq.` in the same second (NIXL.md §10.5).
+-- Last, a reason-less failure (`… transfer failed` with no exception, `unknown reason from another
+-- rank`): how every side reports a room that some other failure marked Failed, never a cause.
+ranked AS MATERIALIZED (
+    SELECT *,
+        CASE
+            WHEN outcome = 'waiting_timeout' THEN 0
+            WHEN outcome = 'bootstrap_timeout' THEN 1
+            WHEN reason = 'request_timeout' THEN 2
+            WHEN outcome = 'transfer_failed' AND reason IN ('transfer_error', 'unknown_rank') THEN 5
+            WHEN outcome = 'transfer_failed' THEN 3
+            ELSE 4
+        END AS cause_rank
+    FROM classified
+),
+-- The failures that may have come first. A whole-second log line happened up to 1 s after its ts,
+-- so each host's earliest failure is surely over by its `t_sure`, the earliest ts + resolution there.
+-- A failure may be the first unless some host's t_sure precedes it, in that host's clock: when the
+-- room's events show two clocks still apart after the offsets in force (clock_bounds.ahead_s), the
+-- comparison allows for it. Of those, cause_rank decides, then the time, then file order. A failure
+-- without a time decides only a room that has no timed one.
+sure AS (
+    SELECT bootstrap_room, host,
+           min(ts + to_microseconds(CAST(round(ts_resolution_s * 1e6) AS BIGINT))) AS t_sure
+    FROM ranked
+    GROUP BY ALL
+),
+open_start AS (
+    SELECT r.bootstrap_room, r.source_file, r.line_no,
+           bool_and(CASE
+               WHEN r.ts IS NULL THEN s.t_sure IS NULL
+               WHEN s.t_sure IS NULL THEN true
+               ELSE r.ts - to_microseconds(CAST(round(coalesce(b.ahead_s, 0) * 1e6) AS BIGINT)) < s.t_sure
+                    OR (r.ts = s.t_sure AND r.ts_resolution_s = 0 AND r.host IS NOT DISTINCT FROM s.host)
+           END) AS may_be_first
+    FROM ranked r
+    JOIN sure s USING (bootstrap_room)
+    LEFT JOIN clock_bounds b ON b.host_a = s.host AND b.host_b = r.host
+    GROUP BY ALL
+),
+candidates AS (
+    SELECT r.*, o.may_be_first
+    FROM ranked r JOIN open_start o USING (bootstrap_room, source_file, line_no)
+)
+SELECT
+    bootstrap_room, ts, ts_resolution_s, side, host, source, what, outcome, reason, cause_rank,
+    row_number() OVER (PARTITION BY bootstrap_room
+                       ORDER BY may_be_first DESC, cause_rank, ts NULLS LAST, source_file, line_no) = 1
+        AS first_failure,
+    detail, clock_offset_s, source_file, line_no
+FROM candidates
+ORDER BY bootstrap_room, ts NULLS LAST, source_file, line_no;
