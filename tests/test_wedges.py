@@ -193,10 +193,25 @@ def case_decode4_busy() -> list[tuple]:
     return lines
 
 
+G_FIRST, G_ALL, G_END = at(15, 0, 0), at(15, 1, 30), at(15, 5, 0)
+
+
+def case_decode6_desync_then_all() -> list[tuple]:
+    # DP1 stops in a collective first; DP0 goes on for 90 s, then needs DP1 and hangs too
+    lines = []
+    for dp, stop in ((0, G_ALL), (1, G_FIRST)):
+        tags = f" DP{dp} TP{dp}"
+        lines += [(t, decode_line(t, tags, running=4)) for t in every(at(14, 50), stop + dt.timedelta(seconds=1), 2)]
+        lines += [(t, decode_line(t, tags, running=1)) for t in every(G_END + dt.timedelta(seconds=20 + dp), at(15, 10), 2)]
+    lines += [(t, health(t, 503)) for t in every(G_ALL + dt.timedelta(seconds=30), G_END, 10)]
+    lines += [(G_END, waiting_timeout(G_END, 300 + n, " DP1 TP1", rank=1)) for n in range(4)]
+    return lines
+
+
 CASES = {
     "decode-0": case_decode0, "prefill-0": case_prefill0, "decode-5": case_decode5, "decode-1": case_decode1,
     "prefill-1": case_prefill1, "decode-2": case_decode2_idle, "decode-3": case_decode3_capture_gap,
-    "decode-4": case_decode4_busy,
+    "decode-4": case_decode4_busy, "decode-6": case_decode6_desync_then_all,
 }
 
 
@@ -265,6 +280,14 @@ def test_tp_desync_one_rank_stops_while_peers_go_on(wedges):
     # the hang is invisible to /health: it kept saying 200 (every 10 s for the 300 s)
     assert "/health 200 x30" in sig
     assert any(s.startswith("peers went on (DP0,DP1,DP3") for s in sig)
+
+
+def test_a_rank_that_stopped_first_starts_the_host_wedge(wedges):
+    w = one(wedges, "decode-6")
+    assert w["kind"] == "silence"
+    assert near(w["t_start"], G_FIRST) and near(w["t_end"], G_END)
+    assert w["ended_by"] == "waiting_timeout" and w["n_rooms"] == 4
+    assert "DP1 stopped first, 90 s before the others" in w["signals"]
 
 
 def test_dead_bootstrap_thread(wedges):

@@ -22,25 +22,6 @@ rank_points AS (
     SELECT host, dk, tk, min(ts) AS t_first, max(ts) AS t_last, max(load) > 0 AS busy
     FROM stats GROUP BY host, dk, tk, time_bucket(INTERVAL 1 SECOND, ts)
 ),
--- transfer progress the host's own scheduler makes (posts, completions, notifications it polled,
--- rooms it bootstrapped); failures and aborts are not progress
-transfer_points AS (
-    SELECT host, time_bucket(INTERVAL 1 SECOND, ts) AS sec, min(ts) AS t_first, max(ts) AS t_last
-    FROM transfer_events
-    WHERE ts IS NOT NULL AND event IN ('post', 'done', 'notif', 'checksum')
-    GROUP BY host, sec
-    UNION ALL
-    SELECT host, time_bucket(INTERVAL 1 SECOND, ts) AS sec, min(ts), max(ts)
-    FROM events WHERE ts IS NOT NULL AND kind IN ('transfer_notif', 'bootstrapped')
-    GROUP BY host, sec
-),
-host_points AS (
-    SELECT host, min(t_first) AS t_first, max(t_last) AS t_last, bool_or(busy) AS busy
-    FROM (SELECT host, time_bucket(INTERVAL 1 SECOND, t_first) AS sec, t_first, t_last, busy FROM rank_points
-          UNION ALL
-          SELECT host, sec, t_first, t_last, true FROM transfer_points)
-    GROUP BY host, sec
-),
 -- every line of the host, per second: its end, and the stretches with no line at all (a gap in what
 -- was captured, not a wedge: a wedged server still writes health checks, requests, timeouts)
 host_lines AS (
@@ -49,6 +30,36 @@ host_lines AS (
     WHERE ts IS NOT NULL GROUP BY host, time_bucket(INTERVAL 1 SECOND, ts)
 ),
 host_end AS (SELECT host, max(t_last) AS t_end FROM host_lines GROUP BY host),
+stat_points AS (
+    SELECT host, min(t_first) AS t_first, max(t_last) AS t_last, bool_or(busy) AS busy
+    FROM rank_points GROUP BY host, time_bucket(INTERVAL 1 SECOND, t_first)
+),
+-- stretches of a host without stats that could hold a wedge (at least min_gap_s, its log may end
+-- in one); only inside them is transfer progress looked for: a big store has ten million
+-- transfer events, and outside these stretches the host is progressing anyway
+stat_gaps AS (
+    SELECT g.host, g.t_prev, coalesce(g.t_next, e.t_end) AS gap_end
+    FROM (SELECT host, t_last AS t_prev, lead(t_first) OVER (PARTITION BY host ORDER BY t_first) AS t_next
+          FROM stat_points) g JOIN host_end e USING (host)
+    WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= min_gap_s
+),
+-- transfer progress the host's own scheduler makes (posts, completions, notifications it polled,
+-- rooms it bootstrapped); failures and aborts are not progress
+transfer_points AS (
+    SELECT t.host, min(t.ts) AS t_first, max(t.ts) AS t_last
+    FROM (SELECT host, ts FROM transfer_events WHERE ts IS NOT NULL AND event IN ('post', 'done', 'notif', 'checksum')
+          UNION ALL
+          SELECT host, ts FROM events WHERE ts IS NOT NULL AND kind IN ('transfer_notif', 'bootstrapped')) t
+    JOIN stat_gaps g ON t.host = g.host AND t.ts > g.t_prev AND t.ts < g.gap_end
+    GROUP BY t.host, time_bucket(INTERVAL 1 SECOND, t.ts)
+),
+host_points AS (
+    SELECT host, min(t_first) AS t_first, max(t_last) AS t_last, bool_or(busy) AS busy
+    FROM (SELECT host, time_bucket(INTERVAL 1 SECOND, t_first) AS sec, t_first, t_last, busy FROM stat_points
+          UNION ALL
+          SELECT host, time_bucket(INTERVAL 1 SECOND, t_first), t_first, t_last, true FROM transfer_points)
+    GROUP BY host, sec
+),
 capture_gaps AS (
     SELECT host, t_last AS cap_start
     FROM (SELECT host, t_last, lead(t_first) OVER (PARTITION BY host ORDER BY t_first) AS t_next FROM host_lines)
@@ -295,6 +306,7 @@ slow_units AS (
     SELECT t.host, r.decode_host, t.t_post, t.t_done, t.status
     FROM transfers t LEFT JOIN rooms r USING (bootstrap_room)
     WHERE t.t_post IS NOT NULL AND (t.t_done IS NULL OR epoch(t.t_done - t.t_post) >= min_gap_s)
+      AND t.t_post <= (SELECT max(t_start) FROM cand) AND t.host IS NOT NULL
       AND coalesce(t.status, 'unknown') NOT IN ('failed', 'aborted', 'timeout')
 ),
 pending AS (
@@ -327,19 +339,33 @@ wedges AS (
       AND (j.kind = 'dead_thread' OR j.n_stuck_lines > 0 OR j.n_rooms > 0 OR j.pending_transfers > 0
            OR (j.kind = 'rank_stopped' AND coalesce(j.in_flight, 0) > 0 AND j.t_next IS NULL))
 ),
--- a dead thread inside a progress wedge of its host names its cause; the progress wedge stays
+-- a dead thread inside a progress wedge of its host names its cause; the progress wedge stays.
+-- A rank that stopped first and was still stopped when the whole host went quiet (a desync the
+-- peers ran into later) is the start of that host's wedge, not a wedge of its own
+first_stops AS (
+    SELECT w.wid, min(v.t_start) AS t_first_stop,
+           string_agg(CASE WHEN v.dk >= 0 THEN 'DP' || v.dk ELSE 'TP' || v.tk END, ','
+                      ORDER BY CASE WHEN v.dk >= 0 THEN 'DP' || v.dk ELSE 'TP' || v.tk END) AS first_ranks,
+           list(v.wid) AS folded_wids
+    FROM wedges w JOIN wedges v
+      ON w.kind = 'silence' AND v.kind = 'rank_stopped' AND v.host = w.host AND v.t_start < w.t_start
+     AND v.t_end >= w.t_start - INTERVAL 10 SECOND
+    GROUP BY w.wid
+),
 merged AS (
-    SELECT w.*,
+    SELECT w.*, f.t_first_stop, f.first_ranks,
            w.kind <> 'dead_thread' AND EXISTS (SELECT 1 FROM deaths d WHERE d.host = w.host
                AND d.ts >= w.t_start - INTERVAL 30 SECOND AND d.ts <= w.t_end) AS has_death,
-           w.kind = 'dead_thread' AND EXISTS (SELECT 1 FROM wedges v WHERE v.kind <> 'dead_thread' AND v.host = w.host
-               AND w.t_start >= v.t_start - INTERVAL 30 SECOND AND w.t_start <= v.t_end) AS folded
-    FROM wedges w
+           (w.kind = 'dead_thread' AND EXISTS (SELECT 1 FROM wedges v WHERE v.kind <> 'dead_thread' AND v.host = w.host
+               AND w.t_start >= v.t_start - INTERVAL 30 SECOND AND w.t_start <= v.t_end))
+           OR EXISTS (SELECT 1 FROM first_stops x WHERE list_contains(x.folded_wids, w.wid)) AS folded
+    FROM wedges w LEFT JOIN first_stops f USING (wid)
 ),
 shown AS (
     SELECT m.*, CASE WHEN m.has_death THEN 'dead_thread' ELSE m.kind END AS shown_kind,
-           CASE WHEN m.has_death THEN least(m.t_start, (SELECT min(d.ts) FROM deaths d WHERE d.host = m.host
-               AND d.ts >= m.t_start - INTERVAL 30 SECOND AND d.ts <= m.t_end)) ELSE m.t_start END AS shown_start
+           least(m.t_start, m.t_first_stop,
+                 CASE WHEN m.has_death THEN (SELECT min(d.ts) FROM deaths d WHERE d.host = m.host
+                     AND d.ts >= m.t_start - INTERVAL 30 SECOND AND d.ts <= m.t_end) END) AS shown_start
     FROM merged m WHERE NOT m.folded
 ),
 -- wedges of several hosts that start within incident_s of each other are one incident
@@ -368,6 +394,8 @@ SELECT g.host, g.shown_kind AS kind,
                || CASE WHEN g.t_next IS NULL THEN ' (to the end of the log)' ELSE '' END,
            CASE WHEN g.in_flight > 0 THEN 'in flight ' || g.in_flight END,
            CASE WHEN g.has_death OR g.kind = 'dead_thread' THEN 'dead thread' END,
+           CASE WHEN g.first_ranks IS NOT NULL THEN g.first_ranks || ' stopped first, '
+               || CAST(round(epoch(g.t_start - g.t_first_stop)) AS BIGINT) || ' s before the others' END,
            CASE WHEN g.kind = 'rank_stopped' THEN 'peers went on (' || g.peer_names || ': ' || g.peer_points
                || ' s with stats)' END
        ] || coalesce((SELECT list(CASE WHEN k.sig = 'watchdog' THEN 'watchdog' || CASE WHEN k.n > 1 THEN ' x' || k.n ELSE '' END
