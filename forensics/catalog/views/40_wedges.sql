@@ -104,10 +104,12 @@ rank_cand0 AS (
 ),
 -- a rank that stops while its peers go on (a TP collective desync): peers' stats lines in the gap,
 -- for at least the rank's own threshold after it stopped
--- (until the whole host stops, if it does: that is a silence of its own)
+-- (until the whole host stops, if it does: that is a silence of its own; or its capture does)
 peer_window AS (
     SELECT c.*, least(c.gap_end, (SELECT min(h.t_start) FROM host_cand h WHERE h.host = c.host
-                                  AND h.t_start >= c.t_start)) AS peers_until
+                                  AND h.t_start >= c.t_start),
+                      (SELECT min(g.cap_start) FROM capture_gaps g WHERE g.host = c.host
+                       AND g.cap_start >= c.t_start)) AS peers_until
     FROM rank_cand0 c
 ),
 peers AS (
