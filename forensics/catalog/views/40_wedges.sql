@@ -77,13 +77,20 @@ host_gaps AS (
 -- the normal interval of a stream, measured while it had work (an idle server writes no stats,
 -- and decode logs every 40 steps, so "long" is relative to the stream); the 90th percentile,
 -- robust to the one long gap that is the wedge
+-- (only for streams with a stop of at least min_gap_s: a quantile over a million intervals is what
+-- a store of a busy day would otherwise pay for nothing)
+long_rank_streams AS (
+    SELECT DISTINCT host, dk, tk FROM rank_gaps g JOIN host_end e USING (host)
+    WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= min_gap_s
+),
 rank_typical AS (
     SELECT host, dk, tk, CASE WHEN count(*) >= 10 THEN quantile_cont(epoch(t_next - t_prev), 0.9) END AS typical_s
-    FROM rank_gaps WHERE busy AND t_next IS NOT NULL GROUP BY ALL
+    FROM rank_gaps SEMI JOIN long_rank_streams USING (host, dk, tk)
+    WHERE busy AND t_next IS NOT NULL GROUP BY ALL
 ),
 host_typical AS (
     SELECT host, CASE WHEN count(*) >= 10 THEN quantile_cont(epoch(t_next - t_prev), 0.9) END AS typical_s
-    FROM host_gaps WHERE busy AND t_next IS NOT NULL GROUP BY ALL
+    FROM host_gaps WHERE busy AND t_next IS NOT NULL AND host IN (SELECT host FROM stat_gaps) GROUP BY ALL
 ),
 n_streams AS (SELECT host, count(DISTINCT (dk, tk)) AS n FROM rank_points GROUP BY host),
 -- the whole host made no progress (the last point of a host counts: its log may end wedged)
@@ -95,12 +102,13 @@ host_cand AS (
     WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
 ),
 rank_cand0 AS (
-    SELECT g.host, g.dk, g.tk, g.t_prev AS t_start, g.t_next, coalesce(g.t_next, e.t_end) AS gap_end, t.typical_s,
+    SELECT g.host, g.dk, g.tk, g.t_prev AS t_start, g.t_next, g.gap_end, t.typical_s,
            greatest(min_gap_s, factor * coalesce(t.typical_s, 0)) AS threshold_s
-    FROM rank_gaps g JOIN host_end e USING (host) JOIN n_streams n USING (host)
+    FROM (SELECT g.*, coalesce(g.t_next, e.t_end) AS gap_end FROM rank_gaps g JOIN host_end e USING (host)
+          WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= min_gap_s) g
+    JOIN n_streams n USING (host)
     LEFT JOIN rank_typical t USING (host, dk, tk)
-    WHERE n.n > 1
-      AND epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
+    WHERE n.n > 1 AND epoch(g.gap_end - g.t_prev) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
 ),
 -- a rank that stops while its peers go on (a TP collective desync): peers' stats lines in the gap,
 -- for at least the rank's own threshold after it stopped
@@ -152,7 +160,7 @@ probe AS (
 load_before AS (
     SELECT p.wid, CAST(sum(CASE WHEN epoch(p.t_start - b.ts) <= p.threshold_s THEN b.load ELSE 0 END) AS BIGINT)
                AS in_flight
-    FROM probe p ASOF JOIN stats b ON p.host = b.host AND p.dk = b.dk AND p.tk = b.tk AND p.t_start >= b.ts
+    FROM probe p ASOF JOIN (SELECT * FROM stats WHERE host IN (SELECT host FROM cand)) b ON p.host = b.host AND p.dk = b.dk AND p.tk = b.tk AND p.t_start >= b.ts
     GROUP BY p.wid
 ),
 -- the lines that say a server is stuck, or how it came out of it; only these few kinds are
