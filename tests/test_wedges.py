@@ -135,6 +135,17 @@ def case_decode5() -> list[tuple]:
     return lines
 
 
+def case_prefill2() -> list[tuple]:
+    # serves only decode-5: no new work once it wedged, and its bootstrap of decode-5's rooms times out
+    # 2 s after decode-5's wait; a consequence, not a wedge of its own
+    start, end = A_START + dt.timedelta(seconds=3), A_END + dt.timedelta(seconds=3)
+    lines = [(t, prefill_line(t, bootstrap=1, inflight=2)) for t in every(at(9, 0), start, 3)]
+    lines += [(end + dt.timedelta(seconds=2), bootstrap_timeout(end + dt.timedelta(seconds=2), 100 + n))
+              for n in range(6)]
+    lines += [(t, prefill_line(t, inflight=1)) for t in every(end + dt.timedelta(seconds=20), at(9, 25), 3)]
+    return lines
+
+
 def case_decode1() -> list[tuple]:
     # DP attention, 4 ranks; DP2 stops in a collective at 10:05:00, the others go on; /health says 200
     lines = []
@@ -212,6 +223,7 @@ CASES = {
     "decode-0": case_decode0, "prefill-0": case_prefill0, "decode-5": case_decode5, "decode-1": case_decode1,
     "prefill-1": case_prefill1, "decode-2": case_decode2_idle, "decode-3": case_decode3_capture_gap,
     "decode-4": case_decode4_busy, "decode-6": case_decode6_desync_then_all,
+    "prefill-2": case_prefill2,
 }
 
 
@@ -264,6 +276,7 @@ def test_wedges_that_start_together_are_one_incident(wedges):
     # decode-5's clock runs 3 s ahead: corrected, it stopped 3 s after decode-0
     assert near(e["t_start"], A_START + dt.timedelta(seconds=3)) and near(e["t_end"], A_END + dt.timedelta(seconds=3))
     assert e["in_flight"] == 6 and e["ended_by"] == "waiting_timeout"
+    assert "bootstrap_timeout x6 on prefill-2" in e["signals"]
     assert a["incident"] == e["incident"]
     assert a["incident_hosts"] == ["decode-0", "decode-5"]
     others = wedges.filter(~pl.col("host").is_in(["decode-0", "decode-5"]))
@@ -300,10 +313,10 @@ def test_dead_bootstrap_thread(wedges):
     assert "dead thread" in w["signals"] and "bootstrap_timeout x12" in w["signals"]
 
 
-@pytest.mark.parametrize("host", ["decode-2", "decode-3", "decode-4", "prefill-0"])
+@pytest.mark.parametrize("host", ["decode-2", "decode-3", "decode-4", "prefill-0", "prefill-2"])
 def test_no_wedge_without_stuck_work(wedges, host):
     """Idle between bursts, a capture gap of days, a busy server's ordinary cadence, a prefill that
-    serves a wedged decode host: none is a wedge."""
+    serves a wedged decode host (busy with others, or idle and timing out on its rooms): none is a wedge."""
     assert wedges.filter(pl.col("host") == host).height == 0
 
 

@@ -221,7 +221,9 @@ mass AS (
 ),
 ends AS (
     SELECT c.wid,
-           min(s.ts) FILTER (WHERE s.sig = 'watchdog' AND s.ts <= c.gap_end) AS t_watchdog,
+           min(s.ts) FILTER (WHERE s.sig IN ('watchdog', 'collective_timeout') AND s.ts <= c.gap_end) AS t_watchdog,
+           arg_min(s.sig, s.ts) FILTER (WHERE s.sig IN ('watchdog', 'collective_timeout') AND s.ts <= c.gap_end)
+               AS watchdog_sig,
            min(s.ts) FILTER (WHERE s.sig IN ('crash', 'shutdown', 'restart') AND s.ts <= c.gap_end) AS t_down,
            arg_min(s.sig, s.ts) FILTER (WHERE s.sig IN ('crash', 'shutdown', 'restart') AND s.ts <= c.gap_end)
                AS down_sig,
@@ -235,7 +237,7 @@ ends AS (
 -- where the wedge ends: progress again, the watchdog, the mass timeout, a crash or restart, or the
 -- start of a capture gap, whichever comes first
 bounded AS (
-    SELECT c.*, l.in_flight, e.t_watchdog, e.t_down, e.down_sig, m.t_mass, m.mass_sig, e.t_first_timeout,
+    SELECT c.*, l.in_flight, e.t_watchdog, e.watchdog_sig, e.t_down, e.down_sig, m.t_mass, m.mass_sig, e.t_first_timeout,
            e.first_timeout_sig, g.cap_start,
            least(c.gap_end, e.t_watchdog, e.t_down, m.t_mass, g.cap_start) AS t_end
     FROM cand c
@@ -332,6 +334,8 @@ judged AS (
            coalesce((SELECT sum(n) FROM counts k WHERE k.wid = b.wid AND k.sig IN
                ('health_check_failed', '/health 503', 'watchdog', 'collective_timeout', 'waiting_timeout',
                 'bootstrap_timeout', 'request_timeout')), 0) AS n_stuck_lines,
+           coalesce((SELECT sum(n) FROM counts k WHERE k.wid = b.wid AND k.sig IN
+               ('health_check_failed', '/health 503', 'watchdog', 'collective_timeout')), 0) AS n_own_lines,
            pe.peer_points, pe.peer_names
     FROM bounded b
     LEFT JOIN stuck_rooms s USING (wid)
@@ -348,6 +352,21 @@ wedges AS (
     WHERE epoch(j.t_end - j.t_start) >= j.threshold_s
       AND (j.kind = 'dead_thread' OR j.n_stuck_lines > 0 OR j.n_rooms > 0 OR j.pending_transfers > 0
            OR (j.kind = 'rank_stopped' AND coalesce(j.in_flight, 0) > 0 AND j.t_next IS NULL))
+),
+-- a host that only waited on another one is its consequence, not a wedge: no health check, watchdog
+-- or dead thread of its own, and every one of its stuck rooms stuck in a wedge of the other host that
+-- began no later (a prefill whose bootstrap times out because its decode host is wedged)
+consequences AS (
+    SELECT w.wid
+    FROM wedges w JOIN wedges v
+      ON v.host <> w.host AND v.t_start <= w.t_start + to_microseconds(CAST(incident_s * 1e6 AS BIGINT))
+     AND list_has_all(v.rooms, w.rooms)
+    WHERE w.kind = 'silence' AND w.n_own_lines = 0 AND w.n_rooms > 0 AND w.pending_transfers = 0
+      AND NOT EXISTS (SELECT 1 FROM deaths d WHERE d.host = w.host AND d.ts >= w.t_start - INTERVAL 30 SECOND
+                      AND d.ts <= w.t_end)
+      AND (v.n_own_lines > 0 OR v.kind <> 'silence' OR v.t_start < w.t_start
+           OR EXISTS (SELECT 1 FROM deaths d WHERE d.host = v.host AND d.ts >= v.t_start - INTERVAL 30 SECOND
+                      AND d.ts <= v.t_end))
 ),
 -- a dead thread inside a progress wedge of its host names its cause; the progress wedge stays.
 -- A rank that stopped first and was still stopped when the whole host went quiet (a desync the
@@ -370,6 +389,7 @@ merged AS (
                AND w.t_start >= v.t_start - INTERVAL 30 SECOND AND w.t_start <= v.t_end))
            OR EXISTS (SELECT 1 FROM first_stops x WHERE list_contains(x.folded_wids, w.wid)) AS folded
     FROM wedges w LEFT JOIN first_stops f USING (wid)
+    WHERE w.wid NOT IN (SELECT wid FROM consequences)
 ),
 shown AS (
     SELECT m.*, CASE WHEN m.has_death THEN 'dead_thread' ELSE m.kind END AS shown_kind,
@@ -391,7 +411,7 @@ SELECT g.host, g.shown_kind AS kind,
        round(epoch(g.t_end - g.shown_start), 3) AS silent_s, round(g.typical_s, 3) AS typical_s,
        coalesce(g.in_flight, 0) AS in_flight, g.pending_transfers, g.n_rooms, g.rooms,
        CASE
-           WHEN g.t_watchdog <= g.t_end + INTERVAL 2 SECOND THEN 'watchdog'
+           WHEN g.t_watchdog <= g.t_end + INTERVAL 2 SECOND THEN g.watchdog_sig
            WHEN g.t_mass <= g.t_end + INTERVAL 2 SECOND THEN g.mass_sig
            WHEN g.t_first_timeout <= g.t_end + INTERVAL 2 SECOND THEN g.first_timeout_sig
            WHEN g.t_down <= g.t_end THEN g.down_sig
