@@ -32,7 +32,7 @@
 --   failures_by_reason: failure lines by normalised reason
 --   aborts: abort lines and failures whose reason is an abort
 --   errors: lines of severity error or fatal
---   wedged_hosts: hosts silent (wedged) during the bucket
+--   wedged_hosts: hosts with a wedge during the bucket: no scheduler progress on the host or one of its ranks while requests were stuck (queries/wedges.sql)
 --   abort_storm_hosts: hosts in an abort storm during the bucket
 WITH params AS (
     SELECT CAST($bucket_s AS DOUBLE) AS bucket_s, CAST($since AS TIMESTAMPTZ) AS since,

@@ -1,24 +1,31 @@
 -- name: wedges
--- description: wedges: a host silent far beyond its normal interval while requests wait on it or
---   transfers are pending, ranks that stop while others go on, and threads that died
--- inputs: batches, events, transfers, rooms (through wedge_intervals)
+-- description: wedges found by scheduler progress: a host, or one of its ranks, writes no stats lines
+--   and makes no transfer progress for far longer than its own busy interval while requests are stuck
+--   on it, whatever health-check, access or warning lines go on (SGLANG.md §15 "What a wedge looks
+--   like in the log"); with what said so, and what ended it
+-- inputs: batches, events, transfer_events, transfers, rooms, room_events (through wedge_intervals)
 -- parameters:
---   min_gap_s DOUBLE = 60: shortest silence that can be a wedge
---   factor DOUBLE = 10: a silence must also last this many times the host's median line interval
---   max_gap_s DOUBLE = 21600: longer silences are gaps in what was captured, not wedges
+--   min_gap_s DOUBLE = 60: shortest stop that can be a wedge
+--   factor DOUBLE = 10: a stop must also last this many times the stream's normal interval
+--   max_gap_s DOUBLE = 21600: a stretch this long without any line of the host is a gap in what was captured, not a wedge
+--   incident_s DOUBLE = 10: wedges whose starts are this close (clock offsets applied) are one incident
 -- columns:
---   host: host that went silent
---   kind: 'silence' (the whole host) | 'rank_stopped' (one DP rank) | 'dead_thread'
---   dp_rank: the rank, for rank_stopped and dead_thread
---   t_start: last line before the silence (UTC)
---   t_end: first line after it, or the end of the host's log
---   silent_s: length of the silence in seconds
---   typical_s: the host's usual interval between lines (90th percentile)
---   in_flight: requests running or queued for transfer on the host's last stats lines before it
---   pending_transfers: transfer units posted before the silence and neither done nor failed when it ended
---   n_rooms: bootstrap rooms of the host (or rank) left open through the whole silence
---   rooms: those rooms (as text: 63-bit)
---   ended_by: the first error once the host spoke again (e.g. transfer_failed (waiting_timeout)), else resumed
+--   host: host whose scheduler stopped
+--   kind: 'silence' (no progress on the whole host) | 'rank_stopped' (one rank stopped while its peers went on: a collective desync) | 'dead_thread' (a thread died, e.g. the NIXL prefill bootstrap_thread; its rank's requests time out)
+--   dp_rank: DP rank of a rank_stopped or dead_thread wedge; NULL when the whole host stopped
+--   tp_rank: TP rank of a rank_stopped or dead_thread wedge; NULL when the whole host stopped
+--   t_start: last progress before the stop (UTC): the last stats line, transfer event or bootstrap; for a thread that died, its death line when earlier
+--   t_end: whichever came first: progress again, the watchdog, the burst of timeouts of the requests in flight, a crash or restart, the start of a capture gap, else the end of the host's log
+--   silent_s: t_end - t_start in seconds
+--   typical_s: the stream's normal interval between progress points while it had work (90th percentile; NULL with too few)
+--   in_flight: requests the last stats lines before t_start showed running, queued, in transfer, in prealloc, bootstrapping or retracted (each rank's last line, when recent)
+--   pending_transfers: transfer units of the host (sent by it or to it) posted before t_start and done only after t_end
+--   n_rooms: stuck rooms: bootstrap rooms of the host (of the rank) open when it stopped or arriving during it, that closed (finished, failed, timed out) only when it ended or later
+--   rooms: the stuck rooms (as text: 63-bit), sorted; reports show the first few and "+N more"
+--   ended_by: 'resumed' | 'watchdog' | 'waiting_timeout' | 'bootstrap_timeout' | 'request_timeout' | 'crash' | 'shutdown' | 'restart' | 'capture gap' | 'end of log'
+--   signals: what said it was a wedge, with counts: 'no stats N s', 'in flight N', 'dead thread', 'peers went on (DP0,DP1: N s with stats)', 'health_check_failed xN', '/health 503 xN', '/health 200 xN' (the hang is invisible to health checks), 'watchdog', 'collective_timeout xN', 'waiting_timeout xN', 'bootstrap_timeout xN on <peer host>', 'requests arriving xN', 'stuck rooms xN', 'pending transfers xN'
+--   incident: number of the incident (1, 2, ... by start): wedges of several hosts starting within incident_s are one
+--   incident_hosts: the hosts of that incident, sorted
 SELECT * FROM wedge_intervals(min_gap_s := CAST($min_gap_s AS DOUBLE), factor := CAST($factor AS DOUBLE),
-                              max_gap_s := CAST($max_gap_s AS DOUBLE))
-ORDER BY t_start, host, kind
+                              max_gap_s := CAST($max_gap_s AS DOUBLE), incident_s := CAST($incident_s AS DOUBLE))
+ORDER BY t_start, host, kind, dp_rank, tp_rank

@@ -67,8 +67,8 @@ def page_data(model: dict, d: dict, store_name: str) -> dict:
                                  "message": e["message"]} for e in r["events"]]}
                     for r in d["replies"]],
         "wedges": [{"host": index[w["host"]], "t0": ms(w["t0"]), "t1": ms(w["t1"]), "kind": w["kind"],
-                    "label": f"wedge: {w['kind']} {w['silent_s']:.0f} s, {w['n_rooms']} rooms, ended by "
-                             f"{w['ended_by']}"}
+                    "label": f"wedge: {w['kind']} {w['silent_s']:.0f} s, {w['in_flight']} in flight, {w['n_rooms']} rooms, "
+                             f"ended by {w['ended_by']}; " + "; ".join(w.get("signals") or [])}
                    for w in d["wedges"] if w["host"] in index],
         "storms": [{"host": index[s["host"]], "t0": ms(s["t0"]), "t1": ms(s["t1"]),
                     "label": f"abort storm: {s['aborts_on_host']} of {s['n_aborts']} aborts on {s['n_hosts']} hosts "

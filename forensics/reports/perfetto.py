@@ -97,9 +97,10 @@ def perfetto_trace(model: dict, d: dict, store_name: str) -> dict:
         pid, tid = track(w["host"], w.get("dp_rank"))
         wid = f"{w['host']}/{w['kind']}/{w.get('dp_rank')}/{w['t0']}"
         ev.append({"ph": "b", "cat": "wedge", "name": f"wedge: {w['kind']}", "id": wid, "pid": pid, "tid": tid,
-                   "ts": w["t0"], "args": {k: w.get(k) for k in ("silent_s", "typical_s", "in_flight",
+                   "ts": w["t0"], "args": {k: w.get(k) for k in ("tp_rank", "silent_s", "typical_s", "in_flight",
                                                                   "pending_transfers", "n_rooms", "rooms",
-                                                                  "ended_by")}})
+                                                                  "ended_by", "signals", "incident",
+                                                                  "incident_hosts")}})
         ev.append({"ph": "e", "cat": "wedge", "name": f"wedge: {w['kind']}", "id": wid, "pid": pid, "tid": tid,
                    "ts": w["t1"]})
     for s in d["storms"]:

@@ -78,7 +78,7 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         markdown_warnings(out, model.get("clock_warnings", []))
         shown = rows.filter((pl.col("anomaly") != "") | (pl.col("replies") > 0) | pl.col("transfers").gt(0))
         out.write(markdown(shown.select([*TIMELINE_TABLE_COLUMNS, "anomaly"])))
-        _markdown_section(out, "Wedges", model["wedges"])
+        _wedge_section(out, model["wedges"])
         _markdown_section(out, "Abort storms", model["abort_storms"])
         return
     from rich.console import Console
@@ -99,10 +99,14 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         style = "bold red" if "wedge" in row[0] or "storm" in row[0] else ("yellow" if row[0] else None)
         t.add_row(*r, style=style)
     con.print(t)
-    for title, df in (("wedges", model["wedges"]), ("abort storms", model["abort_storms"])):
-        if df.height:
-            con.print(f"[bold]{title}[/bold]")
-            _rich_frame(con, df)
+    if model["wedges"].height:
+        con.print("[bold]wedges[/bold]")
+        for line in wedge_incidents(model["wedges"]):
+            con.print(escape_control(line), markup=False)
+        _rich_frame(con, wedge_table(model["wedges"]))
+    if model["abort_storms"].height:
+        con.print("[bold]abort storms[/bold]")
+        _rich_frame(con, model["abort_storms"])
 
 
 def markdown_warnings(out, warnings: list[str]) -> None:
@@ -149,6 +153,56 @@ def _rich_frame(con, df: pl.DataFrame) -> None:
     con.print(t)
 
 
+# a wedge can hold thousands of stuck rooms: tables show the first few and how many more
+ROOMS_SHOWN = 3
+
+
+def _abbrev(rooms) -> str:
+    rooms = list(rooms or [])
+    more = len(rooms) - ROOMS_SHOWN
+    return ", ".join(rooms[:ROOMS_SHOWN]) + (f" +{more} more" if more > 0 else "")
+
+
+def wedge_table(df: pl.DataFrame) -> pl.DataFrame:
+    """The wedges as a report shows them: rank as one label, rooms abbreviated, signals as text."""
+    if df.height == 0:
+        return df
+    rank = pl.concat_str([pl.format("DP{}", "dp_rank"), pl.format("TP{}", "tp_rank")], separator=" ",
+                         ignore_nulls=True)
+    return df.select(
+        "incident", "host", pl.when(rank != "").then(rank).alias("rank"), "kind", "t_start", "t_end",
+        "silent_s", "in_flight", "n_rooms",
+        pl.Series("rooms", [_abbrev(r) for r in df["rooms"].to_list()], dtype=pl.Utf8),
+        "ended_by", pl.col("signals").list.join("; ").alias("signals"))
+
+
+def wedge_incidents(df: pl.DataFrame) -> list[str]:
+    """One line per incident of several hosts, said once above the rows it groups."""
+    lines = []
+    if df.height == 0 or "incident" not in df.columns:
+        return lines
+    for (inc,), g in df.sort("t_start").group_by("incident", maintain_order=True):
+        hosts = sorted(set(g["host"]))
+        if len(hosts) < 2:
+            continue
+        t0, t1 = g["t_start"].min(), g["t_start"].max()
+        lines.append(f"incident {inc}: {', '.join(hosts)} wedged within {(t1 - t0).total_seconds():.0f} s "
+                     f"from {t0:%Y-%m-%d %H:%M:%S} UTC ({g.height} wedges, {int(g['in_flight'].sum())} requests "
+                     "in flight)")
+    return lines
+
+
+def _wedge_section(out, df: pl.DataFrame) -> None:
+    out.write("\n### Wedges\n\n")
+    if df.height == 0:
+        out.write("_none found_\n")
+        return
+    for line in wedge_incidents(df):
+        out.write(f"- {escape_control(line)}\n")
+    out.write("\n" if wedge_incidents(df) else "")
+    out.write(markdown(wedge_table(df)))
+
+
 def _markdown_section(out, title: str, df: pl.DataFrame) -> None:
     out.write(f"\n### {title}\n\n")
     out.write(markdown(df) if df.height else "_none found_\n")
@@ -193,7 +247,7 @@ def render_evidence(report: dict, fmt: str, out=None) -> None:
     else:
         out.write("_not enough replies to compare_\n")
     _markdown_section(out, "Corrupted replies and the events around them", _context_table(report["corrupted_replies"]))
-    _markdown_section(out, "Wedges", report["wedges"])
+    _wedge_section(out, report["wedges"])
     _markdown_section(out, "Abort storms", report["abort_storms"])
     _markdown_section(out, "Checksum mismatches", report["checksum_mismatches"])
 

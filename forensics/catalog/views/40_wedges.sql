@@ -1,97 +1,448 @@
 -- name: wedge_intervals
--- description: table macro that finds wedges; queries/wedges.sql and queries/timeline.sql call it
---   with their parameters
--- inputs: batches, events, transfers, rooms
+-- description: table macro that finds wedges by scheduler progress; queries/wedges.sql and the
+--   incident_wedges view call it with their parameters
+-- inputs: batches, events, transfer_events, transfers, rooms, room_events
 -- parameters:
---   wedge_intervals(min_gap_s DOUBLE = 60, factor DOUBLE = 10, max_gap_s DOUBLE = 21600)
+--   wedge_intervals(min_gap_s DOUBLE = 60, factor DOUBLE = 10, max_gap_s DOUBLE = 21600, incident_s DOUBLE = 10)
 -- columns: see queries/wedges.sql
 
-CREATE OR REPLACE MACRO wedge_intervals(min_gap_s := 60, factor := 10, max_gap_s := 21600) AS TABLE
--- every timestamped line of every host: a wedged server stops writing all of them
-WITH lines AS (
-    SELECT host, dp_rank, ts FROM batches WHERE ts IS NOT NULL
-    UNION ALL
-    SELECT host, dp_rank, ts FROM events WHERE ts IS NOT NULL
+CREATE OR REPLACE MACRO wedge_intervals(min_gap_s := 60, factor := 10, max_gap_s := 21600, incident_s := 10) AS TABLE
+-- a stats line and the work it says is in flight; the rank key keeps DP and TP streams apart
+-- (SGLANG.md §2: with DP attention every DP rank prints its own stats)
+WITH stats AS (
+    SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts,
+           coalesce(running_req, 0) + coalesce(queue_req, 0) + coalesce(prealloc_req, 0)
+           + coalesce(transfer_req, 0) + coalesce(retracted_req, 0) + coalesce(bootstrap_req, 0)
+           + coalesce(inflight_req, 0) AS load
+    FROM batches WHERE ts IS NOT NULL
 ),
-gaps AS (
-    SELECT host, lag(ts) OVER (PARTITION BY host ORDER BY ts) AS t_prev, ts AS t_next FROM lines
+-- progress points of each rank, one per second: log prefixes are whole seconds, and a big store
+-- has a million stats lines
+rank_points AS (
+    SELECT host, dk, tk, min(ts) AS t_first, max(ts) AS t_last, max(load) > 0 AS busy
+    FROM stats GROUP BY host, dk, tk, time_bucket(INTERVAL 1 SECOND, ts)
 ),
--- a host's normal interval: decode logs every 40 steps, so "silent" is relative to the host; the
--- 90th percentile, because with whole-second stamps most gaps are 0
-typical AS (
-    SELECT host, quantile_cont(epoch(t_next - t_prev), 0.9) AS typical_s FROM gaps WHERE t_prev IS NOT NULL
-    GROUP BY host
+-- every line of the host, per second: its end, and the stretches with no line at all (a gap in what
+-- was captured, not a wedge: a wedged server still writes health checks, requests, timeouts)
+host_lines AS (
+    SELECT host, min(ts) AS t_first, max(ts) AS t_last
+    FROM (SELECT host, ts FROM events UNION ALL SELECT host, ts FROM batches)
+    WHERE ts IS NOT NULL GROUP BY host, time_bucket(INTERVAL 1 SECOND, ts)
 ),
-silences AS (
-    SELECT g.host, CAST(NULL AS INTEGER) AS dp_rank, 'silence' AS kind, g.t_prev AS t_start, g.t_next AS t_end,
-           t.typical_s
-    FROM gaps g JOIN typical t USING (host)
-    WHERE epoch(g.t_next - g.t_prev) >= greatest(min_gap_s, factor * t.typical_s)
-      -- days without a line are a gap in what was captured, not a wedge
-      AND epoch(g.t_next - g.t_prev) <= max_gap_s
+host_end AS (SELECT host, max(t_last) AS t_end FROM host_lines GROUP BY host),
+stat_points AS (
+    SELECT host, min(t_first) AS t_first, max(t_last) AS t_last, bool_or(busy) AS busy
+    FROM rank_points GROUP BY host, time_bucket(INTERVAL 1 SECOND, t_first)
 ),
--- a DP rank that stops while the other ranks of its host go on
-rank_last AS (
-    SELECT host, dp_rank, max(ts) AS last_ts FROM lines WHERE dp_rank IS NOT NULL GROUP BY ALL
+-- stretches of a host without stats that could hold a wedge (at least min_gap_s, its log may end
+-- in one); only inside them is transfer progress looked for: a big store has ten million
+-- transfer events, and outside these stretches the host is progressing anyway
+stat_gaps AS (
+    SELECT g.host, g.t_prev, coalesce(g.t_next, e.t_end) AS gap_end
+    FROM (SELECT host, t_last AS t_prev, lead(t_first) OVER (PARTITION BY host ORDER BY t_first) AS t_next
+          FROM stat_points) g JOIN host_end e USING (host)
+    WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= min_gap_s
 ),
-host_last AS (SELECT host, max(ts) AS last_ts FROM lines GROUP BY host),
-stopped AS (
-    SELECT r.host, r.dp_rank, 'rank_stopped' AS kind, r.last_ts AS t_start, h.last_ts AS t_end, t.typical_s
-    FROM rank_last r JOIN host_last h USING (host) JOIN typical t USING (host)
-    WHERE epoch(h.last_ts - r.last_ts) >= greatest(min_gap_s, factor * t.typical_s)
-      AND epoch(h.last_ts - r.last_ts) <= max_gap_s
+-- transfer progress the host's own scheduler makes (posts, completions, notifications it polled,
+-- rooms it bootstrapped); failures and aborts are not progress
+transfer_points AS (
+    SELECT t.host, min(t.ts) AS t_first, max(t.ts) AS t_last
+    FROM (SELECT host, ts FROM transfer_events WHERE ts IS NOT NULL AND event IN ('post', 'done', 'notif', 'checksum')
+          UNION ALL
+          SELECT host, ts FROM events WHERE ts IS NOT NULL AND kind IN ('transfer_notif', 'bootstrapped')) t
+    JOIN stat_gaps g ON t.host = g.host AND t.ts > g.t_prev AND t.ts < g.gap_end
+    GROUP BY t.host, time_bucket(INTERVAL 1 SECOND, t.ts)
 ),
--- threads that died say so once; requests to their rank then time out
-dead AS (
-    SELECT host, coalesce(dp_rank, tp_rank) AS dp_rank, 'dead_thread' AS kind, ts AS t_start,
-           (SELECT max(l.ts) FROM lines l WHERE l.host = e.host) AS t_end, NULL AS typical_s
-    FROM events e
-    WHERE message LIKE '%thread died%' OR message LIKE '%bootstrap_thread%died%'
+host_points AS (
+    SELECT host, min(t_first) AS t_first, max(t_last) AS t_last, bool_or(busy) AS busy
+    FROM (SELECT host, time_bucket(INTERVAL 1 SECOND, t_first) AS sec, t_first, t_last, busy FROM stat_points
+          UNION ALL
+          SELECT host, time_bucket(INTERVAL 1 SECOND, t_first), t_first, t_last, true FROM transfer_points)
+    GROUP BY host, sec
 ),
-cand AS (SELECT * FROM silences UNION ALL SELECT * FROM stopped UNION ALL SELECT * FROM dead),
--- what was in flight when it went quiet: each rank's last stats line before the silence
-ranks AS (SELECT DISTINCT host, coalesce(dp_rank, -1) AS rank_key FROM batches),
-stats AS (SELECT *, coalesce(dp_rank, -1) AS rank_key FROM batches WHERE ts IS NOT NULL),
-probe AS (SELECT c.host, c.kind, c.t_start, r.rank_key FROM cand c JOIN ranks r USING (host)),
+capture_gaps AS (
+    SELECT host, t_last AS cap_start
+    FROM (SELECT host, t_last, lead(t_first) OVER (PARTITION BY host ORDER BY t_first) AS t_next FROM host_lines)
+    WHERE epoch(t_next - t_last) > max_gap_s
+),
+rank_gaps AS (
+    SELECT host, dk, tk, t_last AS t_prev, busy,
+           lead(t_first) OVER (PARTITION BY host, dk, tk ORDER BY t_first) AS t_next
+    FROM rank_points
+),
+host_gaps AS (
+    SELECT host, t_last AS t_prev, busy, lead(t_first) OVER (PARTITION BY host ORDER BY t_first) AS t_next
+    FROM host_points
+),
+-- the normal interval of a stream, measured while it had work (an idle server writes no stats,
+-- and decode logs every 40 steps, so "long" is relative to the stream); the 90th percentile,
+-- robust to the one long gap that is the wedge
+-- (only for streams with a stop of at least min_gap_s: a quantile over a million intervals is what
+-- a store of a busy day would otherwise pay for nothing)
+long_rank_streams AS (
+    SELECT DISTINCT host, dk, tk FROM rank_gaps g JOIN host_end e USING (host)
+    WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= min_gap_s
+),
+rank_typical AS (
+    SELECT host, dk, tk, CASE WHEN count(*) >= 10 THEN quantile_cont(epoch(t_next - t_prev), 0.9) END AS typical_s
+    FROM rank_gaps SEMI JOIN long_rank_streams USING (host, dk, tk)
+    WHERE busy AND t_next IS NOT NULL GROUP BY ALL
+),
+host_typical AS (
+    SELECT host, CASE WHEN count(*) >= 10 THEN quantile_cont(epoch(t_next - t_prev), 0.9) END AS typical_s
+    FROM host_gaps WHERE busy AND t_next IS NOT NULL AND host IN (SELECT host FROM stat_gaps) GROUP BY ALL
+),
+n_streams AS (SELECT host, count(DISTINCT (dk, tk)) AS n FROM rank_points GROUP BY host),
+-- the whole host made no progress (the last point of a host counts: its log may end wedged)
+host_cand AS (
+    SELECT g.host, -1 AS dk, -1 AS tk, 'silence' AS kind, g.t_prev AS t_start, g.t_next,
+           coalesce(g.t_next, e.t_end) AS gap_end, t.typical_s,
+           greatest(min_gap_s, factor * coalesce(t.typical_s, 0)) AS threshold_s
+    FROM host_gaps g JOIN host_end e USING (host) LEFT JOIN host_typical t USING (host)
+    WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
+),
+rank_cand0 AS (
+    SELECT g.host, g.dk, g.tk, g.t_prev AS t_start, g.t_next, g.gap_end, t.typical_s,
+           greatest(min_gap_s, factor * coalesce(t.typical_s, 0)) AS threshold_s
+    FROM (SELECT g.*, coalesce(g.t_next, e.t_end) AS gap_end FROM rank_gaps g JOIN host_end e USING (host)
+          WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= min_gap_s) g
+    JOIN n_streams n USING (host)
+    LEFT JOIN rank_typical t USING (host, dk, tk)
+    WHERE n.n > 1 AND epoch(g.gap_end - g.t_prev) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
+),
+-- a rank that stops while its peers go on (a TP collective desync): peers' stats lines in the gap,
+-- for at least the rank's own threshold after it stopped
+-- (until the whole host stops, if it does: that is a silence of its own; or its capture does)
+peer_window AS (
+    SELECT c.*, least(c.gap_end, (SELECT min(h.t_start) FROM host_cand h WHERE h.host = c.host
+                                  AND h.t_start >= c.t_start),
+                      (SELECT min(g.cap_start) FROM capture_gaps g WHERE g.host = c.host
+                       AND g.cap_start >= c.t_start)) AS peers_until
+    FROM rank_cand0 c
+),
+peers AS (
+    SELECT c.host, c.dk, c.tk, c.t_start, count(*) AS peer_points, max(p.t_last) AS peer_last,
+           string_agg(DISTINCT CASE WHEN p.dk >= 0 THEN 'DP' || p.dk ELSE 'TP' || p.tk END, ','
+                      ORDER BY CASE WHEN p.dk >= 0 THEN 'DP' || p.dk ELSE 'TP' || p.tk END) AS peer_names
+    FROM peer_window c JOIN rank_points p
+      ON p.host = c.host AND (p.dk, p.tk) <> (c.dk, c.tk) AND p.t_first > c.t_start AND p.t_last <= c.peers_until
+    GROUP BY ALL
+),
+rank_cand AS (
+    SELECT c.host, c.dk, c.tk, 'rank_stopped' AS kind, c.t_start, c.t_next, c.gap_end, c.typical_s, c.threshold_s
+    FROM rank_cand0 c JOIN peers p USING (host, dk, tk, t_start)
+    WHERE epoch(p.peer_last - c.t_start) >= c.threshold_s
+),
+-- threads that died say so once (SGLANG.md §9.6); requests to their rank then time out
+deaths AS (
+    SELECT host, coalesce(dp_rank, -1) AS dk,
+           coalesce(tp_rank, TRY_CAST(nullif(regexp_extract(message, 'engine_rank=([0-9]+)', 1), '') AS INTEGER), -1)
+               AS tk, ts
+    FROM events
+    WHERE ts IS NOT NULL AND kind IN ('bootstrap_failed', 'transfer_failed', 'exception', 'log', 'nixl')
+      AND regexp_matches(message, 'thread died|bootstrap_thread\S* died|[Tt]hread \S+ (?:died|crashed|exited)')
+),
+death_cand AS (
+    SELECT d.host, d.dk, d.tk, 'dead_thread' AS kind, d.ts AS t_start, CAST(NULL AS TIMESTAMPTZ) AS t_next,
+           e.t_end AS gap_end, t.typical_s, greatest(min_gap_s, factor * coalesce(t.typical_s, 0)) AS threshold_s
+    FROM deaths d JOIN host_end e USING (host) LEFT JOIN host_typical t USING (host)
+),
+cand0 AS (SELECT * FROM host_cand UNION ALL SELECT * FROM rank_cand UNION ALL SELECT * FROM death_cand),
+cand AS (SELECT row_number() OVER (ORDER BY t_start, host, kind, dk, tk) AS wid, * FROM cand0),
+-- what the host's stats said was in flight when it stopped: each rank's last line before the
+-- start, when that line is recent (a rank idle for an hour says nothing about now)
+ranks AS (SELECT DISTINCT host, dk, tk FROM stats),
+probe AS (
+    SELECT c.wid, c.host, c.t_start, c.threshold_s, r.dk, r.tk
+    FROM cand c JOIN ranks r ON r.host = c.host AND (c.kind = 'silence' OR c.dk < 0 OR r.dk = c.dk)
+     AND (c.kind = 'silence' OR c.tk < 0 OR r.tk = c.tk)
+),
 load_before AS (
-    SELECT p.host, p.kind, p.t_start,
-           CAST(sum(coalesce(b.running_req, 0) + coalesce(b.transfer_req, 0) + coalesce(b.prealloc_req, 0)
-                    + coalesce(b.inflight_req, 0) + coalesce(b.bootstrap_req, 0)) AS BIGINT) AS in_flight
-    FROM probe p ASOF JOIN stats b ON p.host = b.host AND p.rank_key = b.rank_key AND p.t_start >= b.ts
+    SELECT p.wid, CAST(sum(CASE WHEN epoch(p.t_start - b.ts) <= p.threshold_s THEN b.load ELSE 0 END) AS BIGINT)
+               AS in_flight
+    FROM probe p ASOF JOIN (SELECT * FROM stats WHERE host IN (SELECT host FROM cand)) b ON p.host = b.host AND p.dk = b.dk AND p.tk = b.tk AND p.t_start >= b.ts
+    GROUP BY p.wid
+),
+-- the lines that say a server is stuck, or how it came out of it; only these few kinds are
+-- joined to the candidates, never every access line
+sig_events AS (
+    SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts, bootstrap_room,
+        CASE
+            WHEN kind = 'health_check_failed' THEN 'health_check_failed'
+            WHEN kind = 'http_access' AND http_status = 503 THEN '/health 503'
+            WHEN kind = 'http_access' THEN '/health 200'
+            WHEN kind = 'watchdog_timeout' THEN 'watchdog'
+            WHEN kind = 'collective_timeout' THEN 'collective_timeout'
+            WHEN kind = 'request_received' THEN 'arrival'
+            WHEN kind = 'crash' THEN 'crash'
+            WHEN kind = 'shutdown' THEN 'shutdown'
+            WHEN kind = 'startup' THEN 'restart'
+            -- its text names KVPoll.Bootstrapping, but it is the cause, not one of the timeouts
+            WHEN regexp_matches(message, 'thread\S* died') THEN 'dead thread'
+            ELSE reason
+        END AS sig
+    FROM events
+    WHERE ts IS NOT NULL AND host IN (SELECT host FROM cand)
+      AND (kind IN ('health_check_failed', 'watchdog_timeout', 'collective_timeout', 'crash')
+           OR (kind = 'http_access' AND http_path LIKE '/health%' AND http_status IN (200, 503))
+           OR (kind = 'request_received' AND coalesce(rid, '') NOT LIKE 'HEALTH_CHECK%')
+           OR (kind = 'shutdown' AND regexp_matches(message, 'SIGTERM received|Gracefully exiting|Force exiting'))
+           OR (kind = 'startup' AND regexp_matches(message, 'max_total_num_tokens=|Started server process'))
+           OR (kind IN ('transfer_failed', 'bootstrap_failed', 'abort')
+               AND reason IN ('waiting_timeout', 'bootstrap_timeout', 'request_timeout')))
+),
+-- untagged lines (uvicorn, the tokenizer, request logs) belong to the whole host; tagged ones
+-- to their rank
+cand_sig AS (
+    SELECT row_number() OVER () AS sid, c.wid, c.t_start, c.threshold_s, s.ts, s.sig, s.bootstrap_room
+    FROM cand c JOIN sig_events s
+      ON s.host = c.host AND s.ts > c.t_start AND s.ts <= c.gap_end + INTERVAL 30 SECOND
+     AND (c.kind = 'silence' OR (s.dk < 0 AND s.tk < 0)
+          OR ((c.dk < 0 OR s.dk < 0 OR s.dk = c.dk) AND (c.tk < 0 OR s.tk < 0 OR s.tk = c.tk)))
+),
+-- the timeouts that fire for every request that was in flight come together: bursts of them,
+-- once the wedge has lasted its threshold
+timeouts AS (
+    SELECT wid, sid, ts, sig,
+           sum(CASE WHEN epoch(ts - prev) <= 10 THEN 0 ELSE 1 END) OVER (PARTITION BY wid ORDER BY ts
+               ROWS UNBOUNDED PRECEDING) AS burst
+    FROM (SELECT wid, sid, ts, sig, lag(ts) OVER (PARTITION BY wid ORDER BY ts) AS prev FROM cand_sig
+          WHERE sig IN ('waiting_timeout', 'bootstrap_timeout', 'request_timeout')
+            AND epoch(ts - t_start) >= threshold_s)
+),
+bursts AS (
+    SELECT wid, burst, min(ts) AS t0, count(*) AS n, mode(sig) AS sig FROM timeouts GROUP BY wid, burst
+),
+mass AS (
+    SELECT b.wid, arg_min(b.t0, b.t0) AS t_mass, arg_min(b.sig, b.t0) AS mass_sig
+    FROM bursts b JOIN cand c USING (wid) LEFT JOIN load_before l USING (wid)
+    WHERE b.n >= least(3, greatest(coalesce(l.in_flight, 0), 1))
+    GROUP BY b.wid
+),
+ends AS (
+    SELECT c.wid,
+           min(s.ts) FILTER (WHERE s.sig IN ('watchdog', 'collective_timeout') AND s.ts <= c.gap_end) AS t_watchdog,
+           arg_min(s.sig, s.ts) FILTER (WHERE s.sig IN ('watchdog', 'collective_timeout') AND s.ts <= c.gap_end)
+               AS watchdog_sig,
+           min(s.ts) FILTER (WHERE s.sig IN ('crash', 'shutdown', 'restart') AND s.ts <= c.gap_end) AS t_down,
+           arg_min(s.sig, s.ts) FILTER (WHERE s.sig IN ('crash', 'shutdown', 'restart') AND s.ts <= c.gap_end)
+               AS down_sig,
+           min(s.ts) FILTER (WHERE s.sig IN ('waiting_timeout', 'bootstrap_timeout', 'request_timeout')
+                             AND epoch(s.ts - c.t_start) >= c.threshold_s) AS t_first_timeout,
+           arg_min(s.sig, s.ts) FILTER (WHERE s.sig IN ('waiting_timeout', 'bootstrap_timeout', 'request_timeout')
+                             AND epoch(s.ts - c.t_start) >= c.threshold_s) AS first_timeout_sig
+    FROM cand c LEFT JOIN cand_sig s USING (wid)
+    GROUP BY c.wid
+),
+-- where the wedge ends: progress again, the watchdog, the mass timeout, a crash or restart, or the
+-- start of a capture gap, whichever comes first
+bounded AS (
+    SELECT c.*, l.in_flight, e.t_watchdog, e.watchdog_sig, e.t_down, e.down_sig, m.t_mass, m.mass_sig, e.t_first_timeout,
+           e.first_timeout_sig, g.cap_start,
+           least(c.gap_end, e.t_watchdog, e.t_down, m.t_mass, g.cap_start) AS t_end
+    FROM cand c
+    LEFT JOIN load_before l USING (wid)
+    LEFT JOIN ends e USING (wid)
+    LEFT JOIN mass m USING (wid)
+    LEFT JOIN (SELECT c.wid, min(g.cap_start) AS cap_start FROM cand c JOIN capture_gaps g
+                 ON g.host = c.host AND g.cap_start >= c.t_start AND g.cap_start < c.gap_end GROUP BY c.wid) g
+      USING (wid)
+),
+-- evidence counted inside the wedge (and the burst of timeouts that ended it)
+-- (every timeout of a burst that began by the end counts: they fire one per stuck request)
+burst_of AS (
+    SELECT t.sid, u.t0 FROM timeouts t JOIN bursts u USING (wid, burst)
+),
+counts AS (
+    SELECT b.wid, s.sig, count(*) AS n
+    FROM bounded b JOIN cand_sig s USING (wid)
+    LEFT JOIN burst_of u USING (sid)
+    WHERE s.ts <= b.t_end + CASE WHEN s.sig IN ('waiting_timeout', 'bootstrap_timeout', 'request_timeout', 'watchdog')
+                                 THEN INTERVAL 10 SECOND ELSE INTERVAL 0 SECOND END
+       OR u.t0 <= b.t_end + INTERVAL 2 SECOND
     GROUP BY ALL
 ),
--- rooms of the host (of the rank, for a stopped rank) left open through the whole silence: requests
--- that were waiting on it, as opposed to a server that was simply idle
-affected AS (
-    SELECT c.host, c.kind, c.t_start,
-           list(DISTINCT CAST(r.bootstrap_room AS VARCHAR) ORDER BY CAST(r.bootstrap_room AS VARCHAR)) AS rooms,
-           count(DISTINCT r.bootstrap_room) AS n_rooms
-    FROM cand c JOIN rooms r
-      ON ((r.decode_host = c.host AND (c.kind = 'silence' OR r.decode_rank = c.dp_rank))
-          OR (r.prefill_host = c.host AND (c.kind = 'silence' OR r.prefill_rank = c.dp_rank)))
-     AND coalesce(r.t_received, r.t_first_transfer) <= c.t_start
-     AND (r.t_finished IS NULL OR r.t_finished >= c.t_end)
+-- per room and host: first sighting, first close (finish, failure, abort), its rank, and when a
+-- timeout says it started waiting (`timed out after 300.0s`)
+room_host AS (
+    SELECT bootstrap_room, host, min(dp_rank) AS dp, min(tp_rank) AS tp,
+           least(min(ts) FILTER (WHERE kind NOT IN ('request_finished', 'transfer_failed', 'bootstrap_failed',
+                                                     'abort', 'corruption_detected')),
+                 min(ts - to_microseconds(CAST(1e6 * TRY_CAST(nullif(regexp_extract(message,
+                     'timed out after ([0-9.]+) ?s', 1), '') AS DOUBLE) AS BIGINT)))) AS t_open,
+           min(ts) FILTER (WHERE kind IN ('request_finished', 'transfer_failed', 'bootstrap_failed', 'abort',
+                                          'corruption_detected')) AS t_closed,
+           min(ts) FILTER (WHERE reason IN ('waiting_timeout', 'bootstrap_timeout', 'request_timeout')) AS t_timeout
+    FROM room_events
+    WHERE host IN (SELECT host FROM cand)
+    GROUP BY bootstrap_room, host
+),
+-- the prefill side of a room is done when its last transfer completed
+room_close AS (
+    SELECT h.*, r.t_finished,
+           CASE WHEN r.prefill_host = h.host AND r.outcome = 'ok' THEN least(h.t_closed, r.t_last_transfer)
+                ELSE h.t_closed END AS t_closed_here
+    FROM room_host h LEFT JOIN rooms r USING (bootstrap_room)
+),
+-- rooms that waited on the wedged host: open when it stopped (or arriving during it) and closed
+-- only when it ended or after, or timed out in it
+stuck AS (
+    SELECT b.wid, r.bootstrap_room
+    FROM bounded b JOIN room_close r
+      ON r.host = b.host
+     -- a room counts for a rank only when a line of that rank names it
+     AND (b.kind = 'silence' OR ((b.dk < 0 OR r.dp = b.dk) AND (b.tk < 0 OR r.tp = b.tk)
+                                 AND (r.dp IS NOT NULL OR r.tp IS NOT NULL)))
+     AND r.t_open <= b.t_end
+     AND (r.t_closed_here IS NULL OR r.t_closed_here >= b.t_start)
+     AND ((r.t_timeout > b.t_start AND r.t_timeout <= b.t_end + INTERVAL 10 SECOND)
+          OR coalesce(r.t_closed_here, r.t_finished) >= b.t_end - INTERVAL 2 SECOND)
+),
+stuck_rooms AS (
+    SELECT wid, count(*) AS n_rooms,
+           list(CAST(bootstrap_room AS VARCHAR) ORDER BY CAST(bootstrap_room AS VARCHAR)) AS rooms
+    FROM stuck GROUP BY wid
+),
+-- the other side's timeouts for those rooms (prefill's bootstrap timing out after decode's wait)
+peer_timeouts AS (
+    SELECT s.wid, e.host, e.reason, count(DISTINCT e.bootstrap_room) AS n
+    FROM stuck s JOIN bounded b USING (wid) JOIN room_events e
+      ON e.bootstrap_room = s.bootstrap_room AND e.host <> b.host
+     AND e.reason IN ('waiting_timeout', 'bootstrap_timeout', 'request_timeout')
+     AND e.ts > b.t_start AND e.ts <= b.t_end + INTERVAL 60 SECOND
     GROUP BY ALL
 ),
--- transfer units posted before the silence and neither done nor failed when it ended
+-- transfer units posted before the wedge and neither done nor failed when it ended; only slow or
+-- unfinished units can be, so the ten million quick ones are dropped first
+slow_units AS (
+    SELECT t.host, r.decode_host, t.t_post, t.t_done, t.status
+    FROM transfers t LEFT JOIN rooms r USING (bootstrap_room)
+    WHERE t.t_post IS NOT NULL AND (t.t_done IS NULL OR epoch(t.t_done - t.t_post) >= min_gap_s)
+      AND t.t_post <= (SELECT max(t_start) FROM cand) AND t.host IS NOT NULL
+      AND coalesce(t.status, 'unknown') NOT IN ('failed', 'aborted', 'timeout')
+),
 pending AS (
-    SELECT c.host, c.kind, c.t_start, count(*) AS pending_transfers
-    FROM cand c JOIN transfers t
-      ON t.host = c.host AND t.t_post <= c.t_start
-     AND ((t.t_done IS NULL AND t.status NOT IN ('failed', 'aborted', 'timeout')) OR t.t_done > c.t_end)
-    GROUP BY ALL
+    SELECT b.wid, count(*) AS pending_transfers
+    FROM bounded b JOIN slow_units u
+      ON (u.host = b.host OR u.decode_host = b.host) AND u.t_post <= b.t_start
+     AND u.t_done > b.t_end
+    GROUP BY b.wid
+),
+judged AS (
+    SELECT b.*, coalesce(s.n_rooms, 0) AS n_rooms, coalesce(s.rooms, []) AS rooms,
+           coalesce(p.pending_transfers, 0) AS pending_transfers,
+           coalesce((SELECT sum(n) FROM counts k WHERE k.wid = b.wid AND k.sig IN
+               ('health_check_failed', '/health 503', 'watchdog', 'collective_timeout', 'waiting_timeout',
+                'bootstrap_timeout', 'request_timeout')), 0) AS n_stuck_lines,
+           coalesce((SELECT sum(n) FROM counts k WHERE k.wid = b.wid AND k.sig IN
+               ('health_check_failed', '/health 503', 'watchdog', 'collective_timeout')), 0) AS n_own_lines,
+           pe.peer_points, pe.peer_names
+    FROM bounded b
+    LEFT JOIN stuck_rooms s USING (wid)
+    LEFT JOIN pending p USING (wid)
+    LEFT JOIN peers pe ON b.kind = 'rank_stopped' AND pe.host = b.host AND pe.dk = b.dk AND pe.tk = b.tk
+     AND pe.t_start = b.t_start
+),
+-- a stop is a wedge when something says requests were stuck on it: health checks failing, the
+-- watchdog, timeouts, stuck rooms or transfers; a rank that stops for good while its peers go on,
+-- with work in flight, is one on its own (a desync /health cannot see)
+wedges AS (
+    SELECT j.*
+    FROM judged j
+    WHERE epoch(j.t_end - j.t_start) >= j.threshold_s
+      AND (j.kind = 'dead_thread' OR j.n_stuck_lines > 0 OR j.n_rooms > 0 OR j.pending_transfers > 0
+           OR (j.kind = 'rank_stopped' AND coalesce(j.in_flight, 0) > 0 AND j.t_next IS NULL))
+),
+-- a host that only waited on another one is its consequence, not a wedge: no health check, watchdog
+-- or dead thread of its own, and every one of its stuck rooms stuck in a wedge of the other host that
+-- began no later (a prefill whose bootstrap times out because its decode host is wedged)
+consequences AS (
+    SELECT w.wid
+    FROM wedges w JOIN wedges v
+      ON v.host <> w.host AND v.t_start <= w.t_start + to_microseconds(CAST(incident_s * 1e6 AS BIGINT))
+     AND list_has_all(v.rooms, w.rooms)
+    WHERE w.kind = 'silence' AND w.n_own_lines = 0 AND w.n_rooms > 0 AND w.pending_transfers = 0
+      AND NOT EXISTS (SELECT 1 FROM deaths d WHERE d.host = w.host AND d.ts >= w.t_start - INTERVAL 30 SECOND
+                      AND d.ts <= w.t_end)
+      AND (v.n_own_lines > 0 OR v.kind <> 'silence' OR v.t_start < w.t_start
+           OR EXISTS (SELECT 1 FROM deaths d WHERE d.host = v.host AND d.ts >= v.t_start - INTERVAL 30 SECOND
+                      AND d.ts <= v.t_end))
+),
+-- a dead thread inside a progress wedge of its host names its cause; the progress wedge stays.
+-- A rank that stopped first and was still stopped when the whole host went quiet (a desync the
+-- peers ran into later) is the start of that host's wedge, not a wedge of its own
+first_stops AS (
+    SELECT w.wid, min(v.t_start) AS t_first_stop,
+           string_agg(CASE WHEN v.dk >= 0 THEN 'DP' || v.dk ELSE 'TP' || v.tk END, ','
+                      ORDER BY CASE WHEN v.dk >= 0 THEN 'DP' || v.dk ELSE 'TP' || v.tk END) AS first_ranks,
+           list(v.wid) AS folded_wids
+    FROM wedges w JOIN wedges v
+      ON w.kind = 'silence' AND v.kind = 'rank_stopped' AND v.host = w.host AND v.t_start < w.t_start
+     AND v.t_end >= w.t_start - INTERVAL 10 SECOND
+    GROUP BY w.wid
+),
+merged AS (
+    SELECT w.*, f.t_first_stop, f.first_ranks,
+           w.kind <> 'dead_thread' AND EXISTS (SELECT 1 FROM deaths d WHERE d.host = w.host
+               AND d.ts >= w.t_start - INTERVAL 30 SECOND AND d.ts <= w.t_end) AS has_death,
+           (w.kind = 'dead_thread' AND EXISTS (SELECT 1 FROM wedges v WHERE v.kind <> 'dead_thread' AND v.host = w.host
+               AND w.t_start >= v.t_start - INTERVAL 30 SECOND AND w.t_start <= v.t_end))
+           OR EXISTS (SELECT 1 FROM first_stops x WHERE list_contains(x.folded_wids, w.wid)) AS folded
+    FROM wedges w LEFT JOIN first_stops f USING (wid)
+    WHERE w.wid NOT IN (SELECT wid FROM consequences)
+),
+shown AS (
+    SELECT m.*, CASE WHEN m.has_death THEN 'dead_thread' ELSE m.kind END AS shown_kind,
+           least(m.t_start, m.t_first_stop,
+                 CASE WHEN m.has_death THEN (SELECT min(d.ts) FROM deaths d WHERE d.host = m.host
+                     AND d.ts >= m.t_start - INTERVAL 30 SECOND AND d.ts <= m.t_end) END) AS shown_start
+    FROM merged m WHERE NOT m.folded
+),
+-- wedges of several hosts that start within incident_s of each other are one incident
+grouped AS (
+    SELECT *, sum(CASE WHEN epoch(shown_start - prev_start) <= incident_s THEN 0 ELSE 1 END)
+                  OVER (ORDER BY shown_start, host, wid ROWS UNBOUNDED PRECEDING) AS incident
+    FROM (SELECT *, lag(shown_start) OVER (ORDER BY shown_start, host, wid) AS prev_start FROM shown)
 )
-SELECT c.host, c.kind, c.dp_rank, c.t_start, c.t_end,
-       round(epoch(c.t_end - c.t_start), 3) AS silent_s, round(c.typical_s, 3) AS typical_s,
-       coalesce(l.in_flight, 0) AS in_flight, coalesce(p.pending_transfers, 0) AS pending_transfers,
-       coalesce(a.n_rooms, 0) AS n_rooms, coalesce(a.rooms, []) AS rooms,
-       -- how it ended: the first error on the host once it spoke again, else it just resumed
-       coalesce((SELECT arg_min(e.kind || coalesce(' (' || e.reason || ')', ''), e.ts) FROM events e
-                 WHERE e.host = c.host AND e.ts >= c.t_end AND e.ts <= c.t_end + INTERVAL 60 SECOND
-                   AND e.severity IN ('error', 'fatal')),
-                CASE WHEN c.kind = 'silence' THEN 'resumed' ELSE 'end of log' END) AS ended_by
-FROM cand c
-LEFT JOIN load_before l USING (host, kind, t_start)
-LEFT JOIN affected a USING (host, kind, t_start)
-LEFT JOIN pending p USING (host, kind, t_start)
-WHERE c.kind = 'dead_thread' OR coalesce(p.pending_transfers, 0) + coalesce(a.n_rooms, 0) > 0;
+SELECT g.host, g.shown_kind AS kind,
+       CAST(CASE WHEN g.kind = 'silence' OR g.dk < 0 THEN NULL ELSE g.dk END AS INTEGER) AS dp_rank,
+       CAST(CASE WHEN g.kind = 'silence' OR g.tk < 0 THEN NULL ELSE g.tk END AS INTEGER) AS tp_rank,
+       g.shown_start AS t_start, g.t_end,
+       round(epoch(g.t_end - g.shown_start), 3) AS silent_s, round(g.typical_s, 3) AS typical_s,
+       coalesce(g.in_flight, 0) AS in_flight, g.pending_transfers, g.n_rooms, g.rooms,
+       CASE
+           WHEN g.t_watchdog <= g.t_end + INTERVAL 2 SECOND THEN g.watchdog_sig
+           WHEN g.t_mass <= g.t_end + INTERVAL 2 SECOND THEN g.mass_sig
+           WHEN g.t_first_timeout <= g.t_end + INTERVAL 2 SECOND THEN g.first_timeout_sig
+           WHEN g.t_down <= g.t_end THEN g.down_sig
+           WHEN g.t_next IS NOT NULL AND g.t_next <= g.t_end THEN 'resumed'
+           WHEN g.cap_start <= g.t_end THEN 'capture gap'
+           ELSE 'end of log'
+       END AS ended_by,
+       list_filter([
+           'no stats ' || CAST(round(epoch(coalesce(g.t_next, g.gap_end) - g.t_start)) AS BIGINT) || ' s'
+               || CASE WHEN g.t_next IS NULL THEN ' (to the end of the log)' ELSE '' END,
+           CASE WHEN g.in_flight > 0 THEN 'in flight ' || g.in_flight END,
+           CASE WHEN g.has_death OR g.kind = 'dead_thread' THEN 'dead thread' END,
+           CASE WHEN g.first_ranks IS NOT NULL THEN g.first_ranks || ' stopped first, '
+               || CAST(round(epoch(g.t_start - g.t_first_stop)) AS BIGINT) || ' s before the others' END,
+           CASE WHEN g.kind = 'rank_stopped' THEN 'peers went on (' || g.peer_names || ': ' || g.peer_points
+               || ' s with stats)' END
+       ] || coalesce((SELECT list(CASE WHEN k.sig = 'watchdog' THEN 'watchdog' || CASE WHEN k.n > 1 THEN ' x' || k.n ELSE '' END
+                                      WHEN k.sig = 'arrival' THEN 'requests arriving x' || k.n
+                                      ELSE k.sig || ' x' || k.n END
+                                 ORDER BY CASE k.sig WHEN 'health_check_failed' THEN 1 WHEN '/health 503' THEN 2
+                                     WHEN '/health 200' THEN 3 WHEN 'watchdog' THEN 4 WHEN 'collective_timeout' THEN 5
+                                     WHEN 'waiting_timeout' THEN 6 WHEN 'bootstrap_timeout' THEN 7
+                                     WHEN 'request_timeout' THEN 8 ELSE 9 END, k.sig)
+                      FROM counts k WHERE k.wid = g.wid
+                        AND k.sig NOT IN ('crash', 'shutdown', 'restart', 'dead thread')), [])
+         || coalesce((SELECT list(p.reason || ' x' || p.n || ' on ' || p.host ORDER BY p.host, p.reason)
+                      FROM peer_timeouts p WHERE p.wid = g.wid), [])
+         || [CASE WHEN g.n_rooms > 0 THEN 'stuck rooms x' || g.n_rooms END,
+             CASE WHEN g.pending_transfers > 0 THEN 'pending transfers x' || g.pending_transfers END],
+         lambda s: s IS NOT NULL) AS signals,
+       CAST(g.incident AS INTEGER) AS incident, i.incident_hosts
+FROM grouped g
+JOIN (SELECT incident, list(DISTINCT host ORDER BY host) AS incident_hosts FROM grouped GROUP BY incident) i
+  USING (incident);
