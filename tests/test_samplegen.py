@@ -572,11 +572,14 @@ def _check_quoted_log(out: pathlib.Path, rep: dict, h: dict) -> None:
     fenced lines whole (prefix included), in the order the log has them."""
     text = rep["content"]
     assert rep["status"] == 200 and not rep["calls"] and h["source"] == "opencode"
-    first, *fenced = h["quoted"]
+    quotes = [q for q in h["quoted"] if q["how"] == "quote"]
+    fenced = [q for q in h["quoted"] if q["how"] == "fence"]
+    assert len(quotes) + len(fenced) == len(h["quoted"]) and len(quotes) >= 1
     logs = {q["file"]: _lines(out / q["file"]) for q in h["quoted"]}
-    assert f"\n> {first['text']}\n" in text
-    assert any(ln.endswith("] " + first["text"]) for ln in logs[first["file"]])
-    assert first["text"].startswith("Decode transfer failed for request rank=1 ")
+    assert "\n".join(f"> {q['text']}" for q in quotes) in text
+    for q in quotes:
+        assert any(ln.endswith("] " + q["text"]) for ln in logs[q["file"]])
+        assert q["text"].startswith("Decode transfer failed for request rank=1 ")
     fence = re.findall(r"```\n(.*?)\n```", text, re.S)
     assert len(fence) == (1 if fenced else 0)
     if fenced:
@@ -595,9 +598,9 @@ def test_the_sample_quotes_its_wedge_and_storm(bundle):
     assert len(q) == 1
     if planted["generator"]["seed"] == 7:
         # the committed sample's reply comes after the wedge and fences an excerpt of it
-        files = [x["file"] for x in q[0]["quoted"]]
-        assert files == ["decode-0/sglang.log.1.gz"] + ["decode-1/sglang.log"] * 4
-        fenced = "\n".join(x["text"] for x in q[0]["quoted"][1:])
+        how = [(x["file"], x["how"]) for x in q[0]["quoted"]]
+        assert how == [("decode-0/sglang.log.1.gz", "quote")] * 3 + [("decode-1/sglang.log", "fence")] * 4
+        fenced = "\n".join(x["text"] for x in q[0]["quoted"][3:])
         for shape in ("Decode batch, ", "Health check failed. ", '"GET /health HTTP/1.1" 503 Service Unavailable',
                       "KVPoll.WaitingForInput"):
             assert shape in fenced

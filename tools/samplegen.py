@@ -101,6 +101,7 @@ ARR_END = 1170.0
 ROTATE_AT = 720.0  # decode-0/sglang.log.1.gz holds the lines before 14:12:00
 ELEVATED_AFTER = 30.0
 P_BASE, P_HIGH = 0.05, 0.30
+P_AFTER_FAIL = 0.5  # bad replies follow a failed transfer on the same decode instance within seconds (the seeds)
 
 DSML = "｜DSML｜"  # U+FF5C around DSML
 EOS = "<｜end▁of▁sentence｜>"  # U+FF5C, U+2581
@@ -304,8 +305,8 @@ def _quoted_log_reply(g: "_Gen", r: "Req") -> tuple[str, list[dict]]:
     """A clean reply that quotes server log lines the incident wrote: a storm abort in a `>` quote,
     then in a fence the link fault's traceback or, before that, an excerpt of decode-1's wedge.
 
-    Returns the text and what it quotes: {file, text}, each text a whole line of that file (after
-    the CRI wrapper), or the message of one (after its prefix)."""
+    Returns the text and what it quotes: {file, text, how}: `how` "quote" is a line's message (after
+    its prefix) behind `> `, "fence" a whole line (after the CRI wrapper) inside the fence."""
     def recs(h):
         return sorted(g.lines[h], key=lambda x: (x[0], x[1]))
 
@@ -316,17 +317,17 @@ def _quoted_log_reply(g: "_Gen", r: "Req") -> tuple[str, list[dict]]:
             return loglines.sglang(pt, loglines.dp_tags(rank), msg)
         return loglines.sglang(pt, "", msg) if style == "pl" else msg
 
-    abort = next(x[5] for x in recs("decode-0") if x[2] == "transfer_failed" and loglines.ABORTED in x[5] and x[4] == 1)
-    quoted = [dict(file="decode-0/sglang.log.1.gz", text=abort)]
+    aborts = [x[5] for x in recs("decode-0") if x[2] == "transfer_failed" and loglines.ABORTED in x[5] and x[4] == 1][:3]
+    quoted = [dict(file="decode-0/sglang.log.1.gz", text=a, how="quote") for a in aborts]
     text = ("decode-0 logged the abort storm as one transfer failure per request that was still waiting for its "
-            "KV when the 80-session agent was killed, for example:\n\n"
-            f"> {abort}\n\n"
+            "KV when the 80-session agent was killed, for example on DP1:\n\n"
+            + "\n".join(f"> {a}" for a in aborts) + "\n\n"
             "That is the client going away (`Aborted by AbortReq.`), not a broken transfer.")
     pre = recs(PREFILL)
     i = next((i for i, x in enumerate(pre) if x[2] == "exception"), None)
     if i is not None and pre[i][0] < r.t_arr:
         block = [render(PREFILL, pre[i])] + [x[5] for x in pre[i + 1 :] if x[2] == "traceback" and x[0] == pre[i][0]]
-        quoted += [dict(file="prefill-0/sglang.log", text=ln) for ln in block]
+        quoted += [dict(file="prefill-0/sglang.log", text=ln, how="fence") for ln in block]
         text += (" The transfer error that matters came later, from prefill DP2:\n\n```\n" + "\n".join(block)
                  + "\n```\n\nThe UCX link fault surfaced through `check_xfer_state`; the rooms on that path failed with "
                  "`NIXL transfer encountered ERR`, and the retries went through once the link recovered.")
@@ -337,7 +338,7 @@ def _quoted_log_reply(g: "_Gen", r: "Req") -> tuple[str, list[dict]]:
         probe = next(x for x in d1 if x[2] == "http_access" and " 503 " in x[5] and x[0] > fail[0])
         timeout = next(x for x in d1 if x[2] == "transfer_failed" and "KVPoll.WaitingForInput" in x[5])
         block = [render("decode-1", x) for x in (last, fail, probe, timeout)]
-        quoted += [dict(file="decode-1/sglang.log", text=ln) for ln in block]
+        quoted += [dict(file="decode-1/sglang.log", text=ln, how="fence") for ln in block]
         text += (" decode-1 is the real problem. Its scheduler printed its last stats line and then nothing for five "
                  "minutes, while the HTTP side kept answering:\n\n```\n" + "\n".join(block[:3]) + "\n...\n"
                  + block[3] + "\n```\n\nThe health check saw it (503 from the first failed check on), but the router "
@@ -1230,6 +1231,9 @@ class _Gen:
             dict(reason="prefill_slam", host="*", start=lo, end=max(hi, self.backlog_cleared)),
             dict(reason="after_abort_storm", host="decode-0", start=T0 + SWARM_KILL, end=T0 + SWARM_KILL + 2.2 + ELEVATED_AFTER),
             dict(reason="after_abort_storm", host="decode-1", start=T0 + SWARM_KILL, end=T0 + W0),
+            # the wedge's mass timeout frees the pages of rooms whose KV had landed: the same late-write
+            # exposure as any failed transfer on that host
+            dict(reason="after_wedge_timeouts", host="decode-1", start=T0 + W1, end=T0 + W1 + ELEVATED_AFTER),
             dict(reason="after_transfer_failures", host=FAULT_PATH[1], start=min(fails), end=max(fails) + ELEVATED_AFTER),
         ]
 
@@ -1252,8 +1256,21 @@ class _Gen:
             r.ksum_d = _hex(self.crng, 16)
             r.corrupt = ("incoherent", INCOHERENT[len(self.ksum_rooms) % 3])
             self.ksum_rooms.append(r)
+        # after failures on a host only a handful of replies follow, so a coin per reply could leave
+        # the window no worse than the rest: the rate there is planted as a count
+        counted = set()
+        for w in self.elevated:
+            if not w["reason"].startswith("after_") or w["reason"] == "after_abort_storm":
+                continue
+            members = [r for r in ok if r.d_host == w["host"] and w["start"] <= r.t_kv <= w["end"]]
+            counted |= {id(r) for r in members}
+            free = [r for r in members if not r.corrupt]
+            need = max(0, round(P_AFTER_FAIL * len(members)) - (len(members) - len(free)))
+            for r in self.crng.sample(free, min(need, len(free))):
+                inc = self.crng.random() < 0.6
+                r.corrupt = ("incoherent", self.crng.choice(INCOHERENT)) if inc else ("parse_leak", self.crng.choice(PARSE_LEAK))
         for r in ok:
-            if r.corrupt:
+            if r.corrupt or id(r) in counted:
                 continue
             high = self.in_elevated(r)
             x = self.crng.random()
@@ -1867,7 +1884,8 @@ def _planted(g: _Gen, files: dict, proxy_ids: dict, oc_ids: dict, oc_file: dict,
         "replies": dict(total=len(agent_reqs), ok=len(ok), errors=len(errors), corrupted=len(corrupted),
                         hard_negatives=len(hard), proxy=sum(1 for r in agent_reqs if id(r) in proxy_ids),
                         opencode=sum(1 for r in agent_reqs if id(r) in oc_ids)),
-        "corruption_rates": {"baseline": rate(base), "elevated": rate(el), "target_baseline": P_BASE, "target_elevated": P_HIGH},
+        "corruption_rates": {"baseline": rate(base), "elevated": rate(el), "target_baseline": P_BASE, "target_elevated": P_HIGH,
+                             "target_after_failures": P_AFTER_FAIL},
         "corrupted_replies": corrupted,
         "hard_negatives": hard,
         "error_replies": errors,
