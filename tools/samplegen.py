@@ -93,7 +93,8 @@ KUBELET_IP = "10.0.1.4"  # decode-1's node: kubelet probes the pod from there
 PROBE_S = 5.0  # kubelet /health probe period on decode-1
 HEALTH_CHECK_TIMEOUT = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT
 HEALTH_FAIL_S = 30.0  # cadence of the generate-based check that logs `Health check failed` while wedged
-WEDGE_SHARE = 0.3  # share of new traffic the router still sends to decode-1 while it is wedged
+WEDGE_JOBS = 10  # one-shot jobs that keep arriving at the wedged decode-1, one every WEDGE_JOB_S
+WEDGE_JOB_S = 28.0
 F0 = 1100.0  # UCX link fault window start
 FAULT_LEN = 8.0
 FAULT_PATH = (2, "decode-0", 1)  # prefill DP rank -> decode host, decode DP rank
@@ -302,8 +303,8 @@ def _table_reply(rng: random.Random) -> str:
 
 
 def _quoted_log_reply(g: "_Gen", r: "Req") -> tuple[str, list[dict]]:
-    """A clean reply that quotes server log lines the incident wrote: a storm abort in a `>` quote,
-    then in a fence the link fault's traceback or, before that, an excerpt of decode-1's wedge.
+    """A clean reply that quotes server log lines the incident wrote: storm aborts in a `>` quote,
+    then, in fences, an excerpt of decode-1's wedge and the link fault's traceback once they happened.
 
     Returns the text and what it quotes: {file, text, how}: `how` "quote" is a line's message (after
     its prefix) behind `> `, "fence" a whole line (after the CRI wrapper) inside the fence."""
@@ -323,15 +324,7 @@ def _quoted_log_reply(g: "_Gen", r: "Req") -> tuple[str, list[dict]]:
             "KV when the 80-session agent was killed, for example on DP1:\n\n"
             + "\n".join(f"> {a}" for a in aborts) + "\n\n"
             "That is the client going away (`Aborted by AbortReq.`), not a broken transfer.")
-    pre = recs(PREFILL)
-    i = next((i for i, x in enumerate(pre) if x[2] == "exception"), None)
-    if i is not None and pre[i][0] < r.t_arr:
-        block = [render(PREFILL, pre[i])] + [x[5] for x in pre[i + 1 :] if x[2] == "traceback" and x[0] == pre[i][0]]
-        quoted += [dict(file="prefill-0/sglang.log", text=ln, how="fence") for ln in block]
-        text += (" The transfer error that matters came later, from prefill DP2:\n\n```\n" + "\n".join(block)
-                 + "\n```\n\nThe UCX link fault surfaced through `check_xfer_state`; the rooms on that path failed with "
-                 "`NIXL transfer encountered ERR`, and the retries went through once the link recovered.")
-    elif r.t_arr > T0 + W1:
+    if r.t_arr > T0 + W1:
         d1 = recs("decode-1")
         last = max((x for x in d1 if x[2] == "decode_stats" and x[0] <= T0 + W0), key=lambda x: x[0])
         fail = next(x for x in d1 if x[2] == "health_check_failed")
@@ -341,8 +334,16 @@ def _quoted_log_reply(g: "_Gen", r: "Req") -> tuple[str, list[dict]]:
         quoted += [dict(file="decode-1/sglang.log", text=ln, how="fence") for ln in block]
         text += (" decode-1 is the real problem. Its scheduler printed its last stats line and then nothing for five "
                  "minutes, while the HTTP side kept answering:\n\n```\n" + "\n".join(block[:3]) + "\n...\n"
-                 + block[3] + "\n```\n\nThe health check saw it (503 from the first failed check on), but the router "
-                 "kept sending it requests, and every room that was waiting for KV timed out when the loop ran again.")
+                 + block[3] + "\n```\n\nThe health check saw it (503 from the first failed check on), and every room "
+                 "that was waiting for KV timed out when the loop ran again.")
+    pre = recs(PREFILL)
+    i = next((i for i, x in enumerate(pre) if x[2] == "exception"), None)
+    if i is not None and pre[i][0] < r.t_arr:
+        block = [render(PREFILL, pre[i])] + [x[5] for x in pre[i + 1 :] if x[2] == "traceback" and x[0] == pre[i][0]]
+        quoted += [dict(file="prefill-0/sglang.log", text=ln, how="fence") for ln in block]
+        text += ("\n\nThe transfer errors came later, from prefill DP2:\n\n```\n" + "\n".join(block)
+                 + "\n```\n\nThe UCX link fault surfaced through `check_xfer_state`; the rooms on that path failed with "
+                 "`NIXL transfer encountered ERR`, and the retries went through once the link recovered.")
     return text, quoted
 
 
@@ -609,10 +610,10 @@ class _Gen:
             p_rank = self.rr[PREFILL] % DP
             self.rr[PREFILL] += 1
         if d_host is None:
-            if W0 + 3.0 <= rel < W1:
-                # the router balances on load, not on /health, so decode-1 keeps getting a share
-                d_host = DECODES[self.rng.random() < WEDGE_SHARE]
-            elif W0 - 12.0 <= rel < W1:
+            if W0 - 12.0 <= rel < W1:
+                # decode-1's last seconds before the wedge carry only the planted in-flight requests;
+                # inside it the router's load-aware choice avoids a worker whose outstanding requests
+                # only grow (the one-shot jobs pinned to decode-1 are routed in run())
                 d_host = "decode-0"
             elif r.kind != "swarm" and SWARM_START <= rel < W0:
                 d_host = "decode-1"  # decode-0 is loaded with the swarm's requests
@@ -666,6 +667,13 @@ class _Gen:
         for i in range(STUCK_KV):
             t = T0 + W0 - 4.4 + 0.6 * i
             s = self.new_session("reviewer", t, forced="stuck")
+            s.route = (None, "decode-1", None)
+            self.push(t, "launch", s)
+        # new requests keep arriving at the wedged host: a batch client's one-shot writer jobs carry a
+        # routing key that pins them to decode-1; they wait there and are served once it runs again
+        for i in range(WEDGE_JOBS):
+            t = T0 + W0 + 9.0 + WEDGE_JOB_S * i + rng.uniform(0, 3)
+            s = self.new_session("writer", t, forced="pinned")
             s.route = (None, "decode-1", None)
             self.push(t, "launch", s)
         # the link fault window: forced requests on the faulty path, a victim and a metadata collision
