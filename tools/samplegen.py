@@ -24,8 +24,9 @@ The story (times are true UTC; the prefill host's clock is the reference):
 - 14:18:20 a UCX link fault on prefill DP rank 2 fails the transfers to decode-0 DP rank 1 for a few
   seconds (UCX/NIXL lines, one transfer-worker traceback); a later request on that rank trips the
   metadata-corruption check and another gets corrupted KV.
-- Corrupted replies: ~5 % baseline, ~30 % while prefill is slammed and in the 30 s after transfer
-  failures or aborts on the same decode host. Three rooms have index_k checksum mismatches.
+- Corrupted replies: ~5 % baseline, ~30 % while prefill is slammed and in the 30 s after the storm's
+  aborts, half of those in the 30 s after transfer failures or the wedge's timeouts on the same
+  decode host. Three rooms have index_k checksum mismatches.
 
 Replies carry no sglang rid (the proxy rewrites response ids to `chatcmpl-...`, opencode stores
 none): they link to server requests by time and token counts only. Everything is drawn from
