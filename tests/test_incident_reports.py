@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from forensics.analysis import evidence, timeline
 from forensics.catalog import named as queries
+from forensics.catalog.sql import run_sql
 from forensics.cli import main
 from forensics.ingest.store import Store
 from tests.conftest import ROOT, ingest_paths
@@ -42,6 +43,11 @@ def _window(rows, start, end):
     return rows.filter((pl.col("bucket_start") >= t(start) - dt.timedelta(seconds=10)) & (pl.col("bucket_start") < t(end)))
 
 
+@pytest.fixture(scope="module")
+def report(store):
+    return evidence.build(store)
+
+
 def test_timeline_shows_the_prefill_slam(tl):
     slam = PLANTED["windows"]["slam"]
     rows = tl["rows"]
@@ -52,34 +58,83 @@ def test_timeline_shows_the_prefill_slam(tl):
     assert inside["prefill_new_tokens_per_s"].max() > 5 * before["prefill_new_tokens_per_s"].drop_nulls().median()
 
 
-def test_timeline_marks_the_abort_storm_and_the_wedge(tl):
+def test_timeline_marks_the_abort_storm(tl):
     storm = PLANTED["windows"]["storm"]
-    wedge = PLANTED["windows"]["wedge"]
     rows = tl["rows"]
     marked = rows.filter(pl.col("abort_storm_hosts").list.contains(storm["host"]))
     assert marked.height >= 1
     assert t(storm["start"]) - dt.timedelta(seconds=10) <= marked["bucket_start"].min() <= t(storm["end"])
-    wedged = rows.filter(pl.col("wedged_hosts").list.contains(wedge["host"]))["bucket_start"]
-    span = (t(wedge["end"]) - t(wedge["start"])).total_seconds()
-    # every bucket inside the wedge is marked, and the marking does not spill more than one bucket out
-    assert wedged.len() >= span // 10 - 1
-    assert wedged.min() >= t(wedge["start"]) - dt.timedelta(seconds=10)
-    assert wedged.max() <= t(wedge["end"]) + dt.timedelta(seconds=10)
     # the anomalous buckets say why
     assert rows.filter(pl.col("aborts") > 0)["aborts"].sum() >= storm["aborted_in_transfer"]
 
 
-def test_wedge_rows(store):
-    wedge = PLANTED["windows"]["wedge"]
-    w = queries.run(store, "wedges").filter((pl.col("host") == wedge["host"]) & (pl.col("kind") == "silence"))
-    assert w.height == 1
-    row = w.row(0, named=True)
-    # decode-1's clock is corrected by the planted offset, so the edges land within a log second
-    assert abs((row["t_start"] - t(wedge["start"])).total_seconds()) <= 1.5
-    assert abs((row["t_end"] - t(wedge["end"])).total_seconds()) <= 1.5
-    assert row["in_flight"] > 0
-    assert set(str(r) for r in wedge["stuck_rooms"]) <= set(row["rooms"])
+# The planted wedge (tools/samplegen.py writes it into planted.json from its own parameters):
+# decode-1's scheduler stops for five minutes with requests in flight while its HTTP side keeps
+# logging 503 probes, `Health check failed` lines and new requests. The reports must find it by
+# the scheduler's progress; edges within 15 s of the planted last stats line and first timeout.
+WEDGE = PLANTED["windows"]["wedge"]
+EDGE_S = 15
+
+
+def _planted_wedge_rows(df: pl.DataFrame) -> pl.DataFrame:
+    """Wedge rows of the planted host that overlap the planted window."""
+    return df.filter((pl.col("host") == WEDGE["host"]) & (pl.col("t_start") < t(WEDGE["end"]))
+                     & (pl.col("t_end") > t(WEDGE["start"])))
+
+
+def _check_wedge_row(row: dict) -> None:
+    assert abs((row["t_start"] - t(WEDGE["start"])).total_seconds()) <= EDGE_S
+    assert abs((row["t_end"] - t(WEDGE["end"])).total_seconds()) <= EDGE_S
+    assert row["in_flight"] == WEDGE["in_flight"]
+    assert {str(r) for r in WEDGE["stuck_rooms"]} <= set(row["rooms"])
     assert "waiting_timeout" in row["ended_by"]
+
+
+def test_timeline_marks_the_wedge(tl):
+    rows = tl["rows"]
+    wedged = rows.filter(pl.col("wedged_hosts").list.contains(WEDGE["host"]))["bucket_start"]
+    span = (t(WEDGE["end"]) - t(WEDGE["start"])).total_seconds()
+    # every bucket inside the wedge is marked, and the marking does not spill more than one bucket out
+    assert wedged.len() >= span // 10 - 1
+    assert wedged.min() >= t(WEDGE["start"]) - dt.timedelta(seconds=10)
+    assert wedged.max() <= t(WEDGE["end"]) + dt.timedelta(seconds=10)
+    w = _planted_wedge_rows(tl["wedges"])
+    assert w.height == 1
+    _check_wedge_row(w.row(0, named=True))
+
+
+def test_wedge_rows(store):
+    w = _planted_wedge_rows(queries.run(store, "wedges"))
+    assert w.height == 1
+    _check_wedge_row(w.row(0, named=True))
+    # decode-0 idles through the same minutes with nothing in flight: that is not a wedge
+    assert queries.run(store, "wedges").filter(pl.col("host") == "decode-0").height == 0
+
+
+def test_stuck_rooms_fail_first_on_decode(store):
+    """Each stuck room's outcome is its first failure, the decode-side waiting timeout; prefill's
+    bootstrap timeout two seconds later is kept beside it as a later failure."""
+    stuck = {s["room"]: s for s in WEDGE["stuck"]}
+    assert len(stuck) == len(WEDGE["stuck_rooms"]) and len(WEDGE["bootstrap_timeout_rooms"]) == 20
+    assert all(s["outcome"] == "waiting_timeout" for s in stuck.values())
+    rooms = run_sql(store, "SELECT * FROM rooms").filter(pl.col("bootstrap_room").is_in(list(stuck)))
+    assert rooms.height == len(stuck)
+    for row in rooms.iter_rows(named=True):
+        s = stuck[row["bootstrap_room"]]
+        assert (row["decode_host"], row["decode_rank"]) == (WEDGE["host"], s["decode_rank"])
+        assert row["outcome"] == "waiting_timeout", row["bootstrap_room"]
+        later = [str(x) for x in (row["later_failures"] or [])]
+        assert any("bootstrap_timeout" in x for x in later) == bool(s["later_failures"]), (row["bootstrap_room"], later)
+
+
+def test_evidence_shows_the_wedge(report, store):
+    w = _planted_wedge_rows(report["wedges"])
+    assert w.height == 1
+    _check_wedge_row(w.row(0, named=True))
+    r = CliRunner().invoke(main, ["evidence", "--store", str(store.root)])
+    assert r.exit_code == 0, r.output
+    section = r.output[r.output.lower().index("wedge"):]
+    assert WEDGE["host"] in section
 
 
 def test_abort_storm_rows(store):
@@ -98,11 +153,6 @@ def test_abort_storm_rows(store):
     assert row["host_aborts"] == sum(per_host.values())
     assert t(storm["start"]) - dt.timedelta(seconds=1) <= row["t_start"] <= t(storm["end"])
     assert (row["t_end"] - row["t_start"]).total_seconds() <= 5
-
-
-@pytest.fixture(scope="module")
-def report(store):
-    return evidence.build(store)
 
 
 def test_evidence_counts_the_corrupted_replies(report):
@@ -134,6 +184,27 @@ def test_evidence_ties_corruption_to_failures_on_the_same_host(report):
     assert ctx.height >= 1
     for evs in ctx["events"].to_list():
         assert any(e["kind"] == "transfer_failed" for e in evs)
+
+
+def test_quoted_log_reply_is_not_corrupted(store):
+    """An engineer's clean reply quoting the incident's own log lines (a `> Decode transfer failed …`
+    quote and a fenced excerpt of the wedge) is a hard negative: no signature fires on it."""
+    (q,) = [h for h in PLANTED["hard_negatives"] if h["kind"] == "quoted_log"]
+    rep = run_sql(store, "SELECT * FROM replies").filter(pl.col("turn_id") == q["reply_id"])
+    text = run_sql(store, "SELECT turn_id, content FROM turns").filter(pl.col("turn_id") == q["reply_id"])
+    assert rep.height == text.height == 1
+    row = rep.row(0, named=True)
+    for x in q["quoted"]:
+        assert x["text"] in text["content"][0]  # ingest kept the quote verbatim
+    assert (row["corrupted"], row["signatures"] or [], row["corruption_class"]) == (False, [], "clean")
+
+
+def test_hard_negatives_stay_clean(store):
+    kinds = {h["reply_id"]: h["kind"] for h in PLANTED["hard_negatives"]}
+    rep = run_sql(store, "SELECT turn_id, corrupted, signatures FROM replies").filter(pl.col("turn_id").is_in(list(kinds)))
+    assert rep.height == len(kinds)
+    flagged = {r["turn_id"]: (kinds[r["turn_id"]], r["signatures"]) for r in rep.iter_rows(named=True) if r["corrupted"]}
+    assert flagged == {}
 
 
 def test_evidence_lists_the_checksum_mismatches(report):

@@ -162,7 +162,7 @@ def test_layout_and_size(bundle):
     assert len([f for f in files if f.startswith("agent/opencode-session-ses_")]) == 2
     assert (out / "decode-0/sglang.log.1.gz").read_bytes()[:2] == b"\x1f\x8b"
     if planted["generator"]["scale"] == 1.0:
-        assert sum(len(v) for v in _tree(out).values()) < 4_000_000
+        assert sum(len(v) for v in _tree(out).values()) < 5_000_000
 
 
 # -- server logs -----------------------------------------------------------------------------------
@@ -297,30 +297,119 @@ def test_abort_storm(bundle):
     assert int(_ts(w["start"])) <= ts[0] and ts[-1] <= _ts(w["end"])
 
 
-def test_wedge_silence_then_timeouts(bundle):
+DECODE_TIMEOUT_RE = re.compile(
+    r"^\[[^\]]+ DP(\d) TP\1 EP\1\] Decode transfer failed for request rank=\1 decode_req\.req\.rid='([0-9a-f]{32})' "
+    r"decode_req\.req\.bootstrap_room=(\d+) with exception KVTransferError\(bootstrap_room=\3\): "
+    r"Request \3 timed out after 300\.0s in KVPoll\.WaitingForInput$")
+PREFILL_BOOT_RE = re.compile(
+    r"^\[[^\]]+ DP(\d) TP\1 EP\1\] Prefill bootstrap failed for request rank=\1 req\.rid='([0-9a-f]{32})' "
+    r"req\.bootstrap_room=(\d+) with exception KVTransferError\(bootstrap_room=\3\): "
+    r"Request \3 timed out after 300\.0s in KVPoll\.Bootstrapping$")
+HEALTH_FAILED_RE = re.compile(
+    r"^\[[^\]]+\] Health check failed\. Server couldn't get a response from detokenizer for last 20 seconds\. "
+    r"tic start time: (\d\d:\d\d:\d\d)\. last_heartbeat time: (\d\d:\d\d:\d\d)$")
+PROBE_RE = re.compile(r'^\[[^\]]+\] INFO:     (\d+\.\d+\.\d+\.\d+):\d+ - "GET /health HTTP/1\.1" (\d{3}) ')
+
+
+def _hms(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%H:%M:%S")
+
+
+def test_wedge_stops_the_scheduler_not_the_http_side(bundle):
+    """decode-1's stats lines stop with requests in flight while probes, health-check errors and new
+    requests go on being logged (SGLANG.md §15, "What a wedge looks like in the log")."""
     out, planted = bundle
     w = planted["windows"]["wedge"]
-    assert w["host"] == "decode-1"
+    assert w["host"] == "decode-1" and w["ended_by"] == "waiting_timeout"
+    off = planted["hosts"]["decode-1"]["clock_offset_s"]
     lo, hi = _ts(w["start_host_clock"]), _ts(w["end_host_clock"])
-    assert hi - lo == pytest.approx(360) and lo - _ts(w["start"]) == pytest.approx(2.5)
-    raw = (out / "decode-1/sglang.log").read_text().splitlines()
-    outer = [_ts(CRI_RE.match(ln)["ts"]) for ln in raw]
-    inner = [t for t in (_pfx_epoch(CRI_RE.match(ln)["line"]) for ln in raw) if t is not None]
-    assert not [t for t in outer if lo <= t < hi]
-    assert not [t for t in inner if lo <= t < hi]
-    assert [t for t in inner if lo - 60 <= t < lo] and [t for t in inner if hi <= t < hi + 60]
-    timeouts = {}
-    for ln in _lines(out / "decode-1/sglang.log"):
-        if "timed out after 300.0s in KVPoll.WaitingForInput" in ln and "Decode transfer failed" in ln:
-            timeouts[int(ROOM_RE.search(ln).group(1))] = _pfx_epoch(ln)
-    assert sorted(timeouts) == sorted(w["stuck_rooms"]) and len(timeouts) >= 3
-    assert all(hi <= t < hi + 5 for t in timeouts.values())
+    assert lo - _ts(w["start"]) == pytest.approx(off) and 290 <= hi - lo <= 320
+    lines = _lines(out / "decode-1/sglang.log")
+    stats = collections.defaultdict(list)
+    for ln in lines:
+        if " Decode batch, " in ln:
+            f = dict(kv.split(": ") for kv in ln.split("] Decode batch, ", 1)[1].split(", "))
+            stats[PREFIX_RE.match(ln)["tags"]].append((_pfx_epoch(ln), f))
+    # no rank prints a stats line between the wedge's start and end, every rank prints one just
+    # before, and that line is the one planted (the in-flight count is read from it)
+    in_flight = 0
+    for tags, rows in stats.items():
+        d = re.search(r"DP(\d)", tags).group(1)
+        assert not [t for t, _ in rows if lo < t < hi - 1], tags
+        t_last, f = max((r for r in rows if r[0] <= lo), key=lambda r: r[0])
+        want = w["last_stats_lines"][d]
+        assert t_last == int(_ts(want["ts"]) + off) and lo - 2 <= t_last <= lo
+        assert (int(f["#running-req"]), int(f["#transfer-req"]), int(f["#prealloc-req"]), int(f["#queue-req"])) == (
+            want["running_req"], want["transfer_req"], 0, 0)
+        in_flight += int(f["#running-req"]) + int(f["#transfer-req"])
+        assert min(t for t, _ in rows if t > lo) >= hi - 1
+    assert len(stats) == 4 and in_flight == w["in_flight"] >= len(w["stuck_rooms"]) >= 20
+    assert w["running_at_start"] == in_flight - len(w["stuck_rooms"]) >= 1
+    # the HTTP side lives on: k8s probes answered 503 every few seconds ...
+    probes = [(_pfx_epoch(ln), m[1], m[2]) for ln in lines if (m := PROBE_RE.match(ln))]
+    h = w["health"]
+    bad = [t for t, ip, code in probes if code == "503"]
+    assert len(bad) == h["probes_503"] and all(ip == h["probe_ip"] for _, ip, code in probes if code == "503")
+    assert all(lo <= t <= hi for t in bad)
+    assert max(b - a for a, b in zip(bad, bad[1:])) <= h["probe_interval_s"] + 1
+    assert [code for t, _, code in probes if t < lo - 30][-3:] == ["200"] * 3
+    assert [code for t, _, code in probes if t > hi + 30][:3] == ["200"] * 3
+    # ... the generate-based check fails every 30 s, naming the last heartbeat (the last stats line) ...
+    fails = [(_pfx_epoch(ln), m) for ln in lines if (m := HEALTH_FAILED_RE.match(ln))]
+    assert len(fails) == h["health_check_failed"] >= 8
+    assert fails[0][0] == int(_ts(h["first_failed"]) + off) and fails[-1][0] == int(_ts(h["last_failed"]) + off)
+    assert all(29 <= b[0] - a[0] <= 31 for a, b in zip(fails, fails[1:]))
+    for t, m in fails:
+        assert m[2] == _hms(lo) and abs(_ts(f"2026-11-20T{m[1]}Z") - (t - 20)) <= 1
+    # ... and new requests keep arriving
+    recv = [_pfx_epoch(ln) for ln in lines if "] Receive: obj=" in ln and "HEALTH_CHECK_" not in ln]
+    assert sum(1 for t in recv if lo < t < hi) == w["arrivals_during"] >= 1
+
+
+def test_wedge_ends_with_the_decode_timeouts_then_the_prefill_bootstrap_timeouts(bundle):
+    out, planted = bundle
+    w = planted["windows"]["wedge"]
+    off = planted["hosts"]["decode-1"]["clock_offset_s"]
+    end = _ts(w["end"])
+    dec = {int(m[3]): (_pfx_epoch(ln) - off, int(m[1]), m[2])
+           for ln in _lines(out / "decode-1/sglang.log") if (m := DECODE_TIMEOUT_RE.match(ln))}
+    pre = {int(m[3]): (_pfx_epoch(ln), int(m[1]), m[2])
+           for ln in _host_log(out, "prefill-0") if (m := PREFILL_BOOT_RE.match(ln))}
+    assert sorted(dec) == sorted(w["stuck_rooms"])
+    assert sorted(pre) == sorted(w["bootstrap_timeout_rooms"]) and len(pre) >= 0.75 * len(dec)
+    # every stuck room times out on decode right at the end (second-resolution prefixes) ...
+    assert all(int(end) - 1 <= t <= end + 2 for t, _, _ in dec.values())
+    stuck = {s["room"]: s for s in w["stuck"]}
+    assert set(stuck) == set(dec)
+    for room, (t, rank, rid) in dec.items():
+        s = stuck[room]
+        assert (rank, rid, s["outcome"]) == (s["decode_rank"], s["decode_rid"], "waiting_timeout")
+        assert abs(t - _ts(s["t_outcome"])) <= 1
+        if room in pre:
+            tp, prank, prid = pre[room]
+            # ... and prefill's bootstrap timeout follows about two seconds later, as a consequence
+            assert (prank, prid, s["later_failures"]) == (s["prefill_rank"], s["prefill_rid"], ["bootstrap_timeout"])
+            assert 1.5 <= _ts(s["t_later"]) - _ts(s["t_outcome"]) <= 2.5 and 0 <= tp - t <= 4
+        else:
+            assert s["later_failures"] == []
+    text = {h: "\n".join(_host_log(out, h)) for h in ("prefill-0", "decode-1")}
+    assert text["decode-1"].count("Some requests fail to receive KV Cache transfer done signal") == 1
+    assert text["prefill-0"].count("Some requests timed out when bootstrapping") == 1
+    # the trace agrees: prefill never posted the rooms it was still bootstrapping; the others'
+    # KV landed but decode never took the last notification; both sides record the end
     tr = _trace(out)
     for room in w["stuck_rooms"]:
         ev = [e for e in tr if e["room"] == room]
-        assert any(e["side"] == "prefill" and e["event"] == "done" and e.get("is_last") for e in ev)
+        ab = {e["side"]: e["error"] for e in ev if e["event"] == "abort"}
+        assert "KVPoll.WaitingForInput" in ab["decode"]
         assert not any(e["side"] == "decode" and e["event"] == "notif" and e.get("is_last") for e in ev)
-        assert any(e["side"] == "decode" and e["event"] == "abort" for e in ev)
+        if room in pre:
+            assert "KVPoll.Bootstrapping" in ab["prefill"] and not any(e["event"] == "post" for e in ev)
+        else:
+            assert any(e["side"] == "prefill" and e["event"] == "done" and e.get("is_last") for e in ev)
+    # the stuck requests' clients got the decode-side reason in their 500 bodies
+    errs = {e["room"]: e for e in planted["error_replies"]}
+    assert all(errs[r]["reason"] == "timeout" and "KVPoll.WaitingForInput" in errs[r]["error"] for r in dec)
 
 
 def test_clock_offset_recoverable_from_trace(bundle):
@@ -396,6 +485,13 @@ def test_reply_links_match_server_finish_lines(bundle):
                 recv[re.search(r"rid='([^']+)'", ln).group(1)] = _pfx_epoch(ln) - off
     replies = _replies(out)
     agent_text = "".join(p.read_text() for p in (out / "agent").iterdir())
+    # a reply may quote another request's log line to the user; that names the request, it is not
+    # the reply's own id, so the quotes are left out of what must carry no rid
+    for h in planted["hard_negatives"]:
+        if h["kind"] == "quoted_log":
+            quote = json.dumps(replies[h["reply_id"]]["content"], ensure_ascii=False)[1:-1]
+            assert quote in agent_text
+            agent_text = agent_text.replace(quote, "")
     assert len(planted["reply_links"]) == planted["replies"]["total"] == len(replies)
     for lk in planted["reply_links"]:
         rep = replies[lk["reply_id"]]
@@ -427,7 +523,7 @@ def test_corrupted_replies_and_hard_negatives(bundle):
     hard = {h["reply_id"]: h for h in planted["hard_negatives"]}
     assert {c["class"] for c in corrupted.values()} == {"parse_leak", "incoherent"}
     assert all(c["signatures"] for c in corrupted.values())
-    assert {h["kind"] for h in hard.values()} == {"fenced_markup", "chinese", "repeated_table_rows"}
+    assert {h["kind"] for h in hard.values()} == {"fenced_markup", "chinese", "repeated_table_rows", "quoted_log"}
     for rid, c in corrupted.items():
         rep = replies[rid]
         text = rep["content"] + rep["reasoning"]
@@ -452,6 +548,8 @@ def test_corrupted_replies_and_hard_negatives(bundle):
             assert DSML in rep["content"] and DSML not in outside
         elif h["kind"] == "chinese":
             assert len(CJK.findall(rep["content"])) > 50
+        elif h["kind"] == "quoted_log":
+            _check_quoted_log(out, rep, h)
         else:
             rows = [ln for ln in rep["content"].splitlines() if ln.startswith("|")]
             most = collections.Counter(rows).most_common(1)[0][1]
@@ -467,6 +565,47 @@ def test_corrupted_replies_and_hard_negatives(bundle):
         assert not _repeats(rep["content"])
         if lk["file"] not in zh_files:
             assert not CJK.search(rep["content"])
+
+
+def _check_quoted_log(out: pathlib.Path, rep: dict, h: dict) -> None:
+    """The quoted lines are the incident's own, verbatim: a `>` quote of a line's message, and the
+    fenced lines whole (prefix included), in the order the log has them."""
+    text = rep["content"]
+    assert rep["status"] == 200 and not rep["calls"] and h["source"] == "opencode"
+    quotes = [q for q in h["quoted"] if q["how"] == "quote"]
+    fenced = [q for q in h["quoted"] if q["how"] == "fence"]
+    assert len(quotes) + len(fenced) == len(h["quoted"]) and len(quotes) >= 1
+    logs = {q["file"]: _lines(out / q["file"]) for q in h["quoted"]}
+    assert "\n".join(f"> {q['text']}" for q in quotes) in text
+    for q in quotes:
+        assert any(ln.endswith("] " + q["text"]) for ln in logs[q["file"]])
+        assert q["text"].startswith("Decode transfer failed for request rank=1 ")
+    fences = [f.splitlines() for f in re.findall(r"```\n(.*?)\n```", text, re.S)]
+    assert len(fences) == len({q["file"] for q in fenced})
+    for q in fenced:
+        assert any(q["text"] in f for f in fences) and q["text"] in logs[q["file"]]
+    for f in {q["file"] for q in fenced}:
+        idx = [logs[f].index(q["text"]) for q in fenced if q["file"] == f]
+        assert idx == sorted(idx)
+    outside = re.sub(r"```.*?```", "", text, flags=re.S)
+    assert DSML not in text and not CJK.search(text) and not _repeats(outside)
+
+
+def test_the_sample_quotes_its_wedge_and_storm(bundle):
+    out, planted = bundle
+    q = [h for h in planted["hard_negatives"] if h["kind"] == "quoted_log"]
+    assert len(q) == 1
+    if planted["generator"]["seed"] == 7:
+        # the committed sample's reply comes after the wedge and the link fault: it fences an excerpt
+        # of each
+        how = [(x["file"], x["how"]) for x in q[0]["quoted"]]
+        assert how[:7] == [("decode-0/sglang.log.1.gz", "quote")] * 3 + [("decode-1/sglang.log", "fence")] * 4
+        assert set(how[7:]) == {("prefill-0/sglang.log", "fence")}
+        fenced = "\n".join(x["text"] for x in q[0]["quoted"][3:])
+        for shape in ("Decode batch, ", "Health check failed. ", '"GET /health HTTP/1.1" 503 Service Unavailable',
+                      "KVPoll.WaitingForInput", "Unexpected transfer worker error for room ", "Traceback (most recent",
+                      "NIXL_ERR_BACKEND"):
+            assert shape in fenced
 
 
 def test_corruption_rates(bundle):

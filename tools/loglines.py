@@ -174,6 +174,22 @@ def waiting_timeout(room: int, seconds: float = 300.0) -> str:
     return f"Request {room} timed out after {seconds}s in KVPoll.WaitingForInput"
 
 
+def bootstrap_timeout(room: int, seconds: float = 300.0) -> str:
+    return f"Request {room} timed out after {seconds}s in KVPoll.Bootstrapping"
+
+
+def bootstrap_failed(rank: int, rid: str, room: int, exception: str) -> str:
+    """The prefill scheduler's line for a request that failed in its bootstrap queue."""
+    return (f"Prefill bootstrap failed for request rank={rank} req.rid='{rid}' req.bootstrap_room={room} "
+            f"with exception {exception}")
+
+
+def health_check_failed(seconds: float, tic: str, last_heartbeat: str) -> str:
+    """The HTTP server's error when a /health generate got no detokenizer output in time (HH:MM:SS)."""
+    return (f"Health check failed. Server couldn't get a response from detokenizer for last {seconds:g} seconds. "
+            f"tic start time: {tic}. last_heartbeat time: {last_heartbeat}")
+
+
 def transfer_failed(side: str, rank: int, rid: str, room: int, exception: str) -> str:
     """`side` is "prefill" or "decode"; the decode side names the request through its DecodeRequest."""
     who = "req" if side == "prefill" else "decode_req.req"

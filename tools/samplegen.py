@@ -17,13 +17,16 @@ The story (times are true UTC; the prefill host's clock is the reference):
   and the `#new-token` rate spike; the backlog drains a little later.
 - 14:09:50 an agent with 80 sessions starts; it is killed at 14:09:57: an abort storm (every one of
   its requests aborted, >= 30 of them on decode-0 within 5 s).
-- 14:10:03.5 decode-1's scheduler wedges (its log goes silent for 6 minutes while requests are in
-  flight); at 14:16:03.5 it resumes and the stuck rooms fail with 300 s `KVPoll.WaitingForInput` timeouts.
+- 14:10:03.5 decode-1's scheduler wedges: its stats lines stop for five minutes with 28 requests in
+  flight, while its HTTP side lives on (k8s /health probes answered 503, `Health check failed …`
+  every 30 s, new requests arriving). At 14:15:04 its loop runs again and times out the 24 stuck
+  rooms in `KVPoll.WaitingForInput`; prefill's bootstrap timeouts for 20 of them follow ~2 s later.
 - 14:18:20 a UCX link fault on prefill DP rank 2 fails the transfers to decode-0 DP rank 1 for a few
   seconds (UCX/NIXL lines, one transfer-worker traceback); a later request on that rank trips the
   metadata-corruption check and another gets corrupted KV.
-- Corrupted replies: ~5 % baseline, ~30 % while prefill is slammed and in the 30 s after transfer
-  failures or aborts on the same decode host. Three rooms have index_k checksum mismatches.
+- Corrupted replies: ~5 % baseline, ~30 % while prefill is slammed and in the 30 s after the storm's
+  aborts, half of those in the 30 s after transfer failures or the wedge's timeouts on the same
+  decode host. Three rooms have index_k checksum mismatches.
 
 Replies carry no sglang rid (the proxy rewrites response ids to `chatcmpl-...`, opencode stores
 none): they link to server requests by time and token counts only. Everything is drawn from
@@ -79,8 +82,20 @@ LOG_START = -95.0
 SLAM = (270.0, 390.0)
 SWARM_START, SWARM_KILL, SWARM_SESSIONS = 590.0, 597.0, 80
 SWARM_TO_DECODE0 = 44
-W0 = 603.5  # decode-1 wedge start; on decode-1's clock this is 14:10:06 exactly
-W1 = W0 + 360.0
+W0 = 603.5  # decode-1's last stats line before its wedge; on decode-1's clock this is 14:10:06 exactly
+# The wedge ends when the scheduler's loop runs again and times out every room that waited past
+# SGLANG_DISAGGREGATION_WAITING_TIMEOUT (300 s): the stuck rooms entered the wait 2-6 s before W0.
+W1 = W0 + 300.5
+WAIT_TIMEOUT = 300.0
+STUCK_BOOT, STUCK_KV = 20, 4  # stuck rooms whose metadata never reached prefill / whose KV landed unconsumed
+BOOT_LAG = 2.0  # the prefill side's bootstrap timeout of a stuck room follows the decode side's by about this
+LAST_LINE = (0.9, 0.6, 0.3, 0.0)  # per decode-1 DP rank: its last stats line, seconds before W0
+KUBELET_IP = "10.0.1.4"  # decode-1's node: kubelet probes the pod from there
+PROBE_S = 5.0  # kubelet /health probe period on decode-1
+HEALTH_CHECK_TIMEOUT = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT
+HEALTH_FAIL_S = 30.0  # cadence of the generate-based check that logs `Health check failed` while wedged
+WEDGE_JOBS = 10  # one-shot jobs that keep arriving at the wedged decode-1, one every WEDGE_JOB_S
+WEDGE_JOB_S = 28.0
 F0 = 1100.0  # UCX link fault window start
 FAULT_LEN = 8.0
 FAULT_PATH = (2, "decode-0", 1)  # prefill DP rank -> decode host, decode DP rank
@@ -88,6 +103,7 @@ ARR_END = 1170.0
 ROTATE_AT = 720.0  # decode-0/sglang.log.1.gz holds the lines before 14:12:00
 ELEVATED_AFTER = 30.0
 P_BASE, P_HIGH = 0.05, 0.30
+P_AFTER_FAIL = 0.5  # bad replies follow a failed transfer on the same decode instance within seconds (the seeds)
 
 DSML = "｜DSML｜"  # U+FF5C around DSML
 EOS = "<｜end▁of▁sentence｜>"  # U+FF5C, U+2581
@@ -102,6 +118,8 @@ LINE_KIND_RULES = [
     ("http_access", r'^\[[^\]]+\] INFO:     \d+\.\d+\.\d+\.\d+:\d+ - "'),
     ("uvicorn", r"^\[[^\]]+\] (INFO|WARNING|ERROR): +"),
     ("transfer_failed", r"^\[[^\]]+\] (Prefill|Decode) transfer failed for request "),
+    ("bootstrap_failed", r"^\[[^\]]+\] Prefill bootstrap failed for request "),
+    ("health_check_failed", r"^\[[^\]]+\] Health check failed\. "),
     ("abort", r"^\[[^\]]+\] Abort request for rid="),
     ("exception", r"^\[[^\]]+\] Unexpected transfer worker error for room \d+$"),
     ("corruption_detected", r"^\[[^\]]+\] Context corruption detected: "),
@@ -211,7 +229,7 @@ REVIEW_TASKS = [
     "Audit the exception handling of the prefill bootstrap thread in the NIXL manager.",
 ]
 OPENCODE_TASKS = [
-    "decode-1 stopped logging right after I killed the 80-session agent. Find out why.",
+    "decode-1 stopped making progress right after I killed the 80-session agent. Find out why.",
     "Add a checksum of the index-K buffer on both sides of the transfer and log mismatches.",
     "Why do agents lose the plot when the writer agent starts? Check the prefill path.",
     "Benchmark C=1 and C=32 with overlap scheduling disabled and compare.",
@@ -219,7 +237,7 @@ OPENCODE_TASKS = [
 ]
 ZH_TASKS = ["请总结一下 decode-1 在中止风暴之后卡住的原因。", "用中文解释一下为什么索引缓冲区的大小会影响传输。"]
 ZH_REPLIES = [
-    "根据日志，`decode-1` 在大量请求被中止之后停止了输出，大约六分钟没有任何记录。这段时间里仍有请求在等待传输完成，"
+    "根据日志，`decode-1` 在大量请求被中止之后调度器停止了工作，大约五分钟没有统计行，健康检查一直返回 503。这段时间里仍有请求在等待传输完成，"
     "恢复之后它们都因为等待超时而失败。建议先检查调度器是否卡在集合通信上，再决定是否关闭重叠调度。",
     "索引缓冲区的大小决定了每个请求需要传输的数据量。如果主机端镜像按照旧的布局分配，而设备端使用了新的布局，"
     "拷贝时就会读到错误的数据，稀疏注意力选出的位置也会随之出错。修复方法是按照设备端的数据类型来计算主机端缓冲区的大小。",
@@ -234,7 +252,8 @@ FINAL_EN = [
     "Both benchmarks completed without errors. At C=1 throughput is unchanged; at C=32 it is about four percent lower "
     "with overlap scheduling disabled, which is an acceptable price for not wedging after a mass abort.",
     "The wedge is a collective desync: after the mass abort some ranks enter the all-reduce of the next batch while "
-    "others branch to the idle path. Nothing times out because the health endpoint never touches the scheduler.",
+    "others branch to the idle path. The health check turned 503 within twenty seconds, but the router kept sending "
+    "requests to the stuck instance until the transfer timeouts fired.",
 ]
 ARTICLE = [
     "The message arrived after a long night of bisection. The corruption only appeared when sixty or more sessions "
@@ -282,6 +301,51 @@ def _table_reply(rng: random.Random) -> str:
         + "\n".join([same] * 4)
         + "\n| 14:09:58 | decode-1 | Aborted by AbortReq. |\n\nNo rank reports failures since the restart."
     )
+
+
+def _quoted_log_reply(g: "_Gen", r: "Req") -> tuple[str, list[dict]]:
+    """A clean reply that quotes server log lines the incident wrote: storm aborts in a `>` quote,
+    then, in fences, an excerpt of decode-1's wedge and the link fault's traceback once they happened.
+
+    Returns the text and what it quotes: {file, text, how}: `how` "quote" is a line's message (after
+    its prefix) behind `> `, "fence" a whole line (after the CRI wrapper) inside the fence."""
+    def recs(h):
+        return sorted(g.lines[h], key=lambda x: (x[0], x[1]))
+
+    def render(h, x):
+        t, _, _, style, rank, msg = x
+        pt = _pfx_time(t + CLOCK_OFFSET[h])
+        if style == "sg":
+            return loglines.sglang(pt, loglines.dp_tags(rank), msg)
+        return loglines.sglang(pt, "", msg) if style == "pl" else msg
+
+    aborts = [x[5] for x in recs("decode-0") if x[2] == "transfer_failed" and loglines.ABORTED in x[5] and x[4] == 1][:3]
+    quoted = [dict(file="decode-0/sglang.log.1.gz", text=a, how="quote") for a in aborts]
+    text = ("decode-0 logged the abort storm as one transfer failure per request that was still waiting for its "
+            "KV when the 80-session agent was killed, for example on DP1:\n\n"
+            + "\n".join(f"> {a}" for a in aborts) + "\n\n"
+            "That is the client going away (`Aborted by AbortReq.`), not a broken transfer.")
+    if r.t_arr > T0 + W1:
+        d1 = recs("decode-1")
+        last = max((x for x in d1 if x[2] == "decode_stats" and x[0] <= T0 + W0), key=lambda x: x[0])
+        fail = next(x for x in d1 if x[2] == "health_check_failed")
+        probe = next(x for x in d1 if x[2] == "http_access" and " 503 " in x[5] and x[0] > fail[0])
+        timeout = next(x for x in d1 if x[2] == "transfer_failed" and "KVPoll.WaitingForInput" in x[5])
+        block = [render("decode-1", x) for x in (last, fail, probe, timeout)]
+        quoted += [dict(file="decode-1/sglang.log", text=ln, how="fence") for ln in block]
+        text += (" decode-1 is the real problem. Its scheduler printed its last stats line and then nothing for five "
+                 "minutes, while the HTTP side kept answering:\n\n```\n" + "\n".join(block[:3]) + "\n...\n"
+                 + block[3] + "\n```\n\nThe health check saw it (503 from the first failed check on), and every room "
+                 "that was waiting for KV timed out when the loop ran again.")
+    pre = recs(PREFILL)
+    i = next((i for i, x in enumerate(pre) if x[2] == "exception"), None)
+    if i is not None and pre[i][0] < r.t_arr:
+        block = [render(PREFILL, pre[i])] + [x[5] for x in pre[i + 1 :] if x[2] == "traceback" and x[0] == pre[i][0]]
+        quoted += [dict(file="prefill-0/sglang.log", text=ln, how="fence") for ln in block]
+        text += ("\n\nThe transfer errors came later, from prefill DP2:\n\n```\n" + "\n".join(block)
+                 + "\n```\n\nThe UCX link fault surfaced through `check_xfer_state`; the rooms on that path failed with "
+                 "`NIXL transfer encountered ERR`, and the retries went through once the link recovered.")
+    return text, quoted
 
 
 def _dsml_invoke(rng: random.Random) -> str:
@@ -491,6 +555,8 @@ class _Gen:
                 completion = rng.randint(200, 1200) if final else rng.randint(60, 480)
             else:
                 completion = rng.randint(200, 900)
+            if s.forced == "hold":  # a long answer, still generating when decode-1 wedges
+                completion = rng.randint(1600, 2600)
             reasoning = int(completion * rng.uniform(0.15, 0.55 if final else 0.7))
         stream = s.stream
         r = Req(idx=len(self.reqs), kind=s.agent, sess=s, turn=len(s.reqs), t_arr=t, prompt=prompt, cached=cached,
@@ -545,9 +611,10 @@ class _Gen:
             p_rank = self.rr[PREFILL] % DP
             self.rr[PREFILL] += 1
         if d_host is None:
-            if W0 <= rel < W1:
-                d_host = "decode-0"  # the router's circuit breaker took decode-1 out
-            elif rel >= W0 - 0.05 and rel < W1:
+            if W0 - 12.0 <= rel < W1:
+                # decode-1's last seconds before the wedge carry only the planted in-flight requests;
+                # inside it the router's load-aware choice avoids a worker whose outstanding requests
+                # only grow (the one-shot jobs pinned to decode-1 are routed in run())
                 d_host = "decode-0"
             elif r.kind != "swarm" and SWARM_START <= rel < W0:
                 d_host = "decode-1"  # decode-0 is loaded with the swarm's requests
@@ -585,11 +652,31 @@ class _Gen:
             s.route = (None, "decode-0" if to_d0[i] else "decode-1", None)
             self.push(t, "launch", s)
         self.push(T0 + SWARM_KILL, "kill", None)
-        # requests in flight on decode-1 when it wedges
-        for dtt in (2.4, 1.8, 1.2, 0.6):
-            s = self.new_session("reviewer", T0 + W0 - dtt, forced="stuck")
+        # requests in flight on decode-1 when it wedges: one long generation per rank that pauses
+        # through the wedge, rooms whose metadata never reaches prefill, and rooms whose KV lands
+        # while the scheduler is stuck
+        for d in range(DP):
+            t = T0 + W0 - 16.0 + 0.7 * d
+            s = self.new_session("reviewer", t, forced="hold")
+            s.route = (None, "decode-1", d)
+            self.push(t, "launch", s)
+        for i in range(STUCK_BOOT):
+            t = T0 + W0 - 6.0 + 4.0 * i / STUCK_BOOT
+            s = self.new_session("reviewer", t, forced="stuck_boot")
+            s.route = (None, "decode-1", i % DP)
+            self.push(t, "launch", s)
+        for i in range(STUCK_KV):
+            t = T0 + W0 - 4.4 + 0.6 * i
+            s = self.new_session("reviewer", t, forced="stuck")
             s.route = (None, "decode-1", None)
-            self.push(T0 + W0 - dtt, "launch", s)
+            self.push(t, "launch", s)
+        # new requests keep arriving at the wedged host: a batch client's one-shot writer jobs carry a
+        # routing key that pins them to decode-1; they wait there and are served once it runs again
+        for i in range(WEDGE_JOBS):
+            t = T0 + W0 + 9.0 + WEDGE_JOB_S * i + rng.uniform(0, 3)
+            s = self.new_session("writer", t, forced="pinned")
+            s.route = (None, "decode-1", None)
+            self.push(t, "launch", s)
         # the link fault window: forced requests on the faulty path, a victim and a metadata collision
         for dtt in (0.0, 0.8, 1.7, 2.5, 3.4):
             s = self.new_session("reviewer", T0 + F0 + dtt, forced="fail")
@@ -623,10 +710,33 @@ class _Gen:
         rng = self.rng
         storm = SWARM_START <= t - T0 < SWARM_KILL + 3
         r.t_prealloc = t + (rng.uniform(0.05, 0.7) if storm else rng.uniform(0.004, 0.025))
+        if r.d_host == "decode-1" and T0 + W0 <= t < T0 + W1:
+            # the wedged scheduler reads its new requests only once it runs again
+            r.t_prealloc = T0 + W1 + rng.uniform(0.4, 1.2)
         r.t_boot = r.t_prealloc + rng.uniform(0.002, 0.012)
         rank = self.ranks[r.p_rank]
         rank["booting"].append(r)
+        if r.forced == "stuck_boot":
+            self.stuck_boot(r)
+            return
         self.push(r.t_boot, "boot", r)
+
+    def stuck_boot(self, r: Req) -> None:
+        """A room decode-1 pre-allocated just before its wedge whose metadata never reached prefill.
+
+        Decode times it out in KVPoll.WaitingForInput when its loop runs again; the prefill sender,
+        still in KVPoll.Bootstrapping, fails with the bootstrap timeout about BOOT_LAG later. No
+        transfer unit is ever posted."""
+        rng = self.rng
+        r.d_out = "timeout"
+        r.error_text = loglines.kv_transfer_error(r.room, loglines.waiting_timeout(r.room, WAIT_TIMEOUT))
+        r.t_d_end = T0 + W1 + 0.02 + 0.013 * sum(1 for q in self.reqs if q.d_out == "timeout")
+        r.t_dq_end = r.t_d_end
+        r.p_out = "bootstrap_timeout"
+        r.p_error = loglines.kv_transfer_error(r.room, loglines.bootstrap_timeout(r.room, WAIT_TIMEOUT))
+        r.t_p_end = r.t_d_end + BOOT_LAG + rng.uniform(-0.25, 0.25)
+        r.t_boot = r.t_p_end  # it leaves prefill's bootstrap queue only then
+        self.after_reply(r, r.t_d_end + 0.004, ok=False)
 
     def ev_boot(self, t: float, r: Req) -> None:
         if r.t_pabort is not None:
@@ -774,7 +884,7 @@ class _Gen:
         h = r.d_host
         if h == "decode-1" and T0 + W0 <= r.t_kv < T0 + W1:
             r.d_out = "timeout"
-            r.error_text = loglines.kv_transfer_error(r.room, loglines.waiting_timeout(r.room))
+            r.error_text = loglines.kv_transfer_error(r.room, loglines.waiting_timeout(r.room, WAIT_TIMEOUT))
             r.t_d_end = T0 + W1 + 0.02 + 0.013 * sum(1 for q in self.reqs if q.d_out == "timeout")
             r.t_dq_end = r.t_d_end
             self.after_reply(r, r.t_d_end + 0.004, ok=False)
@@ -796,7 +906,7 @@ class _Gen:
         r.t_fin = r.t_start + r.completion / r.speed
         if h == "decode-1" and r.t_start < T0 + W0 < r.t_fin + 0.05:
             r.t_fin = T0 + W1 + max(r.t_fin - (T0 + W0), 0.05)
-            r.segs = [(r.t_start, T0 + W0), (T0 + W1, r.t_fin)]
+            r.segs = [(r.t_start, T0 + W0 + 0.05), (T0 + W1, r.t_fin)]  # its last forward follows W0's line
         else:
             r.segs = [(r.t_start, r.t_fin)]
         self.dreqs[(h, r.d_rank)].append(r)
@@ -895,8 +1005,43 @@ class _Gen:
             bh, bp = HOST_IP[PREFILL], BOOTSTRAP_PORT
         return loglines.req_input(rid, sp, r.stream, bh, bp, room)
 
-    def access(self, host: str, t: float, method: str, path: str, status: int) -> None:
-        self.line(host, t, "http_access", "pl", loglines.access(ROUTER_IP, self.rng.randint(32768, 60999), method, path, status))
+    def access(self, host: str, t: float, method: str, path: str, status: int, ip: str = ROUTER_IP) -> None:
+        self.line(host, t, "http_access", "pl", loglines.access(ip, self.rng.randint(32768, 60999), method, path, status))
+
+    def kubelet_probes(self) -> None:
+        """decode-1's k8s probes of /health, and what its HTTP side logs for them while the scheduler is stuck.
+
+        Before the wedge every probe is answered 200. Once no detokenizer output has arrived for
+        SGLANG_HEALTH_CHECK_TIMEOUT, the generate-based check fails: it logs `Health check failed …`
+        (every HEALTH_FAIL_S while the wedge lasts) and marks the server UnHealthy, and the probes
+        in between are answered 503 at once. The first output after the wedge (the timeouts' aborts)
+        makes the server healthy again."""
+        rng = self.rng
+        h, off = "decode-1", CLOCK_OFFSET["decode-1"]
+        lo, hi = T0 + W0, T0 + W1
+        fails = []
+        t = lo + HEALTH_CHECK_TIMEOUT + rng.uniform(0.3, 1.0)
+        while t < hi:
+            fails.append(t)
+            t += HEALTH_FAIL_S
+        self.health_fails = fails
+        for t in fails:
+            hms = lambda x: _pfx_time(x + off)[11:]  # noqa: E731
+            self.line(h, t, "health_check_failed", "pl", loglines.health_check_failed(
+                HEALTH_CHECK_TIMEOUT, hms(t - HEALTH_CHECK_TIMEOUT), hms(lo)))
+            self.access(h, t + 0.0006, "GET", "/health", 503, KUBELET_IP)
+        n503 = len(fails)
+        t = T0 + LOG_START + 45 + rng.uniform(0, 1)
+        while t < T0 + ARR_END + 120:
+            if lo <= t < fails[0]:
+                pass  # waiting on the check that will fail; answered with it
+            elif fails[0] <= t < hi:
+                self.access(h, t + rng.uniform(0.001, 0.004), "GET", "/health", 503, KUBELET_IP)
+                n503 += 1
+            else:
+                self.access(h, t + rng.uniform(0.004, 0.03), "GET", "/health", 200, KUBELET_IP)
+            t += PROBE_S + rng.uniform(-0.05, 0.05)
+        self.health_503 = n503
 
     def request_lines(self) -> None:
         rng = self.rng
@@ -922,7 +1067,7 @@ class _Gen:
                     self.gri(rid, 0, hr, True), loglines.meta_info(rid, loglines.finish_length(1), 1, 0, 1, 0, fin - th)))
                 self.access(h, fin + 0.0004, "GET", "/health", 200)
                 self.health_count[h] = self.health_count.get(h, 0) + 1
-        warned = False
+        warned = warned_boot = False
         for r in self.reqs:
             P, D = PREFILL, r.d_host
             tp, td = r.t_arr + rng.uniform(0.0008, 0.0016), r.t_arr + rng.uniform(0.0012, 0.0022)
@@ -942,6 +1087,19 @@ class _Gen:
                 self.line(P, r.t_p_end + 0.0005, "request_finished", "pl", loglines.finish(pobj, loglines.meta_info(
                     r.p_rid, loglines.finish_abort(loglines.ABORTED, "None"), r.prompt, 0, 0, r.cached if r.t_pf_start else 0,
                     r.t_p_end - tp)))
+            elif r.p_out == "bootstrap_timeout":
+                if not warned_boot:
+                    warned_boot = True
+                    self.line(P, r.t_p_end - 0.0005, "log", "sg",
+                              "Some requests timed out when bootstrapping, which means prefill instances fail to receive "
+                              "the KV indices from the decode instance of this request. If a greater mean TTFT is "
+                              "acceptable, you can 'export SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=600' (10 minutes) to "
+                              "relax the timeout condition. ", r.p_rank)
+                self.line(P, r.t_p_end, "bootstrap_failed", "sg",
+                          loglines.bootstrap_failed(r.p_rank, r.p_rid, room, r.p_error), r.p_rank)
+                self.line(P, r.t_p_end + 0.0006, "request_finished", "pl", loglines.finish(pobj, loglines.meta_info(
+                    r.p_rid, loglines.finish_abort(r.p_error, 500), r.prompt, 0, 0, 0, r.t_p_end - tp)))
+                self.access(P, r.t_p_end + 0.0009, "POST", "/generate", 500)
             elif r.p_out == "fail":
                 reason = loglines.kv_transfer_error(room, loglines.nixl_transfer_err(room))
                 tf = r.t_fail
@@ -972,7 +1130,8 @@ class _Gen:
             # decode side
             o = r.d_out
             if o == "ok":
-                self.access(D, (r.t_start + 0.02) if r.stream else (r.t_fin + 0.0006), "POST", "/generate", 200)
+                # uvicorn logs a streamed response when its headers go out, right after the request is read
+                self.access(D, (td + rng.uniform(0.002, 0.008)) if r.stream else (r.t_fin + 0.0006), "POST", "/generate", 200)
                 self.line(D, r.t_fin + 0.0003, "request_finished", "pl", loglines.finish(dobj, loglines.meta_info(
                     r.d_rid, loglines.FINISH_STOP, r.prompt, r.reasoning, r.completion, r.cached, r.t_fin - td)))
                 if getattr(r, "late_d", None):
@@ -1026,10 +1185,13 @@ class _Gen:
                 t = starts[0] + rng.uniform(0.5, 2.0)
                 last = t - 3.0
                 end = max(b for r in mine for _, b in r.segs)
+                # decode-1's ranks print their last line just before the wedge, the first after it
+                # once the timeouts have been swept
+                wedge_line = T0 + W0 - LAST_LINE[d] if h == "decode-1" else None
                 while t < end:
-                    if h == "decode-1" and T0 + W0 - 0.05 <= t < T0 + W1:
-                        t = T0 + W1 + rng.uniform(0.5, 1.5)
-                        continue
+                    resume = False
+                    if wedge_line is not None and t >= wedge_line - 1.0:
+                        t, wedge_line, resume = (T0 + W0 - LAST_LINE[d], None, True) if t < T0 + W1 else (t, None, False)
                     act = [r for r in mine if any(a <= t < b for a, b in r.segs)]
                     if not act:
                         nxt = [a for a in starts if a > t]
@@ -1056,8 +1218,12 @@ class _Gen:
                     msg = loglines.decode_batch(n, tok, st["token_usage"], st["prealloc_usage"], st["prealloc_req"],
                                                 st["transfer_req"], st["gen_throughput"], st["queue_req"])
                     self.line(h, t, "decode_stats", "sg", msg, d)
+                    if resume:
+                        self.wedge_last[d] = dict(t=t, **st)
                     last = t
                     t += DECODE_LOG_INTERVAL * (0.0185 + 0.0014 * n) * rng.uniform(0.97, 1.03)
+                    if resume:
+                        t = T0 + W1 + rng.uniform(0.5, 1.5)
 
     def windows(self) -> None:
         """Derived windows: slam backlog, elevated corruption windows."""
@@ -1074,6 +1240,9 @@ class _Gen:
             dict(reason="prefill_slam", host="*", start=lo, end=max(hi, self.backlog_cleared)),
             dict(reason="after_abort_storm", host="decode-0", start=T0 + SWARM_KILL, end=T0 + SWARM_KILL + 2.2 + ELEVATED_AFTER),
             dict(reason="after_abort_storm", host="decode-1", start=T0 + SWARM_KILL, end=T0 + W0),
+            # the wedge's mass timeout frees the pages of rooms whose KV had landed: the same late-write
+            # exposure as any failed transfer on that host
+            dict(reason="after_wedge_timeouts", host="decode-1", start=T0 + W1, end=T0 + W1 + ELEVATED_AFTER),
             dict(reason="after_transfer_failures", host=FAULT_PATH[1], start=min(fails), end=max(fails) + ELEVATED_AFTER),
         ]
 
@@ -1096,8 +1265,21 @@ class _Gen:
             r.ksum_d = _hex(self.crng, 16)
             r.corrupt = ("incoherent", INCOHERENT[len(self.ksum_rooms) % 3])
             self.ksum_rooms.append(r)
+        # after failures on a host only a handful of replies follow, so a coin per reply could leave
+        # the window no worse than the rest: the rate there is planted as a count
+        counted = set()
+        for w in self.elevated:
+            if not w["reason"].startswith("after_") or w["reason"] == "after_abort_storm":
+                continue
+            members = [r for r in ok if r.d_host == w["host"] and w["start"] <= r.t_kv <= w["end"]]
+            counted |= {id(r) for r in members}
+            free = [r for r in members if not r.corrupt]
+            need = max(0, round(P_AFTER_FAIL * len(members)) - (len(members) - len(free)))
+            for r in self.crng.sample(free, min(need, len(free))):
+                inc = self.crng.random() < 0.6
+                r.corrupt = ("incoherent", self.crng.choice(INCOHERENT)) if inc else ("parse_leak", self.crng.choice(PARSE_LEAK))
         for r in ok:
-            if r.corrupt:
+            if r.corrupt or id(r) in counted:
                 continue
             high = self.in_elevated(r)
             x = self.crng.random()
@@ -1114,6 +1296,13 @@ class _Gen:
         step = max(1, len(others) // 7)
         for i, r in enumerate(others[step // 2 :: step][:6]):
             r.hard_negative = kinds[i % 2]
+        # the engineer's interactive session quotes the incident's own log lines back to the user:
+        # after the link fault its traceback, else after the wedge an excerpt of it, else the storm
+        oc = [r for r in finals if r.kind == "opencode" and r.sess.lang == "en" and not r.hard_negative]
+        quoted = ([r for r in oc if r.t_arr > T0 + F0 + FAULT_LEN] or [r for r in oc if r.t_arr > T0 + W1 + 5]
+                  or [r for r in oc if r.t_arr > T0 + SWARM_KILL + 5])
+        if quoted:
+            quoted[0].hard_negative = "quoted_log"
 
     # -- rendering ----------------------------------------------------------------------------------
     def render_log(self, host: str, recs: list) -> tuple[bytes, dict]:
@@ -1161,7 +1350,7 @@ class _Gen:
 
         rng = random.Random(self.seed * 131 + 7)
         for r in self.reqs:
-            if not r.units and r.t_pabort is None and r.d_out not in ("aborted_transfer",):
+            if not r.units and r.t_pabort is None and r.d_out not in ("aborted_transfer",) and r.p_out != "bootstrap_timeout":
                 continue
             P, D = (PREFILL, r.p_rank), (r.d_host, r.d_rank)
             ppeer, dpeer = self.agents[r.d_host][r.d_rank], self.agents[PREFILL][r.p_rank]
@@ -1203,6 +1392,8 @@ class _Gen:
             if r.p_out == "aborted":
                 add(*P, r.t_p_end, room=r.room, kind="kv", event="abort",
                     error=loglines.kv_transfer_error(r.room, loglines.ABORTED))
+            elif r.p_out == "bootstrap_timeout":
+                add(*P, r.t_p_end, room=r.room, rid=r.p_rid, kind="kv", event="abort", error=r.p_error)
             elif r.p_out == "fail":
                 add(*P, r.t_p_end, room=r.room, kind="kv", event="abort",
                     error=loglines.kv_transfer_error(r.room, loglines.nixl_transfer_err(r.room)))
@@ -1280,6 +1471,10 @@ def _reply(g: _Gen, r: Req) -> dict:
         return dict(content=_fenced_markup(), reasoning=reasoning, calls=[], finish="stop")
     if r.hard_negative == "repeated_table_rows":
         return dict(content=_table_reply(rng), reasoning=reasoning, calls=[], finish="stop")
+    if r.hard_negative == "quoted_log":
+        content, r.quoted = _quoted_log_reply(g, r)
+        return dict(content=content, reasoning="The user wants the evidence from the logs, quoted exactly.",
+                    calls=[], finish="stop")
     if r.final:
         if s.agent == "writer":
             content = "\n\n".join(rng.sample(ARTICLE, 2))
@@ -1500,6 +1695,7 @@ def _simulate(seed: int, scale: float) -> _Gen:
     g.health = []
     g.health_count = {}
     g.dreqs = {(h, d): [] for h in DECODES for d in range(DP)}
+    g.wedge_last = {}
     g.run()
     g.windows()
     g.corruption()
@@ -1515,6 +1711,7 @@ def generate(out_dir: pathlib.Path, seed: int = 7, scale: float = 1.0) -> dict:
     g.decode_stats()
     trace = g.trace_events()  # sets the decode-side checksum times used by the checksum log lines
     g.request_lines()
+    g.kubelet_probes()
     files: dict[str, dict] = {}
     blobs: dict[str, bytes] = {}
 
@@ -1605,8 +1802,9 @@ def _planted(g: _Gen, files: dict, proxy_ids: dict, oc_ids: dict, oc_file: dict,
         corrupted.append(dict(**reply_ref(r), **{"class": r.corrupt[0]}, subtype=r.corrupt[1], signatures=SIGNATURES[r.corrupt[1]],
                               room=r.room, decode_host=r.d_host, decode_rank=r.d_rank, t_request=iso(r.t_arr),
                               t_response=iso(r.t_resp), elevated=g.in_elevated(r), checksum_mismatch=r.ksum_mismatch))
-    hard = [dict(**reply_ref(r), kind=r.hard_negative, room=r.room) for r in sorted(agent_reqs, key=lambda r: r.t_arr)
-            if r.hard_negative]
+    hard = [dict(**reply_ref(r), kind=r.hard_negative, room=r.room,
+                 **({"quoted": r.quoted} if r.hard_negative == "quoted_log" else {}))
+            for r in sorted(agent_reqs, key=lambda r: r.t_arr) if r.hard_negative]
     errors = [dict(**reply_ref(r), room=r.room, decode_host=r.d_host, status=500, reason=r.d_out, error=r.error_text,
                    t_response=iso(r.t_resp)) for r in sorted(agent_reqs, key=lambda r: r.t_arr) if r.d_out != "ok"]
     ok = [r for r in agent_reqs if r.d_out == "ok"]
@@ -1623,6 +1821,11 @@ def _planted(g: _Gen, files: dict, proxy_ids: dict, oc_ids: dict, oc_file: dict,
                          and r.d_out in ("aborted_transfer", "aborted_running")) for h in DECODES}
     storm0 = storm_d["decode-0"]
     stuck = sorted((r for r in g.reqs if r.d_out == "timeout"), key=lambda r: r.t_d_end)
+    # the wedge from the scheduler's point of view: its last stats line, the first timeout it then
+    # logged, and its first stats line after that
+    w_start = max(v["t"] for v in g.wedge_last.values())
+    w_end = stuck[0].t_d_end
+    w_resumed = min(x[0] for x in g.lines["decode-1"] if x[2] == "decode_stats" and x[0] > w_start)
     d1 = CLOCK_OFFSET["decode-1"]
     fails = sorted(g.fault_reqs, key=lambda r: r.t_fail)
     ctx = g.ctx_req
@@ -1654,12 +1857,27 @@ def _planted(g: _Gen, files: dict, proxy_ids: dict, oc_ids: dict, oc_file: dict,
                       "aborted_rooms": sorted(r.room for r in g.reqs if r.kind == "swarm" and r.d_host == "decode-0"),
                       "aborted_in_transfer": sum(1 for r in g.reqs if r.kind == "swarm" and r.d_host == "decode-0"
                                                  and r.d_out == "aborted_transfer")},
-            "wedge": {"host": "decode-1", "start": iso(T0 + W0), "end": iso(T0 + W1),
-                      "start_host_clock": iso(T0 + W0 + d1), "end_host_clock": iso(T0 + W1 + d1),
+            "wedge": {"host": "decode-1", "start": iso(w_start), "end": iso(w_end),
+                      "start_host_clock": iso(w_start + d1), "end_host_clock": iso(w_end + d1),
+                      "resumed": iso(w_resumed), "ended_by": "waiting_timeout",
+                      "last_stats_lines": {str(d): dict(ts=iso(v["t"]), running_req=v["running_req"],
+                                                        transfer_req=v["transfer_req"], prealloc_req=v["prealloc_req"],
+                                                        queue_req=v["queue_req"])
+                                           for d, v in sorted(g.wedge_last.items())},
+                      "in_flight": sum(v["running_req"] + v["transfer_req"] for v in g.wedge_last.values()),
+                      "running_at_start": sum(v["running_req"] for v in g.wedge_last.values()),
                       "stuck_rooms": [r.room for r in stuck],
-                      "running_at_start": sum(1 for r in g.reqs if r.d_host == "decode-1" and r.segs
-                                              and r.segs[0][0] < T0 + W0 < r.segs[-1][1]),
-                      "timeout_s": 300.0},
+                      "stuck": [dict(room=r.room, decode_rank=r.d_rank, prefill_rank=r.p_rank, decode_rid=r.d_rid,
+                                     prefill_rid=r.p_rid, outcome="waiting_timeout", t_outcome=iso(r.t_d_end),
+                                     later_failures=["bootstrap_timeout"] if r.p_out == "bootstrap_timeout" else [],
+                                     t_later=iso(r.t_p_end) if r.p_out == "bootstrap_timeout" else None)
+                                for r in stuck],
+                      "bootstrap_timeout_rooms": [r.room for r in stuck if r.p_out == "bootstrap_timeout"],
+                      "timeout_s": WAIT_TIMEOUT,
+                      "arrivals_during": sum(1 for r in g.reqs if r.d_host == "decode-1" and w_start < r.t_arr < w_end),
+                      "health": dict(probe_ip=KUBELET_IP, probe_interval_s=PROBE_S, probes_503=g.health_503,
+                                     failed_interval_s=HEALTH_FAIL_S, health_check_failed=len(g.health_fails),
+                                     first_failed=iso(g.health_fails[0]), last_failed=iso(g.health_fails[-1]))},
             "transfer_failures": {"prefill_host": PREFILL, "prefill_dp_rank": FAULT_PATH[0], "host": FAULT_PATH[1],
                                   "decode_dp_rank": FAULT_PATH[2], "start": iso(fails[0].t_fail), "end": iso(fails[-1].t_p_end),
                                   "rooms": [r.room for r in fails], "worker_error_room": fails[0].room,
@@ -1675,7 +1893,8 @@ def _planted(g: _Gen, files: dict, proxy_ids: dict, oc_ids: dict, oc_file: dict,
         "replies": dict(total=len(agent_reqs), ok=len(ok), errors=len(errors), corrupted=len(corrupted),
                         hard_negatives=len(hard), proxy=sum(1 for r in agent_reqs if id(r) in proxy_ids),
                         opencode=sum(1 for r in agent_reqs if id(r) in oc_ids)),
-        "corruption_rates": {"baseline": rate(base), "elevated": rate(el), "target_baseline": P_BASE, "target_elevated": P_HIGH},
+        "corruption_rates": {"baseline": rate(base), "elevated": rate(el), "target_baseline": P_BASE, "target_elevated": P_HIGH,
+                             "target_after_failures": P_AFTER_FAIL},
         "corrupted_replies": corrupted,
         "hard_negatives": hard,
         "error_replies": errors,
