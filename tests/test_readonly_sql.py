@@ -105,6 +105,7 @@ ATTACKS = [
     ("pragma-setting", "PRAGMA memory_limit = '1GB'", "PRAGMA memory_limit is not allowed"),
     ("pragma-profiling", "PRAGMA enable_profiling", "PRAGMA enable_profiling is not allowed"),
     ("pragma-import", "PRAGMA import_database('{out}')", "PRAGMA import_database is not allowed"),
+    ("explain-analyze-drop", "EXPLAIN ANALYZE DROP VIEW replies", "DROP is not allowed"),
     ("prepare", "PREPARE p AS COPY (SELECT 1) TO '{out}/p.csv'", "PREPARE is not allowed"),
     ("transaction", "BEGIN", "BEGIN is not allowed"),
     ("checkpoint", "CHECKPOINT", "CHECKPOINT is not allowed"),
@@ -308,3 +309,71 @@ def test_spilling_to_the_temp_directory_works_under_the_lock(store, monkeypatch)
         con.close()
     assert df["n"].to_list() == [800000]
     assert peak[0] > 0
+
+
+# writes and reads outside the store that can stand where a query does (a CTE, a subquery), and
+# statements that can only stand alone; the generator below dresses them up differently each run
+_QUERY_PAYLOADS = [
+    "COPY (SELECT 1) TO '{batches}' (USE_TMP_FILE false)",
+    "COPY (SELECT 42 AS x) TO '{store}/clocks.json'",
+    "INSERT INTO clock_offsets VALUES ('decode-0', 1e6) RETURNING *",
+    "DELETE FROM clock_offsets RETURNING *",
+    "UPDATE clock_offsets SET offset_s = 1 RETURNING *",
+    "SELECT * FROM read_text('/etc/passwd')",
+    "SELECT * FROM query('SELECT 1')",
+    "SELECT * FROM glob('{store}/*')",
+]
+_STATEMENT_PAYLOADS = [
+    "DROP VIEW replies", "CREATE OR REPLACE VIEW rooms AS SELECT 1 AS x", "ATTACH '{out}/x.db' AS x",
+    "LOAD httpfs", "SET enable_external_access = true", "EXPORT DATABASE '{out}/e'", "DETACH memory",
+]
+_QUERY_WRAPPERS = [
+    "{p}", "WITH x AS ({p}) SELECT count(*) FROM x", "WITH a AS (SELECT 1), x AS MATERIALIZED ({p}) SELECT * FROM a, x",
+    "SELECT * FROM (WITH x AS ({p}) SELECT * FROM x)", "SELECT (WITH x AS ({p}) SELECT count(*) FROM x) AS v",
+    "SELECT * FROM range(2) WHERE range IN (WITH x AS ({p}) SELECT count(*) FROM x)", "EXPLAIN ANALYZE {p}",
+    "CREATE TEMP TABLE t AS WITH x AS ({p}) SELECT * FROM x", "SELECT 1; {p}",
+]
+_STATEMENT_WRAPPERS = ["{p}", "SELECT 1; {p}", "SELECT 1;\n{p};\nSELECT 2"]
+
+
+def _dress(rng, sql: str) -> str:
+    """Random case for keywords (strings and names untouched), comments and line breaks between tokens."""
+    toks = duckdb.tokenize(sql)
+    ends = [p for p, _ in toks[1:]] + [len(sql)]
+    out = [rng.choice(["", "-- why not\n", "/* a */ ", "\n\n"])]
+    for (pos, kind), end in zip(toks, ends):
+        text = sql[pos:end].rstrip()
+        if kind == duckdb.token_type.keyword:
+            text = "".join(c.upper() if rng.random() < 0.5 else c.lower() for c in text)
+        out.append(text + rng.choice([" ", " ", "\n", " /* x */ ", "\t"]))
+    return "".join(out)
+
+
+def test_attacks_made_fresh_each_run(store, pristine, outside):
+    """Payloads in random wrappers and random dress: every one is refused before it runs; the seed is in the message."""
+    import os
+    import random
+
+    from forensics.catalog import connect
+    from forensics.catalog.sql import run_sql
+    from forensics.core.errors import UsageError
+    from forensics.ingest.store import Store
+
+    seed = int.from_bytes(os.urandom(4), "big")
+    rng = random.Random(seed)
+    fill = {"store": store, "batches": _batches_file(store), "out": outside}
+    con = connect(Store(store))
+    try:
+        for _ in range(60):
+            if rng.random() < 0.65:
+                wrapper, payload = rng.choice(_QUERY_WRAPPERS), rng.choice(_QUERY_PAYLOADS)
+            else:
+                wrapper, payload = rng.choice(_STATEMENT_WRAPPERS), rng.choice(_STATEMENT_PAYLOADS)
+            sql = _dress(rng, wrapper.replace("{p}", payload).format(**fill))
+            with pytest.raises(UsageError, match="is not allowed"):
+                run_sql(Store(store), sql, con=con)
+                pytest.fail(f"seed {seed}: ran {sql!r}")
+    finally:
+        con.close()
+    assert _digest(store) == pristine, f"seed {seed}"
+    assert list(outside.iterdir()) == [], f"seed {seed}"

@@ -57,7 +57,7 @@ _REFUSED = {
     **dict.fromkeys(("CREATE", "DROP", "ALTER", "COMMENT"),
                     (_READ_ONLY, "the store's views stay as they are; " + _TEMP_HELP)),
     **dict.fromkeys(("ATTACH", "DETACH", "USE"), _OTHER_DATA),
-    **dict.fromkeys(("INSTALL", "LOAD", "FORCE"), ("the extensions are fixed",
+    **dict.fromkeys(("INSTALL", "LOAD"), ("the extensions are fixed",
                                                    "the views need only DuckDB's built-in ones")),
     **dict.fromkeys(("SET", "RESET"), _SETTINGS),
     "PRAGMA": ("only the read-only PRAGMAs are (show_tables, table_info, show, database_size, version)",
@@ -95,6 +95,7 @@ _READ_PRAGMAS = frozenset("""
 _KW, _ID, _COMMENT = duckdb.token_type.keyword, duckdb.token_type.identifier, duckdb.token_type.comment
 _LOCKED = re.compile(r'Cannot change configuration option "([^"]+)"')
 _NO_ACCESS = re.compile(r'Cannot access (?:file|directory) "([^"]+)"')
+_PATH_TABLE = re.compile(r'Table with name (.+?) does not exist|capable of reading the file "([^"]+)"')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,11 +179,13 @@ class _Gate:
                help: str | None = None):
         lead = toks[0].word if toks else ""
         if lead == "FORCE" and len(toks) > 1:
-            lead = word = word or f"FORCE {toks[1].word}"
+            word = word or f"FORCE {toks[1].word}"
         word = word or (lead if lead in _REFUSED else {"COPY_DATABASE": "COPY", "MERGE_INTO": "MERGE",
                                                          "CREATE_FUNC": "CREATE", "VARIABLE_SET": "SET"}
                         .get(kind or "", kind or lead or "this statement"))
-        reason, fix = _REFUSED.get(word.split()[0], (_READ_ONLY, "`forensics tables` lists what you can query"))
+        words = word.split()
+        key = words[1] if words[0] == "FORCE" and len(words) > 1 else words[0]
+        reason, fix = _REFUSED.get(key, (_READ_ONLY, "`forensics tables` lists what you can query"))
         raise UsageError(what or f"{word} is not allowed: {reason}", text=self.shown, help=help or fix)
 
     # -- one statement ------------------------------------------------------------------------
@@ -343,6 +346,12 @@ def _usage_from(e: duckdb.Error, shown: str) -> UsageError | None:
     if isinstance(e, duckdb.PermissionException):
         return UsageError("this is not allowed: SQL over the store reads the store and nothing else", text=shown,
                           help="`forensics tables` lists what you can query")
+    m = _PATH_TABLE.search(msg)
+    path = m and (m.group(1) or m.group(2))
+    if path and re.search(r"[/\\.:]", path):  # a file named where a table goes
+        return UsageError(f"reading {path} is not allowed: SQL reads only the store's tables", text=shown,
+                          help="ingest it first (`forensics ingest PATH`), then query its table; "
+                               "`forensics tables` lists them")
     m = _LOCKED.search(msg)
     if m:
         reason, fix = _SETTINGS
