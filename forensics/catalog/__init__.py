@@ -5,6 +5,9 @@ explicit clock offsets of the store (clocks.json) to `ts`, so raw rows are never
 every query reads corrected time; `clock_offset_s` says how much each row was moved.
 Derived views (forensics/views/*.sql) are created after the base views, in file-name order.
 
+Once the views are built the connection is locked (`_lock`): DuckDB may then read only the files
+the views read, change no setting, and load no extension, whatever SQL runs on it next.
+
 Columns an analysis step supplies (the verdicts of `turns`) are not in the raw Parquet: the public
 view joins them from <store>/derived/verdicts/<version>/<input>.parquet, the version named in
 <store>/derived/verdicts/CURRENT (forensics.analysis.verdicts writes both). Until then they are NULL.
@@ -105,6 +108,10 @@ def _with_analysis(t: schema.Table, files: list[str], verdicts: list[str]) -> st
     return f"SELECT {cols} FROM {raw} r LEFT JOIN {v} v ON {on}"
 
 
+# a laptop runs this after an incident: spill big joins to disk rather than eat all memory
+MEMORY_LIMIT = "4GB"
+
+
 def connect(store: Store, offsets: dict[str, float] | None = None, materialize: bool = False
             ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's tables and views.
@@ -115,8 +122,7 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
     """
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
-    # a laptop runs this after an incident: spill big joins to disk rather than eat all memory
-    con.execute("SET memory_limit = '4GB'")
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     if store.exists():
         con.execute(f"SET temp_directory = {_quote(str(store.root / '.tmp' / 'duckdb'))}")
     offsets = store.clocks() if offsets is None else offsets
@@ -124,10 +130,12 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
     if offsets:
         con.executemany("INSERT INTO clock_offsets VALUES (?, ?)", sorted(offsets.items()))
     version, verdicts = verdict_files(store)
+    readable = list(verdicts)
     for t in schema.TABLES.values():
         if t.view:
             continue
         files = store.table_files(t.name)
+        readable += files
         if files:
             src = f"SELECT * FROM read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true)"
         else:
@@ -155,8 +163,26 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
             raise ForensicsError(f"derived view {name} does not build: {str(e).splitlines()[0]}",
                                  file=f"forensics/views/{name}",
                                  help="a bug in the toolkit, not in your data: report it with this line") from None
-    _use_cache(con, store, offsets, materialize, (version, [Path(f).name for f in verdicts]))
+    readable += _use_cache(con, store, offsets, materialize, (version, [Path(f).name for f in verdicts]))
+    _lock(con, readable)
     return con
+
+
+def _lock(con: duckdb.DuckDBPyConnection, readable: list[str]) -> None:
+    """From here on DuckDB reads only `readable`, writes no file and changes no setting.
+
+    allowed_paths is DuckDB's only exception to enable_external_access = false, and it admits
+    writes as well as reads: forensics.catalog.sql refuses every statement that writes, so the
+    store's own files are readable and nothing else is reachable at all. Spilling to temp_directory
+    is the buffer manager's and keeps working.
+    """
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    # a frame of the calling Python code is not part of the store
+    con.execute("SET python_enable_replacements = false")
+    con.execute("SET allowed_paths = $paths", {"paths": sorted({os.path.abspath(p) for p in readable})})
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
 
 
 _VIEW_NAME = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.I)
@@ -177,34 +203,39 @@ def _cache_dir(store: Store, offsets: dict, verdicts: tuple[str | None, list[str
     return store.root / "derived" / h.hexdigest()[:24]
 
 
-def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]) -> None:
+def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]
+               ) -> list[str]:
     """Swap the expensive derived views (transfers, rooms, replies, ...) for Parquet snapshots.
 
     The joins behind them take minutes on a large incident; their result only changes when an
     input, a clock offset, the verdicts or the view SQL does, and all are in the cache folder's name.
     Views are done in file order, so each one is computed from its already cached inputs.
+    Returns the snapshots the views now read.
     """
     if not store.exists():
-        return
+        return []
     cache = _cache_dir(store, offsets, verdicts)
+    used = []
     for _, sql in derived_views():
         for name in _VIEW_NAME.findall(sql):
             path = cache / f"{name}.parquet"
             if not path.exists():
                 if not materialize:
-                    return
+                    return used
                 try:
                     cache.mkdir(parents=True, exist_ok=True)
                     tmp = cache / f".{name}.{os.getpid()}.parquet"
                     con.execute(f"COPY (SELECT * FROM \"{name}\") TO {_quote(str(tmp))} (FORMAT parquet)")
                     os.replace(tmp, path)
                 except (OSError, duckdb.Error):
-                    return  # a read-only store still answers, just without the cache
+                    return used  # a read-only store still answers, just without the cache
             con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))})')
+            used.append(str(path))
     # snapshots of an older state of the store are never read again
     for old in (store.root / "derived").iterdir():
         if old != cache and old.name != VERDICTS and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
+    return used
 
 
 def snapshot_path(store: Store, name: str) -> Path | None:

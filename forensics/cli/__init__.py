@@ -123,22 +123,43 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
         sys.exit(EXIT_FAILED)
 
 
+def result_output(f):
+    return click.option("-o", "--output", type=click.Path(dir_okay=False),
+                        help="Write the result to this file (outside the store) instead of stdout.")(f)
+
+
 @main.command()
 @click.argument("query")
 @store_option
 @format_option()
 @param_option
+@result_output
 @handled
-def sql(query, store, fmt, params):
-    """Run SQL over the store; every table is a view of the same name."""
+def sql(query, store, fmt, params, output):
+    """Run read-only SQL over the store; every table is a view of the same name.
+
+    SELECT (WITH, PIVOT, DESCRIBE, ...), SET VARIABLE and CREATE TEMP TABLE|VIEW|MACRO run; statements
+    that change the store or settings, COPY, ATTACH, LOAD and files outside the store are refused.
+    """
     from forensics.analysis import verdicts
     from forensics.catalog.sql import run_sql
     from forensics.ingest.store import Store
     from forensics.reports.render import render
 
+    _outside_store(output, store)
     verdicts.ensure(Store(store))
     df = run_sql(Store(store), query, _params(params))
-    render(df, fmt)
+    _write(output, lambda out: render(df, fmt, out))
+
+
+def _outside_store(output, store) -> None:
+    """A result written into the store folder would be read back as part of it, or break it."""
+    import os
+
+    from forensics.core.errors import UsageError
+
+    if output and os.path.commonpath([os.path.realpath(output), os.path.realpath(store)]) == os.path.realpath(store):
+        raise UsageError(f"-o {output} is inside the store {store}", help="write the result outside the store folder")
 
 
 def _echo_clock_warnings(store, err: bool) -> None:
@@ -307,16 +328,19 @@ def query_show(name):
 @store_option
 @format_option()
 @param_option
+@result_output
 @handled
-def query_run(name, store, fmt, params):
+def query_run(name, store, fmt, params, output):
     """Run a named query; parameters are bound, never pasted into the SQL."""
     from forensics.analysis import verdicts
     from forensics.catalog import named as queries
     from forensics.ingest.store import Store
     from forensics.reports.render import render
 
+    _outside_store(output, store)
     verdicts.ensure(Store(store))
-    render(queries.run(Store(store), name, _params(params)), fmt)
+    df = queries.run(Store(store), name, _params(params))
+    _write(output, lambda out: render(df, fmt, out))
 
 
 @main.command()
