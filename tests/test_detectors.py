@@ -161,6 +161,10 @@ def test_s14_token_salad():
     assert "U+0007" in d.s14_token_salad(turn("bell \x07 here")).note
     salad = "ins 3 Q / kv . ,, rt o e 7 ] ] x q zz . p l / 3Q ins ; ; k v 9 # w xx y . . 0 f ll q u j vv ins 3 Q / e e"
     assert d.s14_token_salad(turn(salad)).sig == "S14"
+    # vocabulary fragments strewn among short common words (the shape of vllm#480's reply, TRANSCRIPTS.md §6)
+    mixed = ("I will look at the scheduler now. of Q it e / to x , is a to 3 it Q , of e you / x it is - a of e "
+             "to ins Q , it x / to of e is")
+    assert d.s14_token_salad(turn(mixed)).sig == "S14"
     prose = ("It is up to us to do so, as we go on: if it is ok by me, I do it at 10 am or so, and we see if it is "
              "in or on the list. We go by the plan.")
     assert d.s14_token_salad(turn(prose)) is None

@@ -787,18 +787,31 @@ _RE_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?(?:ms|us|µs|ns|s|m|h|d|k|K|M|G|T|B|KB
 C0 = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffd]")
 
 
+# a dash or slash standing alone inside a line is a stray vocabulary token; at the start of a line
+# it is a list marker
+_MID_LINE_STRAYS = frozenset("-/")
+
+
 @functools.lru_cache(maxsize=4096)
-def _salad_token(tok: str) -> bool:
+def _salad_token(tok: str, line_start: bool = False) -> float:
+    """How much a token counts towards S14's share: 1 for a short non-word, a third for a short common word.
+
+    §6 counts every 1-2 char token. Ordinary English is full of short words (`it is up to us`): at a
+    third, a window of nothing but short common words stays under the 40% threshold, so only vocabulary
+    fragments mixed in with them (`a of Q e / it x , to`) can carry a window over it.
+    """
+    if tok in _MID_LINE_STRAYS and not line_start:
+        return 1.0
     core = tok.strip("()[]{}\"'“”‘’*_,.;:!?")
     if _RE_MARKER.match(tok) or _RE_MARKER.match(core):
-        return False
+        return 0.0
     if not core:
-        return True
+        return 1.0
     if _RE_NUMBER.match(tok.lstrip("(").rstrip(",.;:)")):
-        return False
+        return 0.0
     if len(core) <= 2:
-        return core.lower() not in _SHORT_WORDS
-    return not any(c.isalpha() for c in core)
+        return 1 / 3 if core.lower() in _SHORT_WORDS else 1.0
+    return 0.0 if any(c.isalpha() for c in core) else 1.0
 
 
 def s14_token_salad(turn, th: Thresholds = DEFAULT) -> Hit | None:
@@ -815,7 +828,9 @@ def s14_token_salad(turn, th: Thresholds = DEFAULT) -> Hit | None:
             return Hit("S14", f, m.start(), m.end(), f"U+{ord(m.group()):04X} in the text")
     text = degeneration_text(turn)
     toks = [(m.start(), m.group()) for m in re.finditer(r"\S+", text)]
-    flags = [_salad_token(t) for _, t in toks]
+    # a token is at a line start when only whitespace with a newline lies between it and the one before
+    ends = [0] + [p + len(t) for p, t in toks[:-1]]
+    flags = [_salad_token(t, e == 0 or "\n" in text[e:p]) for (p, t), e in zip(toks, ends)]
     j = 0
     for i in range(len(toks)):
         # the shortest run of tokens from i that spans the window
