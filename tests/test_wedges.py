@@ -219,11 +219,32 @@ def case_decode6_desync_then_all() -> list[tuple]:
     return lines
 
 
+def case_decode7_lull_ended_by_arrivals() -> list[tuple]:
+    # a burst, then three minutes with nothing to do; three requests arrive and the scheduler picks
+    # them up two seconds later: the arrivals end the lull, they did not wait on a stuck server
+    lines = [(t, decode_line(t, running=3)) for t in every(at(16, 0), at(16, 5), 2)]
+    back = at(16, 8)
+    for n in range(3):
+        r = room(700 + n)
+        lines.append((back, f"{prefix(back)} Receive: obj=GenerateReqInput(rid='{rid(700 + n)}', text=None, "
+                            f"input_ids=[0, 128803, …], sampling_params={{'max_new_tokens': 8192}}, stream=False, "
+                            f"bootstrap_host='10.0.3.1', bootstrap_port=8998, bootstrap_room={r})"))
+    done = back + dt.timedelta(seconds=20)
+    for n in range(3):
+        lines.append((done, f"{prefix(done)} Finish: obj=GenerateReqInput(rid='{rid(700 + n)}', text=None, …), "
+                            f"out={{'text': '…', 'meta_info': {{'id': '{rid(700 + n)}', 'finish_reason': "
+                            f"{{'type': 'stop', 'matched': 1}}, 'prompt_tokens': 4096, 'completion_tokens': 300, "
+                            f"'cached_tokens': 0, 'e2e_latency': 20.0}}}}"))
+    lines += [(t, decode_line(t, running=3)) for t in every(back + dt.timedelta(seconds=2), at(16, 12), 2)]
+    lines += [(t, health(t)) for t in every(at(16, 0), at(16, 12), 10)]
+    return lines
+
+
 CASES = {
     "decode-0": case_decode0, "prefill-0": case_prefill0, "decode-5": case_decode5, "decode-1": case_decode1,
     "prefill-1": case_prefill1, "decode-2": case_decode2_idle, "decode-3": case_decode3_capture_gap,
     "decode-4": case_decode4_busy, "decode-6": case_decode6_desync_then_all,
-    "prefill-2": case_prefill2,
+    "prefill-2": case_prefill2, "decode-7": case_decode7_lull_ended_by_arrivals,
 }
 
 
@@ -313,9 +334,10 @@ def test_dead_bootstrap_thread(wedges):
     assert "dead thread" in w["signals"] and "bootstrap_timeout x12" in w["signals"]
 
 
-@pytest.mark.parametrize("host", ["decode-2", "decode-3", "decode-4", "prefill-0", "prefill-2"])
+@pytest.mark.parametrize("host", ["decode-2", "decode-3", "decode-4", "decode-7", "prefill-0", "prefill-2"])
 def test_no_wedge_without_stuck_work(wedges, host):
-    """Idle between bursts, a capture gap of days, a busy server's ordinary cadence, a prefill that
+    """Idle between bursts, a capture gap of days, a busy server's ordinary cadence, a lull that the next
+    requests end (they arrive, and progress resumes at once), a prefill that
     serves a wedged decode host (busy with others, or idle and timing out on its rooms): none is a wedge."""
     assert wedges.filter(pl.col("host") == host).height == 0
 

@@ -293,7 +293,9 @@ stuck AS (
      -- a room counts for a rank only when a line of that rank names it
      AND (b.kind = 'silence' OR ((b.dk < 0 OR r.dp = b.dk) AND (b.tk < 0 OR r.tp = b.tk)
                                  AND (r.dp IS NOT NULL OR r.tp IS NOT NULL)))
-     AND r.t_open <= b.t_end
+     -- a request that arrives during a lull is served at once, and its arrival is what ends the lull:
+     -- it waited on the host only if nothing happened for a good while after it came
+     AND epoch(b.t_end - greatest(r.t_open, b.t_start)) >= min_gap_s / 2
      AND (r.t_closed_here IS NULL OR r.t_closed_here >= b.t_start)
      AND ((r.t_timeout > b.t_start AND r.t_timeout <= b.t_end + INTERVAL 10 SECOND)
           OR coalesce(r.t_closed_here, r.t_finished) >= b.t_end - INTERVAL 2 SECOND)
