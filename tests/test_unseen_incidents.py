@@ -115,6 +115,17 @@ def test_wedge_start_and_end(incident):
         f"wedge on {w['host']}: start off by {d_start} s, end off by {d_end} s (truth {w['start']} .. {w['end']})")
 
 
+def test_no_wedge_where_none_was(incident):
+    """The idle lull the generator plants, and every host but the wedged one, hold no wedge."""
+    w = incident["truth"]["wedge"]
+    _, rows = wedge_rows(incident)
+    idle = [(ts(p["start"]), ts(p["end"])) for p in incident["truth"].get("idle_periods", [])]
+    false = [r for r in rows if r.get("host") != w["host"]
+             or any(ts(r["t_start"]) < b and ts(r["t_end"]) > a for a, b in idle)]
+    report(incident, "false wedges", n=len(false), rows=[(r["host"], r["kind"], r["t_start"]) for r in false])
+    assert not false, f"{len(false)} wedges where none was planted: {false}"
+
+
 def test_stuck_rooms_take_the_first_failure_as_outcome(incident):
     w = incident["truth"]["wedge"]
     want = w["stuck_room_outcome"]
