@@ -272,6 +272,10 @@ class TextStream:
         if first < 0:
             return self._more_of_line(data)
         last = data.rfind(b"\n")
+        if not self._cutting and self._line + first <= self.max_line:
+            # the common case: no line of this chunk is too long, and it passes on uncopied
+            self._line = len(data) - last - 1
+            return data
         head = self._more_of_line(data[:first]) + self._line_end()
         # lines wholly inside one chunk are no longer than a chunk, which is at most max_line
         self._line = 0
