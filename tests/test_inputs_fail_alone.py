@@ -228,6 +228,17 @@ def test_parser_bug_fails_its_input_alone(parser_bug, tmp_path):
     assert r.exit_code == 1 and len(_unparsed(store)) == 7
 
 
+def test_parser_fixed_replaces_the_failed_record(parser_bug, tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    assert _cli("ingest", parser_bug, "--store", store, "-j", "1").exit_code == 1
+    monkeypatch.undo()  # the parser is fixed
+    r = _cli("ingest", parser_bug, "--store", store, "-j", "1")
+    assert r.exit_code == 0, r.output
+    assert sql(store, "SELECT count(*) n FROM transfer_events")["n"][0] == 7
+    assert _unparsed(store) == []  # its lines are not kept twice
+    assert sql(store, "SELECT status FROM files WHERE path LIKE '%trace%'")["status"].to_list() == ["ingested"]
+
+
 def test_sniff_bug_fails_its_input_alone(sniff_bug, tmp_path):
     store = tmp_path / "store"
     results = ingest_paths([sniff_bug], store, jobs=1)

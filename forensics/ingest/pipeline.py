@@ -339,8 +339,9 @@ def _record_failed(store: Store, src: Source, opts: Options, host: str, fmt: str
     """Every line of an input whose parse failed, in `unparsed` with the reason, and its files row
     (status 'failed'), committed on its own.
 
-    The store key hashes the path and the failure with the content, never the content alone: a
-    later ingest whose parser reads the input still ingests it under its content key.
+    The store key hashes the path with the content (`_failed_key`), never the content alone: a
+    later ingest whose parser reads the input ingests it under its content key, and drops this
+    record then (`_commit`), so that its lines are never in the store twice.
     """
     from forensics.core import schema
     from forensics.parsers.lines import MAX_LINE_CHARS, read_blocks
@@ -381,7 +382,7 @@ def _record_failed(store: Store, src: Source, opts: Options, host: str, fmt: str
         "lines": n, "parsed_lines": 0, "continuation_lines": 0, "unparsed_lines": n, "tz": opts.tz, "run": opts.run,
         "ingested_at": started, "status": "failed", "skip_reason": why,
     }]))
-    key = hashlib.sha256(f"failed\0{src.path}\0{fmt}\0{why}\0{sha}".encode()).hexdigest()[:32]
+    key = _failed_key(src.path, sha)
     keyed = store.tmp / f"{key}.{os.getpid()}"
     os.replace(writer.dir, keyed)
     writer.dir, writer.key = keyed, key
@@ -410,7 +411,30 @@ def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path:
     os.replace(writer.dir, keyed)
     writer.dir, writer.key = keyed, final_key
     res.status = "ingested" if writer.commit() else "duplicate"
+    _drop_failed(store, path, sha)
     return res
+
+
+def _failed_key(path: str, sha: str) -> str:
+    return hashlib.sha256(f"failed\0{path}\0{sha}".encode()).hexdigest()[:32]
+
+
+def _drop_failed(store: Store, path: str, sha: str) -> None:
+    """Remove the record of an earlier failed parse of this input, now that it is ingested.
+
+    Moved out of data/ with one rename first, so a reader sees it whole or not at all.
+    """
+    import shutil
+
+    old = store.data / _failed_key(path, sha)
+    if not old.is_dir():
+        return
+    gone = store.tmp / f"dropped-{old.name}.{os.getpid()}"
+    try:
+        os.replace(old, gone)
+    except OSError:
+        return
+    shutil.rmtree(gone, ignore_errors=True)
 
 
 def _skip(store: Store, src: Source, why: NotALog, opts: Options) -> FileResult:
