@@ -8,6 +8,7 @@ scanner, parsers/native.py).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from typing import IO, Pattern
 
@@ -21,6 +22,8 @@ except ImportError:  # the native scanner is optional (parsers/native.py)
 
 BLOCK_BYTES = 12 << 20  # see parsers/server_log/__init__.py, `parse`
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
+MAX_LINE_BYTES = 1 << 20  # a line longer than this keeps its head and its length (`TextStream`)
+NUL_RUN = 16  # this many NULs in a row are never log text: a copytruncate hole, a preallocated tail
 
 RECORD_BACKTRACK = 1 << 20  # how far back a block's cut looks for a record's head
 # A block's frames cost per line more than per byte: a block of short lines would hold many times
@@ -167,3 +170,202 @@ def _record_cut(buf: bytes, cut: int, continues: Pattern[bytes], start: int = 0)
     while at >= 0 and continues.match(buf, at + 1):
         at = buf.rfind(b"\n", low, at)
     return cut if at < 0 else at
+
+
+# What a cut line ends with after its first MAX_LINE_BYTES: the length it had, for readers
+# (`cut_length`) and for whoever reads the unparsed row.
+CUT_LINE = r" \.\.\.\[line of (\d+) bytes cut to its first \d+\]\s*$"  # a regex for polars, too
+_CUT_MARK_STR = re.compile(CUT_LINE)
+_NULS = re.compile(b"\x00{%d,}" % NUL_RUN)
+_CHUNK = 1 << 20  # no more than MAX_LINE_BYTES: a line longer than that always spans two reads
+
+
+def cut_length(line: str) -> int | None:
+    """The length a line cut by `TextStream` had, or None for a line that was not cut."""
+    m = _CUT_MARK_STR.search(line[-96:]) if line else None
+    return int(m.group(1)) if m else None
+
+
+class TextStream:
+    """A binary stream of log text as parsers should see it, whatever the writer left.
+
+    - Runs of NUL_RUN or more NULs are dropped: logrotate's copytruncate leaves the file's old
+      length as a hole of NULs before the first new line, and a crash can leave a preallocated
+      tail. A shorter run (a NUL inside a line) is kept.
+    - A file whose first chunk with a line end (up to 1 MiB) holds CR and no LF ends its lines
+      with CR (classic Mac, some serial-console captures): every CR becomes LF. A CR inside an LF file (a progress bar) stays.
+    - A line past MAX_LINE_BYTES keeps its first MAX_LINE_BYTES and a marker with its length
+      (`cut_length`); the rest is read and dropped, so memory stays bounded whatever its length.
+
+    `nul_bytes`, `nul_runs`, `cr_only`, `cut_lines` and `longest_cut` say what was done, for notes.
+    The bytes read from `inner` are the input's bytes (the content hash is taken below this).
+    """
+
+    def __init__(self, inner, max_line: int = MAX_LINE_BYTES, skip_nul_runs: bool = True):
+        self.inner, self.max_line, self.skip_nul_runs = inner, max_line, skip_nul_runs
+        self.nul_bytes = self.nul_runs = self.cut_lines = self.longest_cut = 0
+        self.cr_only: bool | None = None  # decided on the first chunk holding a line end
+        self._line = 0  # bytes of the line being passed on, since its last LF
+        self._cutting = False
+        self._nul_tail = 0  # NULs (fewer than NUL_RUN) held back at the end of the last chunk
+        self._in_run = False  # the last chunk ended inside a run being dropped
+        self._buf = b""
+        self._eof = False
+
+    # -- the transformation ------------------------------------------------------------------
+    def _fill(self) -> bool:
+        """Put the next transformed chunk in the buffer; False at the end of the input."""
+        read = getattr(self.inner, "read1", self.inner.read)
+        while not self._buf:
+            if self._eof:
+                return False
+            raw = read(min(_CHUNK, self.max_line))
+            if raw:
+                self._buf = self._lines(self._nuls(raw))
+                continue
+            self._eof = True
+            # a short run at the very end is text like any other; a cut last line keeps its marker
+            tail, self._nul_tail = b"\0" * self._nul_tail, 0
+            self._buf = self._lines(tail) + self._line_end()
+        return True
+
+    def _nuls(self, raw: bytes) -> bytes:
+        if not self.skip_nul_runs:
+            return raw
+        if self._in_run:  # a run that began in an earlier chunk: dropped as it goes, never held
+            rest = raw.lstrip(b"\0")
+            self.nul_bytes += len(raw) - len(rest)
+            if not rest:
+                return b""
+            self._in_run, raw = False, rest
+        elif self._nul_tail:
+            raw, self._nul_tail = b"\0" * self._nul_tail + raw, 0
+        elif b"\0" not in raw:
+            return raw
+        data = raw.rstrip(b"\0")
+        hold = len(raw) - len(data)
+        if b"\0" * NUL_RUN in data:
+            runs = len(_NULS.findall(data))
+            before = len(data)
+            data = _NULS.sub(b"", data)
+            self.nul_runs += runs
+            self.nul_bytes += before - len(data)
+        if hold >= NUL_RUN:
+            self.nul_runs += 1
+            self.nul_bytes += hold
+            self._in_run = True
+        else:  # a run may go on in the next chunk: decide on it there
+            self._nul_tail = hold
+        return data
+
+    def _lines(self, data: bytes) -> bytes:
+        if not data:
+            return data
+        if self.cr_only is None:
+            if b"\n" in data:
+                self.cr_only = False
+            elif b"\r" in data:
+                self.cr_only = True
+        if self.cr_only:
+            data = data.replace(b"\r", b"\n")
+        first = data.find(b"\n")
+        if first < 0:
+            return self._more_of_line(data)
+        last = data.rfind(b"\n")
+        if not self._cutting and self._line + first <= self.max_line:
+            # the common case: no line of this chunk is too long, and it passes on uncopied
+            self._line = len(data) - last - 1
+            return data
+        head = self._more_of_line(data[:first]) + self._line_end()
+        # lines wholly inside one chunk are no longer than a chunk, which is at most max_line
+        self._line = 0
+        return head + data[first:last + 1] + self._more_of_line(data[last + 1:])
+
+    def _more_of_line(self, part: bytes) -> bytes:
+        if self._cutting:
+            self._line += len(part)
+            return b""
+        room = self.max_line - self._line
+        self._line += len(part)
+        if len(part) <= room:
+            return part
+        self._cutting = True
+        return part[:room]
+
+    def _line_end(self) -> bytes:
+        if not self._cutting:
+            return b""
+        self._cutting = False
+        self.cut_lines += 1
+        self.longest_cut = max(self.longest_cut, self._line)
+        return b" ...[line of %d bytes cut to its first %d]" % (self._line, self.max_line)
+
+    def notes(self) -> list[str]:
+        """What was dropped or changed, in words, for the input's notes."""
+        out = []
+        if self.nul_runs:
+            out.append(f"{self.nul_runs} run{'s' if self.nul_runs != 1 else ''} of NULs skipped ({self.nul_bytes} "
+                       "bytes: a copytruncate hole or a preallocated tail, no log text)")
+        if self.cr_only:
+            out.append("lines end in CR alone: read as line ends")
+        if self.cut_lines:
+            out.append(f"{self.cut_lines} line{'s' if self.cut_lines != 1 else ''} longer than "
+                       f"{self.max_line} bytes kept their first {self.max_line} bytes and their length "
+                       f"(longest {self.longest_cut} bytes)")
+        return out
+
+    @property
+    def at_end(self) -> bool:
+        """The input was read to its end through this stream: its notes are the whole file's."""
+        return self._eof
+
+    # -- the stream interface parsers use -----------------------------------------------------
+    def read1(self, n: int = -1) -> bytes:
+        if not self._fill():
+            return b""
+        if n is None or n < 0 or n >= len(self._buf):
+            out, self._buf = self._buf, b""
+        else:
+            out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+    def read(self, n: int = -1) -> bytes:
+        if n is not None and n >= 0:
+            return read_upto(self, n)
+        parts = []
+        while self._fill():
+            parts.append(self._buf)
+            self._buf = b""
+        return b"".join(parts)
+
+    def readline(self, limit: int = -1) -> bytes:
+        parts = []
+        while self._fill():
+            at = self._buf.find(b"\n")
+            if at >= 0:
+                parts.append(self._buf[:at + 1])
+                self._buf = self._buf[at + 1:]
+                break
+            parts.append(self._buf)
+            self._buf = b""
+        return b"".join(parts)
+
+    def __iter__(self):
+        while line := self.readline():
+            yield line
+
+    def readable(self) -> bool:
+        return True
+
+    @property
+    def closed(self) -> bool:
+        return self.inner.closed
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.inner.__exit__(*exc)

@@ -74,7 +74,7 @@ def _sniff_capture(head: bytes) -> float:
         payload = ln[5:].strip() if ln.startswith("data:") else ln
         try:
             kind = _reply_object(json.loads(payload))
-        except ValueError:
+        except (ValueError, RecursionError):
             kind = None
         if kind:
             good += 1
@@ -317,6 +317,8 @@ def _parse_capture(source: Source) -> tuple[list[Turn], list, dict[str, int]]:
                 obj, why = json.loads(text[5:].strip()), None
             except ValueError:
                 pass
+            except RecursionError:
+                why = "too_deep"
         kind = _reply_object(obj) if why is None else None
         if kind is None:
             unparsed.append((source.path, line_no, line, why or "schema:not_a_reply"))

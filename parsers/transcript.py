@@ -10,13 +10,15 @@ import polars as pl
 from forensics.core import schema
 from forensics.core.turns import Turn, frame
 from forensics.parsers.base import Batch, Source
-from forensics.parsers.lines import MAX_LINE_CHARS
+from forensics.parsers.lines import MAX_LINE_CHARS, cut_length
 
 
 def json_lines(source: Source) -> Iterator[tuple[int, str, object, str | None]]:
     """(line_no, raw line, parsed object or None, why it is unreadable) for every line.
 
-    Blank lines come back unreadable with reason 'blank', as in the server-log parser.
+    Blank lines come back unreadable with reason 'blank', as in the server-log parser; a line
+    nested deeper than the decoder recurses with 'too_deep'; a line cut at MAX_LINE_BYTES by
+    ingest's TextStream with 'line_too_long' (its head and length are in the line).
     """
     with source.open() as f:
         data = f.read()
@@ -28,10 +30,16 @@ def json_lines(source: Source) -> Iterator[tuple[int, str, object, str | None]]:
         if not line.strip():
             yield i, line, None, "blank"
             continue
+        if cut_length(line) is not None:
+            yield i, line, None, "line_too_long"
+            continue
         try:
             obj = json.loads(line)
         except ValueError:
             yield i, line, None, "invalid_json"
+            continue
+        except RecursionError:
+            yield i, line, None, "too_deep"
             continue
         yield i, line, obj, None if isinstance(obj, dict) else "schema:not_an_object"
 
@@ -46,7 +54,7 @@ def sniff_jsonl(head: bytes, keys: set[str], test) -> float:
     for ln in lines:
         try:
             obj = json.loads(ln)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict) and keys <= obj.keys() and test(obj):
             good += 1

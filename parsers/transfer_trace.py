@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from forensics.parsers.base import Batch, Context, Sample, Source
-from forensics.parsers.lines import MAX_LINE_CHARS, read_blocks
+from forensics.parsers.lines import CUT_LINE, MAX_LINE_CHARS, read_blocks
 
 if TYPE_CHECKING:
     import duckdb
@@ -153,7 +153,8 @@ def _block(con: "duckdb.DuckDBPyConnection", df: pl.DataFrame, ctx: Context, pat
                     "FROM df ORDER BY line_no").pl()
     df = df.join(valid, on="line_no", how="left")
     bad = df.filter(~pl.col("ok") | (pl.col("jt") != "OBJECT")).with_columns(
-        reason=pl.when(~pl.col("ok") & pl.col("unterminated")).then(pl.lit("truncated"))
+        reason=pl.when(~pl.col("ok") & pl.col("line").str.contains(CUT_LINE)).then(pl.lit("line_too_long"))
+        .when(~pl.col("ok") & pl.col("unterminated")).then(pl.lit("truncated"))
         .when(~pl.col("ok")).then(pl.lit("invalid_json")).otherwise(pl.lit("not_object")))
     objs = df.filter(pl.col("ok") & (pl.col("jt") == "OBJECT")).select("line_no", "line")  # noqa: F841 (DuckDB scans it)
     rows = con.sql(QUERY).pl()

@@ -64,6 +64,18 @@ class IngestProgress:
                 con.print(escape_control(r.error), markup=False)
             for n in r.notes:
                 con.print(f"note: {escape_control(r.path)}: {escape_control(n)}", markup=False)
+        if line := failed_line(results):
+            con.print(escape_control(line), markup=False)
+
+
+def failed_line(results) -> str | None:
+    """'error: 2 of 5 inputs failed: a.log, b.jsonl (the others are ingested)', or None."""
+    failed = [r.path for r in results if r.status == "failed"]
+    if not failed:
+        return None
+    names = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
+    return (f"error: {len(failed)} of {len(results)} input{'s' if len(results) != 1 else ''} failed: {names} "
+            "(the others are ingested; a failed parse leaves its lines in `unparsed`)")
 
 
 def skipped_line(results) -> str | None:

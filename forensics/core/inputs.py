@@ -29,6 +29,8 @@ class Source:
     member: str | None = None  # name inside a tar archive
     size: int | None = None  # size on disk, for progress
     mtime: float | None = None  # seconds since the epoch, for sources timed by file date
+    offset: int | None = None  # where a member's bytes start in an uncompressed tar (read in place)
+    special: str | None = None  # 'FIFO', 'socket', 'device': never opened (ingest skips it)
 
     def open(self) -> IO[bytes]:
         """A fresh binary stream of the decompressed content."""
@@ -98,6 +100,25 @@ class _CutTolerant(io.RawIOBase):
         super().close()
 
 
+class _Slice(io.RawIOBase):
+    """`size` bytes of an open file from where it stands: one member of an uncompressed tar."""
+
+    def __init__(self, f, size: int):
+        self.f, self.left = f, size
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        n = self.f.readinto(memoryview(b)[: min(len(b), self.left)]) if self.left else 0
+        self.left -= n or 0
+        return n
+
+    def close(self):
+        self.f.close()
+        super().close()
+
+
 def _decompress(raw: io.BufferedIOBase) -> io.BufferedIOBase:
     head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
     if head.startswith(GZIP_MAGIC):
@@ -122,6 +143,11 @@ def open_source(src: Source) -> io.BufferedIOBase:
     try:
         if src.member is None:
             return _decompress(io.BufferedReader(open(src.fs_path, "rb"), buffer_size=1 << 20))
+        if src.offset is not None:
+            # seek to the member: finding it by name would read the archive's index again per member
+            f = open(src.fs_path, "rb")
+            f.seek(src.offset)
+            return _decompress(io.BufferedReader(_Slice(f, src.size or 0), buffer_size=1 << 20))
         tf = tarfile.open(src.fs_path, "r:*")
         f = tf.extractfile(src.member)
         if f is None:

@@ -85,10 +85,11 @@ FILES = Table(
         Column("tz", pl.Utf8, "zone assumed for naive timestamps"),
         Column("run", pl.Utf8, "run label given with ingest --run"),
         Column("ingested_at", TS, "when the file was ingested"),
-        Column("status", pl.Utf8, "'ingested' (read by the parser in format) | 'skipped' (not a log, not read)"),
+        Column("status", pl.Utf8, "'ingested' (read by the parser in format) | 'skipped' (not a log, not read) | "
+               "'failed' (the parser failed: every line is in unparsed, reason parser_failed:<error>)"),
         Column("skip_kind", pl.Utf8, "what a skipped file was taken for: markdown, json, csv, yaml, image, pdf, "
-               "html, empty, binary, text (no log markers)"),
-        Column("skip_reason", pl.Utf8, "why it was skipped, in words"),
+               "html, empty, binary, text (no log markers), special (a FIFO, socket or device, never opened)"),
+        Column("skip_reason", pl.Utf8, "why it was skipped, or the error its parser failed with, in words"),
     ),
 )
 
@@ -176,7 +177,8 @@ UNPARSED = Table(
         Column("source_file", pl.Utf8, "input file"),
         Column("line_no", pl.Int64, "1-based line number"),
         Column("line", pl.Utf8, "the raw line (invalid bytes escaped as \\xNN, cut at 64 KiB)"),
-        Column("reason", pl.Utf8, "why: unrecognised | truncated | invalid_json | schema:<field> | ..."),
+        Column("reason", pl.Utf8, "why: unrecognised | truncated | invalid_json | schema:<field> | too_deep | line_too_long | "
+               "parser_failed:<error> | ..."),
         Column("format", pl.Utf8, "parser that gave up on it"),
     ),
 )

@@ -22,6 +22,7 @@ from forensics.ingest.sources import discover, not_a_log
 from forensics.ingest.store import Store
 from forensics.parsers import PARSERS, by_name, server_log
 from forensics.parsers.base import Context, Source
+from forensics.parsers.lines import TextStream
 
 SNIFF_BYTES = 64 << 10
 _ROTATION = re.compile(r"(\.(log|txt|out|err|jsonl?|gz|zst|\d+))+$", re.I)
@@ -70,10 +71,13 @@ class Options:
             raise UsageError(f"--date {self.date} and --year {self.year} disagree", help="pass one of them")
 
 
-def default_host(src_path: str, roots: list[str]) -> str:
-    """Host from the path: the folder a file sits in, unless that is the folder given to ingest."""
-    path = src_path.split("!", 1)[0] if "!" in src_path else src_path
-    member = src_path.split("!", 1)[1] if "!" in src_path else None
+def default_host(src_path: str, roots: list[str], member: str | None = None) -> str:
+    """Host from the path: the folder a file sits in, unless that is the folder given to ingest.
+
+    The folder's name is kept as it is (`decode!7` stays `decode!7`): only an archive member's
+    path says where the archive ends (`member`), a `!` in a folder or file name is a character.
+    """
+    path = src_path[: -len(member) - 1] if member and src_path.endswith("!" + member) else src_path
     if member:
         parts = [p for p in member.split("/") if p not in ("", ".", "..")]
         if len(parts) >= 2:
@@ -103,15 +107,21 @@ def choose_parser(src: Source, forced: str | None):
     if os.path.isdir(src.fs_path) and src.member is None:
         best = max(PARSERS, key=lambda p: getattr(p, "sniff_dir", lambda _: 0.0)(src.fs_path))
         return best
-    from forensics.parsers.lines import read_upto
+    from forensics.parsers.lines import NUL_RUN, TextStream, read_upto
 
     with src.open() as f:
-        head = read_upto(f, SNIFF_BYTES)
+        raw = head = read_upto(f, SNIFF_BYTES)
+    if b"\0" * NUL_RUN in raw or (b"\r" in raw and b"\n" not in raw):
+        # a copytruncate hole before the first line, or CR line ends: text parsers read the file as
+        # TextStream gives it (`_parse_one`), so they sniff it that way too
+        with src.open() as f:
+            head = read_upto(TextStream(f), SNIFF_BYTES)
     if not head and src.size:
         # compressed bytes that decompress to nothing (a stream cut before its first block) are no
-        # empty file: the server log's read keeps what there is and notes a cut, as for any cut log
+        # empty file: the server log's read keeps what there is and notes a cut, as for any cut log;
+        # so is a file of NULs alone (truncated by copytruncate, nothing written since)
         return server_log
-    scores = {p.name: p.sniff(head, src.path) for p in PARSERS}
+    scores = {p.name: _sniff(p, raw, head, src.path) for p in PARSERS}
     # On a tie a parser that reads structure (JSON objects, a binary header) wins over the server
     # log, which counts markers in text: a transcript whose replies quote log lines has them too.
     # Otherwise the first listed wins (a stable sort).
@@ -130,6 +140,16 @@ def choose_parser(src: Source, forced: str | None):
     if _looks_binary(head):
         raise NotALog("binary", "binary content that no parser reads (pass --parser to force one)")
     raise NotALog("text", f"no server-log, transcript or trace markers in its first {SNIFF_BYTES >> 10} KiB")
+
+
+# Parsers that read binary records: they get the input's bytes as they are, never a TextStream.
+BINARY_FORMATS = {"nixl_telemetry", "opencode"}
+
+
+def _sniff(parser, raw: bytes, text: bytes, path: str) -> float:
+    if parser.name in BINARY_FORMATS or text is raw:
+        return parser.sniff(raw, path)
+    return max(parser.sniff(raw, path), parser.sniff(text, path))
 
 
 def _looks_binary(head: bytes) -> bool:
@@ -229,9 +249,16 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
                ) -> "FileResult | Callable[[], FileResult]":
     """Parse one input; what is left once every line is parsed (writing the last parts, the files
     row and the commit) is returned as a function, to overlap with the next input
-    (`_one_after_another`). Fails early with the FileResult itself."""
+    (`_one_after_another`). Fails early with the FileResult itself.
+
+    Whatever goes wrong inside one input (a parser's bug, JSON nested too deep, a decoder error)
+    fails that input alone: its lines go to `unparsed` with the reason (`_record_failed`), and
+    ingest goes on with the others.
+    """
     store = Store(store_root)
     res = FileResult(path=src.path)
+    if src.special:
+        return _skip_special(store, src, opts)
     try:
         parser = choose_parser(src, opts.format)
     except NotALog as e:
@@ -239,18 +266,27 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
     except InputError as e:
         res.status, res.error = "failed", e.render()
         return res
+    except UsageError:
+        raise
+    except Exception as e:  # a sniff that crashed: the input fails alone
+        return _record_failed(store, src, opts, host, None, e)
     res.format = parser.name
     ctx = Context(host=host, role=opts.role, tz=opts.tz, year=opts.year, date=opts.date, run=opts.run,
                   on_progress=progress)
     is_dir = os.path.isdir(src.fs_path) and src.member is None
+    src_given = src  # as discovered: a failed parse reads its lines from here
     hasher: _HashingStream | None = None
+    texts: list[TextStream] = []
     if not is_dir:
         orig_open = src.open
 
         def hashed_open():
             nonlocal hasher
             hasher = _HashingStream(orig_open())
-            return hasher
+            if parser.name in BINARY_FORMATS:
+                return hasher
+            texts.append(TextStream(hasher))
+            return texts[-1]
 
         # the parser reads through the hash: one pass over the data, not two
         src = dataclasses.replace(src)
@@ -262,9 +298,12 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
         writer.abort()
         if isinstance(e, ForensicsError):
             res.status, res.error = "failed", e.render()
-        else:  # a truncated .gz / .zst ends in an error after its good part; keep what was read
+            return res
+        if isinstance(e, (OSError, EOFError)):
+            # a truncated .gz / .zst ends in an error after its good part; keep what was read
             res.status, res.error = "failed", f"cannot read {src.path}: {e}"
-        return res
+            return res
+        return _record_failed(store, src_given, opts, host, parser.name, e)
 
     try:
         writes = _write_all(parser.parse(src, ctx), writer, lambda: hasher is not None and hasher.eof)
@@ -274,18 +313,81 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
             sha, nbytes, cut = _content_digest(orig_open, hasher)
             if cut:
                 ctx.notes.append(f"compressed stream is cut ({cut}); kept what was readable")
-    except (ForensicsError, OSError, EOFError) as e:
+            read_whole = [t for t in texts if t.at_end]
+            if read_whole:
+                ctx.notes.extend(read_whole[-1].notes())
+    except Exception as e:
         return failed(e)
 
     def finish() -> FileResult:
         try:
             for w in writes:
                 w.result()
-        except (ForensicsError, OSError, EOFError) as e:
+        except Exception as e:
             return failed(e)
         return _commit(store, writer, res, ctx, parser.name, src.path, sha, nbytes, opts, started)
 
     return finish
+
+
+def failure_reason(e: BaseException) -> str:
+    """The unparsed reason of the lines of an input whose parser failed: `parser_failed:<kind>`."""
+    return f"parser_failed:{type(e).__name__}"
+
+
+def _record_failed(store: Store, src: Source, opts: Options, host: str, fmt: str | None, e: Exception) -> FileResult:
+    """Every line of an input whose parse failed, in `unparsed` with the reason, and its files row
+    (status 'failed'), committed on its own.
+
+    The store key hashes the path with the content (`_failed_key`), never the content alone: a
+    later ingest whose parser reads the input ingests it under its content key, and drops this
+    record then (`_commit`), so that its lines are never in the store twice.
+    """
+    from forensics.core import schema
+    from forensics.parsers.lines import MAX_LINE_CHARS, read_blocks
+
+    why = f"{type(e).__name__}: {e}"[:500]
+    res = FileResult(path=src.path, format=fmt, host=host, role=opts.role, status="failed",
+                     error=f"error: {src.path}: the {fmt or 'format detection'} parser failed ({why})\n"
+                           f"  = help: its lines are in `unparsed` with reason {failure_reason(e)!r}; "
+                           "the other inputs are ingested")
+    started = dt.datetime.now(dt.timezone.utc)
+    writer = store.writer(f"failed{os.getpid()}_{abs(hash(src.path))}")
+    n = 0
+    try:
+        hasher = _HashingStream(src.open())
+    except (ForensicsError, OSError) as again:
+        writer.abort()
+        res.error += f"\n  = note: its lines could not be read either ({again})"
+        return res
+    try:
+        text = TextStream(hasher)
+        for df, _ in read_blocks(text):
+            n += df.height
+            writer.write("unparsed", df.select(
+                pl.lit(src.path).alias("source_file"), "line_no", pl.col("line").str.slice(0, MAX_LINE_CHARS),
+                pl.lit(failure_reason(e)).alias("reason"), pl.lit(fmt).alias("format"),
+            ).cast(schema.UNPARSED.polars_schema))
+        res.notes = text.notes()
+    except (ForensicsError, OSError, EOFError) as again:
+        writer.abort()
+        res.error += f"\n  = note: its lines could not be read either ({again})"
+        return res
+    finally:
+        hasher.inner.close()
+    res.lines = res.unparsed = n
+    sha = hasher.h.hexdigest()
+    writer.write("files", pl.DataFrame([{
+        "path": src.path, "sha256": sha, "bytes": hasher.n, "format": fmt, "host": host, "role": opts.role,
+        "lines": n, "parsed_lines": 0, "continuation_lines": 0, "unparsed_lines": n, "tz": opts.tz, "run": opts.run,
+        "ingested_at": started, "status": "failed", "skip_reason": why,
+    }]))
+    key = _failed_key(src.path, sha)
+    keyed = store.tmp / f"{key}.{os.getpid()}"
+    os.replace(writer.dir, keyed)
+    writer.dir, writer.key = keyed, key
+    writer.commit()  # False when the same failure of the same input was recorded before
+    return res
 
 
 def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path: str, sha: str, nbytes: int,
@@ -309,7 +411,30 @@ def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path:
     os.replace(writer.dir, keyed)
     writer.dir, writer.key = keyed, final_key
     res.status = "ingested" if writer.commit() else "duplicate"
+    _drop_failed(store, path, sha)
     return res
+
+
+def _failed_key(path: str, sha: str) -> str:
+    return hashlib.sha256(f"failed\0{path}\0{sha}".encode()).hexdigest()[:32]
+
+
+def _drop_failed(store: Store, path: str, sha: str) -> None:
+    """Remove the record of an earlier failed parse of this input, now that it is ingested.
+
+    Moved out of data/ with one rename first, so a reader sees it whole or not at all.
+    """
+    import shutil
+
+    old = store.data / _failed_key(path, sha)
+    if not old.is_dir():
+        return
+    gone = store.tmp / f"dropped-{old.name}.{os.getpid()}"
+    try:
+        os.replace(old, gone)
+    except OSError:
+        return
+    shutil.rmtree(gone, ignore_errors=True)
 
 
 def _skip(store: Store, src: Source, why: NotALog, opts: Options) -> FileResult:
@@ -333,6 +458,20 @@ def _skip(store: Store, src: Source, why: NotALog, opts: Options) -> FileResult:
         "status": "skipped", "skip_kind": why.kind, "skip_reason": why.reason,
     }]))
     writer.commit()  # False when this name and content were listed by an earlier ingest
+    return res
+
+
+def _skip_special(store: Store, src: Source, opts: Options) -> FileResult:
+    """The files row of a FIFO, socket or device (status 'skipped'): listed, never opened."""
+    reason = f"a {src.special}, not a file: never opened (reading it could block or never end)"
+    res = FileResult(path=src.path, status="skipped", skip_kind="special", skip_reason=reason,
+                     notes=[f"skipped: {reason}"])
+    writer = store.writer(hashlib.sha256(f"special\0{src.path}\0{src.special}".encode()).hexdigest()[:32])
+    writer.write("files", pl.DataFrame([{
+        "path": src.path, "run": opts.run, "ingested_at": dt.datetime.now(dt.timezone.utc),
+        "status": "skipped", "skip_kind": "special", "skip_reason": reason,
+    }]))
+    writer.commit()
     return res
 
 
@@ -391,13 +530,13 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
         store.clear_tmp()
         dir_claim = _dir_claimer()
         sources: list[Source] = []
-        for item in discover(paths, dir_claim):
+        for item in discover(paths, dir_claim, spool=str(store.tmp / "archives"), skip=(store_root,)):
             if isinstance(item, tuple):
                 d, _fmt = item
                 sources.append(Source(path=d, fs_path=d))
             else:
                 sources.append(item)
-        hosts = {s.path: opts.host or default_host(s.path, paths) for s in sources}
+        hosts = {s.path: opts.host or default_host(s.path, paths, s.member) for s in sources}
         total = sum(s.size or 0 for s in sources)
         if progress:
             progress.start(total, len(sources))
@@ -428,7 +567,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
                     try:
                         r = fut.result()
                     except Exception as e:  # a worker crash must not lose the other files
-                        r = FileResult(path=s.path, status="failed", error=f"{type(e).__name__}: {e}")
+                        r = _record_failed(Store(store_root), s, opts, hosts[s.path], None, e)
                     results.append(r)
                     if progress:
                         progress.advance(s.size or 0)
@@ -442,6 +581,9 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
         results.sort(key=lambda r: order.get(r.path, 0))
         return results
     finally:
+        import shutil
+
+        shutil.rmtree(store.tmp / "archives", ignore_errors=True)
         lock.close()
 
 
@@ -479,7 +621,7 @@ SMALL_INPUT_BYTES = 8 << 20  # under one parse block (parsers.lines.BLOCK_BYTES)
 
 def _is_small(s: Source) -> bool:
     """A plain file well under one parse block: cheap to parse in a worker process."""
-    if s.member is not None or s.size is None or os.path.isdir(s.fs_path):
+    if (s.member is not None and s.offset is None) or s.size is None or s.special or os.path.isdir(s.fs_path):
         return False
     return s.size < SMALL_INPUT_BYTES and not s.fs_path.lower().endswith((".gz", ".zst", ".bz2", ".xz"))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tarfile
 from collections.abc import Iterator
 
@@ -71,35 +72,114 @@ def _is_tar(path: str) -> bool:
         return False
 
 
-def _tar_members(path: str, display: str) -> Iterator[Source]:
-    # Members are only ever read into memory, never extracted, so names such as ../x or /etc/x
-    # cannot write anywhere; they are reported under the archive's name.
-    with tarfile.open(path, "r:*") as tf:
-        for m in tf:
-            if m.isfile():
-                yield Source(path=f"{display}!{m.name}", fs_path=path, member=m.name, size=m.size, mtime=m.mtime)
+_COMPRESSED_TAR = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "lzma"))
 
 
-def discover(paths: list[str], dir_claim=None) -> Iterator[Source | tuple[str, str]]:
+def _tar_members(path: str, display: str, spool: str | None = None) -> Iterator[Source]:
+    """One Source per regular member, each read in place by its offset: linear in the members.
+
+    Finding a member by name reads the archive's index up to it, and a compressed archive must be
+    decompressed from its start for each one: a tarball of many small members took hours. A
+    compressed archive is decompressed once, into `spool` (the store's scratch folder), and its
+    members are read from there.
+    """
+    # Members are only ever read, never extracted, so names such as ../x or /etc/x cannot write
+    # anywhere; they are reported under the archive's name.
+    plain = path
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    kind = next((k for m, k in _COMPRESSED_TAR if magic.startswith(m)), None)
+    if kind is not None and spool is not None:
+        plain = _decompressed(path, kind, spool)
+    try:
+        tf = tarfile.open(plain, "r:" if plain != path or kind is None else "r:*")
+    except tarfile.TarError:
+        tf = tarfile.open(path, "r:*")
+        plain = path
+    seekable = plain != path or kind is None
+    with tf:
+        try:
+            for m in tf:
+                if m.isfile():
+                    offset = m.offset_data if seekable and not m.issparse() else None
+                    yield Source(path=f"{display}!{m.name}", fs_path=plain, member=m.name, size=m.size,
+                                 mtime=m.mtime, offset=offset)
+        except (tarfile.TarError, EOFError, OSError):
+            return  # a cut archive: the members before the cut are read, the cut one fails on read
+
+
+def _decompressed(path: str, kind: str, spool: str) -> str:
+    """The archive decompressed into `spool` (as much of it as is readable)."""
+    import bz2
+    import gzip
+    import hashlib
+    import lzma
+    import shutil
+
+    os.makedirs(spool, exist_ok=True)
+    out = os.path.join(spool, hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:24] + ".tar")
+    opener = {"gzip": gzip.open, "bz2": bz2.open, "lzma": lzma.open}[kind]
+    with opener(path, "rb") as src, open(out, "wb") as dst:
+        try:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        except (EOFError, OSError, lzma.LZMAError):
+            pass  # cut: what decompressed is kept, and tarfile stops at the cut
+    return out
+
+
+_SPECIAL = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+            (stat.S_ISBLK, "block device"))
+
+
+def special_kind(path: str) -> str | None:
+    """'FIFO', 'socket', 'character device' or 'block device' for a file that is no regular file
+    (a link is followed): opening a FIFO blocks until a writer comes, a device never ends."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return next((kind for test, kind in _SPECIAL if test(mode)), None)
+
+
+# What marks a folder as a forensics store (forensics/ingest/store.py), whatever its name: its
+# data folder and one of the files only a store has.
+def is_store(path: str) -> bool:
+    """True for a forensics store: never read as an input, even inside the dump folder."""
+    return os.path.isdir(os.path.join(path, "data")) and any(
+        os.path.exists(os.path.join(path, m)) for m in (".lock", ".tmp", "derived"))
+
+
+def discover(paths: list[str], dir_claim=None, spool: str | None = None, skip: tuple[str, ...] = ()
+             ) -> Iterator[Source | tuple[str, str]]:
     """Yield a Source per input file, or (dir, format) for a directory a parser claims whole.
 
     `dir_claim(dir) -> format | None` lets transcript parsers take a folder as one input
-    (an opencode storage tree, a folder of generated outputs).
+    (an opencode storage tree, a folder of generated outputs). `spool` is where compressed
+    archives are decompressed once; folders in `skip` (the store being written) and any folder
+    that is a store are never walked. FIFOs, sockets and devices come back with `special` set,
+    never opened.
     """
+    skip_real = {os.path.realpath(x) for x in skip}
     for p in paths:
         if not os.path.exists(p):
             raise InputError(f"no such file or directory: {p}", help="check the path given to ingest")
         if os.path.isdir(p):
-            yield from _walk(p, dir_claim)
+            if os.path.realpath(p) in skip_real or is_store(p):
+                continue
+            yield from _walk(p, dir_claim, spool, skip_real)
         else:
-            yield from _file(p)
+            yield from _file(p, spool)
 
 
-def _file(path: str) -> Iterator[Source]:
+def _file(path: str, spool: str | None = None) -> Iterator[Source]:
     if os.path.basename(path) in SKIP_NAMES:
         return
+    kind = special_kind(path)
+    if kind is not None:
+        yield Source(path=path, fs_path=path, special=kind)
+        return
     if _is_tar(path):
-        yield from _tar_members(path, path)
+        yield from _tar_members(path, path, spool)
         return
     try:
         st = os.stat(path)
@@ -109,15 +189,18 @@ def _file(path: str) -> Iterator[Source]:
     yield Source(path=path, fs_path=path, size=st.st_size, mtime=st.st_mtime)
 
 
-def _walk(root: str, dir_claim) -> Iterator[Source | tuple[str, str]]:
+def _walk(root: str, dir_claim, spool: str | None = None, skip: set[str] = frozenset()
+          ) -> Iterator[Source | tuple[str, str]]:
     # followlinks=False: a directory symlink loop in a dump must not recurse forever.
     for d, dirs, files in os.walk(root, followlinks=False):
-        claimed = dir_claim(d) if dir_claim else None
+        claimed = dir_claim(d) if dir_claim and not any(special_kind(os.path.join(d, f)) for f in files) else None
         if claimed:
             dirs[:] = []
             yield (d, claimed)
             continue
-        dirs[:] = sorted(x for x in dirs if not x.startswith("."))
+        # a store in the dump (a run before this one put it there) is output, not input
+        dirs[:] = sorted(x for x in dirs if not x.startswith(".") and os.path.realpath(os.path.join(d, x)) not in skip
+                         and not is_store(os.path.join(d, x)))
         for f in sorted(files):
             full = os.path.join(d, f)
             if f.startswith("."):
@@ -127,5 +210,7 @@ def _walk(root: str, dir_claim) -> Iterator[Source | tuple[str, str]]:
                 yield Source(path=full, fs_path=full)
                 continue
             if not os.path.isfile(full):
+                if special_kind(full):
+                    yield Source(path=full, fs_path=full, special=special_kind(full))
                 continue
-            yield from _file(full)
+            yield from _file(full, spool)
