@@ -6,9 +6,11 @@ same masking. Identifying names get consistent pseudonyms (`host-2` is the same 
 table of one report, `ip-3` the same address), so the evidence still reads; credentials become
 `[secret:KIND]` and are never linked to each other.
 
-The secret shapes are those of gitleaks' default rule set (MIT licence, github.com/gitleaks/gitleaks,
+The secret shapes are those of gitleaks' default rule set (github.com/gitleaks/gitleaks,
 cmd/generate/config/rules: github, gitlab, slack, aws, aws_secret, openai, anthropic, huggingface,
-gcp, jwt, privatekey, generic-api-key), rewritten for Python's `re` and adapted for masking rather than
+gcp, jwt, privatekey, generic-api-key; MIT licence, Copyright (c) 2019 Zachary Rice), chosen over a
+hand-written set because its rules are kept current with the providers' token formats and each comes
+with true and false positives; they are rewritten for Python's `re` and adapted for masking rather than
 finding: lengths are minimums instead of exact counts, and the entropy thresholds and allowlists are
 left out, because a redactor should mask a near-miss (a truncated key, a test key of another length)
 rather than publish it. Like gitleaks, each rule has keywords that must occur in the text before
