@@ -32,6 +32,26 @@ def param_option(f):
                         help="Bind a parameter, $NAME in the SQL (repeatable); never pasted into the text.")(f)
 
 
+def redact_option(f):
+    return click.option("--redact", is_flag=True,
+                        help="Mask secrets, addresses, e-mails, domain names, home paths and host names (the same "
+                             "name gets the same pseudonym); stderr says what was masked.")(f)
+
+
+def _redactor(redact: bool, store):
+    """The one Redactor an output's whole result model passes through, or None without --redact."""
+    if not redact:
+        return None
+    from forensics.reports.redact import Redactor
+
+    return Redactor.for_store(store)
+
+
+def _say_redacted(redactor) -> None:
+    if redactor is not None:
+        click.echo(redactor.summary(), err=True)
+
+
 def handled(f):
     """Render library errors in the one error shape; tracebacks only with --debug."""
 
@@ -134,8 +154,9 @@ def result_output(f):
 @format_option()
 @param_option
 @result_output
+@redact_option
 @handled
-def sql(query, store, fmt, params, output):
+def sql(query, store, fmt, params, output, redact):
     """Run read-only SQL over the store; every table is a view of the same name.
 
     SELECT (WITH, PIVOT, DESCRIBE, ...), SET VARIABLE and CREATE TEMP TABLE|VIEW|MACRO run; statements
@@ -149,7 +170,11 @@ def sql(query, store, fmt, params, output):
     _outside_store(output, store)
     verdicts.ensure(Store(store))
     df = run_sql(Store(store), query, _params(params))
+    red = _redactor(redact, Store(store))
+    if red:
+        df = red.value(df)
     _write(output, lambda out: render(df, fmt, out))
+    _say_redacted(red)
 
 
 def _outside_store(output, store) -> None:
@@ -162,11 +187,9 @@ def _outside_store(output, store) -> None:
         raise UsageError(f"-o {output} is inside the store {store}", help="write the result outside the store folder")
 
 
-def _echo_clock_warnings(store, err: bool) -> None:
+def _echo_clock_warnings(warnings: list[str], err: bool) -> None:
     """The unset-offset warnings of the header, for a command whose result is a bare table."""
-    from forensics.analysis.clocks import clock_warnings
-
-    for w in clock_warnings(store):
+    for w in warnings:
         click.echo(w, err=err)
 
 
@@ -225,20 +248,27 @@ def formats():
 @click.option("--session", help="Only this session id.")
 @store_option
 @format_option()
+@redact_option
 @handled
-def replies(corrupted, cls, session, store, fmt):
+def replies(corrupted, cls, session, store, fmt, redact):
     """List assistant turns of agent transcripts with their corruption evidence."""
+    from forensics.analysis.clocks import clock_warnings
     from forensics.analysis.replies import list_replies
     from forensics.ingest.store import Store
     from forensics.reports.render import render
     from forensics.reports.text import print_replies
 
     df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
-    _echo_clock_warnings(Store(store), err=fmt in ("csv", "json"))
+    warnings = clock_warnings(Store(store))
+    red = _redactor(redact, Store(store))
+    if red:
+        df, warnings = red.value((df, warnings))
+    _echo_clock_warnings(warnings, err=fmt in ("csv", "json"))
     if fmt == "table":
         print_replies(df)
     else:
         render(df, fmt)
+    _say_redacted(red)
 
 
 @main.group(invoke_without_command=True)
@@ -280,8 +310,9 @@ def clocks_set(host, seconds, store):
 @click.argument("room")
 @store_option
 @format_option()
+@redact_option
 @handled
-def room(room, store, fmt):
+def room(room, store, fmt, redact):
     """Print one bootstrap room's story across hosts and sources, in corrected time order."""
     from forensics.analysis.clocks import describe_offsets
     from forensics.analysis.room import parse_room, room_story
@@ -290,6 +321,9 @@ def room(room, store, fmt):
     from forensics.reports.room import summary_lines
 
     story = room_story(Store(store), parse_room(room))
+    red = _redactor(redact, Store(store))
+    if red:
+        story = red.value(story)
     to_err = fmt in ("csv", "json")
     click.echo(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", err=to_err)
     for w in story.clock_warnings:
@@ -297,6 +331,7 @@ def room(room, store, fmt):
     for line in summary_lines(story):
         click.echo(line, err=to_err)
     render(story.timeline, fmt)
+    _say_redacted(red)
 
 
 @main.group()
@@ -329,8 +364,9 @@ def query_show(name):
 @format_option()
 @param_option
 @result_output
+@redact_option
 @handled
-def query_run(name, store, fmt, params, output):
+def query_run(name, store, fmt, params, output, redact):
     """Run a named query; parameters are bound, never pasted into the SQL."""
     from forensics.analysis import verdicts
     from forensics.catalog import named as queries
@@ -340,7 +376,11 @@ def query_run(name, store, fmt, params, output):
     _outside_store(output, store)
     verdicts.ensure(Store(store))
     df = queries.run(Store(store), name, _params(params))
+    red = _redactor(redact, Store(store))
+    if red:
+        df = red.value(df)
     _write(output, lambda out: render(df, fmt, out))
+    _say_redacted(red)
 
 
 @main.command()
@@ -353,31 +393,38 @@ def query_run(name, store, fmt, params, output):
 @click.option("--format", "fmt", default="table", show_default=True,
               type=click.Choice(["table", "markdown", "csv", "json", "html", "png", "svg", "perfetto"]))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+@redact_option
 @handled
-def timeline(store, bucket, since, until, host, fmt, output):
+def timeline(store, bucket, since, until, host, fmt, output, redact):
     """What happened when: load, transfers, failures and replies per time bucket."""
     from forensics.analysis import timeline as tl
     from forensics.core.errors import UsageError
     from forensics.ingest.store import Store
 
     model = tl.build(Store(store), bucket, since, until, host)
+    red = _redactor(redact, Store(store))
     if fmt in ("html", "png", "svg", "perfetto"):
         from forensics.reports import export as timeline_export
 
         if not output:
             raise UsageError(f"--format {fmt} writes a file", help="add -o FILE")
-        timeline_export.write(model, fmt, output, Store(store))
+        # the export reads more from the store than the model holds: it masks the two together
+        timeline_export.write(model, fmt, output, Store(store), redactor=red)
         click.echo(f"wrote {output}", err=True)
+        _say_redacted(red)
         return
     from forensics.reports.text import render_timeline
 
+    if red:
+        model = red.value(model)
     _write(output, lambda out: render_timeline(model, fmt, out))
+    _say_redacted(red)
 
 
 @main.command()
 @store_option
 @click.option("--format", "fmt", default="markdown", show_default=True, type=click.Choice(["markdown", "json"]))
-@click.option("--redact", is_flag=True, help="Mask secrets, IP addresses and host names consistently.")
+@redact_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 @handled
 def evidence(store, fmt, redact, output):
@@ -387,11 +434,11 @@ def evidence(store, fmt, redact, output):
     from forensics.reports.text import render_evidence
 
     report = ev.build(Store(store))
-    if redact:
-        from forensics.reports.redact import Redactor
-
-        report = Redactor.for_store(Store(store)).report(report)
+    red = _redactor(redact, Store(store))
+    if red:
+        report = red.value(report)
     _write(output, lambda out: render_evidence(report, fmt, out))
+    _say_redacted(red)
 
 
 @main.command()

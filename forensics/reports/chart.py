@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from forensics.analysis.clocks import describe_offsets
 from forensics.core.errors import UsageError
-from forensics.ingest.store import Store
-from forensics.reports.detail import CLASS_COLORS, gather, us
+from forensics.reports.detail import CLASS_COLORS, us
 from forensics.reports.render import escape_control
 
 
-def write(model: dict, path: str, store: Store, fmt: str) -> None:
+def write(model: dict, d: dict, path: str, fmt: str) -> None:
     """A 1600x900 chart for a GitHub issue: a panel per host, a panel of replies, wedge and storm bands."""
     import numpy as np
     from matplotlib import dates as mdates
@@ -20,7 +19,6 @@ def write(model: dict, path: str, store: Store, fmt: str) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    d = gather(model, store)
     hosts = d["hosts"]
     bucket_us = int(model["bucket_s"] * 1e6)
     lo, hi = d["window"]
@@ -120,7 +118,7 @@ def write(model: dict, path: str, store: Store, fmt: str) -> None:
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
     ax.set_xlabel("UTC")
     ax.set_xlim(edges[0], edges[-1])
-    fig.suptitle(f"forensics timeline — {escape_control(str(store.root))} — {describe_offsets(d['offsets'])} — "
+    fig.suptitle(f"forensics timeline — {escape_control(d['store'])} — {describe_offsets(d['offsets'])} — "
                  f"{model['bucket_s']:g} s buckets" + "".join("\n" + w for w in d["clock_warnings"]), fontsize=11)
     # text stays text in the SVG (searchable, and the panel titles can be checked); no date, so
     # the same store gives the same file

@@ -16,8 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from forensics.analysis.clocks import describe_offsets
-from forensics.ingest.store import Store
-from forensics.reports.detail import CLASS_COLORS, OUTCOME_COLORS, gather, iso, no_markup, other_replies
+from forensics.reports.detail import CLASS_COLORS, OUTCOME_COLORS, iso, no_markup, other_replies
 from forensics.reports.render import escape_control
 
 _PLACEHOLDER = re.compile(r"%([A-Z]+)%")
@@ -98,10 +97,9 @@ def fill(template: str, parts: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: parts[m.group(1)], template)
 
 
-def write(model: dict, path: str, store: Store) -> None:
-    """Write the page of `model` to `path`."""
-    d = gather(model, store)
-    data = page_data(model, d, str(store.root))
+def write(model: dict, d: dict, path: str) -> None:
+    """Write the page of `model` and its detail `d` (reports.detail.gather, plus the store's name) to `path`."""
+    data = page_data(model, d, d["store"])
     n_corrupted = sum(1 for r in data["replies"] if r["corrupted"])
     lo, hi = d["window"]
     header = (f"{iso(lo)} to {iso(hi)} · {model['bucket_s']:g} s buckets · {len(data['replies'])} replies, "
@@ -112,8 +110,8 @@ def write(model: dict, path: str, store: Store) -> None:
     outcomes = "".join(f'<span class="sw" style="background:{c}"></span>{html.escape(k.replace("_", " "))} '
                        for k, c in OUTCOME_COLORS.items() if k != "bootstrap_timeout")
     page = fill(_asset("timeline.html"), {
-        "TITLE": html.escape(f"forensics timeline — {escape_control(str(store.root))}"),
-        "STORE": html.escape(escape_control(str(store.root))),
+        "TITLE": html.escape(f"forensics timeline — {escape_control(d['store'])}"),
+        "STORE": html.escape(escape_control(d["store"])),
         "OFFSETS": "<br>".join(html.escape(t) for t in [describe_offsets(d["offsets"]), *d["clock_warnings"]]),
         "SUMMARY": html.escape(escape_control(header)),
         "LEGEND": legend,

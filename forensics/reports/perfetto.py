@@ -11,8 +11,7 @@ import json
 from pathlib import Path
 
 from forensics.analysis.clocks import describe_offsets
-from forensics.ingest.store import Store
-from forensics.reports.detail import gather, iso, no_markup, other_replies
+from forensics.reports.detail import iso, no_markup, other_replies
 from forensics.reports.render import escape_control
 
 _COUNTERS = ("queue_req", "running_req", "bootstrap_req", "inflight_req", "transfer_req", "gen_throughput",
@@ -142,9 +141,9 @@ def perfetto_trace(model: dict, d: dict, store_name: str) -> dict:
     }
 
 
-def write(model: dict, path: str, store: Store) -> None:
-    """Write the trace of `model` to `path`."""
-    trace = perfetto_trace(model, gather(model, store, stats=True), str(store.root))
+def write(model: dict, d: dict, path: str) -> None:
+    """Write the trace of `model` and its detail `d` (reports.detail.gather with stats, plus the store's name)."""
+    trace = perfetto_trace(model, d, d["store"])
     # ASCII-only JSON without < > &: no raw bidi or control character, and no markup, reaches
     # whatever shows the file (a viewer, a browser, a paste into an issue)
     text = json.dumps(trace, ensure_ascii=True, allow_nan=False, separators=(",", ":"))

@@ -1,61 +1,369 @@
-"""Masking for reports that go into public issues: secrets, IP addresses and host names.
+"""Masking for reports that go into public issues: secrets, addresses, personal paths and host names.
 
-The same name always gets the same mask within one report (`host-2` is the same machine in every
-table), so the evidence still reads.
+A command with `--redact` passes its whole result model (frames, dicts, lists, strings, dataclasses)
+through one `Redactor` before any renderer sees it, so every format of that output is covered by the
+same masking. Identifying names get consistent pseudonyms (`host-2` is the same machine in every
+table of one report, `ip-3` the same address), so the evidence still reads; credentials become
+`[secret:KIND]` and are never linked to each other.
+
+The secret shapes are those of gitleaks' default rule set (github.com/gitleaks/gitleaks,
+cmd/generate/config/rules: github, gitlab, slack, aws, aws_secret, openai, anthropic, huggingface,
+gcp, jwt, privatekey, generic-api-key; MIT licence, Copyright (c) 2019 Zachary Rice), chosen over a
+hand-written set because its rules are kept current with the providers' token formats and each comes
+with true and false positives; they are rewritten for Python's `re` and adapted for masking rather than
+finding: lengths are minimums instead of exact counts, and the entropy thresholds and allowlists are
+left out, because a redactor should mask a near-miss (a truncated key, a test key of another length)
+rather than publish it. Like gitleaks, each rule has keywords that must occur in the text before
+its pattern runs, which keeps a pass over a large frame cheap. Addresses, e-mails, domain names, MACs
+and home paths are not secrets to gitleaks; their shapes are written here (IPv6 candidates are
+checked with the standard library's `ipaddress`).
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+import ipaddress
+import math
 import re
+from typing import Callable
 
 import polars as pl
 
-SECRET = re.compile(
-    r"(?i)(?:bearer\s+[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{12,}|\b(?:api[_-]?key|token|secret|password)"
-    r"([\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{6,}|\bhf_[A-Za-z0-9]{16,}|\bAKIA[0-9A-Z]{16}\b)"
-)
-IPV4 = re.compile(r"\b(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}\b")
+from forensics.core.text import escape_control
+
+_SECRET = "[secret:{}]"
+
+# (kind, keywords any of which must occur in the lower-cased text, pattern); the first rules win
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_B64 = r"A-Za-z0-9+/="
+SECRET_RULES: list[tuple[str, tuple[str, ...], re.Pattern]] = [
+    # privatekey: the whole block, or to the end of its base64 when the END line is cut off
+    ("private-key", ("private key",),
+     re.compile(r"-----BEGIN[ A-Z0-9_]{0,100}?PRIVATE KEY(?: BLOCK)?-----"
+                r"(?:[\s\S]*?-----END[ A-Z0-9_]{0,100}?PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:-]*)")),
+    # jwt: header and payload are base64 of JSON objects, so both start with `ey`
+    ("jwt", ("ey",), re.compile(r"\bey[A-Za-z0-9_-]{10,}\.ey[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_\-+/]*={0,2}")),
+    ("github", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("gitlab", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{16,}")),
+    ("slack", ("xox", "xapp-", "hooks.slack.com"),
+     re.compile(r"\b(?:xox[abeoprs](?:\.xox[bp])?-[A-Za-z0-9-]{8,}|xapp-\d-[A-Za-z0-9-]{8,}"
+                r"|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{8,})", re.I)),
+    ("aws", ("a3t", "akia", "asia", "abia", "acca"),
+     re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b")),
+    ("anthropic", ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}")),
+    ("openai", ("sk-",), re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}")),
+    ("huggingface", ("hf_", "api_org_"), re.compile(r"\b(?:hf_[A-Za-z0-9]{20,}|api_org_[A-Za-z0-9]{20,})")),
+    ("google", ("aiza",), re.compile(r"\bAIza[A-Za-z0-9_-]{30,}")),
+    ("stripe", ("_live_", "_test_"), re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("npm", ("npm_",), re.compile(r"\bnpm_[A-Za-z0-9]{30,}")),
+    ("pypi", ("pypi-",), re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{40,}")),
+]
+# user:password@ in a URL, also with JSON's escaped slashes (https:\/\/u:p@h)
+URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{1,20}:(?:\\?/){2})([^\s/?#@\"'<>\\]+)@")
+# curl: -H 'Authorization: Bearer …', or a bearer token on its own
+AUTHORIZATION = re.compile(r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?)"
+                           r"([^\s\"',;]{6,})")
+BEARER = re.compile(r"(?i)\b(bearer\s+)([A-Za-z0-9._~+/=-]{8,})")
+# generic-api-key's keywords, as assignments in code, config, JSON, env files and query strings;
+# the key is kept (it says what was there), the value masked; plain numbers and null-ish values are
+# not secrets (`#new-token: 8192`, `api_key=None`)
+_KEYWORD = r"(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth)"
+_SUFFIX = r"(?:[_-]?(?:access|secret|api|auth|key|id|token|value|string|hash|b64|base64|pass))*"
+ASSIGNMENT = re.compile(
+    rf"(?i)(?<!\[)({_KEYWORD}{_SUFFIX}[\"']?\s*(?:[:=]|=>|:=)\s*[\"']?)"
+    r"(?!\[secret:)(?!(?:none|null|nil|true|false|undefined|\*+|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?:[\s\"',;&}\])]|$))"
+    r"((?<=\")[^\"\n]{1,256}(?=\")|(?<=')[^'\n]{1,256}(?=')|[^\s\"',;&}\])]{3,})")
+# the same keywords as command-line flags: `--api-key VALUE`
+CLI_FLAG = re.compile(r"(?i)((?<![\w-])--[a-z0-9-]{0,30}?(?:passw(?:or)?d|pwd|secret|token|api-?key|access-?key"
+                      r"|private-?key|credentials?)(?:-[a-z0-9]+)?\s+)(?!-)(?!(?:none|null|true|false|\d+)(?:\s|$))"
+                      r"([^\s\"']{3,})")
+# aws_secret is a sub-rule of the access key: a bare 40-character secret next to an access key id
+AWS_SECRET = re.compile(rf"(?<![{_B64}])[A-Za-z0-9+/]{{40}}(?![{_B64}])")
+
+# detect-secrets' Base64HighEntropyString, with a shape test beside the entropy: a run of 40 or more
+# standard base64 characters with upper and lower case and digits (a PEM body line, an AWS secret, a
+# key pasted without its prefix); paths and model names break at `-`, `_` or `.` long before that
+BASE64_BLOB = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=])")
+BASE64_ENTROPY = 4.2
+# an excerpt (a reply's evidence: `…` 40 characters ⟦match⟧ 40 characters `…`) can cut a secret so that
+# what says what it is falls off: the piece at a cut is masked when it is not a plain word
+EXCERPT_HEAD = re.compile(r"(?<=…)[A-Za-z0-9+/=_-]{4,}")
+EXCERPT_TAIL = re.compile(r"[A-Za-z0-9+/=_-]{4,}(?=…|⟧)")
+_PSEUDONYM = re.compile(r"(?:host|node|machine|ip|ipv6|mac|domain|email|user)-\d+")
+
+EMAIL = re.compile(r"(?i)(?<![\w.+%-])[a-z0-9._%+-]+@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,63}(?![\w-])")
+# the user's part of a home path: /home/x, /Users/x, C:\Users\x (also JSON's C:\\Users\\x), ~x
+HOME_PATH = re.compile(r"(\\?/(?:home|Users)\\?/)([^/\s\"'<>|\\:;,]+)")
+WINDOWS_HOME = re.compile(r"(?i)\b([a-z]:(?:\\\\|\\|/)(?:Users|Documents and Settings)(?:\\\\|\\|/))"
+                          r"([^\\/\s\"'<>|:;,]+)")
+TILDE_USER = re.compile(r"(?<![\w~/.\\-])~([A-Za-z_][A-Za-z0-9_.-]{0,31})(?=/|$|[\s\"',;:)\]])")
+IPV6_CANDIDATE = re.compile(r"(?<![\w:.%])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f.]*(?:%[A-Za-z0-9_.-]+)?")
+MAC = re.compile(r"(?<![\w:.-])(?:[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}"
+                 r"|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})(?![\w:-])")
+IPV4 = re.compile(rf"(?<![\w.])(?:{_OCTET}\.){{3}}{_OCTET}(?![\w]|\.\d)")
+# addresses that say where a server listened, not whose machine it was
+KEPT_ADDRESSES = {"0.0.0.0", "127.0.0.1", "::", "::1", "255.255.255.255"}
+
+# Domain names end in a known top-level domain, or `cluster.local` et al.: a dotted name ending in
+# anything else is a file (`server.log`), a module (`sglang.srt.managers`) or a version. Two-letter
+# country codes are TLDs unless they are also file extensions or code words (`x.py`, `t.to(`).
+_GENERIC_TLDS = (
+    "com net org edu gov mil int info biz io ai co dev cloud tech xyz app "
+    "local localdomain localhost internal intranet lan corp home priv private svc cluster consul "
+    "example test invalid arpa onion"
+).split()
+_NOT_TLDS = set("py sh md rs so pl cc ps gz xz db ml js ts hh cs rb go hs fs el kt mk pm ui ok id to is it "
+                "at be do no me my as am an in on or up we of if by".split())
+_TLD = rf"(?:{'|'.join(sorted(set(_GENERIC_TLDS), key=len, reverse=True))}|(?!(?:{'|'.join(sorted(_NOT_TLDS))})\b)[a-z]{{2}})"
+FQDN = re.compile(rf"(?i)(?<![\w.-])((?:[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.)+{_TLD})(?![\w-]|\.[a-z0-9])")
+
+# a name that can only be a machine's: the host of a URL (`http://pd-router:8000/v1`: k8s service names
+# have no domain), or the value of a host-like key; an address or a pseudonym there is already masked
+_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
+URL_HOST = re.compile(rf"(?i)\b([a-z][a-z0-9+.-]{{1,20}}:(?:\\?/){{2}}(?:\[secret:credentials\]@)?)({_NAME})"
+                      r"(?=[:/\\?#\s\"'<>)\]]|$)")
+HOST_ASSIGNMENT = re.compile(rf"(?i)(?<![A-Za-z0-9])((?:[a-z]+_)?(?:host|hostname|host_name|node_name|pod_name|"
+                             rf"server_name|endpoint)[\"']?\s*[:=]\s*[\"']?)((?=[A-Za-z]){_NAME})(?![\w.-])")
+_KEPT_NAMES = {"localhost", "none", "null", "true", "false"}
+
+# host names that are also ordinary words of logs and reports (a transcripts folder called `agent`):
+# masked where a whole value is the host, but not as a word inside text
+WORD_HOSTS = set("agent agents transcripts transcript logs log trace traces prefill decode router proxy server "
+                 "servers client gateway worker workers master main node host unified local localhost "
+                 "default data dump test tmp opencode claude sglang nixl ucx kvtrace store".split())
+_PSEUDONYM_PREFIXES = ("host", "node", "machine", "server-name")
+
+# the order the kinds are reported in
+KINDS = ("private-key", "jwt", "github", "gitlab", "slack", "aws", "anthropic", "openai", "huggingface",
+         "google", "stripe", "npm", "pypi", "base64", "url-credentials", "authorization", "bearer", "credential",
+         "store-path", "home-path", "email", "host", "ipv6", "mac", "ipv4", "domain", "excerpt-edge")
+
+
+def _opaque(run: str) -> bool:
+    if not (re.search(r"[a-z]", run) and re.search(r"[A-Z]", run) and re.search(r"\d", run)):
+        return False
+    counts = collections.Counter(run)
+    return -sum(n / len(run) * math.log2(n / len(run)) for n in counts.values()) >= BASE64_ENTROPY
+
+
+def _cut(m: re.Match) -> str:
+    piece = m.group()
+    if _PSEUDONYM.fullmatch(piece) or not re.search(r"[0-9+/=]|.[A-Z]", piece):
+        return piece
+    return "[cut]"
 
 
 class Redactor:
-    def __init__(self, hosts: list[str]):
-        # longest first, so that `decode-10` is not masked as `decode-1` + `0`
-        self.hosts = {h: f"host-{i + 1}" for i, h in enumerate(sorted({h for h in hosts if h and len(h) > 2}))}
-        self._host_re = (re.compile("|".join(re.escape(h) for h in sorted(self.hosts, key=len, reverse=True)))
-                         if self.hosts else None)
-        self.ips: dict[str, str] = {}
+    """Masks one output: the same name gets the same pseudonym wherever it occurs in it."""
+
+    def __init__(self, hosts: list[str] = (), store_paths: list[str] = ()):
+        names = sorted({h for h in hosts if h and h.strip()})
+        lowered = {h.lower() for h in names}
+        prefix = next((p for p in _PSEUDONYM_PREFIXES
+                       if not any(re.fullmatch(rf"{re.escape(p)}-\d+", h) for h in lowered)), "host-name")
+        self.hosts: dict[str, str] = {}  # lower-cased name (and its escaped form) -> pseudonym
+        for i, h in enumerate(names):
+            p = self.hosts.setdefault(h.lower(), f"{prefix}-{i + 1}")
+            self.hosts.setdefault(escape_control(h).lower(), p)
+        self._pseudonyms = set(self.hosts.values())
+        # longest first, so that `decode-12` is never read as `decode-1` followed by `2`
+        in_text = sorted((h for h in self.hosts if h not in WORD_HOSTS and len(h) > 1), key=len, reverse=True)
+        self._host_re = (re.compile(r"(?i)(?<![\w-])(?:" + "|".join(re.escape(h) for h in in_text) + r")(?![\w-])")
+                         if in_text else None)
+        paths = sorted({p.rstrip("/\\") for p in store_paths if p and len(p.rstrip("/\\")) > 1}, key=len,
+                       reverse=True)
+        self._store_re = re.compile("|".join(re.escape(p) for p in paths)) if paths else None
+        self._names: dict[str, dict[str, str]] = collections.defaultdict(dict)
+        self._cache: dict[str, tuple[str, collections.Counter]] = {}
+        self.counts: collections.Counter = collections.Counter()
 
     @classmethod
     def for_store(cls, store) -> "Redactor":
+        """A redactor that knows the store's hosts (inputs, events, clock offsets) and its own path."""
+        import os
+
         from forensics.catalog.sql import run_sql
 
         names = run_sql(store, "SELECT DISTINCT host FROM files WHERE host IS NOT NULL "
                                "UNION SELECT DISTINCT host FROM events WHERE host IS NOT NULL")
-        return cls(names["host"].to_list())
+        hosts = names["host"].to_list() + list(store.clocks())
+        root = str(store.root)
+        return cls(hosts, [root, os.path.abspath(root), os.path.realpath(root)])
 
-    def text(self, s: str) -> str:
-        s = SECRET.sub(lambda m: "[secret]", s)
-        s = IPV4.sub(lambda m: self.ips.setdefault(m.group(), f"ip-{len(self.ips) + 1}"), s)
-        if self._host_re:
-            s = self._host_re.sub(lambda m: self.hosts[m.group()], s)
-        return s
+    # -- text ------------------------------------------------------------------------------------
+
+    def _pseudonym(self, kind: str, prefix: str, key: str) -> str:
+        table = self._names[kind]
+        if key not in table:
+            table[key] = f"{prefix}-{len(table) + 1}"
+        return table[key]
+
+    def _mask(self, s: str) -> tuple[str, collections.Counter]:
+        found: collections.Counter = collections.Counter()
+
+        def sub(pattern: re.Pattern, kind: str, repl: Callable[[re.Match], str], text: str) -> str:
+            def counted(m):
+                out = repl(m)
+                if out != m.group():
+                    found[kind] += 1
+                return out
+            return pattern.sub(counted, text)
+
+        low = s.lower()
+        for kind, keywords, pattern in SECRET_RULES:
+            if any(k in low for k in keywords):
+                s = sub(pattern, kind, lambda m, k=kind: _SECRET.format(k), s)
+        if found["aws"]:
+            s = sub(AWS_SECRET, "aws", lambda m: _SECRET.format("aws"), s)
+        s = sub(BASE64_BLOB, "base64", lambda m: _SECRET.format("base64") if _opaque(m.group()) else m.group(), s)
+        if "@" in s:
+            s = sub(URL_CREDENTIALS, "url-credentials", lambda m: m.group(1) + _SECRET.format("credentials") + "@", s)
+        low = s.lower()
+        if "authorization" in low:
+            s = sub(AUTHORIZATION, "authorization", lambda m: m.group(1) + _SECRET.format("authorization"), s)
+        if "bearer" in low:
+            s = sub(BEARER, "bearer", lambda m: m.group(1) + _SECRET.format("bearer"), s)
+        if any(k in low for k in ("pass", "pwd", "secret", "token", "key", "credential", "auth")):
+            s = sub(ASSIGNMENT, "credential", lambda m: m.group(1) + _SECRET.format("credential"), s)
+            if "--" in s:
+                s = sub(CLI_FLAG, "credential", lambda m: m.group(1) + _SECRET.format("credential"), s)
+        if self._store_re is not None:
+            s = sub(self._store_re, "store-path", lambda m: "[store]", s)
+        if "/" in s or "\\" in s:
+            s = sub(HOME_PATH, "home-path", lambda m: m.group(1) + self._user(m.group(2)), s)
+            s = sub(WINDOWS_HOME, "home-path", lambda m: m.group(1) + self._user(m.group(2)), s)
+        if "~" in s:
+            s = sub(TILDE_USER, "home-path", lambda m: "~" + self._user(m.group(1)), s)
+        if "@" in s:
+            s = sub(EMAIL, "email", lambda m: self._pseudonym("email", "email", m.group().lower()), s)
+        if self._host_re is not None:
+            s = sub(self._host_re, "host", lambda m: self.hosts[m.group().lower()], s)
+        if ":" in s:
+            s = sub(IPV6_CANDIDATE, "ipv6", self._ipv6, s)
+        if ":" in s or "-" in s or "." in s:
+            s = sub(MAC, "mac", lambda m: self._pseudonym("mac", "mac", m.group().lower()), s)
+        if "." in s:
+            s = sub(IPV4, "ipv4", lambda m: m.group() if m.group() in KEPT_ADDRESSES
+                    else self._pseudonym("ip", "ip", m.group()), s)
+            s = sub(FQDN, "domain", self._domain, s)
+        if "//" in s:
+            s = sub(URL_HOST, "domain", lambda m: m.group(1) + self._name(m.group(2)), s)
+        if any(k in low for k in ("host", "_name", "endpoint")):
+            s = sub(HOST_ASSIGNMENT, "domain", lambda m: m.group(1) + self._name(m.group(2)), s)
+        if "…" in s or "⟧" in s:
+            s = sub(EXCERPT_HEAD, "excerpt-edge", _cut, s)
+            s = sub(EXCERPT_TAIL, "excerpt-edge", _cut, s)
+        return s, found
+
+    def _name(self, name: str) -> str:
+        low = name.lower()
+        if low in _KEPT_NAMES or low in self._pseudonyms or re.fullmatch(r"(?:ip|ipv6|mac|domain|email|user)-\d+", low):
+            return name
+        return self._pseudonym("domain", "domain", low)
+
+    def _user(self, name: str) -> str:
+        if re.fullmatch(r"user-\d+", name):
+            return name
+        return self._pseudonym("user", "user", name)
+
+    def _ipv6(self, m: re.Match) -> str:
+        text = m.group()
+        # a candidate may run into the `:port` or the sentence after it: the longest valid prefix counts
+        for end in range(len(text), 1, -1):
+            head = text[:end]
+            if head[-1] in ".:" and not head.endswith("::"):
+                continue
+            try:
+                addr = ipaddress.IPv6Address(head)
+            except ValueError:
+                continue
+            if head in KEPT_ADDRESSES:
+                return text
+            return self._pseudonym("ipv6", "ipv6", addr.compressed) + text[end:]
+        return text
+
+    def _domain(self, m: re.Match) -> str:
+        name = m.group()
+        first, _, rest = name.partition(".")
+        if first in self._pseudonyms:
+            # a store host's own domain name: keep saying which host it is
+            return f"{first}.{self._pseudonym('domain', 'domain', rest.lower())}"
+        return self._pseudonym("domain", "domain", name.lower())
+
+    def text(self, s: str, times: int = 1) -> str:
+        """`s` with everything identifying masked; `times` occurrences of it are counted."""
+        if s in self.hosts or s.lower() in self.hosts:
+            # a value that is exactly a host (a host column, a file's host) is masked even when the
+            # name is an ordinary word
+            self.counts["host"] += times
+            return self.hosts[s.lower()]
+        hit = self._cache.get(s)
+        if hit is None:
+            hit = self._cache[s] = self._mask(s)
+        for k, n in hit[1].items():
+            self.counts[k] += n * times
+        return hit[0]
+
+    # -- result models ---------------------------------------------------------------------------
 
     def value(self, v):
+        """`v` with every string in it masked: frames, dicts (keys too), lists, tuples, dataclasses."""
         if isinstance(v, str):
             return self.text(v)
-        if isinstance(v, list):
-            return [self.value(x) for x in v]
-        if isinstance(v, dict):
-            return {self.value(k) if isinstance(k, str) else k: self.value(x) for k, x in v.items()}
         if isinstance(v, pl.DataFrame):
             return self.frame(v)
+        if isinstance(v, pl.Series):
+            return self.series(v)
+        if isinstance(v, dict):
+            return {self.value(k) if isinstance(k, str) else k: self.value(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [self.value(x) for x in v]
+        if isinstance(v, tuple):
+            return tuple(self.value(x) for x in v)
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return dataclasses.replace(v, **{f.name: self.value(getattr(v, f.name))
+                                              for f in dataclasses.fields(v) if f.init})
         return v
 
-    def frame(self, df: pl.DataFrame) -> pl.DataFrame:
-        if df.height == 0:
-            return df
-        rows = [{k: self.value(x) for k, x in r.items()} for r in df.iter_rows(named=True)]
-        return pl.DataFrame(rows, schema=df.schema, strict=False)
+    def series(self, s: pl.Series) -> pl.Series:
+        name = self.text(s.name) if s.name else s.name
+        dtype = s.dtype
+        if dtype == pl.Utf8:
+            return self._strings(s).rename(name)
+        if isinstance(dtype, (pl.Categorical, pl.Enum)):
+            return self._strings(s.cast(pl.Utf8)).rename(name)
+        if dtype.is_nested():
+            return pl.Series(name, [self.value(x) for x in s.to_list()], dtype=dtype)
+        return s.rename(name)
 
-    def report(self, report: dict) -> dict:
-        return {k: self.value(v) for k, v in report.items()}
+    def _strings(self, s: pl.Series) -> pl.Series:
+        if s.len() == 0:
+            return s
+        # each distinct value is masked once; the counts still count every row
+        counts = s.drop_nulls().value_counts()
+        old, new = [], []
+        for value, n in counts.iter_rows():
+            masked = self.text(value, n)
+            if masked != value:
+                old.append(value)
+                new.append(masked)
+        return s.replace(old, new) if old else s
+
+    def frame(self, df: pl.DataFrame) -> pl.DataFrame:
+        cols, seen = [], set()
+        for s in df.get_columns():
+            s = self.series(s)
+            name, k = s.name, 2
+            while s.name in seen:  # two secrets in two column names mask to the same text
+                s = s.rename(f"{name}_{k}")
+                k += 1
+            seen.add(s.name)
+            cols.append(s)
+        return pl.DataFrame(cols) if cols else df
+
+    def summary(self) -> str:
+        """One line for stderr: what was masked, by kind, with counts."""
+        parts = [f"{self.counts[k]} {k}" for k in KINDS if self.counts[k]]
+        return "redacted: " + (", ".join(parts) if parts else "nothing to mask")
