@@ -47,7 +47,8 @@ class IngestProgress:
         from forensics.core.text import escape_control
 
         # a pipe or CI log gets 80 columns by default, which truncates every path
-        con = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+        con = Console(stderr=True, markup=False, emoji=False, highlight=False,
+                      width=None if sys.stderr.isatty() else 160)
         t = Table(header_style="bold")
         for c in ("file", "format", "host", "role", "lines", "parsed", "cont.", "unparsed", "status"):
             t.add_column(c, justify="right" if c in ("lines", "parsed", "cont.", "unparsed") else "left")
