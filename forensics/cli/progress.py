@@ -54,7 +54,8 @@ class IngestProgress:
             t.add_column(c, justify="right" if c in ("lines", "parsed", "cont.", "unparsed") else "left")
         read = [r for r in results if r.status != "skipped"]
         for r in read:
-            t.add_row(escape_control(_short(r.path)), r.format or "", r.host or "", r.role or "", str(r.lines),
+            t.add_row(escape_control(_short(r.path)), r.format or "", escape_control(r.host or ""), r.role or "",
+                      str(r.lines),
                       str(r.parsed), str(r.continuation), str(r.unparsed), r.status)
         if read:
             con.print(t)

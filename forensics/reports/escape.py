@@ -81,6 +81,7 @@ _MD_SHORTCODE = re.compile(r":(?=[0-9+\-_]*[A-Za-z][\w+\-]*:)")
 # at the start of a paragraph a heading, quote, list, rule or setext marker, or an ordered list's `1.`
 _MD_BLOCK = re.compile(r"^(\s*)([#>+\-=])")
 _MD_ORDERED = re.compile(r"^(\s*\d+)([.)])")
+_MD_INDENT = re.compile(r"^[ \t]+")
 # stands for an escaped colon while the rest is escaped; escape_control has made any real NUL visible
 _COLON = "\x00"
 
@@ -93,8 +94,10 @@ def markdown_text(v, inline: bool = False) -> str:
     s = _MD_SHORTCODE.sub(_COLON, _MD_SCHEME.sub(lambda m: m.group(1) + _COLON, s))
     s = _MD_INLINE.sub(lambda m: "\\" + m.group(), s)
     if not inline:
-        # mid-line (a table cell, after other text) block markers are text already
+        # mid-line (a table cell, after other text) block markers are text already; at a line's start
+        # an indent would open a code block, so it is written as character references
         s = _MD_ORDERED.sub(r"\1\\\2", _MD_BLOCK.sub(r"\1\\\2", s))
+        s = _MD_INDENT.sub(lambda m: "".join(f"&#{ord(c)};" for c in m.group()), s)
     return s.replace(_COLON, "\\:")
 
 

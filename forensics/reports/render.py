@@ -81,6 +81,11 @@ def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None) -> No
         console(out, width=max(120, min(250, 16 * df.width))).print(t)
 
 
+def head_line(line: str, fmt: str) -> str:
+    """A line printed above a result in `fmt`: a Markdown paragraph of its own, or terminal text."""
+    return markdown_text(line) + "\n" if fmt == "markdown" else escape_control(line)
+
+
 def console(out, **kw):
     """A rich console that reads no markup, emoji codes or highlights in what it prints."""
     from rich.console import Console
