@@ -165,8 +165,9 @@ def assert_markdown_inert(out: str, what: str) -> None:
         if t.type in ("strong_open", "em_open"):
             assert nxt.content not in ("bold", "it"), why(f"{what}: planted emphasis rendered as {t.type}")
     assert not re.search(r"(?i)javascript:|vbscript:", "".join(str(t.attrs) for t in tokens)), why(what)
-    # GitHub turns `:x:` into an emoji: shortcodes are escaped in the source
-    assert not re.search(r"(?<!\\):(x|ok|b):", out), why(f"{what}: a live emoji shortcode")
+    # GitHub turns `:x:` into an emoji outside code spans, so there shortcodes are escaped in the source
+    prose = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", out)
+    assert not re.search(r"(?<!\\):(x|ok|b):", prose), why(f"{what}: a live emoji shortcode")
     # evidence excerpts cut payloads short, so the planted text is matched by its parts
     if "bold" in text:
         assert "**bold" in text or "bold**" in text, why(f"{what}: `**bold**` lost its asterisks")

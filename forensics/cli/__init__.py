@@ -173,7 +173,7 @@ def _echo_clock_warnings(store, fmt: str) -> None:
 
 
 def _echo_head(line: str, fmt: str) -> None:
-    """A line above a result: on stderr beside CSV and JSON, a Markdown paragraph beside Markdown."""
+    """A line above a result: on stderr beside CSV and JSON, escaped as Markdown beside Markdown."""
     from forensics.reports.render import head_line
 
     click.echo(head_line(line, fmt), err=fmt in ("csv", "json"))

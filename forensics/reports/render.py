@@ -82,8 +82,8 @@ def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None) -> No
 
 
 def head_line(line: str, fmt: str) -> str:
-    """A line printed above a result in `fmt`: a Markdown paragraph of its own, or terminal text."""
-    return markdown_text(line) + "\n" if fmt == "markdown" else escape_control(line)
+    """A line printed above a result in `fmt`: escaped as Markdown text beside Markdown, else terminal text."""
+    return markdown_text(line) if fmt == "markdown" else escape_control(line)
 
 
 def console(out, **kw):
