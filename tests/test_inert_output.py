@@ -345,7 +345,8 @@ def test_csv_decides_by_column_type():
     assert csv_cell("\r=x") == "\\x0d=x" and csv_cell("ok") == "ok"
 
 
-@pytest.mark.parametrize("payload", PAYLOADS + [IPV6, PASSWD, "3. item", "> quote", "a_b_c", "x | y", "&amp;"])
+@pytest.mark.parametrize("payload", PAYLOADS + [IPV6, PASSWD, "3. item", "> quote", "a_b_c", "x | y", "&amp;", "* item",
+                                     "raises *", "***", "_ _ _"])
 def test_markdown_text_renders_as_written(payload):
     for inline in (False, True):
         src = ("| c |\n|---|\n| " + markdown_text(payload, inline=True) + " |\n") if inline else markdown_text(payload)

@@ -79,7 +79,7 @@ _MD_INLINE = re.compile(r"([\\`*\[\]<>|~])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|&(
 _MD_SCHEME = re.compile(r"(?i)\b(javascript|vbscript|data):")
 _MD_SHORTCODE = re.compile(r":(?=[0-9+\-_]*[A-Za-z][\w+\-]*:)")
 # at the start of a paragraph a heading, quote, list, rule or setext marker, or an ordered list's `1.`
-_MD_BLOCK = re.compile(r"^(\s*)([#>+\-=])")
+_MD_BLOCK = re.compile(r"^(\s*)([#>+\-=*])")
 _MD_ORDERED = re.compile(r"^(\s*\d+)([.)])")
 _MD_INDENT = re.compile(r"^[ \t]+")
 # stands for an escaped colon while the rest is escaped; escape_control has made any real NUL visible
@@ -92,13 +92,21 @@ def markdown_text(v, inline: bool = False) -> str:
     # a line break would end the table row or the paragraph the text sits in
     s = s.replace("\n", " ")
     s = _MD_SHORTCODE.sub(_COLON, _MD_SCHEME.sub(lambda m: m.group(1) + _COLON, s))
-    s = _MD_INLINE.sub(lambda m: "\\" + m.group(), s)
+    s = _MD_INLINE.sub(_md_escape, s)
     if not inline:
         # mid-line (a table cell, after other text) block markers are text already; at a line's start
         # an indent would open a code block, so it is written as character references
         s = _MD_ORDERED.sub(r"\1\\\2", _MD_BLOCK.sub(r"\1\\\2", s))
         s = _MD_INDENT.sub(lambda m: "".join(f"&#{ord(c)};" for c in m.group()), s)
     return s.replace(_COLON, "\\:")
+
+
+def _md_escape(m: re.Match) -> str:
+    c, s, i = m.group(), m.string, m.start()
+    # a `*` with space (or nothing) on both sides can neither open nor close emphasis: `raises *` stays
+    if c == "*" and (i == 0 or s[i - 1].isspace()) and (i + 1 == len(s) or s[i + 1].isspace()):
+        return c
+    return "\\" + c
 
 
 def markdown_code(v) -> str:
