@@ -159,7 +159,6 @@ def assert_markdown_inert(out: str, what: str) -> None:
             if t.type in ("link_open", "image", "html_inline", "html_block", "s_open")]
     assert sum(t.type == "heading_open" for t in tokens) == len(ours), why(f"{what}: a heading from the data")
     assert not live, why(f"{what}: live Markdown {live[:5]}")
-    text = "".join(t.content for t in tokens if t.type == "text")
     # our own emphasis is around our own words; none of the planted emphasis formed
     for t, nxt in zip(tokens, tokens[1:]):
         if t.type in ("strong_open", "em_open"):
@@ -168,9 +167,6 @@ def assert_markdown_inert(out: str, what: str) -> None:
     # GitHub turns `:x:` into an emoji outside code spans, so there shortcodes are escaped in the source
     prose = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", out)
     assert not re.search(r"(?<!\\):(x|ok|b):", prose), why(f"{what}: a live emoji shortcode")
-    # evidence excerpts cut payloads short, so the planted text is matched by its parts
-    if "bold" in text:
-        assert "**bold" in text or "bold**" in text, why(f"{what}: `**bold**` lost its asterisks")
 
 
 # -- the commands -----------------------------------------------------------------------------------------
@@ -255,9 +251,11 @@ def test_ipv6_and_passwd_print_exactly(hostile):
 
 def test_terminal_shows_the_escapes(hostile):
     """The planted text is there, its escapes visible, `[bold]` and `:x:` as typed."""
-    out = _run("sql", "--store", hostile["store"], "--format", "json", "SELECT DISTINCT host FROM files")
-    hosts = {r["host"] for r in json.loads(out)}
-    assert escape_control(hostile["decode"]) in hosts, why(f"{hosts}")
+    # JSON carries the path whole, its control characters as \u escapes that decode back to them
+    out = _invoke("sql", "--store", hostile["store"], "--format", "json", "SELECT path FROM files").stdout
+    assert "\x1b" not in out and "\u202e" not in out
+    paths = [r["path"] for r in json.loads(out)]
+    assert any(f"/{hostile['decode']}/" in p for p in paths), why(f"{paths}")
     table = _run("sql", "--store", hostile["store"], "SELECT '[bold]x[/bold] :x: :ok:' AS t")
     assert "[bold]x[/bold] :x: :ok:" in table
 
