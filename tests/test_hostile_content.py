@@ -1,5 +1,7 @@
 """Transcript text is hostile: it must stay inert in every output (terminal, Markdown, HTML, JSON, CSV)."""
 
+import csv
+import io
 import json
 
 import pytest
@@ -69,3 +71,32 @@ def test_evidence_markdown_and_json(store):
     _assert_inert_text(js)
     doc = json.loads(js)
     assert doc["summary"]["corrupted"] == 1
+
+
+def test_csv_quotes_formulas_and_keeps_numbers(store):
+    """OWASP's CSV-injection rule: a text cell starting = + - @ gets a leading quote; numbers stay numbers."""
+    out = _run("sql", "--store", store, "--format", "csv",
+               "SELECT '=HYPERLINK(\"http://x\")' AS f, '+cmd|'' /C calc''!A0' AS g, '@SUM(1)' AS h, "
+               "'-3.5' AS t, -3.5 AS n, -2 AS i")
+    (row,) = list(csv.DictReader(io.StringIO(out)))
+    assert row == {"f": "'=HYPERLINK(\"http://x\")", "g": "'+cmd|' /C calc'!A0", "h": "'@SUM(1)", "t": "'-3.5",
+                   "n": "-3.5", "i": "-2"}
+
+
+def test_table_prints_text_as_typed(store):
+    """rich would turn `:b:` into 🅱, `:x:` into ❌ and read `[bold]` as markup: the table shows the text."""
+    out = _run("sql", "--store", store,
+               "SELECT '2001:db8:0:b:1::1' AS ip, 'root:x:0:0' AS pw, '[bold]b[/bold] :ok:' AS m")
+    assert "2001:db8:0:b:1::1" in out and "root:x:0:0" in out and "[bold]b[/bold] :ok:" in out
+
+
+def test_markdown_has_no_live_syntax(store):
+    from markdown_it import MarkdownIt
+
+    out = _run("sql", "--store", store, "--format", "markdown",
+               "SELECT '**bold** [x](javascript:alert(1)) ![i](http://x/y.png) <b>t</b> :x:' AS t")
+    tokens = [c for t in MarkdownIt("commonmark").enable("table").parse(out) for c in (t.children or [])]
+    assert {t.type for t in tokens} <= {"text", "softbreak"}
+    assert "".join(t.content for t in tokens if t.type == "text").endswith(
+        "**bold** [x](javascript:alert(1)) ![i](http://x/y.png) <b>t</b> :x:")
+    assert "javascript\\:" in out and "\\:x:" in out

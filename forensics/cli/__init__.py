@@ -58,20 +58,22 @@ def handled(f):
     @functools.wraps(f)
     def wrapper(*a, **kw):
         from forensics.core.errors import ForensicsError
+        from forensics.core.text import escape_control
 
+        # the offending line or path of an error is input text: shown with its escapes visible
         try:
             return f(*a, **kw)
         except ForensicsError as e:
             if click.get_current_context().find_root().params.get("debug"):
                 raise
-            click.echo(e.render(), err=True)
+            click.echo(escape_control(e.render()), err=True)
             sys.exit(e.exit_code)
         except Exception as e:  # a bug: still one error shape, the traceback behind --debug
             if click.get_current_context().find_root().params.get("debug"):
                 raise
-            click.echo(ForensicsError(f"internal error: {type(e).__name__}: {e}",
-                                      help="rerun with `forensics --debug ...` and report the traceback").render(),
-                       err=True)
+            click.echo(escape_control(ForensicsError(
+                f"internal error: {type(e).__name__}: {e}",
+                help="rerun with `forensics --debug ...` and report the traceback").render()), err=True)
             sys.exit(EXIT_FAILED)
 
     return wrapper
@@ -187,10 +189,17 @@ def _outside_store(output, store) -> None:
         raise UsageError(f"-o {output} is inside the store {store}", help="write the result outside the store folder")
 
 
-def _echo_clock_warnings(warnings: list[str], err: bool) -> None:
+def _echo_clock_warnings(warnings: list[str], fmt: str) -> None:
     """The unset-offset warnings of the header, for a command whose result is a bare table."""
     for w in warnings:
-        click.echo(w, err=err)
+        _echo_head(w, fmt)
+
+
+def _echo_head(line: str, fmt: str) -> None:
+    """A line above a result: on stderr beside CSV and JSON, escaped as Markdown beside Markdown."""
+    from forensics.reports.render import head_line
+
+    click.echo(head_line(line, fmt), err=fmt in ("csv", "json"))
 
 
 def _params(items) -> dict:
@@ -263,7 +272,7 @@ def replies(corrupted, cls, session, store, fmt, redact):
     red = _redactor(redact, Store(store))
     if red:
         df, warnings = red.value((df, warnings))
-    _echo_clock_warnings(warnings, err=fmt in ("csv", "json"))
+    _echo_clock_warnings(warnings, fmt)
     if fmt == "table":
         print_replies(df)
     else:
@@ -289,7 +298,7 @@ def clocks(ctx, store, fmt):
     from forensics.reports.render import render
 
     report = estimate(Store(store))
-    click.echo(describe_offsets(report.offsets), err=fmt in ("csv", "json"))
+    _echo_head(describe_offsets(report.offsets), fmt)
     render(report.frame(), fmt)
 
 
@@ -324,12 +333,9 @@ def room(room, store, fmt, redact):
     red = _redactor(redact, Store(store))
     if red:
         story = red.value(story)
-    to_err = fmt in ("csv", "json")
-    click.echo(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", err=to_err)
-    for w in story.clock_warnings:
-        click.echo(w, err=to_err)
-    for line in summary_lines(story):
-        click.echo(line, err=to_err)
+    _echo_head(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", fmt)
+    for line in [*story.clock_warnings, *summary_lines(story)]:
+        _echo_head(line, fmt)
     render(story.timeline, fmt)
     _say_redacted(red)
 

@@ -47,13 +47,15 @@ class IngestProgress:
         from forensics.core.text import escape_control
 
         # a pipe or CI log gets 80 columns by default, which truncates every path
-        con = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+        con = Console(stderr=True, markup=False, emoji=False, highlight=False,
+                      width=None if sys.stderr.isatty() else 160)
         t = Table(header_style="bold")
         for c in ("file", "format", "host", "role", "lines", "parsed", "cont.", "unparsed", "status"):
             t.add_column(c, justify="right" if c in ("lines", "parsed", "cont.", "unparsed") else "left")
         read = [r for r in results if r.status != "skipped"]
         for r in read:
-            t.add_row(escape_control(_short(r.path)), r.format or "", r.host or "", r.role or "", str(r.lines),
+            t.add_row(escape_control(_short(r.path)), r.format or "", escape_control(r.host or ""), r.role or "",
+                      str(r.lines),
                       str(r.parsed), str(r.continuation), str(r.unparsed), r.status)
         if read:
             con.print(t)

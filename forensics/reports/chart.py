@@ -1,6 +1,9 @@
 """`forensics timeline --format png|svg`: a static chart to paste into a GitHub issue.
 
 matplotlib is imported when a chart is drawn, so the other formats and the CLI do not pay for it.
+Text from the store (host names, the store path) is escaped by escape.escape_control and drawn with
+mathtext off, so `$...$` in it is text, not math (a stray `$` would otherwise end the chart in an
+error); the SVG writer escapes `<`, `>`, `&` and quotes itself.
 """
 
 from __future__ import annotations
@@ -8,14 +11,22 @@ from __future__ import annotations
 from forensics.analysis.clocks import describe_offsets
 from forensics.core.errors import UsageError
 from forensics.reports.detail import CLASS_COLORS, us
-from forensics.reports.render import escape_control
+from forensics.reports.escape import escape_control
 
 
 def write(model: dict, d: dict, path: str, fmt: str) -> None:
     """A 1600x900 chart for a GitHub issue: a panel per host, a panel of replies, wedge and storm bands."""
+    from matplotlib import rc_context
+
+    # text stays text in the SVG (searchable, and the panel titles can be checked); no date, so
+    # the same store gives the same file
+    with rc_context({"text.parse_math": False, "svg.fonttype": "none", "svg.hashsalt": "forensics"}):
+        _draw(model, d, path, fmt)
+
+
+def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
     import numpy as np
     from matplotlib import dates as mdates
-    from matplotlib import rc_context
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -120,7 +131,4 @@ def write(model: dict, d: dict, path: str, fmt: str) -> None:
     ax.set_xlim(edges[0], edges[-1])
     fig.suptitle(f"forensics timeline — {escape_control(d['store'])} — {describe_offsets(d['offsets'])} — "
                  f"{model['bucket_s']:g} s buckets" + "".join("\n" + w for w in d["clock_warnings"]), fontsize=11)
-    # text stays text in the SVG (searchable, and the panel titles can be checked); no date, so
-    # the same store gives the same file
-    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "forensics"}):
-        fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+    fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)

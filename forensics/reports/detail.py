@@ -19,7 +19,7 @@ from forensics.catalog import connect
 from forensics.catalog import named as queries
 from forensics.catalog.sql import run_sql
 from forensics.ingest.store import Store
-from forensics.reports.render import escape_control
+from forensics.reports.escape import escape_control
 
 CLASS_COLORS = {
     "clean": "#c3c7cc", "parse_leak": "#c2255c", "incoherent": "#e8590c", "empty": "#7048e8",
@@ -144,9 +144,3 @@ def iso(t_us: int | None) -> str:
     if t_us is None:
         return "?"
     return (_EPOCH + dt.timedelta(microseconds=t_us)).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def no_markup(json_text: str) -> str:
-    """JSON text without `<`, `>`, `&` (they only occur inside strings, where \\u escapes mean the same)."""
-    return (json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))

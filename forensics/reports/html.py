@@ -2,22 +2,21 @@
 
 Zoomable lanes per host (load, transfers, replies), wedge and abort-storm bands; click a reply for
 its evidence and the server events around it. The page is assets/timeline.html with
-assets/timeline.css and assets/timeline.js inlined, and its data as JSON in a
-<script type="application/json"> element, with `<`, `>` and `&` escaped so no text can close it;
-the script renders text with textContent only.
+assets/timeline.css and assets/timeline.js inlined (static files), and everything taken from the store,
+its path and header text too, as JSON in one <script type="application/json"> element
+(escape.script_json: no `</`, U+2028 or U+2029 can end it). The page is never filled in with text
+from the store: the script reads the JSON and sets every text with textContent only.
 """
 
 from __future__ import annotations
 
-import html
-import json
 import re
 from importlib import resources
 from pathlib import Path
 
 from forensics.analysis.clocks import describe_offsets
-from forensics.reports.detail import CLASS_COLORS, OUTCOME_COLORS, iso, no_markup, other_replies
-from forensics.reports.render import escape_control
+from forensics.reports.detail import CLASS_COLORS, OUTCOME_COLORS, iso, other_replies
+from forensics.reports.escape import escape_control, script_json
 
 _PLACEHOLDER = re.compile(r"%([A-Z]+)%")
 
@@ -79,18 +78,13 @@ def page_data(model: dict, d: dict, store_name: str) -> dict:
     }
 
 
-def _script_json(obj) -> str:
-    """JSON safe inside <script type="application/json">: no `<` can close the element."""
-    return no_markup(json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
-
-
 def _asset(name: str) -> str:
     return resources.files("forensics.reports").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def fill(template: str, parts: dict[str, str]) -> str:
     """`template` with each %NAME% replaced by parts[NAME], every placeholder in one pass."""
-    # inserted text is never searched again: a store path or a host that spells a placeholder stays text
+    # inserted text is never searched again: JSON or a script that spells a placeholder stays as it is
     unmatched = set(_PLACEHOLDER.findall(template)) ^ set(parts)
     if unmatched:
         raise ValueError(f"placeholders and parts differ: {sorted(unmatched)}")
@@ -105,19 +99,27 @@ def write(model: dict, d: dict, path: str) -> None:
     header = (f"{iso(lo)} to {iso(hi)} · {model['bucket_s']:g} s buckets · {len(data['replies'])} replies, "
               f"{n_corrupted} corrupted · {len(data['wedges'])} wedges · {len(data['storms'])} abort storms"
               + (f" · host {model['host']}" if model["host"] else ""))
-    legend = "".join(f'<span class="sw" style="background:{c}"></span>{html.escape(k.replace("_", " "))} '
-                     for k, c in CLASS_COLORS.items())
-    outcomes = "".join(f'<span class="sw" style="background:{c}"></span>{html.escape(k.replace("_", " "))} '
-                       for k, c in OUTCOME_COLORS.items() if k != "bootstrap_timeout")
-    page = fill(_asset("timeline.html"), {
-        "TITLE": html.escape(f"forensics timeline — {escape_control(d['store'])}"),
-        "STORE": html.escape(escape_control(d["store"])),
-        "OFFSETS": "<br>".join(html.escape(t) for t in [describe_offsets(d["offsets"]), *d["clock_warnings"]]),
-        "SUMMARY": html.escape(escape_control(header)),
-        "LEGEND": legend,
-        "OUTCOMES": outcomes,
-        "CSS": _asset("timeline.css"),
-        "JS": _asset("timeline.js"),
-        "DATA": _script_json(data),
-    })
-    Path(path).write_text(page, encoding="utf-8")
+    data["page"] = {
+        "title": f"forensics timeline — {escape_control(d['store'])}",
+        "store": escape_control(d['store']),
+        "summary": escape_control(header),
+        "offsets": [escape_control(t) for t in [describe_offsets(d["offsets"]), *d["clock_warnings"]]],
+        "legend_classes": list(CLASS_COLORS),
+        "legend_outcomes": [k for k in OUTCOME_COLORS if k != "bootstrap_timeout"],
+    }
+    Path(path).write_text(assemble(script_json(data)), encoding="utf-8")
+
+
+# the one element the store's content goes into
+DATA_SLOT = '<script type="application/json" id="timeline-data">'
+
+
+def assemble(data_json: str) -> str:
+    """The page: the static assets filled in, then the data JSON joined in at its one slot."""
+    page = fill(_asset("timeline.html"), {"CSS": _asset("timeline.css"), "JS": _asset("timeline.js"),
+                                          "DATA": "%DATA%"})
+    if page.count(DATA_SLOT + "%DATA%") != 1:
+        raise ValueError("the page template needs exactly one data element")
+    # joined, not substituted: nothing is searched for or replaced once the data is in
+    before, slot, after = page.partition(DATA_SLOT + "%DATA%")
+    return before + DATA_SLOT + data_json + after

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 from forensics.analysis.clocks import describe_offsets
-from forensics.reports.detail import iso, no_markup, other_replies
-from forensics.reports.render import escape_control
+from forensics.reports.detail import iso, other_replies
+from forensics.reports.escape import escape_control, json_in_html
 
 _COUNTERS = ("queue_req", "running_req", "bootstrap_req", "inflight_req", "transfer_req", "gen_throughput",
              "new_token")
@@ -147,4 +147,4 @@ def write(model: dict, d: dict, path: str) -> None:
     # ASCII-only JSON without < > &: no raw bidi or control character, and no markup, reaches
     # whatever shows the file (a viewer, a browser, a paste into an issue)
     text = json.dumps(trace, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-    Path(path).write_text(no_markup(text), encoding="utf-8")
+    Path(path).write_text(json_in_html(text), encoding="utf-8")

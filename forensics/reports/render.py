@@ -1,7 +1,8 @@
 """Render a result (a polars frame) as a rich table, CSV, JSON or Markdown.
 
-Text from logs and transcripts is untrusted: control characters (ANSI / OSC escapes, bidi
-overrides) are escaped before they reach a terminal or a document.
+Text from logs and transcripts is untrusted: each format escapes it with forensics.reports.escape
+(terminal escapes visible, CSV formulas quoted, Markdown syntax escaped, JSON with control characters
+as \\u escapes).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 
 import polars as pl
 
-from forensics.core.text import _CONTROL, escape_control
+from forensics.reports.escape import CONTROL, csv_frame, escape_control, markdown_text, rich_text
 
 FORMATS = ("table", "csv", "json", "markdown")
 
@@ -32,7 +33,7 @@ def _cell(v) -> str:
 def dumps_json(obj) -> str:
     """JSON with non-ASCII text kept readable but control and bidi characters as \\u escapes."""
     text = json.dumps(obj, default=_json_default, ensure_ascii=False, indent=1)
-    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _json_default(v):
@@ -64,33 +65,42 @@ def flat(df: pl.DataFrame) -> pl.DataFrame:
 def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None) -> None:
     out = out or sys.stdout
     if fmt == "csv":
-        # CSV lands in terminals too: escape control characters in text cells
-        df = flat(df)
-        out.write(df.with_columns(pl.col(pl.Utf8).map_elements(escape_control, return_dtype=pl.Utf8, skip_nulls=True))
-                  .write_csv() if df.width else "")
+        out.write(csv_text(df))
     elif fmt == "json":
         out.write(dumps_json(to_json_rows(df)) + "\n")
     elif fmt == "markdown":
         out.write(markdown(df))
     else:
-        from rich.console import Console
         from rich.table import Table
 
-        t = Table(title=title, show_lines=False, header_style="bold")
+        t = Table(title=None if title is None else rich_text(title), show_lines=False, header_style="bold")
         for c in df.columns:
-            t.add_column(c, overflow="fold")
+            t.add_column(rich_text(c), overflow="fold")
         for row in df.iter_rows():
-            t.add_row(*[_cell(v) for v in row])
-        Console(file=out, markup=False, highlight=False, width=max(120, min(250, 16 * df.width))).print(t)
+            t.add_row(*[rich_text(_cell(v)) for v in row])
+        console(out, width=max(120, min(250, 16 * df.width))).print(t)
+
+
+def head_line(line: str, fmt: str) -> str:
+    """A line printed above a result in `fmt`: escaped as Markdown text beside Markdown, else terminal text."""
+    return markdown_text(line) if fmt == "markdown" else escape_control(line)
+
+
+def console(out, **kw):
+    """A rich console that reads no markup, emoji codes or highlights in what it prints."""
+    from rich.console import Console
+
+    return Console(file=out, markup=False, emoji=False, highlight=False, **kw)
+
+
+def csv_text(df: pl.DataFrame) -> str:
+    """`df` as CSV, nested columns as JSON text and text cells safe in a spreadsheet (escape.csv_cell)."""
+    return csv_frame(flat(df)).write_csv() if df.width else ""
 
 
 def markdown(df: pl.DataFrame) -> str:
-    def md(v) -> str:
-        # pipes and HTML in transcript text must not break or inject into the table
-        return (_cell(v).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-                .replace("\n", " "))
-
-    lines = ["| " + " | ".join(md(c) for c in df.columns) + " |", "|" + "---|" * df.width]
+    """`df` as a GitHub table; every cell, header too, is escaped (escape.markdown_text)."""
+    lines = ["| " + " | ".join(markdown_text(c, inline=True) for c in df.columns) + " |", "|" + "---|" * df.width]
     for row in df.iter_rows():
-        lines.append("| " + " | ".join(md(v) for v in row) + " |")
+        lines.append("| " + " | ".join(markdown_text(_cell(v), inline=True) for v in row) + " |")
     return "\n".join(lines) + "\n"

@@ -14,7 +14,8 @@ import sys
 import polars as pl
 
 from forensics.analysis.clocks import SET_IT, describe_offsets
-from forensics.reports.render import dumps_json, escape_control, flat, markdown, to_json_rows
+from forensics.reports.escape import escape_control, markdown_code, markdown_text, rich_text
+from forensics.reports.render import console, csv_text, dumps_json, flat, markdown, to_json_rows
 
 TIMELINE_TABLE_COLUMNS = [
     "bucket_start", "replies", "corrupted_rate", "prefill_new_tokens_per_s", "prefill_queue_req",
@@ -71,41 +72,42 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         # CSV has no header to carry them: the warnings go where the user still sees them
         for w in model.get("clock_warnings", []):
             sys.stderr.write(w + "\n")
-        out.write(flat(rows).write_csv())
+        out.write(csv_text(rows))
         return
     if fmt == "markdown":
-        out.write(f"_{describe_offsets(model['clock_offsets'])}; bucket {model['bucket_s']:g} s_\n\n")
+        out.write(f"_{markdown_text(describe_offsets(model['clock_offsets']), inline=True)}; "
+                  f"bucket {model['bucket_s']:g} s_\n\n")
         markdown_warnings(out, model.get("clock_warnings", []))
         shown = rows.filter((pl.col("anomaly") != "") | (pl.col("replies") > 0) | pl.col("transfers").gt(0))
         out.write(markdown(shown.select([*TIMELINE_TABLE_COLUMNS, "anomaly"])))
         _wedge_section(out, model["wedges"])
         _markdown_section(out, "Abort storms", model["abort_storms"])
         return
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    con = Console(file=out, highlight=False, width=None if out.isatty() else 200)
+    con = console(out, width=None if out.isatty() else 200)
     print_warnings(con, model.get("clock_warnings", []))
-    t = Table(title=f"timeline ({model['bucket_s']:g} s buckets) — {describe_offsets(model['clock_offsets'])}",
-              header_style="bold")
+    t = Table(title=rich_text(f"timeline ({model['bucket_s']:g} s buckets) — "
+                              f"{describe_offsets(model['clock_offsets'])}"), header_style="bold")
     cols = [*TIMELINE_TABLE_COLUMNS, "anomaly"]
     cells = [[_cell(r[c]) for c in cols] for r in rows.select(cols).iter_rows(named=True)]
     for i, c in enumerate(cols):
         # widths given, not measured: rich measures every cell of every column otherwise (a third
         # of the time of a long table)
         widest = max([len(r[i]) for r in cells] + [len(w) for w in c.split("_")])
-        t.add_column(c.replace("_", " "), overflow="fold", width=min(widest, 40))
+        t.add_column(rich_text(c.replace("_", " ")), overflow="fold", width=min(widest, 40))
     for r, row in zip(cells, rows.select("anomaly").iter_rows()):
         style = "bold red" if "wedge" in row[0] or "storm" in row[0] else ("yellow" if row[0] else None)
-        t.add_row(*r, style=style)
+        t.add_row(*[rich_text(v) for v in r], style=style)
     con.print(t)
     if model["wedges"].height:
-        con.print("[bold]wedges[/bold]")
+        con.print(Text("wedges", style="bold"))
         for line in wedge_incidents(model["wedges"]):
-            con.print(escape_control(line), markup=False)
+            con.print(rich_text(line))
         _rich_frame(con, wedge_table(model["wedges"]))
     if model["abort_storms"].height:
-        con.print("[bold]abort storms[/bold]")
+        con.print(Text("abort storms", style="bold"))
         _rich_frame(con, model["abort_storms"])
 
 
@@ -113,22 +115,15 @@ def markdown_warnings(out, warnings: list[str]) -> None:
     """The header's clock warnings (forensics.analysis.clocks.clock_warnings) as Markdown quotes."""
     for w in warnings:
         text, _, command = w.rpartition(SET_IT)
-        out.write(f"> **{_md_text((text or command).strip())}**"
-                  + (f" {_md_text(SET_IT)}`{command}`" if text else "") + "\n\n")
+        out.write(f"> **{markdown_text((text or command).strip(), inline=True)}**"
+                  + (f" {markdown_text(SET_IT, inline=True)}{markdown_code(command)}" if text else "") + "\n\n")
 
 
 def print_warnings(con, warnings: list[str]) -> None:
     """The header's clock warnings on a rich console, as plain text (host names are not markup)."""
-    from rich.text import Text
-
     for w in warnings:
         # never wrapped: the command in it is copied and pasted
-        con.print(Text(w, style="bold yellow"), soft_wrap=True)
-
-
-def _md_text(s: str) -> str:
-    return (escape_control(s).replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")
-            .replace("<", "&lt;").replace(">", "&gt;"))
+        con.print(rich_text(w, style="bold yellow"), soft_wrap=True)
 
 
 def _cell(v) -> str:
@@ -147,9 +142,9 @@ def _rich_frame(con, df: pl.DataFrame) -> None:
     t = Table(header_style="bold")
     f = flat(df)
     for c in f.columns:
-        t.add_column(c, overflow="fold")
+        t.add_column(rich_text(c), overflow="fold")
     for r in f.iter_rows():
-        t.add_row(*[_cell(v) for v in r])
+        t.add_row(*[rich_text(_cell(v)) for v in r])
     con.print(t)
 
 
@@ -198,7 +193,7 @@ def _wedge_section(out, df: pl.DataFrame) -> None:
         out.write("_none found_\n")
         return
     for line in wedge_incidents(df):
-        out.write(f"- {escape_control(line)}\n")
+        out.write(f"- {markdown_text(line, inline=True)}\n")
     out.write("\n" if wedge_incidents(df) else "")
     out.write(markdown(wedge_table(df)))
 
@@ -226,7 +221,7 @@ def render_evidence(report: dict, fmt: str, out=None) -> None:
         return
     s = report["summary"]
     out.write("## Evidence\n\n")
-    out.write(f"_{describe_offsets(report['clock_offsets'])}_\n\n")
+    out.write(f"_{markdown_text(describe_offsets(report['clock_offsets']), inline=True)}_\n\n")
     markdown_warnings(out, report.get("clock_warnings", []))
     if s["replies"]:
         out.write(f"{s['corrupted']} of {s['replies']} replies corrupted ({100 * s['corrupted_rate']:.1f}%, "
@@ -307,10 +302,11 @@ def render_compare(result: dict, fmt: str, out=None) -> None:
     markdown_warnings(out, result.get("clock_warnings", []))
     b = result.get("baseline")
     if b:
-        out.write(f"Baseline: run `{b['run']}` of store `{b['store']}` ({b['chosen_by']}; `--baseline` chooses "
-                  "another). Every other run is tested against it.\n\n")
+        out.write(f"Baseline: run {markdown_code(b['run'])} of store {markdown_code(b['store'])} "
+                  f"({markdown_text(b['chosen_by'], inline=True)}; `--baseline` chooses another). "
+                  "Every other run is tested against it.\n\n")
     for path in result.get("without_replies") or []:
-        out.write(f"Store `{path}` holds no agent replies: it is not in the table.\n\n")
+        out.write(f"Store {markdown_code(path)} holds no agent replies: it is not in the table.\n\n")
     c = result["corruption"]
     if c.height:
         rows = []
@@ -345,7 +341,6 @@ def print_replies(df: pl.DataFrame, out=None) -> None:
     """A rich table; the part of the evidence that fired is highlighted, control characters escaped."""
     import sys
 
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
@@ -353,7 +348,7 @@ def print_replies(df: pl.DataFrame, out=None) -> None:
               "config": "cyan", "transfer_error": "bold blue"}
     t = Table(header_style="bold", show_lines=True)
     for c in df.columns:
-        t.add_column(c, overflow="fold", ratio=4 if c == "evidence" else None)
+        t.add_column(rich_text(c), overflow="fold", ratio=4 if c == "evidence" else None)
     for row in df.iter_rows(named=True):
         cells = []
         for c, v in row.items():
@@ -367,8 +362,8 @@ def print_replies(df: pl.DataFrame, out=None) -> None:
                 text.append(ev[pos:])
                 cells.append(text)
             elif c == "corruption_class":
-                cells.append(Text(v or "", style=styles.get(v, "")))
+                cells.append(rich_text(v, style=styles.get(v)))
             else:
-                cells.append(Text(_cell(v)))
+                cells.append(rich_text(_cell(v)))
         t.add_row(*cells)
-    Console(file=out or sys.stdout, highlight=False, width=max(120, min(250, 20 * df.width))).print(t)
+    console(out or sys.stdout, width=max(120, min(250, 20 * df.width))).print(t)

@@ -11,6 +11,30 @@
   var view = {t0: full.t0, t1: full.t1};
   var selected = null, drag = null, dragMoved = false, pending = false;
 
+  // every text of the page comes from the data, as text: nothing from the store is ever parsed as HTML
+  function fillPage() {
+    var P = D.page;
+    document.title = P.title;
+    document.getElementById("meta").textContent = "store " + P.store + " \u00b7 " + P.summary;
+    var off = document.getElementById("offsets");
+    P.offsets.forEach(function (t, i) {
+      if (i) { off.appendChild(document.createElement("br")); }
+      off.appendChild(document.createTextNode(t));
+    });
+    [["legend-classes", D.class_colors, P.legend_classes], ["legend-outcomes", D.outcome_colors, P.legend_outcomes]]
+      .forEach(function (g) {
+        var box = document.getElementById(g[0]);
+        g[2].forEach(function (k) {
+          var sw = document.createElement("span");
+          sw.className = "sw";
+          sw.style.background = g[1][k];
+          box.appendChild(sw);
+          box.appendChild(document.createTextNode(k.replace(/_/g, " ") + " "));
+        });
+      });
+  }
+  fillPage();
+
   function el(tag, attrs, parent) {
     var e = document.createElementNS(NS, tag);
     for (var k in attrs) { if (attrs[k] !== undefined && attrs[k] !== null) { e.setAttribute(k, attrs[k]); } }
