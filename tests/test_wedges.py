@@ -240,11 +240,28 @@ def case_decode7_lull_ended_by_arrivals() -> list[tuple]:
     return lines
 
 
+def case_decode8_excerpts_of_two_hours() -> list[tuple]:
+    # a folder of excerpts pasted from a bug report: three minutes of startup and stats at 16:30,
+    # then, two hours later, the failures of three rooms never seen before (mooncake's "Decode
+    # instance could be dead"); nothing says those rooms were in flight when the stats stopped
+    lines = [(t, decode_line(t, running=1)) for t in every(at(16, 30), at(16, 33), 2)]
+    lines += [(t, health(t)) for t in every(at(16, 30), at(16, 33, 30), 10)]
+    late = at(18, 39, 48)
+    for n in range(3):
+        r = room(800 + n)
+        lines.append((late, f"{prefix(late, ' TP0')} Decode transfer failed for request rank=0 "
+                            f"decode_req.req.rid='{rid(800 + n)}' decode_req.req.bootstrap_room={r} with exception "
+                            f"KVTransferError(bootstrap_room={r}): Failed to get kvcache from prefill instance, "
+                            "it might be dead"))
+    return lines
+
+
 CASES = {
     "decode-0": case_decode0, "prefill-0": case_prefill0, "decode-5": case_decode5, "decode-1": case_decode1,
     "prefill-1": case_prefill1, "decode-2": case_decode2_idle, "decode-3": case_decode3_capture_gap,
     "decode-4": case_decode4_busy, "decode-6": case_decode6_desync_then_all,
     "prefill-2": case_prefill2, "decode-7": case_decode7_lull_ended_by_arrivals,
+    "decode-8": case_decode8_excerpts_of_two_hours,
 }
 
 
@@ -334,11 +351,13 @@ def test_dead_bootstrap_thread(wedges):
     assert "dead thread" in w["signals"] and "bootstrap_timeout x12" in w["signals"]
 
 
-@pytest.mark.parametrize("host", ["decode-2", "decode-3", "decode-4", "decode-7", "prefill-0", "prefill-2"])
+@pytest.mark.parametrize("host", ["decode-2", "decode-3", "decode-4", "decode-7", "decode-8", "prefill-0",
+                                  "prefill-2"])
 def test_no_wedge_without_stuck_work(wedges, host):
     """Idle between bursts, a capture gap of days, a busy server's ordinary cadence, a lull that the next
-    requests end (they arrive, and progress resumes at once), a prefill that
-    serves a wedged decode host (busy with others, or idle and timing out on its rooms): none is a wedge."""
+    requests end (they arrive, and progress resumes at once), excerpts of two hours side by side (rooms
+    first seen failing after the stop), a prefill that serves a wedged decode host (busy with others, or
+    idle and timing out on its rooms): none is a wedge."""
     assert wedges.filter(pl.col("host") == host).height == 0
 
 
@@ -369,3 +388,10 @@ def test_timeline_and_evidence_show_the_wedge_once_per_incident(store):
     assert out.getvalue().count("incident 1: decode-0, decode-5") == 1
     doc = text_reports.evidence_json(report)
     assert '"signals"' in doc and '"incident_hosts"' in doc
+
+
+def test_no_wedge_in_the_real_excerpts(real_logs, tmp_path):
+    """The real excerpts, ingested whole as a user would (the mooncake folder holds excerpts of several
+    servers and hours): none of them is a wedge, and none ends a stop with rooms it never showed open."""
+    ingest_paths([real_logs], tmp_path / "store")
+    assert queries.run(Store(tmp_path / "store"), "wedges").height == 0

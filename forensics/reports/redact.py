@@ -100,7 +100,8 @@ WINDOWS_HOME = re.compile(r"(?i)\b([a-z]:(?:\\\\|\\|/)(?:Users|Documents and Set
                           r"([^\\/\s\"'<>|:;,]+)")
 TILDE_USER = re.compile(r"(?<![\w~/.\\-])~([A-Za-z_][A-Za-z0-9_.-]{0,31})(?=/|$|[\s\"',;:)\]])")
 IPV6_CANDIDATE = re.compile(r"(?<![\w:.%])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f.]*(?:%[A-Za-z0-9_.-]+)?")
-MAC = re.compile(r"(?<![\w:.-])(?:[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}"
+# a MAC may follow a dash (`sglang-02:5b:…:21.log`), but not as the tail of a longer dashed hex run
+MAC = re.compile(r"(?<![\w:.])(?<![0-9A-Fa-f]-)(?:[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}"
                  r"|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})(?![\w:-])")
 IPV4 = re.compile(rf"(?<![\w.])(?:{_OCTET}\.){{3}}{_OCTET}(?![\w]|\.\d)")
 # addresses that say where a server listened, not whose machine it was

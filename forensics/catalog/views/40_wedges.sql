@@ -296,6 +296,9 @@ stuck AS (
      -- a request that arrives during a lull is served at once, and its arrival is what ends the lull:
      -- it waited on the host only if nothing happened for a good while after it came
      AND epoch(b.t_end - greatest(r.t_open, b.t_start)) >= min_gap_s / 2
+     -- a room first seen failing after the stop says nothing about being in flight during it (excerpts
+     -- of different hours in one folder look like that); a timeout says how long it had waited
+     AND (r.t_open IS NOT NULL OR (r.t_timeout > b.t_start AND r.t_timeout <= b.t_end + INTERVAL 10 SECOND))
      AND (r.t_closed_here IS NULL OR r.t_closed_here >= b.t_start)
      AND ((r.t_timeout > b.t_start AND r.t_timeout <= b.t_end + INTERVAL 10 SECOND)
           OR coalesce(r.t_closed_here, r.t_finished) >= b.t_end - INTERVAL 2 SECOND)
@@ -422,8 +425,11 @@ SELECT g.host, g.shown_kind AS kind,
            ELSE 'end of log'
        END AS ended_by,
        list_filter([
-           'no stats ' || CAST(round(epoch(coalesce(g.t_next, g.gap_end) - g.t_start)) AS BIGINT) || ' s'
-               || CASE WHEN g.t_next IS NULL THEN ' (to the end of the log)' ELSE '' END,
+           -- as far as the capture shows: after a capture gap nothing is known
+           CASE WHEN g.cap_start < coalesce(g.t_next, g.gap_end)
+                THEN 'no stats ' || CAST(round(epoch(g.cap_start - g.t_start)) AS BIGINT) || ' s (then a capture gap)'
+                ELSE 'no stats ' || CAST(round(epoch(coalesce(g.t_next, g.gap_end) - g.t_start)) AS BIGINT) || ' s'
+                     || CASE WHEN g.t_next IS NULL THEN ' (to the end of the log)' ELSE '' END END,
            CASE WHEN g.in_flight > 0 THEN 'in flight ' || g.in_flight END,
            CASE WHEN g.has_death OR g.kind = 'dead_thread' THEN 'dead thread' END,
            CASE WHEN g.first_ranks IS NOT NULL THEN g.first_ranks || ' stopped first, '
