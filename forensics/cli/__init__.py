@@ -133,16 +133,38 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
             raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}")
     opts = ing.Options(host=host, role=role, tz=tz, year=year, date=log_date, run=run_label, format=forced_format,
                        jobs=jobs)
-    with IngestProgress() as prog:
-        results = ing.run(list(paths), store, opts, prog)
-    for h, v in offsets.items():
-        Store(store).set_clock(h, v)
-    from forensics.analysis import verdicts
+    from forensics.ingest import stop
 
-    verdicts.ensure(Store(store))
+    with stop.handling():
+        try:
+            with IngestProgress() as prog:
+                results = ing.run(list(paths), store, opts, prog)
+            for h, v in offsets.items():
+                Store(store).set_clock(h, v)
+            from forensics.analysis import verdicts
+
+            try:
+                verdicts.ensure(Store(store))
+            except stop.Interrupted as e:
+                e.phase, e.total = "verdicts", len(results)
+                raise
+        except stop.Interrupted as e:
+            _interrupted(e)
     IngestProgress.summary(results)
     if any(r.status == "failed" for r in results):
         sys.exit(EXIT_FAILED)
+
+
+def _interrupted(e) -> None:
+    """One line on a signal, then out at once: threads still winding down write nothing that counts."""
+    import os
+
+    from forensics.core.text import escape_control
+
+    click.echo("forensics: " + escape_control(e.line()), err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(e.exit_code)
 
 
 def result_output(f):

@@ -59,6 +59,10 @@ class Context:
     last_ts: object = None
     notes: list[str] = dataclasses.field(default_factory=list)
     on_progress: Callable[[int], None] | None = None  # called with decompressed bytes consumed
+    # A grown file is read on from where its committed piece ended: `resume` is what the parser
+    # left there (its `carry` then), `carry` what it leaves at the end of this piece (JSON-able).
+    resume: dict | None = None
+    carry: dict | None = None
 
     def account(self, parsed: int = 0, continuation: int = 0, unparsed: int = 0) -> None:
         self.parsed_lines += parsed

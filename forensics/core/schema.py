@@ -71,8 +71,10 @@ FILES = Table(
     "the line counts are NULL, skip_kind and skip_reason say why).",
     (
         Column("path", pl.Utf8, "input file as given to ingest (archive members as archive!member)"),
-        Column("sha256", pl.Utf8, "sha256 of the decompressed content; the same content is ingested once"),
-        Column("bytes", pl.Int64, "decompressed size in bytes"),
+        Column("sha256", pl.Utf8, "sha256 of the decompressed content from its start to byte_end; the same content "
+               "is ingested once"),
+        Column("bytes", pl.Int64, "decompressed bytes the row covers (byte_end - byte_start; the whole file but for "
+               "a grown file's later pieces)"),
         Column("format", pl.Utf8, "parser that read it (see `forensics formats`)"),
         Column("host", pl.Utf8, "host name used for its rows"),
         Column("role", pl.Utf8, "server role used for its rows"),
@@ -90,6 +92,21 @@ FILES = Table(
         Column("skip_kind", pl.Utf8, "what a skipped file was taken for: markdown, json, csv, yaml, image, pdf, "
                "html, empty, binary, text (no log markers), special (a FIFO, socket or device, never opened)"),
         Column("skip_reason", pl.Utf8, "why it was skipped, or the error its parser failed with, in words"),
+        # a log that grew since it was ingested adds a piece; never its earlier lines again
+        Column("piece", pl.Int32, "1 for a file as first ingested; n + 1 for the lines a grown file (same path and "
+               "host, the committed bytes a prefix of it) added after piece n"),
+        Column("byte_start", pl.Int64, "first decompressed byte of the file the row covers (0 but for later pieces)"),
+        Column("byte_end", pl.Int64, "decompressed byte after the last one the row covers: where a later piece starts"),
+        Column("line_start", pl.Int64, "line_no of the row's first line (line numbers run on across pieces)"),
+        Column("line_end", pl.Int64, "line_no of the row's last line"),
+        Column("grown", pl.Utf8, "NULL for a file read as it first came; 'appended': the lines after the committed "
+               "piece before it, read on with the parser's state; 'replaced': the file re-read from the start of its "
+               "committed last piece, which this row replaced (its last line was partial, a record ran across the end, "
+               "or the format is read whole: compressed files, transcripts)"),
+        Column("replaced_sha256", pl.Utf8, "for 'replaced': sha256 of the version it replaced"),
+        Column("replaced_bytes", pl.Int64, "for 'replaced': the byte_end of the version it replaced"),
+        Column("resume_state", pl.Utf8, "what the parser knew at byte_end (JSON: the host given, and for server logs "
+               "the year, role and clock), read back when the file has grown"),
     ),
 )
 

@@ -2,7 +2,9 @@
 
 Each input is parsed by one worker (several inputs run in parallel on all cores), written to the
 store's .tmp and committed with one rename; its sha256 (of the decompressed content) is the key, so
-the same content is ingested once whatever its name.
+the same content is ingested once whatever its name. A file that grew since it was committed is
+read on from where it ended (forensics/ingest/grown.py); a signal stops the ingest between
+commits (forensics/ingest/stop.py).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -18,6 +21,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 import polars as pl
 
 from forensics.core.errors import ForensicsError, InputError, UsageError
+from forensics.ingest import grown, stop
 from forensics.ingest.sources import discover, not_a_log
 from forensics.ingest.store import Store
 from forensics.parsers import PARSERS, by_name, server_log
@@ -165,11 +169,15 @@ class _HashingStream:
 
     def __init__(self, inner):
         self.inner, self.h, self.n, self.eof = inner, hashlib.sha256(), 0, False
+        self.newlines, self.last = 0, b""  # for the extent of what was read (`_extent`)
 
     def _seen(self, b: bytes, asked) -> bytes:
         self.h.update(b)
         self.n += len(b)
-        if not b and asked != 0:
+        if b:
+            self.newlines += b.count(b"\n")
+            self.last = b[-1:]
+        elif asked != 0:
             self.eof = True
         return b
 
@@ -200,8 +208,9 @@ class _HashingStream:
         return None
 
 
-def _content_digest(open_stream, hasher: "_HashingStream | None") -> tuple[str, int, str | None]:
-    """sha256 and size of the decompressed content, and why a compressed stream was cut, if it was.
+def _content_digest(open_stream, hasher: "_HashingStream | None") -> tuple[str, int, str | None, int]:
+    """sha256 and size of the decompressed content, why a compressed stream was cut, if it was, and
+    its lines.
 
     The parser's own read is reused when it went to the end; a parser that read only a head and
     then used the file by path (SQLite) gets a fresh full read, so that two files never share a
@@ -210,7 +219,9 @@ def _content_digest(open_stream, hasher: "_HashingStream | None") -> tuple[str, 
     from forensics.core.inputs import was_cut
     from forensics.parsers.lines import read_upto
 
-    if hasher is not None and not hasher.closed:
+    # a parser that read to the end stops there: a live log written on meanwhile is not hashed
+    # past what was parsed (the next ingest reads it on from here)
+    if hasher is not None and not hasher.closed and not hasher.eof:
         while read_upto(hasher, 1 << 22):
             pass
     if hasher is None or not hasher.eof:
@@ -221,7 +232,7 @@ def _content_digest(open_stream, hasher: "_HashingStream | None") -> tuple[str, 
             pass
     cut = was_cut(hasher.inner)
     hasher.inner.close()
-    return hasher.h.hexdigest(), hasher.n, cut
+    return hasher.h.hexdigest(), hasher.n, cut, grown.extent_lines(hasher.newlines, hasher.last)
 
 
 def _dir_digest(path: str) -> tuple[str, int]:
@@ -238,15 +249,15 @@ def _dir_digest(path: str) -> tuple[str, int]:
     return h.hexdigest(), n
 
 
-def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress: Callable[[int], None] | None = None
-               ) -> FileResult:
+def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress: Callable[[int], None] | None = None,
+               prior: grown.Prior | None = None) -> FileResult:
     """Parse one input into the store. Runs in a worker process."""
-    finish = _parse_one(store_root, src, opts, host, progress)
+    finish = _parse_one(store_root, src, opts, host, progress, prior)
     return finish() if callable(finish) else finish
 
 
-def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress: Callable[[int], None] | None = None
-               ) -> "FileResult | Callable[[], FileResult]":
+def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress: Callable[[int], None] | None = None,
+               prior: grown.Prior | None = None) -> "FileResult | Callable[[], FileResult]":
     """Parse one input; what is left once every line is parsed (writing the last parts, the files
     row and the commit) is returned as a function, to overlap with the next input
     (`_one_after_another`). Fails early with the FileResult itself.
@@ -259,8 +270,18 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
     res = FileResult(path=src.path)
     if src.special:
         return _skip_special(store, src, opts)
+    growth = None
+    if prior is not None:
+        try:
+            growth = grown.examine(src, prior, opts.format)
+        except (ForensicsError, OSError, EOFError):
+            growth = None  # read as a new input below, which reports the error
+        if growth == "same":  # unchanged since it was committed: nothing to read
+            return FileResult(path=src.path, format=prior.last.format, host=host, role=opts.role, status="duplicate")
     try:
-        parser = choose_parser(src, opts.format)
+        parser = by_name(growth.format) if growth else choose_parser(src, opts.format)
+    except KeyError:  # a parser of an older version, gone: read the file as new
+        growth, parser = None, choose_parser(src, opts.format)
     except NotALog as e:
         return _skip(store, src, e, opts)
     except InputError as e:
@@ -272,13 +293,15 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
         return _record_failed(store, src, opts, host, None, e)
     res.format = parser.name
     ctx = Context(host=host, role=opts.role, tz=opts.tz, year=opts.year, date=opts.date, run=opts.run,
-                  on_progress=progress)
+                  on_progress=progress, resume=growth.state if growth else None)
     is_dir = os.path.isdir(src.fs_path) and src.member is None
     src_given = src  # as discovered: a failed parse reads its lines from here
     hasher: _HashingStream | None = None
     texts: list[TextStream] = []
     if not is_dir:
         orig_open = src.open
+        if growth:
+            orig_open = grown.window(src.open, growth.start, growth.size)
 
         def hashed_open():
             nonlocal hasher
@@ -306,11 +329,20 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
         return _record_failed(store, src_given, opts, host, parser.name, e)
 
     try:
-        writes = _write_all(parser.parse(src, ctx), writer, lambda: hasher is not None and hasher.eof)
+        batches = parser.parse(src, ctx)
+        if growth and growth.line_offset:
+            batches = _renumbered(batches, growth.line_offset)
+        writes = _write_all(batches, writer, lambda: hasher is not None and hasher.eof)
+        lines = None
         if is_dir:
             sha, nbytes = _dir_digest(src.fs_path)
+        elif growth:
+            sha, nbytes, cut, lines = growth.sha256, growth.size - growth.start, growth.cut, growth.lines
+            if hasher is not None:
+                hasher.inner.close()
         else:
-            sha, nbytes, cut = _content_digest(orig_open, hasher)
+            sha, nbytes, cut, lines = _content_digest(orig_open, hasher)
+        if not is_dir:
             if cut:
                 ctx.notes.append(f"compressed stream is cut ({cut}); kept what was readable")
             read_whole = [t for t in texts if t.at_end]
@@ -318,6 +350,7 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
                 ctx.notes.extend(read_whole[-1].notes())
     except Exception as e:
         return failed(e)
+    extent = _extent(growth, nbytes, lines, host, ctx, texts)
 
     def finish() -> FileResult:
         try:
@@ -325,9 +358,37 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
                 w.result()
         except Exception as e:
             return failed(e)
-        return _commit(store, writer, res, ctx, parser.name, src.path, sha, nbytes, opts, started)
+        try:
+            return _commit(store, writer, res, ctx, parser.name, src.path, sha, nbytes, opts, started, extent,
+                           growth.replaces.key if growth and growth.replaces else None)
+        except stop.Interrupted:
+            writer.abort()
+            raise
 
     return finish
+
+
+def _extent(growth: "grown.Growth | None", nbytes: int, lines: int | None, host: str, ctx: Context,
+            texts: list[TextStream]) -> dict:
+    """The files columns saying which bytes and lines of the file a row covers, and what the parser
+    knew at its end (read back if the file grows)."""
+    state = {"host": host, **(ctx.carry or {})}
+    if texts:
+        state["cr_only"] = bool(texts[-1].cr_only)
+    start, first_line, piece = (growth.start, growth.line_offset + 1, growth.piece) if growth else (0, 1, 1)
+    ext = {"piece": piece, "byte_start": start, "byte_end": start + nbytes, "line_start": first_line,
+           "line_end": first_line - 1 + lines if lines is not None else None,
+           "grown": growth.mode if growth else None, "resume_state": json.dumps(state, sort_keys=True, default=str)}
+    if growth and growth.replaces:
+        ext |= {"replaced_sha256": growth.replaces.sha256, "replaced_bytes": growth.replaces.byte_end}
+    return ext
+
+
+def _renumbered(batches, offset: int):
+    """A later piece's rows with the file's line numbers: its own plus the lines before it."""
+    for batch in batches:
+        yield {t: df.with_columns(pl.col("line_no") + offset) if "line_no" in df.columns else df
+               for t, df in batch.items()}
 
 
 def failure_reason(e: BaseException) -> str:
@@ -386,13 +447,16 @@ def _record_failed(store: Store, src: Source, opts: Options, host: str, fmt: str
     keyed = store.tmp / f"{key}.{os.getpid()}"
     os.replace(writer.dir, keyed)
     writer.dir, writer.key = keyed, key
-    writer.commit()  # False when the same failure of the same input was recorded before
+    with stop.committing():
+        writer.commit()  # False when the same failure of the same input was recorded before
     return res
 
 
 def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path: str, sha: str, nbytes: int,
-            opts: Options, started: dt.datetime) -> FileResult:
-    """The files row, then the input's parts under their content key, committed (or a duplicate)."""
+            opts: Options, started: dt.datetime, extent: dict | None = None, replaces: str | None = None
+            ) -> FileResult:
+    """The files row, then the input's parts under their content key, committed (or a duplicate);
+    in place of the committed piece `replaces` for a grown file re-read from that piece."""
     res.host, res.role = ctx.inferred_host or ctx.host, ctx.role or ctx.inferred_role
     res.lines, res.parsed, res.continuation, res.unparsed = (
         ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines)
@@ -402,7 +466,7 @@ def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path:
         "role": res.role, "lines": ctx.lines, "parsed_lines": ctx.parsed_lines,
         "continuation_lines": ctx.continuation_lines, "unparsed_lines": ctx.unparsed_lines,
         "first_ts": ctx.first_ts, "last_ts": ctx.last_ts, "tz": opts.tz, "run": opts.run, "ingested_at": started,
-        "status": "ingested",
+        "status": "ingested", **(extent or {}),
     }])
     writer.write("files", files_row)
     final_key = sha[:32]
@@ -410,8 +474,13 @@ def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path:
     keyed = store.tmp / f"{final_key}.{os.getpid()}"
     os.replace(writer.dir, keyed)
     writer.dir, writer.key = keyed, final_key
-    res.status = "ingested" if writer.commit() else "duplicate"
-    _drop_failed(store, path, sha)
+    with stop.committing():
+        fresh = writer.replace(replaces) if replaces else writer.commit()
+        res.status = "ingested" if fresh else "duplicate"
+        _drop_failed(store, path, sha)
+    if (extent or {}).get("grown"):
+        res.notes.append(f"grown since it was ingested: {extent['grown']} as piece {extent['piece']} (bytes "
+                         f"{extent['byte_start']}-{extent['byte_end']}, lines from {extent['line_start']})")
     return res
 
 
@@ -448,7 +517,7 @@ def _skip(store: Store, src: Source, why: NotALog, opts: Options) -> FileResult:
     res = FileResult(path=src.path, status="skipped", skip_kind=why.kind, skip_reason=why.reason)
     started = dt.datetime.now(dt.timezone.utc)
     try:
-        sha, nbytes, _cut = _content_digest(src.open, None)
+        sha, nbytes, _cut, _lines = _content_digest(src.open, None)
     except (ForensicsError, OSError, EOFError) as e:
         res.status, res.error = "failed", f"cannot read {src.path}: {e}"
         return res
@@ -457,7 +526,8 @@ def _skip(store: Store, src: Source, why: NotALog, opts: Options) -> FileResult:
         "path": src.path, "sha256": sha, "bytes": nbytes, "run": opts.run, "ingested_at": started,
         "status": "skipped", "skip_kind": why.kind, "skip_reason": why.reason,
     }]))
-    writer.commit()  # False when this name and content were listed by an earlier ingest
+    with stop.committing():
+        writer.commit()  # False when this name and content were listed by an earlier ingest
     return res
 
 
@@ -471,7 +541,8 @@ def _skip_special(store: Store, src: Source, opts: Options) -> FileResult:
         "path": src.path, "run": opts.run, "ingested_at": dt.datetime.now(dt.timezone.utc),
         "status": "skipped", "skip_kind": "special", "skip_reason": reason,
     }]))
-    writer.commit()
+    with stop.committing():
+        writer.commit()
     return res
 
 
@@ -537,46 +608,16 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
             else:
                 sources.append(item)
         hosts = {s.path: opts.host or default_host(s.path, paths, s.member) for s in sources}
+        priors = grown.committed(store, sources, hosts)
         total = sum(s.size or 0 for s in sources)
         if progress:
             progress.start(total, len(sources))
         results: list[FileResult] = []
-        # A large input already runs on all cores (the parser parses its blocks on threads), and
-        # a worker process parsing full blocks holds several of them: large inputs go one at a time
-        # in this process, small ones to a pool of workers, so memory stays bounded.
-        # An explicit --jobs sends every input to the pool.
-        if opts.jobs:
-            pooled, inline = sources, []
-        else:
-            pooled = [s for s in sources if _is_small(s)]
-            inline = [s for s in sources if not _is_small(s)]
-        jobs = opts.jobs or min(len(pooled), os.cpu_count() or 1)
-        if jobs <= 1 or len(pooled) <= 1:
-            pooled, inline = [], pooled + inline
-        if pooled:
-            import multiprocessing as mp
-
-            # forkserver, not fork: a parent that already ran polars or DuckDB has worker threads
-            # holding locks, and a forked child inherits those locks held forever (a deadlock).
-            ctx = mp.get_context("forkserver")
-            ctx.set_forkserver_preload(["forensics.ingest.pipeline"])
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
-                futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path]): s for s in pooled}
-                for fut in as_completed(futs):
-                    s = futs[fut]
-                    try:
-                        r = fut.result()
-                    except Exception as e:  # a worker crash must not lose the other files
-                        r = _record_failed(Store(store_root), s, opts, hosts[s.path], None, e)
-                    results.append(r)
-                    if progress:
-                        progress.advance(s.size or 0)
-                        progress.done_file(r)
-        # after the pool: this process would otherwise keep its peak while the workers run
-        for r in _one_after_another(store_root, inline, opts, hosts, progress):
-            results.append(r)
-            if progress:
-                progress.done_file(r)
+        try:
+            _ingest_all(store_root, sources, opts, hosts, priors, results, progress)
+        except stop.Interrupted as e:
+            _stopped(store, sources, results, e)
+            raise
         order = {s.path: i for i, s in enumerate(sources)}
         results.sort(key=lambda r: order.get(r.path, 0))
         return results
@@ -587,8 +628,81 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
         lock.close()
 
 
-def _one_after_another(store_root: str, sources: list[Source], opts: Options, hosts: dict, progress
-                       ) -> Iterator[FileResult]:
+def _stopped(store: Store, sources: list[Source], results: list[FileResult], e: stop.Interrupted) -> None:
+    """After a signal: the commit under way ends, the inputs being written are removed from .tmp,
+    and `e` says what was committed and what was not."""
+    stop.settle()
+    store.clear_tmp()
+    done = {r.path for r in results}
+    e.total, e.done = len(sources), len(done)
+    e.not_done = [s.path for s in sources if s.path not in done]
+
+
+def _ingest_all(store_root: str, sources: list[Source], opts: Options, hosts: dict, priors: dict,
+                results: list[FileResult], progress) -> None:
+    """Every input into the store, each result appended to `results` as it comes."""
+    # A large input already runs on all cores (the parser parses its blocks on threads), and
+    # a worker process parsing full blocks holds several of them: large inputs go one at a time
+    # in this process, small ones to a pool of workers, so memory stays bounded.
+    # An explicit --jobs sends every input to the pool.
+    if opts.jobs:
+        pooled, inline = sources, []
+    else:
+        pooled = [s for s in sources if _is_small(s)]
+        inline = [s for s in sources if not _is_small(s)]
+    jobs = opts.jobs or min(len(pooled), os.cpu_count() or 1)
+    if jobs <= 1 or len(pooled) <= 1:
+        pooled, inline = [], pooled + inline
+    if pooled:
+        import multiprocessing as mp
+
+        # forkserver, not fork: a parent that already ran polars or DuckDB has worker threads
+        # holding locks, and a forked child inherits those locks held forever (a deadlock).
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["forensics.ingest.pipeline"])
+        ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=stop.worker_init,
+                                 initargs=(os.getpid(),))
+        try:
+            futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path], None, priors.get(s.path)): s
+                    for s in pooled}
+            for fut in as_completed(futs):
+                s = futs[fut]
+                try:
+                    r = fut.result()
+                except Exception as e:  # a worker crash must not lose the other files
+                    r = _record_failed(Store(store_root), s, opts, hosts[s.path], None, e)
+                results.append(r)
+                if progress:
+                    progress.advance(s.size or 0)
+                    progress.done_file(r)
+                stop.check()
+        except BaseException:
+            _kill_pool(ex)
+            raise
+        ex.shutdown()
+    # after the pool: this process would otherwise keep its peak while the workers run
+    for r in _one_after_another(store_root, inline, opts, hosts, progress, priors):
+        results.append(r)
+        if progress:
+            progress.done_file(r)
+        stop.check()
+
+
+def _kill_pool(ex: ProcessPoolExecutor) -> None:
+    """End the pool's workers now: what they were writing is in .tmp, never committed."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    for p in procs:
+        try:
+            p.kill()
+        except (OSError, AttributeError):
+            pass
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.join(timeout=5)
+
+
+def _one_after_another(store_root: str, sources: list[Source], opts: Options, hosts: dict, progress,
+                       priors: dict | None = None) -> Iterator[FileResult]:
     """The inputs in this process, one at a time, each parsed on every core; the last parts of one
     are written while the next is read and parsed.
 
@@ -608,7 +722,7 @@ def _one_after_another(store_root: str, sources: list[Source], opts: Options, ho
     with ThreadPoolExecutor(1, thread_name_prefix="finish") as tail:
         finishing = None
         for s in sources:
-            finish = _parse_one(store_root, s, opts, hosts[s.path], advance)
+            finish = _parse_one(store_root, s, opts, hosts[s.path], advance, (priors or {}).get(s.path))
             if finishing is not None:
                 yield finishing.result()
             finishing = tail.submit(finished, finish if callable(finish) else lambda r=finish: r)

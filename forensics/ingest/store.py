@@ -212,5 +212,57 @@ class InputWriter:
             return False
         return True
 
+    def replace(self, old: str) -> bool:
+        """Make the input visible in place of the committed input `old`, which it extends.
+
+        The two folders are swapped with one rename (renameat2 RENAME_EXCHANGE), so a reader sees
+        the old version or the new, never both and never neither, and a kill at any point leaves
+        one of them; the swapped-in folder then takes its own key. Where the exchange is not
+        available the old folder goes first: a kill between the two renames leaves neither, and
+        the next ingest reads the file on from the piece before it. False (the old one dropped)
+        when the new content was committed meanwhile under another name.
+        """
+        final, gone = self.store.data / self.key, self.store.data / old
+        out = self.store.tmp / f"replaced-{old}.{os.getpid()}"
+        if final.exists():
+            self.abort()
+            _move_out(gone, out)
+            return False
+        if _exchange(self.dir, gone):
+            os.replace(gone, final)
+            shutil.rmtree(self.dir, ignore_errors=True)  # the old version, now in .tmp
+            return True
+        _move_out(gone, out)
+        os.replace(self.dir, final)
+        return True
+
     def abort(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _move_out(folder: Path, out: Path) -> None:
+    try:
+        os.replace(folder, out)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(out, ignore_errors=True)
+
+
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where that is missing."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0

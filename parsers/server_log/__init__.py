@@ -106,17 +106,22 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     # returns one buffer at most, and a cut one raises inside peek.
     with source.open() as head_stream:
         head_text = read_upto(head_stream, HEAD_BYTES).decode("utf-8", "replace")
-    year = ctx.year or (int(ctx.date[:4]) if ctx.date else None) or _guess_year(head_text)
+    resume = ctx.resume or {}  # a grown file's later piece: what the piece before it had learnt
+    year = ctx.year or (int(ctx.date[:4]) if ctx.date else None) or resume.get("year") or _guess_year(head_text)
     if year is None and source.mtime:
         import datetime as _dt
 
         year = _dt.datetime.fromtimestamp(source.mtime, _dt.timezone.utc).year
         ctx.notes.append(f"no dated line in the head: year {year} taken from the file date")
     year = year or 1970
-    role = ctx.role or infer_role(head_text) or _role_from_name(source.path) or "unknown"
+    role = ctx.role or resume.get("role") or infer_role(head_text) or _role_from_name(source.path) or "unknown"
     ctx.inferred_role = role
     first_ts = last_ts = None
     clock = passes.Clock(*_base_date(ctx, head_text, source), tz=ctx.tz)
+    if resume.get("clock"):
+        _resume_clock(clock, resume["clock"])
+    if ctx.outer_offset_s is None:
+        ctx.outer_offset_s = resume.get("outer_offset_s")
     with source.open() as stream:
         # Block size trades speed for memory: the native path reads up to three blocks per polars
         # pass (passes.GROUP_BLOCKS), and a pass's frames are most of the peak: larger blocks are
@@ -133,6 +138,20 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
                     last_ts = hi if last_ts is None or (hi is not None and hi > last_ts) else last_ts
     ctx.first_ts, ctx.last_ts = first_ts, last_ts
     ctx.notes.extend(passes.clock_notes(clock))
+    ctx.carry = {"year": year, "role": role, "outer_offset_s": ctx.outer_offset_s, "clock": {
+        "base": clock.base.isoformat(), "base_from": clock.base_from,
+        "date": clock.date.isoformat() if clock.date else None, "secs": clock.secs,
+        "last_ts": clock.last_ts.isoformat() if clock.last_ts else None}}
+
+
+def _resume_clock(clock: passes.Clock, state: dict) -> None:
+    """The clock as the piece before left it: time-only and bare stats lines of a grown file's
+    new lines are dated from the lines above them, as if the file had been read in one go."""
+    clock.base = _dt.date.fromisoformat(state["base"])
+    clock.base_from = state.get("base_from") or clock.base_from
+    clock.date = _dt.date.fromisoformat(state["date"]) if state.get("date") else None
+    clock.secs = state.get("secs")
+    clock.last_ts = _dt.datetime.fromisoformat(state["last_ts"]) if state.get("last_ts") else None
 
 
 def _base_date(ctx: Context, head_text: str, source: Source) -> tuple[_dt.date, str]:
