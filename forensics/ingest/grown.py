@@ -87,7 +87,7 @@ def committed(store, sources: list[Source], hosts: dict[str, str]) -> dict[str, 
     if not plain or not files:
         return {}
     by_path: dict[str, list[tuple[object, Piece]]] = {}
-    for r in _files_rows(files):
+    for r in files_rows(files):
         path = r.get("path")
         if r.get("status") != "ingested" or path not in plain:
             continue
@@ -117,7 +117,7 @@ def committed(store, sources: list[Source], hosts: dict[str, str]) -> dict[str, 
     return out
 
 
-def _files_rows(files: list[str]) -> list[dict]:
+def files_rows(files: list[str]) -> list[dict]:
     """Every files row with the folder it is in (`_key`); a file that cannot be read is passed over."""
     import pyarrow.parquet as pq
 

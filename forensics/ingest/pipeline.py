@@ -609,6 +609,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
                 sources.append(item)
         hosts = {s.path: opts.host or default_host(s.path, paths, s.member) for s in sources}
         priors = grown.committed(store, sources, hosts)
+        before = store.committed()
         total = sum(s.size or 0 for s in sources)
         if progress:
             progress.start(total, len(sources))
@@ -616,7 +617,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
         try:
             _ingest_all(store_root, sources, opts, hosts, priors, results, progress)
         except stop.Interrupted as e:
-            _stopped(store, sources, results, e)
+            _stopped(store, sources, results, before, e)
             raise
         order = {s.path: i for i, s in enumerate(sources)}
         results.sort(key=lambda r: order.get(r.path, 0))
@@ -628,12 +629,17 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
         lock.close()
 
 
-def _stopped(store: Store, sources: list[Source], results: list[FileResult], e: stop.Interrupted) -> None:
+def _stopped(store: Store, sources: list[Source], results: list[FileResult], before: set[str],
+             e: stop.Interrupted) -> None:
     """After a signal: the commit under way ends, the inputs being written are removed from .tmp,
-    and `e` says what was committed and what was not."""
+    and `e` says what was committed and what was not (by the store's folders: an input finished
+    on a thread or in a worker as the signal came is committed with no result here)."""
     stop.settle()
     store.clear_tmp()
     done = {r.path for r in results}
+    new = [str(store.data / k / f) for k in store.committed() - before
+           for f in os.listdir(store.data / k) if f.startswith("files-")]
+    done |= {r["path"] for r in grown.files_rows(new)}
     e.total, e.done = len(sources), len(done)
     e.not_done = [s.path for s in sources if s.path not in done]
 
