@@ -160,10 +160,12 @@ def _interrupted(e) -> None:
     import os
 
     from forensics.core.text import escape_control
+    from forensics.ingest import stop
 
     click.echo("forensics: " + escape_control(e.line()), err=True)
     sys.stdout.flush()
     sys.stderr.flush()
+    stop.end_fork_server()
     os._exit(e.exit_code)
 
 

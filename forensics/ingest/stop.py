@@ -111,6 +111,19 @@ def handling():
         _stop.clear()  # a later ingest in this process starts afresh
 
 
+def end_fork_server() -> None:
+    """Kill multiprocessing's fork server now, rather than let it wind down after this process
+    (its workers are gone already; it would otherwise hold the terminal's pipes a moment longer)."""
+    try:
+        from multiprocessing import forkserver
+
+        pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+    except (ImportError, OSError):
+        pass
+
+
 def worker_init(parent: int) -> None:
     """A pool worker's setup: SIGINT left to the parent, and death with the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
