@@ -239,3 +239,22 @@ def test_a_grown_claude_code_transcript_gives_each_turn_once(tmp_path):
     assert before >= 1 and turns["n"][0] == turns["d"][0] == before + 1
     assert sql(store, "SELECT count(*) n FROM files WHERE status = 'ingested'")["n"][0] == 1
     assert _pieces(store)["grown"].to_list() == ["replaced"]
+
+
+def test_a_store_without_its_list_of_pieces_still_finds_them(tmp_path):
+    """A store written before pieces were listed by path: its files rows are read once."""
+    import shutil
+
+    log = tmp_path / "decode-0.log"
+    log.write_text(stats(0, 100))
+    store = tmp_path / "s"
+    ingest_paths([log], store)
+    shutil.rmtree(store / "pieces")
+    _append(log, stats(100, 20))
+    ingest_paths([log], store)
+    assert (store / "pieces").is_dir()
+    _append(log, stats(120, 5))
+    ingest_paths([log], store)
+    _no_duplicate_lines(store)
+    assert _pieces(store)["grown"].to_list() == [None, "appended", "appended"]
+    assert sql(store, "SELECT count(*) n FROM batches")["n"][0] == 125 == _wc_l(log)

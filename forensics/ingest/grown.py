@@ -79,13 +79,42 @@ class Growth:
     cut: str | None  # a compressed stream that ends early: why
 
 
+# The committed pieces of a file are found by its path and host without reading every input's
+# files row (a store of many inputs took seconds a file): <store>/pieces/<hash of path and host>
+# lists the folders its pieces were committed in. A folder is listed before its rename into data/,
+# so a listed folder that is not in data/ was never committed (or was replaced), and every
+# committed one is listed.
+PIECES = "pieces"
+
+
+def _hint_file(store, path: str, host: str):
+    return store.root / PIECES / hashlib.sha256(f"{path}\0{host}".encode()).hexdigest()[:32]
+
+
+def note(store, path: str, host: str, key: str) -> None:
+    """List `key` as a folder of a piece of `path` (before it is committed)."""
+    f = _hint_file(store, path, host)
+    f.parent.mkdir(exist_ok=True)
+    with open(f, "a") as fh:
+        fh.write(key + "\n")
+
+
 def committed(store, sources: list[Source], hosts: dict[str, str]) -> dict[str, Prior]:
     """The committed pieces of each plain file among `sources`, by path (same path, same host)."""
     plain = {s.path for s in sources
              if s.member is None and not s.special and s.size is not None and not os.path.isdir(s.fs_path)}
-    files = store.table_files("files")
-    if not plain or not files:
+    if not plain or not store.data.is_dir():
         return {}
+    if not (store.root / PIECES).is_dir():
+        files = _listed_before_pieces(store, plain, hosts)
+    else:
+        files = []
+        for path in sorted(plain):
+            try:
+                keys = set(_hint_file(store, path, hosts[path]).read_text().split())
+            except OSError:
+                continue
+            files += [str(f) for k in sorted(keys) for f in (store.data / k).glob("files-*.parquet")]
     by_path: dict[str, list[tuple[object, Piece]]] = {}
     for r in files_rows(files):
         path = r.get("path")
@@ -117,6 +146,25 @@ def committed(store, sources: list[Source], hosts: dict[str, str]) -> dict[str, 
     return out
 
 
+def _listed_before_pieces(store, plain: set[str], hosts: dict[str, str]) -> list[str]:
+    """A store written before pieces were listed: every files row is read once, and the pieces of
+    the plain files listed from then on."""
+    files = store.table_files("files")
+    found = []
+    for r in files_rows(files):
+        if r.get("status") != "ingested" or r.get("path") not in plain:
+            continue
+        try:
+            given = (json.loads(r.get("resume_state") or "{}") or {}).get("host", r.get("host"))
+        except (ValueError, AttributeError):
+            given = r.get("host")
+        if given == hosts[r["path"]]:
+            note(store, r["path"], given, r["_key"])
+            found.append(r["_file"])
+    (store.root / PIECES).mkdir(exist_ok=True)
+    return found
+
+
 def files_rows(files: list[str]) -> list[dict]:
     """Every files row with the folder it is in (`_key`); a file that cannot be read is passed over."""
     import pyarrow.parquet as pq
@@ -126,12 +174,13 @@ def files_rows(files: list[str]) -> list[dict]:
     rows = []
     for f in files:
         try:
-            t = pq.read_table(f, columns=[c for c in want if c in pq.read_schema(f).names])
+            pf = pq.ParquetFile(f)
+            t = pf.read(columns=[c for c in want if c in pf.schema_arrow.names], use_threads=False)
         except Exception:  # a damaged file is `forensics verify`'s to name; it holds no piece here
             continue
         key = os.path.basename(os.path.dirname(f))
         for r in t.to_pylist():
-            r["_key"] = key
+            r["_key"], r["_file"] = key, f
             rows.append(r)
     return rows
 

@@ -360,7 +360,8 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
             return failed(e)
         try:
             return _commit(store, writer, res, ctx, parser.name, src.path, sha, nbytes, opts, started, extent,
-                           growth.replaces.key if growth and growth.replaces else None)
+                           growth.replaces.key if growth and growth.replaces else None,
+                           host if src.member is None and not is_dir else None)
         except stop.Interrupted:
             writer.abort()
             raise
@@ -453,8 +454,8 @@ def _record_failed(store: Store, src: Source, opts: Options, host: str, fmt: str
 
 
 def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path: str, sha: str, nbytes: int,
-            opts: Options, started: dt.datetime, extent: dict | None = None, replaces: str | None = None
-            ) -> FileResult:
+            opts: Options, started: dt.datetime, extent: dict | None = None, replaces: str | None = None,
+            listed: str | None = None) -> FileResult:
     """The files row, then the input's parts under their content key, committed (or a duplicate);
     in place of the committed piece `replaces` for a grown file re-read from that piece."""
     res.host, res.role = ctx.inferred_host or ctx.host, ctx.role or ctx.inferred_role
@@ -474,6 +475,8 @@ def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path:
     keyed = store.tmp / f"{final_key}.{os.getpid()}"
     os.replace(writer.dir, keyed)
     writer.dir, writer.key = keyed, final_key
+    if listed is not None:  # a plain file, which may grow: its pieces are found by path and host
+        grown.note(store, path, listed, final_key)
     with stop.committing():
         fresh = writer.replace(replaces) if replaces else writer.commit()
         res.status = "ingested" if fresh else "duplicate"
