@@ -600,26 +600,14 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
         raise UsageError(f"--role must be prefill, decode or unified, not {opts.role!r}")
     store = Store(store_root)
     lock = store.lock()
+    sources: list[Source] = []
+    results: list[FileResult] = []
     try:
         store.clear_tmp()
-        dir_claim = _dir_claimer()
-        sources: list[Source] = []
-        for item in discover(paths, dir_claim, spool=str(store.tmp / "archives"), skip=(store_root,)):
-            if isinstance(item, tuple):
-                d, _fmt = item
-                sources.append(Source(path=d, fs_path=d))
-            else:
-                sources.append(item)
-        hosts = {s.path: opts.host or default_host(s.path, paths, s.member) for s in sources}
-        priors = grown.committed(store, sources, hosts)
         before = store.committed()
-        total = sum(s.size or 0 for s in sources)
-        if progress:
-            progress.start(total, len(sources))
-        results: list[FileResult] = []
         try:
-            _ingest_all(store_root, sources, opts, hosts, priors, results, progress)
-        except stop.Interrupted as e:
+            _find_and_ingest(paths, store, opts, sources, results, progress)
+        except stop.Interrupted as e:  # a signal while inputs were found, hashed or parsed
             _stopped(store, sources, results, before, e)
             raise
         order = {s.path: i for i, s in enumerate(sources)}
@@ -630,6 +618,23 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
 
         shutil.rmtree(store.tmp / "archives", ignore_errors=True)
         lock.close()
+
+
+def _find_and_ingest(paths: list[str], store: Store, opts: Options, sources: list[Source],
+                     results: list[FileResult], progress) -> None:
+    """The inputs under `paths` into `sources`, then each into the store, its result into `results`."""
+    dir_claim = _dir_claimer()
+    for item in discover(paths, dir_claim, spool=str(store.tmp / "archives"), skip=(str(store.root),)):
+        if isinstance(item, tuple):
+            d, _fmt = item
+            sources.append(Source(path=d, fs_path=d))
+        else:
+            sources.append(item)
+    hosts = {s.path: opts.host or default_host(s.path, paths, s.member) for s in sources}
+    priors = grown.committed(store, sources, hosts)
+    if progress:
+        progress.start(sum(s.size or 0 for s in sources), len(sources))
+    _ingest_all(str(store.root), sources, opts, hosts, priors, results, progress)
 
 
 def _stopped(store: Store, sources: list[Source], results: list[FileResult], before: set[str],
