@@ -83,8 +83,8 @@ def settle() -> None:
 
 def _handler(signum, frame) -> None:
     global _signum, _pending
-    if _stop.is_set() and signum == signal.SIGINT and _signum == signal.SIGINT:
-        return  # a second Ctrl-C while stopping: the stop is under way
+    if _stop.is_set():
+        return  # a second signal while stopping: the stop is under way, its cleanup is not cut short
     _signum = _signum or signum
     _stop.set()
     if _held_by_main:
