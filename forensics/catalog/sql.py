@@ -417,13 +417,12 @@ def query_error(e: duckdb.Error, sql: str, shown: str, source: str | None = None
         hints[-1] = (hints[-1] + " " + "; ".join(items[:_HINT_ITEMS]) + (f"; +{more} more" if more > 0 else ""))
     if hints:
         what = what + " " + " ".join(hints)
-    file = line = None
-    text = shown
+    file, line, text = source, None, shown
     if at is not None:
         line, text = at
-        if source is not None or "\n" in sql.strip():
-            file = source or "SQL"
-        else:
+        if source is None and "\n" in sql.strip():
+            file = "SQL"
+        elif source is None:
             line = None
     return QueryError(what, file=file, line=line, text=text, help=_help_for(e, what))
 

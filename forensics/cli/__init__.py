@@ -239,7 +239,7 @@ def _sql_text(query, sql_file) -> tuple[str, str | None]:
         except (OSError, UnicodeDecodeError) as e:
             raise UsageError(f"cannot read -f {path}: {getattr(e, 'strerror', None) or e}",
                              help="give a readable UTF-8 file of SQL") from None
-    if not text.strip():
+    if not any(ln.strip() and not ln.strip().startswith("--") for ln in text.splitlines()):
         raise UsageError(f"no SQL in {source}", help="the file or stdin holds no statement")
     return text, source
 

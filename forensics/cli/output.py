@@ -23,17 +23,17 @@ STDOUT = "-"
 def table_options(f):
     """--max-width and --wide: how a table for a person is cut to the terminal (reports.render.TABLE)."""
 
+    # set on every run, given or not: one process may run several commands (tests, a library caller)
     def set_width(ctx, param, value):
         from forensics.reports import render
 
-        if value is not None:
-            render.TABLE.max_width = value
+        render.TABLE.max_width = value
         return value
 
     def set_wide(ctx, param, value):
         from forensics.reports import render
 
-        render.TABLE.wide = render.TABLE.wide or value
+        render.TABLE.wide = bool(value)
         return value
 
     f = click.option("--wide", is_flag=True, expose_value=False, callback=set_wide,
