@@ -354,7 +354,7 @@ def tables(table, fmt):
             click.echo(f"\n{n}{' (view)' if t.view else ''}: {t.doc}")
         elif fmt == "markdown":
             click.echo(f"\n### `{n}`\n\n{t.doc}\n")
-        render(df, fmt)
+        render(df, fmt, wrap=frozenset({"meaning"}))
 
 
 @main.command()

@@ -108,8 +108,9 @@ def flat(df: pl.DataFrame) -> pl.DataFrame:
         for c in nested)
 
 
-def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None) -> None:
-    """Write `df` as `fmt` to the text stream `out` (parquet: use write_parquet, it is not text)."""
+def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None, wrap: frozenset[str] = frozenset()) -> None:
+    """Write `df` as `fmt` to the text stream `out` (parquet: use write_parquet, it is not text); `wrap`: table
+    columns whose text folds onto more lines instead of being cut."""
     out = out or sys.stdout
     if fmt == "csv":
         out.write(csv_text(df))
@@ -124,7 +125,7 @@ def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None) -> No
     elif fmt in BINARY:
         raise ValueError(f"{fmt} is written to a file (write_parquet)")
     else:
-        table(df, out, title=title)
+        table(df, out, title=title, wrap=wrap)
 
 
 def write_parquet(df: pl.DataFrame, path: str) -> None:
@@ -147,10 +148,10 @@ def table_width(out) -> int | None:
     return int(cols) if cols.isdigit() and int(cols) > 0 else 120
 
 
-def table(df: pl.DataFrame, out=None, title: str | None = None) -> None:
+def table(df: pl.DataFrame, out=None, title: str | None = None, wrap: frozenset[str] = frozenset()) -> None:
     """`df` as a table a person reads (print_table); lists shortened unless --wide."""
     cells = [[_cell(v, whole=TABLE.wide) for v in row] for row in df.iter_rows()]
-    print_table(out or sys.stdout, df.columns, cells, title=title, n_rows=df.height)
+    print_table(out or sys.stdout, df.columns, cells, title=title, n_rows=df.height, wrap=wrap)
 
 
 # a cell wider than this is cut while other columns are left out for lack of room; a column holding
@@ -162,13 +163,14 @@ FOLD_COL = 24
 
 def print_table(out, headers: list[str], rows: list[list], *, title: str | None = None, styles=None,
                 wrap: frozenset[str] = frozenset(), n_rows: int | None = None, show_lines: bool = False,
-                ends: bool = True) -> None:
+                ends: bool = True, first: tuple[str, ...] = ()) -> None:
     """Rows of cells (str, or rich Text for styled ones) as a box table no wider than table_width(out).
 
     As DuckDB's duckbox does: cells too long are cut with `…`, and when even cut columns do not fit,
     columns from the middle are left out (the first and last kept), a `…` column stands for them, and a
     line below says how many (`ends=False`: columns are kept from the left, for reports whose columns
-    are in order of importance). Columns in `wrap` fold their text onto more lines instead of cutting it.
+    are in order of importance; `first`: columns kept before any other). Columns in `wrap` fold their text
+    onto more lines instead of cutting it.
     `styles`: one rich style (or None) per row. Nothing in a cell is read as markup or an emoji code.
     """
     from rich.cells import cell_len
@@ -185,7 +187,8 @@ def print_table(out, headers: list[str], rows: list[list], *, title: str | None 
     keep = list(range(n))
     widths = list(natural)
     if limit is not None:
-        keep, widths = _fit(natural, [h in wrap for h in headers], limit, ends)
+        keep, widths = _fit(natural, [h in wrap for h in headers], limit, ends,
+                            [headers.index(h) for h in first if h in headers])
     t = Table(title=None if title is None else rich_text(title), header_style="bold", show_lines=show_lines,
               collapse_padding=False)
     hidden = n - len(keep)
@@ -218,21 +221,25 @@ def _split(keep: list[int]) -> int:
     return next((p for p, (a, b) in enumerate(zip(keep, keep[1:]), 1) if b != a + 1), len(keep))
 
 
-def _fit(natural: list[int], folds: list[bool], limit: int, ends: bool = True) -> tuple[list[int], list[int]]:
+def _fit(natural: list[int], folds: list[bool], limit: int, ends: bool = True,
+         first: list[int] | None = None) -> tuple[list[int], list[int]]:
     """Which columns fit in `limit` characters and how wide each is.
 
     Each column asks for its widest cell, at most MAX_COL; columns are taken from both ends inwards
     while they fit (the first and last kept, a 4-character `…` column for the rest); the room left
-    over goes back to the columns that were cut, left first. A folding column asks for FOLD_COL at most.
+    over goes back to the columns that were cut, folding ones first (the longest text first), then from the left. A folding column
+    asks for FOLD_COL at most.
     """
     n = len(natural)
     ask = [min(w, FOLD_COL if f else MAX_COL) for w, f in zip(natural, folds)]
-    order = (list(dict.fromkeys(x for pair in zip(range(n), reversed(range(n))) for x in pair)) if ends
-             else list(range(n)))
+    order = list(dict.fromkeys([*(first or []), *(x for pair in zip(range(n), reversed(range(n))) for x in pair)]
+                               if ends else [*(first or []), *range(n)]))
     keep: list[int] = []
     for i in order:
         mark = 4 if len(keep) + 1 < n else 0
         if keep and sum(ask[j] + 3 for j in keep) + ask[i] + 3 + 1 + mark > limit:
+            if i in (first or []):
+                continue
             break
         keep.append(i)
     keep.sort()
@@ -241,7 +248,8 @@ def _fit(natural: list[int], folds: list[bool], limit: int, ends: bool = True) -
     if sum(widths) > room:  # one column alone is too wide: cut it to the room
         widths = [max(1, room - sum(widths[1:]))] + widths[1:]
     spare = room - sum(widths)
-    for p, i in enumerate(keep):
+    # folding columns hold the text a table is read for (evidence, meaning): they widen first
+    for p, i in sorted(enumerate(keep), key=lambda pi: (not folds[pi[1]], -natural[pi[1]] if folds[pi[1]] else 0)):
         if spare <= 0:
             break
         add = min(spare, natural[i] - widths[p])

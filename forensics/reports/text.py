@@ -379,4 +379,5 @@ def print_replies(df: pl.DataFrame, out=None) -> None:
                 cells.append(_cell(v))
         rows.append(cells)
     # the evidence is what a reader came for: it wraps, whole, where other cells are cut
-    print_table(out or sys.stdout, df.columns, rows, wrap=frozenset({"evidence"}), show_lines=True)
+    print_table(out or sys.stdout, df.columns, rows, wrap=frozenset({"evidence", "session_id", "turn_id"}),
+                show_lines=True, first=("t_end", "corruption_class", "evidence", "session_id", "turn_id"))
