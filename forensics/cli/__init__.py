@@ -455,7 +455,7 @@ def room(room, store, fmt, redact):
     _echo_head(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", fmt)
     for line in [*story.clock_warnings, *summary_lines(story)]:
         _echo_head(line, fmt)
-    render(story.timeline, fmt)
+    render(story.timeline, fmt, first=("ts", "host", "what", "failure", "detail"))
     _say_redacted(red)
 
 

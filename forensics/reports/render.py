@@ -108,9 +108,10 @@ def flat(df: pl.DataFrame) -> pl.DataFrame:
         for c in nested)
 
 
-def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None, wrap: frozenset[str] = frozenset()) -> None:
-    """Write `df` as `fmt` to the text stream `out` (parquet: use write_parquet, it is not text); `wrap`: table
-    columns whose text folds onto more lines instead of being cut."""
+def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None, wrap: frozenset[str] = frozenset(),
+           first: tuple[str, ...] = ()) -> None:
+    """Write `df` as `fmt` to the text stream `out` (parquet: use write_parquet, it is not text). For a table,
+    `wrap`: columns whose text folds onto more lines instead of being cut; `first`: columns kept before others."""
     out = out or sys.stdout
     if fmt == "csv":
         out.write(csv_text(df))
@@ -125,7 +126,7 @@ def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None, wrap:
     elif fmt in BINARY:
         raise ValueError(f"{fmt} is written to a file (write_parquet)")
     else:
-        table(df, out, title=title, wrap=wrap)
+        table(df, out, title=title, wrap=wrap, first=first)
 
 
 def write_parquet(df: pl.DataFrame, path: str) -> None:
@@ -148,10 +149,11 @@ def table_width(out) -> int | None:
     return int(cols) if cols.isdigit() and int(cols) > 0 else 120
 
 
-def table(df: pl.DataFrame, out=None, title: str | None = None, wrap: frozenset[str] = frozenset()) -> None:
+def table(df: pl.DataFrame, out=None, title: str | None = None, wrap: frozenset[str] = frozenset(),
+          first: tuple[str, ...] = ()) -> None:
     """`df` as a table a person reads (print_table); lists shortened unless --wide."""
     cells = [[_cell(v, whole=TABLE.wide) for v in row] for row in df.iter_rows()]
-    print_table(out or sys.stdout, df.columns, cells, title=title, n_rows=df.height, wrap=wrap)
+    print_table(out or sys.stdout, df.columns, cells, title=title, n_rows=df.height, wrap=wrap, first=first)
 
 
 # a cell wider than this is cut while other columns are left out for lack of room; a column holding
