@@ -66,6 +66,38 @@ def sample_store(path) -> str:
     return str(path)
 
 
+# CLI snapshots (tests/golden/cli/<name>.txt): args, exit code, stdout and stderr together, the
+# store's path written STORE; run on the store of sample_store
+CLI_SNAPSHOTS = {
+    f"sql-{what}-{width}": [*args, "--max-width", str(width)]
+    for width in (100, 160)
+    for what, args in {
+        "rooms": ["sql", "SELECT * FROM rooms ORDER BY bootstrap_room LIMIT 4"],
+        "abort-storms": ["sql", "-f", "queries/abort_storms.sql"],
+    }.items()
+} | {f"query-wedges-{width}": ["query", "run", "wedges", "--max-width", str(width)] for width in (100, 160)}
+
+
+def cli_snapshot(store, args: list[str]) -> str:
+    """One CLI run as a snapshot: its args, exit code, stdout and stderr, the store's path normalised."""
+    import os
+
+    from click.testing import CliRunner
+
+    from forensics.cli import main as cli
+    from forensics.reports import render
+
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        r = CliRunner(env={"COLUMNS": None, "TZ": "UTC"}).invoke(cli, [*args, "--store", str(store)])
+    finally:
+        os.chdir(cwd)
+        render.TABLE.max_width, render.TABLE.wide = None, False
+    text = (f"args: {' '.join(args)}\nexit: {r.exit_code}\n--- stdout\n{r.stdout}--- stderr\n{r.stderr}")
+    return text.replace(str(store), "STORE")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--update", action="store_true", help="rewrite the golden files")
@@ -79,6 +111,11 @@ def main() -> None:
                 p = GOLDEN / "queries" / f"{name}.csv"
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(query_snapshot(store, name)["csv"])
+                print(f"wrote {p.relative_to(ROOT)}")
+            for name, argv in CLI_SNAPSHOTS.items():
+                p = GOLDEN / "cli" / f"{name}.txt"
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(cli_snapshot(store, argv))
                 print(f"wrote {p.relative_to(ROOT)}")
     for case in CASES:
         for table, text in snapshot(case).items():

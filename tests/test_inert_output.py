@@ -177,7 +177,9 @@ def test_ingest_output_is_inert(hostile):
     assert_terminal_safe(r.output, "ingest")
 
 
-TEXT_FORMATS = ("table", "csv", "json", "markdown")
+TEXT_FORMATS = ("table", "csv", "tsv", "json", "jsonl", "markdown")
+# the commands whose formats are only these
+REPORT_FORMATS = ("table", "csv", "json", "markdown")
 
 
 def _numeric(table: str) -> set[str]:
@@ -186,11 +188,29 @@ def _numeric(table: str) -> set[str]:
     return {c.name for c in schema.TABLES[table].columns if c.dtype.is_numeric()}
 
 
+def assert_tsv_inert(out: str, what: str, numeric: set[str] = frozenset()) -> None:
+    """One row a line, as many cells in each; no cell a spreadsheet would run (the same rule as CSV)."""
+    lines = out.splitlines()
+    header = lines[0].split("\t") if lines else []
+    for line in lines[1:]:
+        cells = line.split("\t")
+        assert len(cells) == len(header), why(f"{what}: a TSV row of {len(cells)} cells under {len(header)}")
+        for name, cell in zip(header, cells):
+            if cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
+                assert name in numeric and re.fullmatch(r"-?\d+(\.\d+)?(e[+-]?\d+)?", cell), \
+                    why(f"{what}: TSV cell {name}={cell!r} starts a formula")
+
+
 def _check(r, fmt: str, what: str, numeric=frozenset()) -> None:
     """`r`, a command's result: its whole output is terminal-safe, its stdout valid and inert in `fmt`."""
     assert_terminal_safe(r.output, what)
     if fmt == "csv":
         assert_csv_inert(r.stdout, what, numeric)
+    elif fmt == "tsv":
+        assert_tsv_inert(r.stdout, what, numeric)
+    elif fmt == "jsonl":
+        for line in r.stdout.splitlines():
+            json.loads(line)
     elif fmt == "markdown":
         assert_markdown_inert(r.stdout, what)
     elif fmt == "json":
@@ -218,7 +238,7 @@ def test_named_queries(hostile, fmt):
         _check(r, fmt, f"query run {name} --format {fmt}")
 
 
-@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+@pytest.mark.parametrize("fmt", REPORT_FORMATS)
 def test_replies_room_clocks(hostile, fmt):
     s = hostile["store"]
     _check(_invoke("replies", "--store", s, "--format", fmt), fmt, f"replies --format {fmt}", _numeric("replies"))
@@ -226,7 +246,7 @@ def test_replies_room_clocks(hostile, fmt):
     _check(_invoke("clocks", "--store", s, "--format", fmt), fmt, f"clocks --format {fmt}")
 
 
-@pytest.mark.parametrize("fmt", TEXT_FORMATS)
+@pytest.mark.parametrize("fmt", REPORT_FORMATS)
 def test_timeline_text_formats(hostile, fmt):
     _check(_invoke("timeline", "--store", hostile["store"], "--format", fmt, "--bucket", "5s"), fmt,
            f"timeline --format {fmt}", {"replies", "corrupted_rate", "transfers", "aborts", "errors"})

@@ -257,15 +257,21 @@ def _run(probe, args: list[str], redact: bool, monkeypatch, fmt: str) -> str:
     """Everything one command shows: stdout, stderr and the file it writes (the PNG's drawn text)."""
     out = probe["out"] / f"{'-'.join(a for a in args if a.isalnum())[:60]}-{fmt}-{int(redact)}"
     drawn = _texts_drawn(monkeypatch) if fmt == "png" else []
-    file_formats = ("html", "png", "svg", "perfetto")
+    file_formats = ("html", "png", "svg", "perfetto", "parquet")
     argv = [*args, "--store", probe["store"], "--format", fmt, *(["-o", str(out)] if fmt in file_formats else []),
             *(["--redact"] if redact else [])]
     r = CliRunner().invoke(main, argv)
     assert r.exit_code == 0, f"seed {SEED}: {argv} exited {r.exit_code}: {r.output[-2000:]}"
     text = r.stdout + "\n" + r.stderr
     if fmt in file_formats:
-        text += "\n" + (out.read_bytes().decode("latin-1") if fmt == "png" else out.read_text(encoding="utf-8"))
+        text += "\n" + (out.read_bytes().decode("latin-1") if fmt == "png" else
+                        _parquet_text(out) if fmt == "parquet" else out.read_text(encoding="utf-8"))
     return text + "\n".join(drawn)
+
+
+def _parquet_text(path) -> str:
+    """Every value of a Parquet file as text (its bytes are compressed: a secret in them is not findable as is)."""
+    return "\n".join(str(v) for row in pl.read_parquet(path).iter_rows() for v in row)
 
 
 COMMANDS = [
@@ -275,9 +281,9 @@ COMMANDS = [
     (["room", str(ROOM)], ["table", "csv", "json", "markdown"]),
     (["sql", "SELECT path, host, status FROM files ORDER BY path"], ["table", "json"]),
     (["sql", "SELECT host, kind, message, peer, source_file FROM events ORDER BY host, source_file, line_no"],
-     ["table", "csv", "json", "markdown"]),
+     ["table", "csv", "tsv", "json", "jsonl", "markdown", "parquet"]),
     (["sql", "SELECT session_id, turn_id, content, evidence, source_file FROM turns ORDER BY t_start"],
-     ["csv", "markdown"]),
+     ["csv", "tsv", "jsonl", "markdown"]),
     (["sql", "SELECT * FROM unparsed"], ["json"]),
 ]
 

@@ -101,6 +101,12 @@ def parse_header(name: str, text: str) -> Query:
                  params=params, columns=columns, sql=text)
 
 
+def from_text(text: str) -> Query | None:
+    """The documented header of SQL text that opens with one (`-- name: ...`, as queries/*.sql), else None."""
+    m = re.match(r"\s*-- name:\s*(\w+)\s*$", text.lstrip().split("\n", 1)[0])
+    return parse_header(m.group(1), text.lstrip()) if m else None
+
+
 def all_queries() -> dict[str, Query]:
     pkg = resources.files("forensics.queries")
     out = {}

@@ -363,11 +363,13 @@ def _usage_from(e: duckdb.Error, shown: str) -> UsageError | None:
 
 
 def run_sql(store: Store, sql: str, params: dict | None = None, offsets: dict[str, float] | None = None,
-            con: duckdb.DuckDBPyConnection | None = None, materialize: bool = False) -> pl.DataFrame:
+            con: duckdb.DuckDBPyConnection | None = None, materialize: bool = False,
+            source: str | None = None) -> pl.DataFrame:
     """Run `sql` with `params` bound; on a connection of its own unless `con` is given.
 
     The SQL may only read (see the module docstring); `materialize` caches the derived views for
-    the next run (see catalog.connect), before the connection is locked.
+    the next run (see catalog.connect), before the connection is locked. `source` names the file the
+    SQL came from, for the `-->` line of an error.
     """
     own = con is None
     if own:
@@ -384,8 +386,67 @@ def run_sql(store: Store, sql: str, params: dict | None = None, offsets: dict[st
         usage = _usage_from(e, shown)
         if usage is not None:
             raise usage from None
-        first = str(e).strip().splitlines()[0]
-        raise QueryError(first, text=shown, help="`forensics tables` lists the tables and their columns") from None
+        raise query_error(e, sql, shown, source) from None
     finally:
         if own:
             con.close()
+
+
+_LINE = re.compile(r"^LINE (\d+): ?(.*)$")
+_MISSING_PARAMS = re.compile(r"Values were not provided for the following (?:prepared statement )?parameters: (.+)")
+# a hint DuckDB lists one item a line under (candidate functions): this many are kept
+_HINT_ITEMS = 3
+_TABLES_HELP = "`forensics tables` lists the tables and views"
+
+
+def query_error(e: duckdb.Error, sql: str, shown: str, source: str | None = None) -> QueryError:
+    """DuckDB's error with its hints (`Did you mean "replies"?`, candidate bindings) on the error line,
+    the line it points at, and a help line that fits the kind of error."""
+    lines = str(e).strip().splitlines()
+    what, hints, items, at = lines[0].strip(), [], [], None
+    for ln in lines[1:]:
+        m = _LINE.match(ln)
+        if m:
+            at = int(m.group(1)), m.group(2)
+        elif ln.startswith("\t") and hints:
+            items.append(ln.strip())
+        elif ln.strip() and not set(ln.strip()) <= {"^"}:
+            hints.append(ln.strip())
+    if items:
+        more = len(items) - _HINT_ITEMS
+        hints[-1] = (hints[-1] + " " + "; ".join(items[:_HINT_ITEMS]) + (f"; +{more} more" if more > 0 else ""))
+    if hints:
+        what = what + " " + " ".join(hints)
+    file, line, text = source, None, shown
+    if at is not None:
+        line, text = at
+        if source is None and "\n" in sql.strip():
+            file = "SQL"
+        elif source is None:
+            line = None
+    return QueryError(what, file=file, line=line, text=text, help=_help_for(e, what))
+
+
+def _help_for(e: duckdb.Error, what: str) -> str:
+    if isinstance(e, duckdb.ParserException):
+        return ("the SQL is not valid DuckDB SQL near the text shown; `forensics query show NAME` prints "
+                "working queries (`forensics query list` names them)")
+    m = _MISSING_PARAMS.search(what)
+    if m:
+        names = [n.strip() for n in m.group(1).split(",")]
+        return "bind each with -p: " + " ".join(f"-p {n}=VALUE" for n in names)
+    if isinstance(e, duckdb.CatalogException):
+        if re.search(r"\b(Table|View)\b", what):
+            return _TABLES_HELP
+        if "Function" in what:
+            return "SELECT function_name FROM duckdb_functions() lists the functions"
+        return _TABLES_HELP
+    if isinstance(e, duckdb.BinderException) and "not found in FROM clause" in what:
+        return "`forensics tables TABLE` lists a table's columns"
+    if isinstance(e, (duckdb.BinderException, duckdb.ConversionException)) and re.search(
+            r"cast|convert", what, re.I):
+        return ("cast with CAST(x AS TYPE) or x::TYPE; -p binds a whole number as an integer, a decimal as a "
+                "double, and -p NAME:str=VALUE as text")
+    if isinstance(e, duckdb.BinderException):
+        return "`forensics tables TABLE` lists a table's columns and their types"
+    return "the query ran but DuckDB stopped it; the message says why"

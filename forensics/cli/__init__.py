@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from forensics.cli.output import output_format, table_options, write_file, write_text
 from forensics.core import runtime
 
 EXIT_FAILED = 1  # a failed run; usage errors exit 2 (ForensicsError.exit_code)
@@ -27,9 +28,36 @@ def format_option(choices=("table", "csv", "json", "markdown"), default="table")
                         help="Output format.")
 
 
+RESULT_FORMATS = ("table", "csv", "tsv", "json", "jsonl", "markdown", "parquet")
+
+
 def param_option(f):
-    return click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE",
-                        help="Bind a parameter, $NAME in the SQL (repeatable); never pasted into the text.")(f)
+    return click.option("-p", "--param", "params", multiple=True, metavar="NAME[:TYPE]=VALUE",
+                        help="Bind a parameter, $NAME in the SQL (repeatable); never pasted into the text. "
+                             "A whole number binds as an integer, a decimal as a double, anything else as "
+                             "text; NAME:str= (or :int, :float, :bool) says which.")(f)
+
+
+class SqlCommand(click.Command):
+    """A command whose argument is SQL: SQL that opens with a `--` comment is the argument, not an option."""
+
+    def parse_args(self, ctx, args):
+        import re
+
+        valued = {o for p in self.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
+        out = []
+        for i, a in enumerate(args):
+            if a == "--":
+                out.extend(args[i:])
+                break
+            # an option is `--name` or `--name=value`; a comment has a space or line after its `--`
+            sql = a.startswith("--") and not re.fullmatch(r"--[A-Za-z0-9][\w-]*(=.*)?", a, re.S)
+            if sql and not (out and out[-1] in valued) and "--" not in args[i + 1:]:
+                # the options after it are still read; the SQL goes after `--`, where nothing is an option
+                out.extend([*args[i + 1:], "--", a])
+                break
+            out.append(a)
+        return super().parse_args(ctx, out)
 
 
 def redact_option(f):
@@ -170,37 +198,90 @@ def _interrupted(e) -> None:
 
 
 def result_output(f):
-    return click.option("-o", "--output", type=click.Path(dir_okay=False),
-                        help="Write the result to this file (outside the store) instead of stdout.")(f)
+    return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
+                        help="Write the result to this file (outside the store); its extension (.csv .tsv .json "
+                             ".jsonl .md .parquet) chooses the format; - is stdout.")(f)
 
 
-@main.command()
-@click.argument("query")
+@main.command(cls=SqlCommand)
+@click.argument("query", required=False)
+@click.option("-f", "--file", "sql_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Read the SQL from this file (- is stdin).")
 @store_option
-@format_option()
+@format_option(RESULT_FORMATS)
 @param_option
 @result_output
+@table_options
 @redact_option
 @handled
-def sql(query, store, fmt, params, output, redact):
+def sql(query, sql_file, store, fmt, params, output, redact):
     """Run read-only SQL over the store; every table is a view of the same name.
+
+    The SQL is QUERY, or the file -f FILE, or stdin (QUERY `-`, or nothing on a pipe). A documented
+    header (as in queries/*.sql) gives its parameters' types and defaults.
 
     SELECT (WITH, PIVOT, DESCRIBE, ...), SET VARIABLE and CREATE TEMP TABLE|VIEW|MACRO run; statements
     that change the store or settings, COPY, ATTACH, LOAD and files outside the store are refused.
     """
     from forensics.analysis import verdicts
+    from forensics.catalog import named
     from forensics.catalog.sql import run_sql
     from forensics.ingest.store import Store
-    from forensics.reports.render import render
 
+    text, source = _sql_text(query, sql_file)
+    fmt = output_format(fmt, output, RESULT_FORMATS, "sql")
     _outside_store(output, store)
+    header = named.from_text(text)
+    values = header.bind(_params(params, typed=False)) if header else _params(params)
     verdicts.ensure(Store(store))
-    df = run_sql(Store(store), query, _params(params))
+    df = run_sql(Store(store), text, values, source=source)
     red = _redactor(redact, Store(store))
     if red:
         df = red.value(df)
-    _write(output, lambda out: render(df, fmt, out))
+    _write_result(df, fmt, output)
     _say_redacted(red)
+
+
+def _sql_text(query, sql_file) -> tuple[str, str | None]:
+    """The SQL and the file it came from: QUERY, -f FILE, or stdin (`-`, or no QUERY on a pipe)."""
+    from forensics.core.errors import UsageError
+
+    if query is not None and sql_file is not None:
+        raise UsageError("give the SQL once: as QUERY or as -f FILE", help="drop one of them")
+    if sql_file is None and query is None and sys.stdin.isatty():
+        raise UsageError("no SQL given", help='forensics sql "SELECT ...", forensics sql -f FILE.sql, or pipe it '
+                                              "into `forensics sql -`")
+    if sql_file is None and query not in (None, "-"):
+        return query, None
+    path = sql_file or "-"
+    if path == "-":
+        text, source = sys.stdin.read(), "stdin"
+    else:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text, source = f.read(), path
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"cannot read -f {path}: {getattr(e, 'strerror', None) or e}",
+                             help="give a readable UTF-8 file of SQL") from None
+    if not any(ln.strip() and not ln.strip().startswith("--") for ln in text.splitlines()):
+        raise UsageError(f"no SQL in {source}", help="the file or stdin holds no statement")
+    return text, source
+
+
+def _write_result(df, fmt, output) -> None:
+    """A result frame written as `fmt` to `output` (stdout when None or -): Parquet only to a file or a pipe."""
+    from forensics.core.errors import UsageError
+    from forensics.reports.render import BINARY, render, write_parquet
+
+    if fmt in BINARY:
+        if not output:
+            raise UsageError(f"--format {fmt} writes a file", help=f"add -o FILE.{fmt} (or -o - into a pipe)")
+        from forensics.cli.output import binary_to_stdout
+
+        binary_to_stdout(fmt, output)
+        write_file(output, lambda path: write_parquet(df, path))
+        return
+    write_text(output, lambda out: render(df, fmt, out))
 
 
 def _outside_store(output, store) -> None:
@@ -209,7 +290,7 @@ def _outside_store(output, store) -> None:
 
     from forensics.core.errors import UsageError
 
-    if output and os.path.commonpath([os.path.realpath(output), os.path.realpath(store)]) == os.path.realpath(store):
+    if output and output != "-" and os.path.commonpath([os.path.realpath(output), os.path.realpath(store)]) == os.path.realpath(store):
         raise UsageError(f"-o {output} is inside the store {store}", help="write the result outside the store folder")
 
 
@@ -226,21 +307,47 @@ def _echo_head(line: str, fmt: str) -> None:
     click.echo(head_line(line, fmt), err=fmt in ("csv", "json"))
 
 
-def _params(items) -> dict:
+_PARAM_TYPES = {"str": str, "text": str, "varchar": str, "int": int, "integer": int, "bigint": int,
+                "float": float, "double": float, "bool": "bool", "boolean": "bool"}
+
+
+def _params(items, typed: bool = True) -> dict:
+    """-p NAME[:TYPE]=VALUE as bound values. Untyped, a whole number is an int, a decimal a float and the
+    rest text (as DuckDB's and sqlite's shells guess); `typed=False` keeps untyped values text, for
+    queries whose header declares the types."""
+    import re
+
     from forensics.core.errors import UsageError
 
     out = {}
     for item in items:
         k, sep, v = item.partition("=")
-        if not sep or not k:
-            raise UsageError(f"-p wants NAME=VALUE, got {item!r}")
-        out[k] = v
+        name, colon, kind = k.partition(":")
+        if not sep or not name:
+            raise UsageError(f"-p wants NAME=VALUE, got {item!r}", help="e.g. -p n=41, -p host:str=decode-0")
+        if colon and kind.lower() not in _PARAM_TYPES:
+            raise UsageError(f"-p {k}: no type {kind!r}", help="types: str, int, float, bool")
+        conv = _PARAM_TYPES[kind.lower()] if colon else None
+        if conv is None and typed:
+            conv = (int if re.fullmatch(r"[+-]?\d+", v) else
+                    float if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", v) else str)
+        try:
+            if conv == "bool":
+                if v.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                    raise ValueError(v)
+                out[name] = v.lower() in ("true", "1", "yes", "on")
+            else:
+                out[name] = conv(v) if conv else v
+        except ValueError:
+            raise UsageError(f"-p {k}={v}: {v!r} is not a {kind}", help=f"give a {kind}, or -p {name}:str=VALUE") \
+                from None
     return out
 
 
 @main.command()
 @click.argument("table", required=False)
 @format_option(("table", "markdown", "json"))
+@table_options
 @handled
 def tables(table, fmt):
     """Print the schema reference: every table and column with its meaning."""
@@ -254,6 +361,15 @@ def tables(table, fmt):
     names = [table] if table else list(schema.TABLES)
     if table and table not in schema.TABLES:
         raise UsageError(f"no table {table!r}", help="known tables: " + ", ".join(schema.TABLES))
+    if fmt == "json":
+        from forensics.reports.render import dumps_json
+
+        # one document: a reader parses it at once (several arrays back to back are not JSON)
+        click.echo(dumps_json({"kind": "forensics.tables", "version": 1, "tables": [
+            {"name": n, "view": schema.TABLES[n].view, "doc": schema.TABLES[n].doc,
+             "columns": [{"column": c.name, "type": duck_type(c.dtype), "meaning": c.doc}
+                         for c in schema.TABLES[n].columns]} for n in names]}))
+        return
     for n in names:
         t = schema.TABLES[n]
         df = pl.DataFrame({"column": [c.name for c in t.columns], "type": [duck_type(c.dtype) for c in t.columns],
@@ -262,7 +378,7 @@ def tables(table, fmt):
             click.echo(f"\n{n}{' (view)' if t.view else ''}: {t.doc}")
         elif fmt == "markdown":
             click.echo(f"\n### `{n}`\n\n{t.doc}\n")
-        render(df, fmt)
+        render(df, fmt, wrap=frozenset({"meaning"}))
 
 
 @main.command()
@@ -281,6 +397,7 @@ def formats():
 @click.option("--session", help="Only this session id.")
 @store_option
 @format_option()
+@table_options
 @redact_option
 @handled
 def replies(corrupted, cls, session, store, fmt, redact):
@@ -307,6 +424,7 @@ def replies(corrupted, cls, session, store, fmt, redact):
 @main.group(invoke_without_command=True)
 @store_option
 @format_option()
+@table_options
 @click.pass_context
 @handled
 def clocks(ctx, store, fmt):
@@ -343,6 +461,7 @@ def clocks_set(host, seconds, store):
 @click.argument("room")
 @store_option
 @format_option()
+@table_options
 @redact_option
 @handled
 def room(room, store, fmt, redact):
@@ -360,7 +479,7 @@ def room(room, store, fmt, redact):
     _echo_head(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", fmt)
     for line in [*story.clock_warnings, *summary_lines(story)]:
         _echo_head(line, fmt)
-    render(story.timeline, fmt)
+    render(story.timeline, fmt, first=("ts", "host", "what", "failure", "detail"))
     _say_redacted(red)
 
 
@@ -391,26 +510,30 @@ def query_show(name):
 @query.command("run")
 @click.argument("name")
 @store_option
-@format_option()
+@format_option(RESULT_FORMATS)
 @param_option
 @result_output
+@table_options
 @redact_option
 @handled
 def query_run(name, store, fmt, params, output, redact):
-    """Run a named query; parameters are bound, never pasted into the SQL."""
+    """Run a named query; parameters are bound, never pasted into the SQL; their header declares the types."""
     from forensics.analysis import verdicts
     from forensics.catalog import named as queries
     from forensics.ingest.store import Store
-    from forensics.reports.render import render
 
+    fmt = output_format(fmt, output, RESULT_FORMATS, "query run")
     _outside_store(output, store)
     verdicts.ensure(Store(store))
-    df = queries.run(Store(store), name, _params(params))
+    df = queries.run(Store(store), name, _params(params, typed=False))
     red = _redactor(redact, Store(store))
     if red:
         df = red.value(df)
-    _write(output, lambda out: render(df, fmt, out))
+    _write_result(df, fmt, output)
     _say_redacted(red)
+
+
+TIMELINE_FORMATS = ("table", "markdown", "csv", "json", "html", "png", "svg", "perfetto")
 
 
 @main.command()
@@ -420,9 +543,11 @@ def query_run(name, store, fmt, params, output, redact):
 @click.option("--since", help="First instant, UTC (e.g. 2026-11-20T14:00:00).")
 @click.option("--until", help="Last instant, UTC.")
 @click.option("--host", help="Only this host's load, transfers and events.")
-@click.option("--format", "fmt", default="table", show_default=True,
-              type=click.Choice(["table", "markdown", "csv", "json", "html", "png", "svg", "perfetto"]))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+@click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(TIMELINE_FORMATS),
+              help="Output format (the extension of -o chooses it when not given).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write to this file (.html .png .svg .json .csv .md ...) instead of stdout; - is stdout.")
+@table_options
 @redact_option
 @handled
 def timeline(store, bucket, since, until, host, fmt, output, redact):
@@ -431,6 +556,7 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
     from forensics.core.errors import UsageError
     from forensics.ingest.store import Store
 
+    fmt = output_format(fmt, output, TIMELINE_FORMATS, "timeline")
     model = tl.build(Store(store), bucket, since, until, host)
     red = _redactor(redact, Store(store))
     if fmt in ("html", "png", "svg", "perfetto"):
@@ -438,9 +564,12 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
 
         if not output:
             raise UsageError(f"--format {fmt} writes a file", help="add -o FILE")
+        if fmt == "png":
+            from forensics.cli.output import binary_to_stdout
+
+            binary_to_stdout(fmt, output)
         # the export reads more from the store than the model holds: it masks the two together
-        timeline_export.write(model, fmt, output, Store(store), redactor=red)
-        click.echo(f"wrote {output}", err=True)
+        write_file(output, lambda path: timeline_export.write(model, fmt, path, Store(store), redactor=red))
         _say_redacted(red)
         return
     from forensics.reports.text import render_timeline
@@ -455,7 +584,8 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
 @store_option
 @click.option("--format", "fmt", default="markdown", show_default=True, type=click.Choice(["markdown", "json"]))
 @redact_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write to this file (.md, .json) instead of stdout; - is stdout.")
 @handled
 def evidence(store, fmt, redact, output):
     """The bug-report tables: corrupted vs clean by dimension, wedges, abort storms, checksums."""
@@ -463,6 +593,7 @@ def evidence(store, fmt, redact, output):
     from forensics.ingest.store import Store
     from forensics.reports.text import render_evidence
 
+    fmt = output_format(fmt, output, ("markdown", "json"), "evidence")
     report = ev.build(Store(store))
     red = _redactor(redact, Store(store))
     if red:
@@ -477,24 +608,21 @@ def evidence(store, fmt, redact, output):
 @click.option("--baseline", metavar="STORE|RUN",
               help="The run the others are tested against: a store (its first run) or a --run label. "
                    "Default: the first store given.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write to this file (.md, .json) instead of stdout; - is stdout.")
 @handled
 def compare(stores, fmt, baseline, output):
     """Compare runs (stores, or --run labels within one) against a baseline: corruption rate and throughput."""
     from forensics.analysis import compare as cmp
     from forensics.reports.text import render_compare
 
+    fmt = output_format(fmt, output, ("markdown", "json"), "compare")
     result = cmp.build(list(stores), baseline=baseline)
     _write(output, lambda out: render_compare(result, fmt, out))
 
 
 def _write(output, fn) -> None:
-    if output:
-        with open(output, "w", encoding="utf-8") as f:
-            fn(f)
-        click.echo(f"wrote {output}", err=True)
-    else:
-        fn(sys.stdout)
+    write_text(output, fn)
 
 
 if __name__ == "__main__":

@@ -163,7 +163,8 @@ EVENTS = Table(
             pl.Utf8,
             "request_received | request_finished | transfer_failed | bootstrap_failed | abort | watchdog_timeout | "
             "health_check_failed | exception | corruption_detected | checksum_mismatch | collective_timeout | "
-            "http_access | nixl_error | ucx_error | ... (see `forensics kinds`); 'log' for other messages",
+            "http_access | nixl_error | ucx_error | ... (`SELECT kind, count(*) FROM events GROUP BY kind` lists "
+            "a store's); 'log' for other messages",
         ),
         Column("severity", pl.Utf8, "'debug' | 'info' | 'warning' | 'error' | 'fatal'"),
         Column("source", pl.Utf8, "line family: sglang | uvicorn | glog | ucx | c10d | nccl | nixl | request_log"),

@@ -1,32 +1,61 @@
-"""Render a result (a polars frame) as a rich table, CSV, JSON or Markdown.
+"""Render a result (a polars frame) as a table, CSV, TSV, JSON, JSON Lines, Markdown or Parquet.
 
 Text from logs and transcripts is untrusted: each format escapes it with forensics.reports.escape
-(terminal escapes visible, CSV formulas quoted, Markdown syntax escaped, JSON with control characters
-as \\u escapes).
+(terminal escapes visible, CSV and TSV formulas quoted, Markdown syntax escaped, JSON with control
+characters as \\u escapes). Parquet holds the values themselves, typed: it is read by tools, not shown.
+
+Tables are for a person (see `table`): as wide as the terminal, cells cut with `…`, columns that do
+not fit left out and counted, long lists shortened to their first items and a count.
+
+JSON numbers: integers and decimals within 2^53 are numbers; beyond it (63-bit rooms, 128-bit sums)
+they are strings holding the exact digits, since a JSON reader would round them to a double.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import decimal
 import json
+import os
+import shutil
 import sys
 
 import polars as pl
 
 from forensics.reports.escape import CONTROL, csv_frame, escape_control, markdown_text, rich_text
 
-FORMATS = ("table", "csv", "json", "markdown")
+FORMATS = ("table", "csv", "tsv", "json", "jsonl", "markdown", "parquet")
+# formats whose bytes are not text: written to a file only
+BINARY = frozenset({"parquet"})
+# a list longer than LIST_ALL items is shown as its first LIST_SHOWN and how many more
+LIST_ALL, LIST_SHOWN = 5, 3
+JSON_SAFE = 2**53
 
 
-def _cell(v) -> str:
+@dataclasses.dataclass
+class TableOptions:
+    """How wide a table may be (None: the terminal's width) and whether to show everything (--wide)."""
+
+    max_width: int | None = None
+    wide: bool = False
+
+
+TABLE = TableOptions()
+
+
+def _cell(v, whole: bool = False) -> str:
     if v is None:
         return ""
     if isinstance(v, dt.datetime):
         return v.isoformat(sep=" ")
     if isinstance(v, float):
         return f"{v:.6g}"
+    if isinstance(v, list) and not whole and len(v) > LIST_ALL:
+        shown = json.dumps(v[:LIST_SHOWN], default=str, ensure_ascii=False)
+        return escape_control(f"{shown[:-1]}, … +{len(v) - LIST_SHOWN} more]")
     if isinstance(v, (list, dict)):
-        return json.dumps(v, default=str, ensure_ascii=False)
+        return escape_control(json.dumps(v, default=str, ensure_ascii=False))
     return escape_control(str(v))
 
 
@@ -42,13 +71,30 @@ def _json_default(v):
     return str(v)
 
 
+def json_number(v):
+    """`v` as JSON holds it exactly: ints and decimals within 2^53 as numbers, beyond as strings of their digits."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return str(v) if abs(v) > JSON_SAFE else v
+    if isinstance(v, decimal.Decimal):
+        if not v.is_finite() or abs(v) > JSON_SAFE:
+            return str(v)
+        if v.as_tuple().exponent >= 0:
+            return int(v)
+        f = float(v)
+        # a decimal with more digits than a double holds keeps them, as text
+        return f if decimal.Decimal(repr(f)) == v else str(v)
+    if isinstance(v, list):
+        return [json_number(x) for x in v]
+    if isinstance(v, dict):
+        return {k: json_number(x) for k, x in v.items()}
+    return v
+
+
 def to_json_rows(df: pl.DataFrame) -> list[dict]:
-    """Rows as JSON-safe dicts; 64-bit ints beyond 2^53 (rooms) become strings."""
-    out = []
-    for row in df.iter_rows(named=True):
-        out.append({k: (str(v) if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53 else v)
-                    for k, v in row.items()})
-    return out
+    """Rows as JSON-safe dicts, numbers as `json_number` writes them."""
+    return [{k: json_number(v) for k, v in row.items()} for row in df.iter_rows(named=True)]
 
 
 def flat(df: pl.DataFrame) -> pl.DataFrame:
@@ -62,23 +108,156 @@ def flat(df: pl.DataFrame) -> pl.DataFrame:
         for c in nested)
 
 
-def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None) -> None:
+def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None, wrap: frozenset[str] = frozenset(),
+           first: tuple[str, ...] = ()) -> None:
+    """Write `df` as `fmt` to the text stream `out` (parquet: use write_parquet, it is not text). For a table,
+    `wrap`: columns whose text folds onto more lines instead of being cut; `first`: columns kept before others."""
     out = out or sys.stdout
     if fmt == "csv":
         out.write(csv_text(df))
+    elif fmt == "tsv":
+        out.write(tsv_text(df))
     elif fmt == "json":
         out.write(dumps_json(to_json_rows(df)) + "\n")
+    elif fmt == "jsonl":
+        out.write(jsonl_text(df))
     elif fmt == "markdown":
         out.write(markdown(df))
+    elif fmt in BINARY:
+        raise ValueError(f"{fmt} is written to a file (write_parquet)")
     else:
-        from rich.table import Table
+        table(df, out, title=title, wrap=wrap, first=first)
 
-        t = Table(title=None if title is None else rich_text(title), show_lines=False, header_style="bold")
-        for c in df.columns:
-            t.add_column(rich_text(c), overflow="fold")
-        for row in df.iter_rows():
-            t.add_row(*[rich_text(_cell(v)) for v in row])
-        console(out, width=max(120, min(250, 16 * df.width))).print(t)
+
+def write_parquet(df: pl.DataFrame, path: str) -> None:
+    """`df` as a Parquet file, every value and type as it is."""
+    df.write_parquet(path)
+
+
+# -- tables for a person ----------------------------------------------------------------------------
+
+def table_width(out) -> int | None:
+    """The width a table may take on `out`: --max-width, else the terminal's, else $COLUMNS, else 120; None: --wide."""
+    if TABLE.wide:
+        return None
+    if TABLE.max_width:
+        return TABLE.max_width
+    isatty = getattr(out, "isatty", None)
+    if isatty and isatty():
+        return shutil.get_terminal_size().columns
+    cols = os.environ.get("COLUMNS", "")
+    return int(cols) if cols.isdigit() and int(cols) > 0 else 120
+
+
+def table(df: pl.DataFrame, out=None, title: str | None = None, wrap: frozenset[str] = frozenset(),
+          first: tuple[str, ...] = ()) -> None:
+    """`df` as a table a person reads (print_table); lists shortened unless --wide."""
+    cells = [[_cell(v, whole=TABLE.wide) for v in row] for row in df.iter_rows()]
+    print_table(out or sys.stdout, df.columns, cells, title=title, n_rows=df.height, wrap=wrap, first=first)
+
+
+# a cell wider than this is cut while other columns are left out for lack of room; a column holding
+# nothing wider is shown whole, as DuckDB's duckbox does
+MAX_COL, HIDDEN_MARK = 40, "…"
+# a column that wraps asks for less: it takes more lines instead
+FOLD_COL = 24
+
+
+def print_table(out, headers: list[str], rows: list[list], *, title: str | None = None, styles=None,
+                wrap: frozenset[str] = frozenset(), n_rows: int | None = None, show_lines: bool = False,
+                ends: bool = True, first: tuple[str, ...] = ()) -> None:
+    """Rows of cells (str, or rich Text for styled ones) as a box table no wider than table_width(out).
+
+    As DuckDB's duckbox does: cells too long are cut with `…`, and when even cut columns do not fit,
+    columns from the middle are left out (the first and last kept), a `…` column stands for them, and a
+    line below says how many (`ends=False`: columns are kept from the left, for reports whose columns
+    are in order of importance; `first`: columns kept before any other). Columns in `wrap` fold their text
+    onto more lines instead of cutting it.
+    `styles`: one rich style (or None) per row. Nothing in a cell is read as markup or an emoji code.
+    """
+    from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
+
+    def length(c) -> int:
+        return max((cell_len(x) for x in (c.plain if isinstance(c, Text) else c).split("\n")), default=0)
+
+    n = len(headers)
+    natural = [max([length(headers[i])] + [length(r[i]) for r in rows]) for i in range(n)]
+    natural = [max(1, w) for w in natural]
+    limit = table_width(out)
+    keep = list(range(n))
+    widths = list(natural)
+    if limit is not None:
+        keep, widths = _fit(natural, [h in wrap for h in headers], limit, ends,
+                            [headers.index(h) for h in first if h in headers])
+    t = Table(title=None if title is None else rich_text(title), header_style="bold", show_lines=show_lines,
+              collapse_padding=False)
+    hidden = n - len(keep)
+    cut = False
+    for pos, i in enumerate(keep):
+        if hidden and pos == _split(keep):
+            t.add_column(HIDDEN_MARK, width=1, no_wrap=True)
+        folds = headers[i] in wrap
+        cut |= not folds and widths[pos] < natural[i]
+        t.add_column(rich_text(headers[i]), width=widths[pos], no_wrap=not folds,
+                     overflow="fold" if folds else "ellipsis")
+    for k, r in enumerate(rows):
+        cells = [c if isinstance(c, Text) else rich_text(c) for c in (r[i] for i in keep)]
+        if hidden:
+            cells.insert(_split(keep), Text(HIDDEN_MARK))
+        t.add_row(*cells, style=(styles[k] if styles else None))
+    total = sum(widths) + 3 * (len(keep) + (1 if hidden else 0)) + 1
+    con = console(out, width=max(total, limit or 0, 20))
+    con.print(t)
+    if hidden or cut:
+        rows_n = len(rows) if n_rows is None else n_rows
+        what = f"{rows_n} row{'s' * (rows_n != 1)}, {n} columns"
+        what += f" ({n - hidden} shown)" if hidden else ""
+        con.print(Text(f"{what}; … marks what is cut: --wide shows everything, --max-width N sets the width"),
+                  soft_wrap=True)
+
+
+def _split(keep: list[int]) -> int:
+    """Where the `…` column goes: after the kept columns that come before the first one left out."""
+    return next((p for p, (a, b) in enumerate(zip(keep, keep[1:]), 1) if b != a + 1), len(keep))
+
+
+def _fit(natural: list[int], folds: list[bool], limit: int, ends: bool = True,
+         first: list[int] | None = None) -> tuple[list[int], list[int]]:
+    """Which columns fit in `limit` characters and how wide each is.
+
+    Each column asks for its widest cell, at most MAX_COL; columns are taken from both ends inwards
+    while they fit (the first and last kept, a 4-character `…` column for the rest); the room left
+    over goes back to the columns that were cut, folding ones first (the longest text first), then from the left. A folding column
+    asks for FOLD_COL at most.
+    """
+    n = len(natural)
+    ask = [min(w, FOLD_COL if f else MAX_COL) for w, f in zip(natural, folds)]
+    order = list(dict.fromkeys([*(first or []), *(x for pair in zip(range(n), reversed(range(n))) for x in pair)]
+                               if ends else [*(first or []), *range(n)]))
+    keep: list[int] = []
+    for i in order:
+        mark = 4 if len(keep) + 1 < n else 0
+        if keep and sum(ask[j] + 3 for j in keep) + ask[i] + 3 + 1 + mark > limit:
+            if i in (first or []):
+                continue
+            break
+        keep.append(i)
+    keep.sort()
+    room = limit - 1 - 3 * len(keep) - (4 if len(keep) < n else 0)
+    widths = [ask[i] for i in keep]
+    if sum(widths) > room:  # one column alone is too wide: cut it to the room
+        widths = [max(1, room - sum(widths[1:]))] + widths[1:]
+    spare = room - sum(widths)
+    # folding columns hold the text a table is read for (evidence, meaning): they widen first
+    for p, i in sorted(enumerate(keep), key=lambda pi: (not folds[pi[1]], -natural[pi[1]] if folds[pi[1]] else 0)):
+        if spare <= 0:
+            break
+        add = min(spare, natural[i] - widths[p])
+        widths[p] += max(0, add)
+        spare -= max(0, add)
+    return keep, widths
 
 
 def head_line(line: str, fmt: str) -> str:
@@ -96,6 +275,40 @@ def console(out, **kw):
 def csv_text(df: pl.DataFrame) -> str:
     """`df` as CSV, nested columns as JSON text and text cells safe in a spreadsheet (escape.csv_cell)."""
     return csv_frame(flat(df)).write_csv() if df.width else ""
+
+
+_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def tsv_text(df: pl.DataFrame) -> str:
+    """`df` as TSV, one line per row, as PostgreSQL's COPY text format and ClickHouse's TabSeparated write it.
+
+    Backslash, tab and newline in a cell are `\\\\`, `\\t`, `\\n`; NULL is `\\N`. Text cells are
+    spreadsheet-safe as in CSV (escape.csv_cell), nested columns JSON text.
+    """
+    if not df.width:
+        return ""
+    f = csv_frame(flat(df))
+    lines = ["\t".join(escape_control(c).translate(_TSV_ESCAPES) for c in f.columns)]
+    for row in f.iter_rows():
+        lines.append("\t".join("\\N" if v is None else _tsv_scalar(v).translate(_TSV_ESCAPES) for v in row))
+    return "\n".join(lines) + "\n"
+
+
+def _tsv_scalar(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    return str(v)
+
+
+def jsonl_text(df: pl.DataFrame) -> str:
+    """`df` as JSON Lines: one compact object per row, the same values as --format json."""
+    lines = (CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}",
+                         json.dumps(r, default=_json_default, ensure_ascii=False, separators=(",", ":")))
+             for r in to_json_rows(df))
+    return "".join(line + "\n" for line in lines)
 
 
 def markdown(df: pl.DataFrame) -> str:

@@ -15,7 +15,16 @@ import polars as pl
 
 from forensics.analysis.clocks import SET_IT, describe_offsets
 from forensics.reports.escape import escape_control, markdown_code, markdown_text, rich_text
-from forensics.reports.render import console, csv_text, dumps_json, flat, markdown, to_json_rows
+from forensics.reports.render import (
+    console,
+    csv_text,
+    dumps_json,
+    flat,
+    markdown,
+    print_table,
+    table_width,
+    to_json_rows,
+)
 
 TIMELINE_TABLE_COLUMNS = [
     "bucket_start", "replies", "corrupted_rate", "prefill_new_tokens_per_s", "prefill_queue_req",
@@ -81,34 +90,34 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         shown = rows.filter((pl.col("anomaly") != "") | (pl.col("replies") > 0) | pl.col("transfers").gt(0))
         out.write(markdown(shown.select([*TIMELINE_TABLE_COLUMNS, "anomaly"])))
         _wedge_section(out, model["wedges"])
-        _markdown_section(out, "Abort storms", model["abort_storms"])
+        _markdown_section(out, "Abort storms", storm_table(model["abort_storms"]))
         return
-    from rich.table import Table
     from rich.text import Text
 
-    con = console(out, width=None if out.isatty() else 200)
+    con = console(out, width=table_width(out) or 10**6)
     print_warnings(con, model.get("clock_warnings", []))
-    t = Table(title=rich_text(f"timeline ({model['bucket_s']:g} s buckets) — "
-                              f"{describe_offsets(model['clock_offsets'])}"), header_style="bold")
     cols = [*TIMELINE_TABLE_COLUMNS, "anomaly"]
     cells = [[_cell(r[c]) for c in cols] for r in rows.select(cols).iter_rows(named=True)]
-    for i, c in enumerate(cols):
-        # widths given, not measured: rich measures every cell of every column otherwise (a third
-        # of the time of a long table)
-        widest = max([len(r[i]) for r in cells] + [len(w) for w in c.split("_")])
-        t.add_column(rich_text(c.replace("_", " ")), overflow="fold", width=min(widest, 40))
-    for r, row in zip(cells, rows.select("anomaly").iter_rows()):
-        style = "bold red" if "wedge" in row[0] or "storm" in row[0] else ("yellow" if row[0] else None)
-        t.add_row(*[rich_text(v) for v in r], style=style)
-    con.print(t)
+    styles = ["bold red" if "wedge" in a or "storm" in a else ("yellow" if a else None)
+              for (a,) in rows.select("anomaly").iter_rows()]
+    print_table(out, [_stacked(c) for c in cols], cells, styles=styles, wrap=frozenset({"anomaly"}),
+                title=f"timeline ({model['bucket_s']:g} s buckets) — {describe_offsets(model['clock_offsets'])}")
     if model["wedges"].height:
         con.print(Text("wedges", style="bold"))
         for line in wedge_incidents(model["wedges"]):
-            con.print(rich_text(line))
-        _rich_frame(con, wedge_table(model["wedges"]))
+            con.print(rich_text(line), soft_wrap=True)
+        _rich_frame(out, wedge_table(model["wedges"]))
     if model["abort_storms"].height:
         con.print(Text("abort storms", style="bold"))
-        _rich_frame(con, model["abort_storms"])
+        _rich_frame(out, storm_table(model["abort_storms"]))
+
+
+def _stacked(name: str) -> str:
+    """A column name on as many lines as its words need, so a narrow column keeps its whole name."""
+    import textwrap
+
+    words = name.split("_")
+    return "\n".join(textwrap.wrap(" ".join(words), width=max(10, *map(len, words))))
 
 
 def markdown_warnings(out, warnings: list[str]) -> None:
@@ -136,16 +145,22 @@ def _cell(v) -> str:
     return escape_control(str(v))
 
 
-def _rich_frame(con, df: pl.DataFrame) -> None:
-    from rich.table import Table
-
-    t = Table(header_style="bold")
+def _rich_frame(out, df: pl.DataFrame) -> None:
     f = flat(df)
-    for c in f.columns:
-        t.add_column(rich_text(c), overflow="fold")
-    for r in f.iter_rows():
-        t.add_row(*[rich_text(_cell(v)) for v in r])
-    con.print(t)
+    print_table(out, f.columns, [[_cell(v) for v in r] for r in f.iter_rows()], ends=False)
+
+
+def storm_table(df: pl.DataFrame) -> pl.DataFrame:
+    """The abort storms as a report shows them: the per-host counts as their one line of text, hosts joined."""
+    if df.height == 0 or "host_counts" not in df.columns:
+        return df
+    out = df.drop("per_host", strict=False)
+    # the counts per host say most: they come right after the storm's size, before what is cut first
+    first = [c for c in ("t_start", "t_end", "n_aborts", "host_counts") if c in out.columns]
+    out = out.select(*first, *[c for c in out.columns if c not in first])
+    if out.schema.get("hosts") == pl.List(pl.Utf8):
+        out = out.with_columns(pl.col("hosts").list.join(", "))
+    return out
 
 
 # a wedge can hold thousands of stuck rooms: tables show the first few and how many more
@@ -243,7 +258,7 @@ def render_evidence(report: dict, fmt: str, out=None) -> None:
         out.write("_not enough replies to compare_\n")
     _markdown_section(out, "Corrupted replies and the events around them", _context_table(report["corrupted_replies"]))
     _wedge_section(out, report["wedges"])
-    _markdown_section(out, "Abort storms", report["abort_storms"])
+    _markdown_section(out, "Abort storms", storm_table(report["abort_storms"]))
     _markdown_section(out, "Checksum mismatches", report["checksum_mismatches"])
 
 
@@ -341,14 +356,11 @@ def print_replies(df: pl.DataFrame, out=None) -> None:
     """A rich table; the part of the evidence that fired is highlighted, control characters escaped."""
     import sys
 
-    from rich.table import Table
     from rich.text import Text
 
     styles = {"clean": "green", "parse_leak": "bold red", "incoherent": "bold magenta", "empty": "yellow",
               "config": "cyan", "transfer_error": "bold blue"}
-    t = Table(header_style="bold", show_lines=True)
-    for c in df.columns:
-        t.add_column(rich_text(c), overflow="fold", ratio=4 if c == "evidence" else None)
+    rows = []
     for row in df.iter_rows(named=True):
         cells = []
         for c, v in row.items():
@@ -364,6 +376,8 @@ def print_replies(df: pl.DataFrame, out=None) -> None:
             elif c == "corruption_class":
                 cells.append(rich_text(v, style=styles.get(v)))
             else:
-                cells.append(rich_text(_cell(v)))
-        t.add_row(*cells)
-    console(out or sys.stdout, width=max(120, min(250, 20 * df.width))).print(t)
+                cells.append(_cell(v))
+        rows.append(cells)
+    # the evidence is what a reader came for: it wraps, whole, where other cells are cut
+    print_table(out or sys.stdout, df.columns, rows, wrap=frozenset({"evidence", "session_id", "turn_id"}),
+                show_lines=True, first=("t_end", "corruption_class", "evidence", "session_id", "turn_id"))

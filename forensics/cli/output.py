@@ -1,0 +1,102 @@
+"""Where a command's result goes and in which format: `-o FILE` (its extension names the format),
+`-o -` (stdout), `--format`; and how wide its tables are (`--max-width`, `--wide`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from forensics.core.errors import UsageError
+
+# what each extension holds; where several formats write one extension (a Perfetto trace is JSON
+# too) the first is the one inferred
+EXTENSIONS = {
+    ".csv": ("csv",), ".tsv": ("tsv",), ".tab": ("tsv",), ".json": ("json", "perfetto"),
+    ".jsonl": ("jsonl",), ".ndjson": ("jsonl",), ".md": ("markdown",), ".markdown": ("markdown",),
+    ".parquet": ("parquet",), ".html": ("html",), ".htm": ("html",), ".png": ("png",), ".svg": ("svg",),
+}
+STDOUT = "-"
+
+
+def table_options(f):
+    """--max-width and --wide: how a table for a person is cut to the terminal (reports.render.TABLE)."""
+
+    # set on every run, given or not: one process may run several commands (tests, a library caller)
+    def set_width(ctx, param, value):
+        from forensics.reports import render
+
+        render.TABLE.max_width = value
+        return value
+
+    def set_wide(ctx, param, value):
+        from forensics.reports import render
+
+        render.TABLE.wide = bool(value)
+        return value
+
+    f = click.option("--wide", is_flag=True, expose_value=False, callback=set_wide,
+                     help="Tables: every column and whole cells, however wide.")(f)
+    return click.option("--max-width", type=click.IntRange(min=20), expose_value=False, callback=set_width,
+                        metavar="N", help="Tables: at most N characters wide (default: the terminal's width); "
+                                          "cells are cut with … and columns that do not fit are counted.")(f)
+
+
+def output_format(fmt: str, output: str | None, choices, command: str) -> str:
+    """The format to write: the one the extension of `output` names, unless --format was given; a
+    --format that does not fit the extension, or an extension the command cannot write, is a usage error."""
+    if not output or output == STDOUT:
+        return fmt
+    ext = os.path.splitext(output)[1].lower()
+    fits = EXTENSIONS.get(ext)
+    if fits is None:
+        return fmt
+    src = click.get_current_context().get_parameter_source("fmt")
+    explicit = src is not None and src.name in ("COMMANDLINE", "ENVIRONMENT")
+    writable = [f for f in fits if f in choices]
+    if explicit:
+        if fmt in fits:
+            return fmt
+        names = [e for e, fs in EXTENSIONS.items() if fmt in fs]
+        raise UsageError(f"--format {fmt} does not fit -o {output}: a {ext} file holds {' or '.join(writable or fits)}",
+                         help=f"leave --format out (the extension chooses {writable[0]})" if writable else
+                         f"name the file with {' or '.join(names)}" if names else "write it to another extension")
+    if not writable:
+        raise UsageError(f"`forensics {command}` writes no {ext} files",
+                         help=f"its formats: {', '.join(choices)}; pick one with --format or the extension of -o")
+    return writable[0]
+
+
+def binary_to_stdout(fmt: str, output: str | None) -> None:
+    """Refuse binary bytes to a terminal, where they would only garble it: a file, or a pipe, takes them."""
+    if output == STDOUT and sys.stdout.isatty():
+        raise UsageError(f"--format {fmt} is binary: it is not written to a terminal",
+                         help="add -o FILE, or pipe `-o -` into the program that reads it")
+
+
+def write_text(output: str | None, fn) -> None:
+    """Call `fn(stream)` on the file `output`, or stdout when it is None or `-`."""
+    if output and output != STDOUT:
+        with open(output, "w", encoding="utf-8") as f:
+            fn(f)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        fn(sys.stdout)
+
+
+def write_file(output: str, fn) -> None:
+    """Call `fn(path)`, which writes a file at a path; `-o -` copies that file's bytes to stdout."""
+    if output != STDOUT:
+        fn(output)
+        click.echo(f"wrote {output}", err=True)
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "out")
+        fn(path)
+        sys.stdout.flush()
+        with open(path, "rb") as f:
+            sys.stdout.buffer.write(f.read())
+        sys.stdout.buffer.flush()
