@@ -316,6 +316,40 @@ def clocks_set(host, seconds, store):
 
 
 @main.command()
+@store_option
+@click.option("--repair", is_flag=True,
+              help="Drop unreadable inputs (listed: ingest the same dump to read them again), remove damaged "
+                   "derived views and verdicts (the next report computes them), keep clocks.json's valid entries.")
+@handled
+def verify(store, repair):
+    """Check the whole store: every data file, the inputs, derived views, verdicts and clocks.json.
+
+    Exits 1 when something is broken (after --repair: when something could not be repaired).
+    """
+    from forensics.catalog.checks import verify as check_store
+    from forensics.core.text import escape_control
+    from forensics.ingest.store import Store
+
+    rep = check_store(Store(store), repair=repair)
+    for f in rep.findings:
+        line = f"{'repaired' if f.repaired else 'broken'}: {f.path}: {f.what}"
+        click.echo(escape_control(line + (f" -> {f.repaired}" if f.repaired else "")))
+    if rep.dropped:
+        click.echo(f"dropped {len(rep.dropped)} input{'s' * (len(rep.dropped) != 1)}; "
+                   "`forensics ingest` of the same dump reads them again:")
+        for p in rep.dropped:
+            click.echo(escape_control(f"  {p}"))
+    checked = ", ".join(f"{n} {what}" for what, n in rep.checked.items())
+    click.echo(f"checked {checked} in {rep.seconds:.1f} s: "
+               + (f"{len(rep.broken)} broken" if rep.broken else "nothing broken")
+               )
+    if rep.broken:
+        if not repair:
+            click.echo("  = help: `forensics verify --repair` fixes what can be fixed", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+@main.command()
 @click.argument("room")
 @store_option
 @format_option()
