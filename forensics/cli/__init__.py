@@ -114,7 +114,7 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
     from forensics.cli.progress import IngestProgress
     from forensics.core.errors import UsageError
     from forensics.ingest import pipeline as ing
-    from forensics.ingest.store import Store
+    from forensics.ingest.store import Store, offset_problem
 
     if deprecated_format:
         if forced_format and forced_format != deprecated_format:
@@ -131,6 +131,8 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
             raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}") from None
         if not sep or not h:
             raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}")
+        if why := offset_problem(offsets[h]):
+            raise UsageError(f"--clock-offset {item}: {why}", help="an offset is a finite number of seconds within a day")
     opts = ing.Options(host=host, role=role, tz=tz, year=year, date=log_date, run=run_label, format=forced_format,
                        jobs=jobs)
     with IngestProgress() as prog:
