@@ -95,6 +95,19 @@ def test_damaged_data_file_is_one_error_naming_it(store, damage):
     assert res.exit_code == 1 and f"broken: {bad}" in res.output
 
 
+def test_damaged_data_pages_are_one_error_naming_the_file(store):
+    # the footer is whole, the pages behind it are not: found when a query decodes them
+    bad = max(store.glob("data/*/events-00000.parquet"), key=lambda p: p.stat().st_size)
+    raw = bytearray(bad.read_bytes())
+    for i in range(200, len(raw) // 2, 7):
+        raw[i] ^= 0x5A
+    bad.write_bytes(bytes(raw))
+    _assert_damage_error(_cli("sql", "SELECT max(message) FROM events", "--store", store), bad)
+    _assert_damage_error(_cli("timeline", "--store", store, "--format", "csv"), bad)
+    res = _cli("verify", "--store", store)
+    assert res.exit_code == 1 and f"broken: {bad}" in res.output and "do not decode" in res.output
+
+
 def test_a_file_of_another_table_is_refused_not_counted(store):
     bad = _data_file(store, "batches")
     shutil.copyfile(_data_file(store, "events"), bad)

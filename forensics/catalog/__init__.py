@@ -295,6 +295,8 @@ def snapshot_path(store: Store, name: str) -> Path | None:
         return None
     version, verdicts = verdict_files(store)
     cache = _cache_dir(store, store.clocks(), (version, [Path(f).name for f in verdicts]))
+    if cache in _HELD:
+        return cache / f"{name}.parquet"
     fd = snapshots.hold(cache)
     if fd is None:
         return None
@@ -302,11 +304,11 @@ def snapshot_path(store: Store, name: str) -> Path | None:
         os.close(fd)
         return None
     # the caller reads it with a connection of its own: held until this process ends
-    _HELD.append(fd)
+    _HELD[cache] = fd
     return cache / f"{name}.parquet"
 
 
-_HELD: list[int] = []
+_HELD: dict[Path, int] = {}
 
 
 def derived_views() -> list[tuple[str, str]]:

@@ -3,7 +3,7 @@
 Every report checks each data file's Parquet frame (the magic at both ends and a footer length
 that fits: 12 bytes read per file, where parsing every footer costs ten times more) and that each
 table's files hold only that table's columns (DuckDB reads the footers anyway to bind the views).
-`verify` parses every footer, checks the inputs against their `files` rows, the derived snapshots
+`verify` parses every footer and decodes every page, checks the inputs against their `files` rows, the derived snapshots
 against their manifests with checksums, the verdicts and clocks.json; `--repair` fixes what can
 be fixed without losing anything that cannot be read again.
 """
@@ -97,6 +97,41 @@ def unreadable(store: Store, files: list[str]) -> StoreError | None:
     return None
 
 
+# what DuckDB says when a file's pages (past the footer the reports check) are damaged
+_READ_FAILURE = re.compile(r"Failed to read file|TProtocolException|decompression|Corrupt|Invalid Input Error: .*parquet"
+                           r"|IO Error", re.I)
+
+
+def explain_read_error(store: Store, err: Exception) -> StoreError | None:
+    """The StoreError for a query that failed on a damaged store file, naming it; None when it is not that.
+
+    Costs a read of the files in question, paid only once a query has failed.
+    """
+    msg = str(err)
+    if not store.exists() or not _READ_FAILURE.search(msg):
+        return None
+    named = [f for f in re.findall(r'"([^"]+\.parquet)"', msg) if Path(f).resolve().is_relative_to(store.root.resolve())]
+    candidates = named or [str(p) for p in sorted(store.data.glob("*/*.parquet"))]
+    for f in candidates:
+        why = parquet_problem(f, full=True) or pages_problem(f)
+        if why:
+            return damaged(store, f, why)
+    return None
+
+
+def pages_problem(path: str | os.PathLike) -> str | None:
+    """What is wrong with a Parquet file's data pages (None: every row group decodes)."""
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+        for i in range(pf.num_row_groups):
+            pf.read_row_group(i)
+    except Exception as e:  # whatever the decoder raises, the file is what failed
+        return f"has data pages that do not decode ({type(e).__name__})"
+    return None
+
+
 # -- forensics verify --------------------------------------------------------------------------------
 
 
@@ -146,7 +181,7 @@ def _check_input(folder: Path) -> list[tuple[str, str]]:
         if not m or m["table"] not in schema.TABLES or schema.TABLES[m["table"]].view:
             out.append((str(path), "is not a file ingest writes"))
             continue
-        why = parquet_problem(path, full=True)
+        why = parquet_problem(path, full=True) or pages_problem(path)
         if why:
             out.append((str(path), why))
             continue

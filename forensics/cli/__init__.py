@@ -71,12 +71,26 @@ def handled(f):
         except Exception as e:  # a bug: still one error shape, the traceback behind --debug
             if click.get_current_context().find_root().params.get("debug"):
                 raise
+            damage = _store_damage(e, kw.get("store"))
+            if damage is not None:
+                click.echo(escape_control(damage.render()), err=True)
+                sys.exit(damage.exit_code)
             click.echo(escape_control(ForensicsError(
                 f"internal error: {type(e).__name__}: {e}",
                 help="rerun with `forensics --debug ...` and report the traceback").render()), err=True)
             sys.exit(EXIT_FAILED)
 
     return wrapper
+
+
+def _store_damage(e: Exception, store):
+    """The StoreError behind a DuckDB failure, when a damaged store file is what failed."""
+    if store is None or type(e).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
+        return None
+    from forensics.catalog.checks import explain_read_error
+    from forensics.ingest.store import Store
+
+    return explain_read_error(Store(store), e)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
