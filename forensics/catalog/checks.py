@@ -179,8 +179,7 @@ def _check_input(folder: Path) -> list[tuple[str, str]]:
         path = folder / n
         m = _PART.match(n)
         if not m or m["table"] not in schema.TABLES or schema.TABLES[m["table"]].view:
-            out.append((str(path), "is not a file ingest writes"))
-            continue
+            continue  # no report reads it: the views read <table>-NNNNN.parquet of known tables only
         why = parquet_problem(path, full=True) or pages_problem(path)
         if why:
             out.append((str(path), why))
@@ -201,7 +200,11 @@ def verify(store: Store, repair: bool = False) -> Report:
     t0 = time.perf_counter()
     store.require()
     rep = Report()
-    lock = store.lock() if repair else None  # no ingest commits while inputs are dropped
+    try:
+        lock = store.lock() if repair else None  # no ingest commits while inputs are dropped
+    except OSError as e:
+        raise StoreError(f"cannot repair {store.root}: {e.strerror or e}", file=str(store.root),
+                         help="repair needs write access to the store: check its owner and mode") from None
     try:
         bad_inputs: dict[str, list[tuple[str, str]]] = {}
         n_files = 0
@@ -226,6 +229,9 @@ def verify(store: Store, repair: bool = False) -> Report:
         _check_verdicts(store, rep, repair)
         _check_snapshots(store, rep, repair, catalog)
         _check_clocks(store, rep, repair)
+    except OSError as e:
+        raise StoreError(f"verify stopped: {e.strerror or e}", file=getattr(e, "filename", None) or str(store.root),
+                         help="check the store's owner and mode, then run it again") from None
     finally:
         if lock is not None:
             lock.close()
