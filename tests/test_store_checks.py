@@ -193,6 +193,17 @@ def test_garbage_in_the_cache_is_recomputed(store, built, capfd, what):
     assert _cli("verify", "--store", store).exit_code == 0
 
 
+def test_the_snapshots_of_another_store_state_are_not_read(store, built, capfd):
+    # a whole set, manifest and all, moved under this state's key: its manifest names its own key
+    snap = _snapshots(store)
+    m = json.loads((snap / "MANIFEST.json").read_text())
+    m["key"] = "0" * len(snap.name)
+    (snap / "MANIFEST.json").write_text(json.dumps(m))
+    assert _rooms(store) == built[1]
+    assert "another store state" in capfd.readouterr().err
+    assert _cli("verify", "--store", store).exit_code == 0
+
+
 def test_same_size_tampering_is_caught_by_the_checksum(store):
     snap = _snapshots(store)
     p = snap / "rooms.parquet"

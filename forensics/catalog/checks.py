@@ -1,7 +1,7 @@
 """The store checks itself: what every report checks before it reads, and `forensics verify`.
 
 Every report checks each data file's Parquet frame (the magic at both ends and a footer length
-that fits: 12 bytes read per file, where parsing every footer costs ten times more) and that each
+that fits: twelve bytes read per file, far less than parsing every footer) and that each
 table's files hold only that table's columns (DuckDB reads the footers anyway to bind the views).
 `verify` parses every footer and decodes every page, checks the inputs against their `files` rows, the derived snapshots
 against their manifests with checksums, the verdicts and clocks.json; `--repair` fixes what can

@@ -80,7 +80,7 @@ def read_manifest(folder: Path) -> dict:
 
 
 def check(folder: Path, views: list[str], deep: bool = False) -> str | None:
-    """What is wrong with a snapshot folder for `views` (None: nothing).
+    """What is wrong with the snapshot folder `folder` for `views` (None: nothing).
 
     The cheap check reads each file's size and Parquet footer; `deep` also recomputes the checksums.
     """
@@ -88,6 +88,8 @@ def check(folder: Path, views: list[str], deep: bool = False) -> str | None:
         m = read_manifest(folder)
     except ValueError as e:
         return str(e)
+    if m.get("key") != folder.name:
+        return "holds the snapshots of another store state (its manifest names another key)"
     by_view = {v["view"]: v for v in m["views"]}
     if sorted(by_view) != sorted(views):
         return "lists other views than the toolkit defines"
