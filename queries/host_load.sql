@@ -28,12 +28,13 @@ WITH b AS (
       AND (CAST($host AS VARCHAR) IS NULL OR host = $host)
 ),
 -- ranks first: each DP rank reports its own queues, so they are averaged per rank before the sum;
--- in DECIMAL, so the sums do not depend on the order DuckDB adds the rows in
+-- in DECIMAL, so the sums do not depend on the order DuckDB adds the rows in; TRY_CAST, as a value
+-- past DECIMAL's range (a 1e300 throughput in a log) is no load figure and must not fail the report
 per_rank AS (
-    SELECT bucket_start, host, kind, dp_rank, avg(queue_req)::DECIMAL(18, 6) AS queue_req,
-           avg(running_req)::DECIMAL(18, 6) AS running_req, avg(bootstrap_req)::DECIMAL(18, 6) AS bootstrap_req,
-           avg(inflight_req)::DECIMAL(18, 6) AS inflight_req, avg(transfer_req)::DECIMAL(18, 6) AS transfer_req,
-           sum(new_token) AS new_token, avg(gen_throughput::DECIMAL(18, 3))::DECIMAL(18, 6) AS gen_throughput
+    SELECT bucket_start, host, kind, dp_rank, TRY_CAST(avg(queue_req) AS DECIMAL(18, 6)) AS queue_req,
+           TRY_CAST(avg(running_req) AS DECIMAL(18, 6)) AS running_req, TRY_CAST(avg(bootstrap_req) AS DECIMAL(18, 6)) AS bootstrap_req,
+           TRY_CAST(avg(inflight_req) AS DECIMAL(18, 6)) AS inflight_req, TRY_CAST(avg(transfer_req) AS DECIMAL(18, 6)) AS transfer_req,
+           sum(new_token) AS new_token, TRY_CAST(avg(TRY_CAST(gen_throughput AS DECIMAL(18, 3))) AS DECIMAL(18, 6)) AS gen_throughput
     FROM b GROUP BY ALL
 )
 SELECT host, kind AS role, epoch_us(bucket_start) AS t_us,

@@ -70,10 +70,11 @@ b AS (
 ),
 -- ranks first (each DP rank reports its own queues), then summed per host and over hosts; in
 -- DECIMAL, so the sums do not depend on the order DuckDB's threads add them in (a 33.45 once
--- rounded to 33.4 or 33.5 from one run to the next)
+-- rounded to 33.4 or 33.5 from one run to the next); TRY_CAST, as a value past DECIMAL's range (a
+-- 1e300 throughput in a log) is no load figure and must not fail the report
 prefill_rank AS (
-    SELECT bucket_start, host, dp_rank, sum(new_token) AS new_token, avg(queue_req)::DECIMAL(18, 6) AS queue_req,
-           avg(bootstrap_req)::DECIMAL(18, 6) AS bootstrap_req, avg(inflight_req)::DECIMAL(18, 6) AS inflight_req
+    SELECT bucket_start, host, dp_rank, sum(new_token) AS new_token, TRY_CAST(avg(queue_req) AS DECIMAL(18, 6)) AS queue_req,
+           TRY_CAST(avg(bootstrap_req) AS DECIMAL(18, 6)) AS bootstrap_req, TRY_CAST(avg(inflight_req) AS DECIMAL(18, 6)) AS inflight_req
     FROM b WHERE kind = 'prefill' GROUP BY ALL
 ),
 prefill AS (
@@ -82,9 +83,9 @@ prefill AS (
     FROM prefill_rank GROUP BY bucket_start
 ),
 decode_rank AS (
-    SELECT bucket_start, host, dp_rank, avg(running_req)::DECIMAL(18, 6) AS running_req,
-           avg(queue_req)::DECIMAL(18, 6) AS queue_req, avg(transfer_req)::DECIMAL(18, 6) AS transfer_req,
-           avg(gen_throughput::DECIMAL(18, 3))::DECIMAL(18, 6) AS gen_throughput
+    SELECT bucket_start, host, dp_rank, TRY_CAST(avg(running_req) AS DECIMAL(18, 6)) AS running_req,
+           TRY_CAST(avg(queue_req) AS DECIMAL(18, 6)) AS queue_req, TRY_CAST(avg(transfer_req) AS DECIMAL(18, 6)) AS transfer_req,
+           TRY_CAST(avg(TRY_CAST(gen_throughput AS DECIMAL(18, 3))) AS DECIMAL(18, 6)) AS gen_throughput
     FROM b WHERE kind = 'decode' GROUP BY ALL
 ),
 decode_host AS (

@@ -24,6 +24,7 @@ import polars as pl
 
 from forensics import catalog
 from forensics.analysis import detectors
+from forensics.catalog import checks
 from forensics.core import schema, text
 from forensics.core.errors import ForensicsError
 from forensics.core.turns import Turn
@@ -106,7 +107,9 @@ def ensure(store: Store, th: detectors.Thresholds | None = None) -> str:
         by_input.setdefault(Path(f).parent.name, []).append(f)
     for key, files in sorted(by_input.items()):
         name = f"{key}.parquet"
-        if (folder / name).exists() or (spare and (Path(spare) / ver / name).exists()):
+        # a damaged file is computed again: the turns it was computed from are in the store
+        if any(p.exists() and checks.parquet_problem(p, full=True) is None
+               for p in [folder / name] + ([Path(spare) / ver / name] if spare else [])):
             continue
         rows = verdict_rows(pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed"), th)
         try:

@@ -19,13 +19,13 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from importlib import resources
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
+from forensics.catalog import checks, snapshots
 from forensics.core import schema
 from forensics.ingest.store import Store
 
@@ -137,10 +137,18 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
         files = store.table_files(t.name)
         readable += files
         if files:
+            checks.require_readable(store, files)
             src = f"SELECT * FROM read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true)"
         else:
             src = _empty_select(t, t.stored)
-        con.execute(f'CREATE VIEW "raw_{t.name}" AS {src}')
+        try:
+            con.execute(f'CREATE VIEW "raw_{t.name}" AS {src}')
+        except duckdb.Error:
+            err = checks.unreadable(store, files)
+            if err is None:
+                raise
+            raise err from None
+        _require_own_columns(con, store, t, files)
         names = {c.name for c in t.columns}
         if any(c.analysis for c in t.columns):
             public = _with_analysis(t, files, verdicts) if files else _empty_select(t)
@@ -166,6 +174,19 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
     readable += _use_cache(con, store, offsets, materialize, (version, [Path(f).name for f in verdicts]))
     _lock(con, readable)
     return con
+
+
+def _require_own_columns(con, store: Store, t: schema.Table, files: list[str]) -> None:
+    """A file of another table among `t`'s (copied over one of its parts) would be counted as `t`'s rows."""
+    if not files:
+        return
+    known = {c.name for c in t.columns + t.stored_only}
+    cols = [r[0] for r in con.execute(f'DESCRIBE "raw_{t.name}"').fetchall()]
+    if all(c in known for c in cols):
+        return
+    found = checks.foreign_columns(t, files)
+    path, extra = found if found else (files[0], [c for c in cols if c not in known])
+    raise checks.damaged(store, path, f"holds columns that table {t.name} does not have ({', '.join(extra[:3])})")
 
 
 def _lock(con: duckdb.DuckDBPyConnection, readable: list[str]) -> None:
@@ -203,6 +224,20 @@ def _cache_dir(store: Store, offsets: dict, verdicts: tuple[str | None, list[str
     return store.root / "derived" / h.hexdigest()[:24]
 
 
+def _views() -> list[str]:
+    """The derived views that get snapshots, in the order they are built."""
+    return [name for _, sql in derived_views() for name in _VIEW_NAME.findall(sql)]
+
+
+def _point_at(con, views: list[str], folder: Path) -> list[str]:
+    paths = []
+    for name in views:
+        path = folder / f"{name}.parquet"
+        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))})')
+        paths.append(str(path))
+    return paths
+
+
 def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]
                ) -> list[str]:
     """Swap the expensive derived views (transfers, rooms, replies, ...) for Parquet snapshots.
@@ -210,32 +245,48 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tu
     The joins behind them take minutes on a large incident; their result only changes when an
     input, a clock offset, the verdicts or the view SQL does, and all are in the cache folder's name.
     Views are done in file order, so each one is computed from its already cached inputs.
+    A set that fails its check is recomputed (`materialize`) or left alone, with a note.
     Returns the snapshots the views now read.
     """
     if not store.exists():
         return []
     cache = _cache_dir(store, offsets, verdicts)
-    used = []
-    for _, sql in derived_views():
-        for name in _VIEW_NAME.findall(sql):
-            path = cache / f"{name}.parquet"
-            if not path.exists():
-                if not materialize:
-                    return used
-                try:
-                    cache.mkdir(parents=True, exist_ok=True)
-                    tmp = cache / f".{name}.{os.getpid()}.parquet"
-                    con.execute(f"COPY (SELECT * FROM \"{name}\") TO {_quote(str(tmp))} (FORMAT parquet)")
-                    os.replace(tmp, path)
-                except (OSError, duckdb.Error):
-                    return used  # a read-only store still answers, just without the cache
+    views = _views()
+    fd = snapshots.hold(cache)
+    if fd is not None:
+        problem = snapshots.check(cache, views)
+        if problem is None:
+            snapshots.keep_while(con, fd)
+            snapshots.sweep(cache.parent, {cache.name, VERDICTS})
+            return _point_at(con, views, cache)
+        os.close(fd)
+        snapshots.note(f"derived-view cache {cache} {problem}: "
+                       + ("recomputed" if materialize else "not used (the views are computed from the tables)"))
+        if materialize:
+            snapshots.remove(cache)
+    if not materialize:
+        return []
+    try:
+        build = snapshots.Build(cache.parent, cache.name)
+    except OSError:
+        return []  # a read-only store still answers, just without the cache
+    try:
+        for name in views:
+            path = build.path(name)
+            con.execute(f"COPY (SELECT * FROM \"{name}\") TO {_quote(str(path))} (FORMAT parquet)")
             con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))})')
-            used.append(str(path))
+            build.add(name)
+        folder = build.publish()
+    except (OSError, duckdb.Error):
+        # back to the views' own SQL: the half-written snapshots go
+        for _, sql in derived_views():
+            con.execute(sql)
+        build.abandon()
+        return []
+    snapshots.keep_while(con, build.fd)
     # snapshots of an older state of the store are never read again
-    for old in (store.root / "derived").iterdir():
-        if old != cache and old.name != VERDICTS and old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
-    return used
+    snapshots.sweep(cache.parent, {cache.name, folder.name, VERDICTS})
+    return _point_at(con, views, folder)
 
 
 def snapshot_path(store: Store, name: str) -> Path | None:
@@ -243,8 +294,21 @@ def snapshot_path(store: Store, name: str) -> Path | None:
     if not store.exists():
         return None
     version, verdicts = verdict_files(store)
-    path = _cache_dir(store, store.clocks(), (version, [Path(f).name for f in verdicts])) / f"{name}.parquet"
-    return path if path.exists() else None
+    cache = _cache_dir(store, store.clocks(), (version, [Path(f).name for f in verdicts]))
+    if cache in _HELD:
+        return cache / f"{name}.parquet"
+    fd = snapshots.hold(cache)
+    if fd is None:
+        return None
+    if snapshots.check(cache, _views()) is not None:
+        os.close(fd)
+        return None
+    # the caller reads it with a connection of its own: held until this process ends
+    _HELD[cache] = fd
+    return cache / f"{name}.parquet"
+
+
+_HELD: dict[Path, int] = {}
 
 
 def derived_views() -> list[tuple[str, str]]:

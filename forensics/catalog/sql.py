@@ -37,7 +37,7 @@ import re
 import duckdb
 import polars as pl
 
-from forensics.catalog import connect
+from forensics.catalog import checks, connect
 from forensics.core.errors import QueryError, UsageError
 from forensics.ingest.store import Store
 
@@ -386,6 +386,9 @@ def run_sql(store: Store, sql: str, params: dict | None = None, offsets: dict[st
         usage = _usage_from(e, shown)
         if usage is not None:
             raise usage from None
+        damage = checks.explain_read_error(store, e)
+        if damage is not None:
+            raise damage from None
         raise query_error(e, sql, shown, source) from None
     finally:
         if own:

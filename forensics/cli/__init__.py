@@ -99,12 +99,26 @@ def handled(f):
         except Exception as e:  # a bug: still one error shape, the traceback behind --debug
             if click.get_current_context().find_root().params.get("debug"):
                 raise
+            damage = _store_damage(e, kw.get("store"))
+            if damage is not None:
+                click.echo(escape_control(damage.render()), err=True)
+                sys.exit(damage.exit_code)
             click.echo(escape_control(ForensicsError(
                 f"internal error: {type(e).__name__}: {e}",
                 help="rerun with `forensics --debug ...` and report the traceback").render()), err=True)
             sys.exit(EXIT_FAILED)
 
     return wrapper
+
+
+def _store_damage(e: Exception, store):
+    """The StoreError behind a DuckDB failure, when a damaged store file is what failed."""
+    if store is None or type(e).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
+        return None
+    from forensics.catalog.checks import explain_read_error
+    from forensics.ingest.store import Store
+
+    return explain_read_error(Store(store), e)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -142,7 +156,7 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
     from forensics.cli.progress import IngestProgress
     from forensics.core.errors import UsageError
     from forensics.ingest import pipeline as ing
-    from forensics.ingest.store import Store
+    from forensics.ingest.store import Store, offset_problem
 
     if deprecated_format:
         if forced_format and forced_format != deprecated_format:
@@ -159,6 +173,8 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
             raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}") from None
         if not sep or not h:
             raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}")
+        if why := offset_problem(offsets[h]):
+            raise UsageError(f"--clock-offset {item}: {why}", help="an offset is a finite number of seconds within a day")
     opts = ing.Options(host=host, role=role, tz=tz, year=year, date=log_date, run=run_label, format=forced_format,
                        jobs=jobs)
     from forensics.ingest import stop
@@ -455,6 +471,40 @@ def clocks_set(host, seconds, store):
     from forensics.ingest.store import Store
 
     click.echo(describe_offsets(set_offset(Store(store), host, seconds)))
+
+
+@main.command()
+@store_option
+@click.option("--repair", is_flag=True,
+              help="Drop unreadable inputs (listed: ingest the same dump to read them again), remove damaged "
+                   "derived views and verdicts (the next report computes them), keep clocks.json's valid entries.")
+@handled
+def verify(store, repair):
+    """Check the whole store: every data file, the inputs, derived views, verdicts and clocks.json.
+
+    Exits 1 when something is broken (after --repair: when something could not be repaired).
+    """
+    from forensics.catalog.checks import verify as check_store
+    from forensics.core.text import escape_control
+    from forensics.ingest.store import Store
+
+    rep = check_store(Store(store), repair=repair)
+    for f in rep.findings:
+        line = f"{'repaired' if f.repaired else 'broken'}: {f.path}: {f.what}"
+        click.echo(escape_control(line + (f" -> {f.repaired}" if f.repaired else "")))
+    if rep.dropped:
+        click.echo(f"dropped {len(rep.dropped)} input{'s' * (len(rep.dropped) != 1)}; "
+                   "`forensics ingest` of the same dump reads them again:")
+        for p in rep.dropped:
+            click.echo(escape_control(f"  {p}"))
+    checked = ", ".join(f"{n} {what}" for what, n in rep.checked.items())
+    click.echo(f"checked {checked} in {rep.seconds:.1f} s: "
+               + (f"{len(rep.broken)} broken" if rep.broken else "nothing broken")
+               )
+    if rep.broken:
+        if not repair:
+            click.echo("  = help: `forensics verify --repair` fixes what can be fixed", err=True)
+        sys.exit(EXIT_FAILED)
 
 
 @main.command()

@@ -42,3 +42,7 @@ class InputError(ForensicsError):
 
 class QueryError(ForensicsError):
     """SQL that DuckDB rejected."""
+
+
+class StoreError(ForensicsError):
+    """A file of the store is damaged: the message names it, the help the repair."""

@@ -144,7 +144,9 @@ BATCHES = Table(
         Column("graph_backend", pl.Utf8, "which graph key was printed: 'cuda' | 'cpu' | 'npu' | 'musa'"),
         Column("accept_len", pl.Float64, "speculative accept len"),
         Column("accept_rate", pl.Float64, "speculative accept rate"),
-        Column("extra", pl.List(pl.Struct({"key": pl.Utf8, "value": pl.Utf8})), "every other key: value of the line (a MAP in SQL)"),
+        Column("extra", pl.List(pl.Struct({"key": pl.Utf8, "value": pl.Utf8})),
+               "every other key: value of the line, and a known key whose value no column holds (`inf`, `nan`, "
+               "past BIGINT: its column is NULL) (a MAP in SQL)"),
         Column("tail", pl.Utf8, "text that is not a key: value item (e.g. a truncated last item)"),
         Column("truncated", pl.Boolean, "the line was cut (last line of a file without newline)"),
     )

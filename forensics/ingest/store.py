@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from forensics.core.errors import ForensicsError
+from forensics.core.errors import ForensicsError, StoreError, UsageError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -28,6 +29,57 @@ if TYPE_CHECKING:
 # `forensics --help` must not pay for loading them.
 
 DEFAULT_STORE = "forensics-store"
+
+# a clock further off than this is not a skew but a wrong date (or a typo): set the date instead
+MAX_OFFSET_S = 86400.0
+
+
+def offset_problem(seconds) -> str | None:
+    """Why `seconds` is not a clock offset (None: it is one): a finite number within a day."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return f"{type(seconds).__name__} {json.dumps(seconds)[:40]} is not a number of seconds"
+    try:
+        value = float(seconds)
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        return f"{seconds} is not a finite number of seconds"
+    if abs(value) > MAX_OFFSET_S:
+        return f"{seconds:g} s is more than a day ({MAX_OFFSET_S:g} s)"
+    return None
+
+
+def clocks_problem(data) -> str | None:
+    """What is wrong with the parsed content of a clocks.json (None: nothing)."""
+    if not isinstance(data, dict):
+        return f"holds a JSON {type(data).__name__}, not an object of host -> seconds"
+    for host, v in data.items():
+        if not host:
+            return "names an empty host"
+        why = offset_problem(v)
+        if why:
+            return f"gives host {host!r} an offset that is not one: {why}"
+    return None
+
+
+def read_clocks(path: Path) -> dict:
+    """The parsed JSON of a clocks.json, unchecked; StoreError when it is not JSON."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as e:
+        raise _clocks_error(path, f"cannot be read ({type(e).__name__})") from None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise _clocks_error(path, f"is not JSON ({type(e).__name__})") from None
+
+
+def _clocks_error(path: Path, what: str) -> StoreError:
+    return StoreError(f"clocks.json {what}", file=str(path),
+                      help="`forensics verify --repair` keeps its valid entries (the file moves to "
+                           "clocks.json.broken); or fix it by hand, or delete it and `forensics clocks set HOST SECONDS`")
 
 
 def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
@@ -160,11 +212,24 @@ class Store:
         return InputWriter(self, key)
 
     # -- clock offsets (explicit, per host) --------------------------------------------------
+    @property
+    def clocks_file(self) -> Path:
+        return self.root / "clocks.json"
+
     def clocks(self) -> dict[str, float]:
-        p = self.root / "clocks.json"
-        return json.loads(p.read_text()) if p.exists() else {}
+        """host -> seconds its clock runs ahead; StoreError when clocks.json is not that."""
+        data = read_clocks(self.clocks_file)
+        why = clocks_problem(data)
+        if why:
+            raise _clocks_error(self.clocks_file, why)
+        return {h: float(v) for h, v in data.items()}
 
     def set_clock(self, host: str, seconds: float) -> None:
+        why = offset_problem(seconds)
+        if why:
+            raise UsageError(f"clock offset for {host}: {why}",
+                             help=f"an offset is a finite number of seconds within ±{MAX_OFFSET_S:g}; a clock off by "
+                                  "more has the wrong date: ingest with --date or --tz")
         c = self.clocks()
         c[host] = float(seconds)
         p = self.root / "clocks.json"

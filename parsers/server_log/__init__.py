@@ -25,7 +25,7 @@ import polars as pl
 from forensics.parsers import lines
 from forensics.parsers.base import Batch, Context, Source
 from forensics.parsers.lines import read_upto
-from forensics.parsers.server_log import passes
+from forensics.parsers.server_log import passes, stats
 from forensics.parsers.server_log.grammar import (
     CONTINUES,
     RE_BARE_KNOWN,
@@ -128,9 +128,12 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
         # faster and hold more. A block also ends at MAX_BLOCK_LINES lines, since the frames cost
         # per line: a block of short lines would otherwise hold many times the memory.
         blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress, CONTINUES, lines.MAX_BLOCK_LINES)
+        unstorable = []
         for out in passes.parse_blocks(blocks, ctx, year, role, source.path):
             out = passes.clock_pass(out, clock)
             yield out
+            if (bad := stats.unstorable_lines(out["batches"])).len():
+                unstorable.append((bad.len(), bad.min()))
             for t in ("batches", "events"):
                 if out[t].height:
                     lo, hi = out[t]["ts"].min(), out[t]["ts"].max()
@@ -138,6 +141,10 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
                     last_ts = hi if last_ts is None or (hi is not None and hi > last_ts) else last_ts
     ctx.first_ts, ctx.last_ts = first_ts, last_ts
     ctx.notes.extend(passes.clock_notes(clock))
+    if unstorable:
+        n = sum(k for k, _ in unstorable)
+        ctx.notes.append(f"{n} stats line{'s' * (n != 1)} with a value not finite or past its column's range "
+                         f"(first at line {min(f for _, f in unstorable)}): the column is NULL, the text in `extra`")
     ctx.carry = {"year": year, "role": role, "outer_offset_s": ctx.outer_offset_s, "clock": {
         "base": clock.base.isoformat(), "base_from": clock.base_from,
         "date": clock.date.isoformat() if clock.date else None, "secs": clock.secs,
