@@ -614,10 +614,9 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
 def evidence(store, fmt, redact, output):
     """The bug-report tables: corrupted vs clean by dimension, wedges, abort storms, checksums."""
     from forensics.analysis import evidence as ev
+    from forensics.cli.progress import computing
     from forensics.ingest.store import Store
     from forensics.reports.text import render_evidence
-
-    from forensics.cli.progress import computing
 
     check_output(output)
     with computing(Store(store)):
