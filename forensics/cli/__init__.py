@@ -362,12 +362,14 @@ def replies(corrupted, cls, session, store, fmt, redact):
     """List assistant turns of agent transcripts with their corruption evidence."""
     from forensics.analysis.clocks import clock_warnings
     from forensics.analysis.replies import list_replies
+    from forensics.cli.progress import computing
     from forensics.ingest.store import Store
     from forensics.reports.render import render
     from forensics.reports.text import print_replies
 
-    df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
-    warnings = clock_warnings(Store(store))
+    with computing(Store(store)):
+        df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
+        warnings = clock_warnings(Store(store))
     red = _redactor(redact, Store(store))
     if red:
         df, warnings = red.value((df, warnings))
@@ -494,11 +496,13 @@ def room(room, store, fmt, redact):
     """Print one bootstrap room's story across hosts and sources, in corrected time order."""
     from forensics.analysis.clocks import describe_offsets
     from forensics.analysis.room import parse_room, room_story
+    from forensics.cli.progress import computing
     from forensics.ingest.store import Store
     from forensics.reports.render import render
     from forensics.reports.room import summary_lines
 
-    story = room_story(Store(store), parse_room(room))
+    with computing(Store(store)):
+        story = room_story(Store(store), parse_room(room))
     red = _redactor(redact, Store(store))
     if red:
         story = red.value(story)
