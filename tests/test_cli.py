@@ -89,6 +89,14 @@ def test_unknown_zone_is_refused_before_a_store_exists(tmp_path):
     assert not store.exists()
 
 
+def test_missing_input_is_refused_before_a_store_exists(tmp_path):
+    store = tmp_path / "store"
+    code, out, err = run("ingest", tmp_path / "no-such-dump", store=store)
+    assert (code, out, err) == (2, "", f"error: no such file or directory: {tmp_path / 'no-such-dump'}\n"
+                                       "  = help: check the path given to ingest\n")
+    assert not store.exists()
+
+
 def test_compare_with_one_run_is_a_usage_error(incident):
     code, out, err = run("compare", incident)
     assert (code, out) == (2, "")

@@ -188,6 +188,6 @@ def clock_warnings(store: Store, con=None) -> list[str]:
     for u in unset_offsets(store, con):
         way = "ahead of" if u.skew_s > 0 else "behind"
         out.append(f"warning: {escape_control(u.host)}'s clock runs about {abs(u.skew_s):.1f} s {way} "
-                   f"{escape_control(u.reference)}'s ({u.pairs} room event pairs) and no offset is set for it; "
+                   f"{escape_control(u.reference)}'s ({int(u.pairs):,} room event pairs) and no offset is set for it; "
                    f"its times are off by that much. {SET_IT}{escape_control(u.command(store))}")
     return out

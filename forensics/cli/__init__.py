@@ -165,6 +165,12 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
     from forensics.ingest.store import Store
 
     check_zone(tz)
+    import os
+
+    # a mistyped path is refused before the store folder is made
+    for p in paths:
+        if not os.path.lexists(p):
+            raise UsageError(f"no such file or directory: {p}", help="check the path given to ingest")
     if deprecated_format:
         if forced_format and forced_format != deprecated_format:
             raise UsageError(f"--parser {forced_format} and --format {deprecated_format} disagree",
