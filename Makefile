@@ -9,13 +9,22 @@ install:
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m compileall -q forensics parsers queries
 
-# Ingest sample_logs/ (the generated incident and the era samples) and walk through the incident.
+# Ingest the generated incident and walk through it; the era samples (dated 2024-2026) go into a
+# store of their own, so the incident's charts span the incident. The timelines are written to
+# $(DEMO_OUT) in every format.
+DEMO_OUT ?= demo-out
 demo: install
-	rm -rf $(STORE)
-	forensics ingest sample_logs/ --store $(STORE)
+	rm -rf $(STORE) $(STORE)-eras $(DEMO_OUT)
+	mkdir -p $(DEMO_OUT)
+	forensics ingest sample_logs/incident --store $(STORE)
+	forensics ingest sample_logs/eras --store $(STORE)-eras
 	forensics clocks --store $(STORE)
 	forensics clocks set decode-1 2.5 --store $(STORE)
 	forensics timeline --store $(STORE) --bucket 1m --since 2026-11-20T14:00:00 --until 2026-11-20T14:20:00
+	forensics timeline --store $(STORE) --format markdown -o $(DEMO_OUT)/timeline.md
+	forensics timeline --store $(STORE) --format html -o $(DEMO_OUT)/timeline.html
+	forensics timeline --store $(STORE) --format png -o $(DEMO_OUT)/timeline.png
+	forensics timeline --store $(STORE) --format svg -o $(DEMO_OUT)/timeline.svg
 	forensics evidence --store $(STORE)
 	forensics sql --store $(STORE) "SELECT bootstrap_room, prefill_host, decode_host, outcome FROM rooms WHERE NOT checksum_match ORDER BY bootstrap_room"
 

@@ -1,12 +1,12 @@
 -- name: timeline
 -- description: one row per time bucket: replies by class, prefill and decode load, transfers,
 --   failures, aborts, errors, and the wedge and abort-storm markers
--- inputs: batches, events, transfers, replies, incident_wedges, incident_abort_storms
+-- inputs: batches, events, transfers, rooms, replies, incident_wedges, incident_abort_storms
 -- parameters:
 --   bucket_s DOUBLE = 10: bucket width in seconds
 --   since TIMESTAMP = NULL: first instant shown (UTC), default the start of the data
 --   until TIMESTAMP = NULL: last instant shown (UTC), default the end of the data
---   host VARCHAR = NULL: only this host's load, transfers and events (replies are kept)
+--   host VARCHAR = NULL: only this host's load and events, its rooms' transfers (either side) and replies
 -- columns:
 --   bucket_start: start of the bucket (UTC)
 --   replies: assistant turns that started in the bucket
@@ -61,6 +61,10 @@ buckets AS (
     SELECT DISTINCT k.bucket_start, p.bucket_s
     FROM (SELECT bucket_start FROM grid UNION SELECT bucket_start FROM data_buckets) k, params p, span s
     WHERE k.bucket_start + to_microseconds(CAST(p.bucket_s * 1e6 AS BIGINT)) > s.t0 AND k.bucket_start <= s.t1
+),
+-- a transfer is traced on the sending side only: a decode host's share is the rooms it received
+host_rooms AS (
+    SELECT bootstrap_room FROM rooms, params p WHERE prefill_host = p.only_host OR decode_host = p.only_host
 ),
 -- every row placed in its bucket with the same function, so that joins line up
 b AS (
@@ -125,7 +129,7 @@ tr AS (
            round(quantile_cont(duration_ms, 0.5), 3) AS p50, round(quantile_cont(duration_ms, 0.99), 3) AS p99,
            count(*) FILTER (WHERE status IN ('failed', 'aborted', 'timeout')) AS failed
     FROM transfers, params p
-    WHERE t_post IS NOT NULL AND (p.only_host IS NULL OR host = p.only_host)
+    WHERE t_post IS NOT NULL AND (p.only_host IS NULL OR host = p.only_host OR bootstrap_room IN (SELECT bootstrap_room FROM host_rooms))
     GROUP BY ALL
 ),
 rp AS (
@@ -138,7 +142,10 @@ rp AS (
            count(*) FILTER (WHERE corruption_class = 'config') AS config,
            count(*) FILTER (WHERE corruption_class = 'transfer_error') AS transfer_error,
            count(*) FILTER (WHERE corrupted) AS corrupted
-    FROM replies, params p WHERE t_start IS NOT NULL GROUP BY ALL
+    FROM replies, params p
+    WHERE t_start IS NOT NULL AND (p.only_host IS NULL OR server_host = p.only_host
+                                   OR server_bootstrap_room IN (SELECT bootstrap_room FROM host_rooms))
+    GROUP BY ALL
 ),
 -- markers: a bucket is marked when it overlaps the interval
 wedged AS (

@@ -15,6 +15,7 @@ import html as html_text
 import json
 import random
 import shlex
+import shutil
 
 import polars as pl
 import pytest
@@ -263,7 +264,8 @@ def test_every_report_header_warns_of_the_unset_offset_until_it_is_set(incident,
         "evidence json": json.loads(run("evidence", "--format", "json"))["clock_warnings"][0],
         "replies": run("replies"),
         "room": run("room", room),
-        "compare": runner.invoke(main, ["compare", s]).output,
+        # compare wants two runs: the store and a copy of it
+        "compare": runner.invoke(main, ["compare", s, str(shutil.copytree(s, tmp_path / "copy"))]).output,
     }
     html = tmp_path / "t.html"
     run("timeline", "--format", "html", "-o", str(html))

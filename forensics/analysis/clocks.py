@@ -106,6 +106,16 @@ def set_offset(store: Store, host: str, seconds: float) -> dict[str, float]:
     return store.clocks()
 
 
+def unset_offset(store: Store, host: str) -> dict[str, float]:
+    """Remove `host`'s recorded offset; return the offsets now in force."""
+    offsets = store.require().clocks()
+    if host not in offsets:
+        listed = ", ".join(escape_control(h) for h in sorted(offsets)) or "none"
+        raise UsageError(f"clocks unset {host}: no offset is set for it", help=f"offsets set: {listed}")
+    store.unset_clock(host)
+    return store.clocks()
+
+
 def describe_offsets(offsets: dict[str, float]) -> str:
     """One line naming the offsets a report used (every report and export says it the same way)."""
     if not offsets:
@@ -178,6 +188,6 @@ def clock_warnings(store: Store, con=None) -> list[str]:
     for u in unset_offsets(store, con):
         way = "ahead of" if u.skew_s > 0 else "behind"
         out.append(f"warning: {escape_control(u.host)}'s clock runs about {abs(u.skew_s):.1f} s {way} "
-                   f"{escape_control(u.reference)}'s ({u.pairs} room event pairs) and no offset is set for it; "
+                   f"{escape_control(u.reference)}'s ({int(u.pairs):,} room event pairs) and no offset is set for it; "
                    f"its times are off by that much. {SET_IT}{escape_control(u.command(store))}")
     return out

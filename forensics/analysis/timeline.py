@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 import polars as pl
 
+from forensics.analysis import names, when
 from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
@@ -38,22 +40,97 @@ def auto_bucket(span_s: float | None) -> float:
     return float(AUTO_BUCKETS_S[-1])
 
 
-def _span_s(con, since: str | None, until: str | None) -> float | None:
-    """Seconds between `since` and `until`, by default the span of the inputs that hold at least 1%
-    of the lines: one old or stray small log must not widen the buckets of the whole incident."""
-    [(lo, hi)] = con.execute(
-        "SELECT coalesce(CAST(? AS TIMESTAMPTZ), min(first_ts)), coalesce(CAST(? AS TIMESTAMPTZ), max(last_ts)) "
-        "FROM files WHERE lines >= 0.01 * (SELECT sum(lines) FROM files)", [since, until]).fetchall()
+# a chart draws every bucket: beyond this many it is a smear, and matplotlib runs out of memory
+MAX_CHART_BUCKETS = 20_000
+
+_MAIN = "lines >= 0.01 * (SELECT sum(lines) FROM files)"
+
+
+def _main_span(con) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """The span of the inputs that hold at least 1% of the lines: one old or stray small log must not
+    widen the buckets, or the window, of the whole incident."""
+    [(lo, hi)] = con.execute(f"SELECT min(first_ts), max(last_ts) FROM files WHERE {_MAIN}").fetchall()
+    return lo, hi
+
+
+def _far_away(con, lo: dt.datetime, hi: dt.datetime) -> list[tuple[str, str]]:
+    """(host, path) of the small inputs lying outside the main span by more than its length (at least
+    an hour): era samples or a last year's log in the same store, not the incident's own edges."""
+    pad = max(hi - lo, dt.timedelta(hours=1))
+    return con.execute(
+        f"SELECT host, path FROM files WHERE NOT ({_MAIN}) AND first_ts IS NOT NULL "
+        "AND (first_ts < CAST(? AS TIMESTAMPTZ) OR last_ts > CAST(? AS TIMESTAMPTZ)) ORDER BY host, path",
+        [lo - pad, hi + pad]).fetchall()
+
+
+def _window(con, since: str | None, until: str | None) -> tuple[str | None, str | None, list[str]]:
+    """The window shown: the one asked for; by default the whole store, or the main span when small
+    inputs lie far from it (said in a note, with how to see them)."""
+    if since is not None and until is not None:
+        return since, until, []
+    lo, hi = _main_span(con)
+    if lo is None:
+        return since, until, []
+    far = _far_away(con, lo, hi)
+    if not far:
+        return since, until, []
+    hosts = sorted({h for h, _ in far if h})
+    which = (f"window {when.fmt(lo)} to {when.fmt(hi)}, the span" if since is None and until is None else
+             f"window starts {when.fmt(lo)}, the start" if until is not None else f"window ends {when.fmt(hi)}, the end")
+    note = (f"{which} of the inputs holding most lines: "
+            f"{len(far)} small input{'s' if len(far) != 1 else ''} far outside it left out "
+            f"(host{'s' if len(hosts) != 1 else ''} {names.listing(hosts, 5)}); pass --since / --until to see them")
+    return since or lo.isoformat(), until or hi.isoformat(), [note]
+
+
+def _span_s(since: str | None, until: str | None, con) -> float | None:
+    """Seconds between `since` and `until`, by default the main span (see _main_span)."""
+    lo, hi = _main_span(con)
+    lo = dt.datetime.fromisoformat(since) if since else lo
+    hi = dt.datetime.fromisoformat(until) if until else hi
     return (hi - lo).total_seconds() if lo is not None and hi is not None else None
 
 
+def _data_span(con, since: str | None, until: str | None) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """The window's bounds as the timeline query takes them: the given ones, else the data's edges."""
+    [(lo, hi)] = con.execute(
+        "SELECT coalesce(CAST(? AS TIMESTAMPTZ), min(t)), coalesce(CAST(? AS TIMESTAMPTZ), max(t)) FROM "
+        "(SELECT ts AS t FROM batches UNION ALL SELECT ts FROM events UNION ALL SELECT t_start FROM replies)",
+        [since, until]).fetchall()
+    return lo, hi
+
+
+def _fit(con, since, until, bucket_s: float, max_buckets: int) -> tuple[str | None, str | None, list[str]]:
+    """A window of at most `max_buckets` buckets: a longer one keeps its last stretch (logs end with
+    the incident that made someone read them), with a note naming what was cut and how to see it."""
+    lo, hi = _data_span(con, since, until)
+    if lo is None or hi is None or (hi - lo).total_seconds() / bucket_s <= max_buckets:
+        return since, until, []
+    start = hi - dt.timedelta(seconds=bucket_s * (max_buckets - 1))
+    note = (f"the chart shows {when.fmt(start)} to {when.fmt(hi)}: {when.fmt(lo)} to {when.fmt(hi)} in "
+            f"{bucket_s:g} s buckets would be {int((hi - lo).total_seconds() // bucket_s) + 1} of them, and a chart "
+            f"holds {max_buckets}; pass a wider --bucket, or --since / --until for another stretch")
+    return start.isoformat(), hi.isoformat(), [note]
+
+
 def build(store: Store, bucket: str = "auto", since: str | None = None, until: str | None = None,
-          host: str | None = None) -> dict:
-    """The timeline as a result model: params, clock offsets, bucket rows and the marker intervals."""
+          host: str | None = None, max_buckets: int | None = None) -> dict:
+    """The timeline as a result model: params, clock offsets, bucket rows and the marker intervals.
+
+    `since` / `until` take what `forensics.analysis.when` reads (ISO, or relative to the store's last
+    event); `max_buckets` narrows a longer window (charts). `notes` says how the window was chosen.
+    """
     offsets = store.clocks()
     con = connect(store.require(), offsets, materialize=True)
     try:
-        bucket_s = auto_bucket(_span_s(con, since, until)) if bucket == "auto" else parse_duration(bucket)
+        names.check_host(con, host)
+        since, until, notes = when.resolve(con, since, until)
+        since, until, more = _window(con, since, until)
+        notes += more
+        bucket_s = auto_bucket(_span_s(since, until, con)) if bucket == "auto" else parse_duration(bucket)
+        if max_buckets:
+            since, until, more = _fit(con, since, until, bucket_s, max_buckets)
+            notes += more
         rows = queries.run(store, "timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host},
                            con=con)
         # the default thresholds, as the bucket markers use them (one shared, snapshotted computation)
@@ -66,7 +143,7 @@ def build(store: Store, bucket: str = "auto", since: str | None = None, until: s
         wedges = wedges.filter(pl.col("host") == host)
         storms = storms.filter(pl.col("hosts").list.contains(host))
     return {"bucket_s": bucket_s, "since": since, "until": until, "host": host, "clock_offsets": offsets,
-            "clock_warnings": warnings, "rows": rows, "wedges": wedges, "abort_storms": storms}
+            "clock_warnings": warnings, "notes": notes, "rows": rows, "wedges": wedges, "abort_storms": storms}
 
 
 def anomalies(rows: pl.DataFrame) -> pl.Series:

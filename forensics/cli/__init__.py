@@ -90,7 +90,11 @@ def handled(f):
 
         # the offending line or path of an error is input text: shown with its escapes visible
         try:
-            return f(*a, **kw)
+            out = f(*a, **kw)
+            sys.stdout.flush()  # a reader that went away (`| head`) is seen here, not at exit
+            return out
+        except BrokenPipeError:
+            _quiet_broken_pipe()
         except ForensicsError as e:
             if click.get_current_context().find_root().params.get("debug"):
                 raise
@@ -119,6 +123,50 @@ def _store_damage(e: Exception, store):
     from forensics.ingest.store import Store
 
     return explain_read_error(Store(store), e)
+
+
+# `forensics ... | head`: stop quietly with 1, as Python's own recipe and rich's console do
+EXIT_BROKEN_PIPE = 1
+
+
+def _quiet_broken_pipe() -> None:
+    """Stop quietly when stdout's reader has gone, as `cat` does; nothing left to flush at exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
+def check_output(output) -> None:
+    """A file to write needs an existing folder: said before any work, not as a traceback after it."""
+    import os
+
+    from forensics.core.errors import UsageError
+
+    if not output or output == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise UsageError(f"-o {output}: no folder {folder}", help=f"create it first (mkdir -p {folder}) or write elsewhere")
+    if os.path.isdir(output):
+        raise UsageError(f"-o {output} is a folder", help="give a file name inside it")
+
+
+def check_zone(tz: str) -> None:
+    """An unknown --tz is refused before ingest creates anything."""
+    from forensics.core.errors import UsageError
+
+    try:
+        import zoneinfo
+
+        zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, IsADirectoryError):
+        raise UsageError(f"--tz {tz}: no such time zone",
+                         help="give an IANA zone name, e.g. UTC, Asia/Shanghai, America/Los_Angeles") from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -158,6 +206,13 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
     from forensics.ingest import pipeline as ing
     from forensics.ingest.store import Store, offset_problem
 
+    check_zone(tz)
+    import os
+
+    # a mistyped path is refused before the store folder is made
+    for p in paths:
+        if not os.path.lexists(p):
+            raise UsageError(f"no such file or directory: {p}", help="check the path given to ingest")
     if deprecated_format:
         if forced_format and forced_format != deprecated_format:
             raise UsageError(f"--parser {forced_format} and --format {deprecated_format} disagree",
@@ -195,6 +250,23 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
         except stop.Interrupted as e:
             _interrupted(e)
     IngestProgress.summary(results)
+    if not any(r.status in ("ingested", "duplicate", "failed") for r in results):
+        from forensics.cli.progress import nothing_line
+
+        click.echo(nothing_line(paths, results), err=True)
+        sys.exit(EXIT_FAILED)
+    for w in merged_names(results, host):
+        click.echo(w, err=True)
+    from forensics.analysis import summary as sm
+    from forensics.cli.progress import computing
+    from forensics.reports.summary import lines
+
+    # the derived views are computed here, once, so the first report after an ingest is quick
+    with computing(Store(store)):
+        model = sm.build(Store(store))
+    click.echo("", err=True)
+    for line in lines(model):
+        click.echo(line, err=True)
     if any(r.status == "failed" for r in results):
         sys.exit(EXIT_FAILED)
 
@@ -211,6 +283,34 @@ def _interrupted(e) -> None:
     sys.stderr.flush()
     stop.end_fork_server()
     os._exit(e.exit_code)
+
+
+def merged_names(results, host: str | None) -> list[str]:
+    """Warnings for inputs of this ingest that one host name would merge though they look like two machines."""
+    import os
+
+    if host:
+        return []
+    by_host: dict[str, list] = {}
+    for r in results:
+        if r.status == "ingested" and r.host:
+            by_host.setdefault(r.host, []).append(r)
+    out = []
+    for h, rs in sorted(by_host.items()):
+        roles = sorted({r.role for r in rs if r.role and r.role != "unknown"})
+        folders = sorted({os.path.dirname(r.path.split("!")[0]) for r in rs
+                          if os.path.basename(os.path.dirname(r.path.split("!")[0])) != h})
+        if len(roles) > 1:
+            why = f"inputs of {len(roles)} roles ({', '.join(roles)})"
+        elif len(folders) > 1:
+            why = f"files from {len(folders)} folders ({', '.join(folders[:3])})"
+        else:
+            continue
+        paths = ", ".join(r.path for r in rs[:3]) + (f" and {len(rs) - 3} more" if len(rs) > 3 else "")
+        out.append(f"warning: {len(rs)} inputs all became host {h!r}: {why}: {paths}\n"
+                   f"  = help: if they are different machines, ingest each one with `--host NAME` "
+                   f"(e.g. `forensics ingest {rs[0].path} --host NAME`)")
+    return out
 
 
 def result_output(f):
@@ -249,6 +349,7 @@ def sql(query, sql_file, store, fmt, params, output, redact):
     _outside_store(output, store)
     header = named.from_text(text)
     values = header.bind(_params(params, typed=False)) if header else _params(params)
+    check_output(output)
     verdicts.ensure(Store(store))
     df = run_sql(Store(store), text, values, source=source)
     red = _redactor(redact, Store(store))
@@ -364,9 +465,11 @@ def _params(items, typed: bool = True) -> dict:
 @click.argument("table", required=False)
 @format_option(("table", "markdown", "json"))
 @table_options
+@click.option("--store", "store", envvar="FORENSICS_STORE", type=click.Path(file_okay=False),
+              help="Show this store's row counts too (default: ./forensics-store when it exists, or $FORENSICS_STORE).")
 @handled
-def tables(table, fmt):
-    """Print the schema reference: every table and column with its meaning."""
+def tables(table, fmt, store):
+    """Print the schema reference: every table and column with its meaning (and a store's row counts)."""
     import polars as pl
 
     from forensics.catalog import duck_type
@@ -377,12 +480,14 @@ def tables(table, fmt):
     names = [table] if table else list(schema.TABLES)
     if table and table not in schema.TABLES:
         raise UsageError(f"no table {table!r}", help="known tables: " + ", ".join(schema.TABLES))
+    counts = _row_counts(store)
     if fmt == "json":
         from forensics.reports.render import dumps_json
 
         # one document: a reader parses it at once (several arrays back to back are not JSON)
         click.echo(dumps_json({"kind": "forensics.tables", "version": 1, "tables": [
             {"name": n, "view": schema.TABLES[n].view, "doc": schema.TABLES[n].doc,
+             "rows": (counts or {}).get(n),
              "columns": [{"column": c.name, "type": duck_type(c.dtype), "meaning": c.doc}
                          for c in schema.TABLES[n].columns]} for n in names]}))
         return
@@ -390,10 +495,11 @@ def tables(table, fmt):
         t = schema.TABLES[n]
         df = pl.DataFrame({"column": [c.name for c in t.columns], "type": [duck_type(c.dtype) for c in t.columns],
                            "meaning": [c.doc for c in t.columns]})
+        rows = _rows_phrase(counts, n)
         if fmt == "table":
-            click.echo(f"\n{n}{' (view)' if t.view else ''}: {t.doc}")
+            click.echo(f"\n{n}{' (view)' if t.view else ''}{rows}: {t.doc}")
         elif fmt == "markdown":
-            click.echo(f"\n### `{n}`\n\n{t.doc}\n")
+            click.echo(f"\n### `{n}`{rows}\n\n{t.doc}\n")
         render(df, fmt, wrap=frozenset({"meaning"}))
 
 
@@ -420,12 +526,14 @@ def replies(corrupted, cls, session, store, fmt, redact):
     """List assistant turns of agent transcripts with their corruption evidence."""
     from forensics.analysis.clocks import clock_warnings
     from forensics.analysis.replies import list_replies
+    from forensics.cli.progress import computing
     from forensics.ingest.store import Store
     from forensics.reports.render import render
     from forensics.reports.text import print_replies
 
-    df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
-    warnings = clock_warnings(Store(store))
+    with computing(Store(store)):
+        df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
+        warnings = clock_warnings(Store(store))
     red = _redactor(redact, Store(store))
     if red:
         df, warnings = red.value((df, warnings))
@@ -464,13 +572,83 @@ def clocks(ctx, store, fmt):
 @click.argument("host")
 @click.argument("seconds", type=float)
 @store_option
+@click.option("--force", is_flag=True, help="Record it even for a host the store holds no rows of (yet).")
 @handled
-def clocks_set(host, seconds, store):
+def clocks_set(host, seconds, store, force):
     """Record that HOST's clock runs SECONDS ahead (negative: behind); views subtract it."""
     from forensics.analysis.clocks import describe_offsets, set_offset
     from forensics.ingest.store import Store
 
+    if not force:
+        _check_host(Store(store), host, "clocks set", "add --force to record it for a host not ingested yet")
     click.echo(describe_offsets(set_offset(Store(store), host, seconds)))
+
+
+@clocks.command("unset")
+@click.argument("host")
+@store_option
+@handled
+def clocks_unset(host, store):
+    """Remove the offset recorded for HOST; its times are read as logged again."""
+    from forensics.analysis.clocks import describe_offsets, unset_offset
+    from forensics.ingest.store import Store
+
+    click.echo(describe_offsets(unset_offset(Store(store), host)))
+
+
+def _check_host(store, host: str, what: str, force_hint: str) -> None:
+    from forensics.analysis import names
+    from forensics.catalog import connect
+    from forensics.core.errors import UsageError
+
+    con = connect(store.require(), {})
+    try:
+        hosts = names.known_hosts(con)
+    finally:
+        con.close()
+    if host not in hosts:
+        raise UsageError(f"{what} {host}: no such host in the store",
+                         help=f"known hosts: {names.listing(hosts)}; {force_hint}")
+
+
+def _row_counts(store) -> dict | None:
+    """Row counts of the store given, or of the default one when it exists; None without a store."""
+    import os
+
+    from forensics.analysis.summary import row_counts
+    from forensics.ingest.store import DEFAULT_STORE, Store
+
+    path = store or DEFAULT_STORE
+    if not os.path.isdir(path) or not Store(path).exists():
+        if store:
+            Store(store).require()
+        return None
+    return row_counts(Store(path))
+
+
+def _rows_phrase(counts: dict | None, name: str) -> str:
+    if counts is None:
+        return ""
+    n = counts.get(name)
+    return " — not computed yet (a report computes it)" if n is None else f" — {n:,} row{'' if n == 1 else 's'}"
+
+
+@main.command()
+@store_option
+@click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
+@handled
+def summary(store, fmt, output):
+    """What the store holds, in one screen: hosts, roles, time spans, rows per table, unparsed share, clocks, warnings."""
+    from forensics.analysis import summary as sm
+    from forensics.cli.progress import computing
+    from forensics.ingest.store import Store
+    from forensics.reports.summary import render_summary
+
+    check_output(output)
+    with computing(Store(store)):
+        model = sm.build(Store(store))
+    _write(output, lambda out: render_summary(model, fmt, out))
 
 
 @main.command()
@@ -518,11 +696,13 @@ def room(room, store, fmt, redact):
     """Print one bootstrap room's story across hosts and sources, in corrected time order."""
     from forensics.analysis.clocks import describe_offsets
     from forensics.analysis.room import parse_room, room_story
+    from forensics.cli.progress import computing
     from forensics.ingest.store import Store
     from forensics.reports.render import render
     from forensics.reports.room import summary_lines
 
-    story = room_story(Store(store), parse_room(room))
+    with computing(Store(store)):
+        story = room_story(Store(store), parse_room(room))
     red = _redactor(redact, Store(store))
     if red:
         story = red.value(story)
@@ -574,6 +754,7 @@ def query_run(name, store, fmt, params, output, redact):
 
     fmt = output_format(fmt, output, RESULT_FORMATS, "query run")
     _outside_store(output, store)
+    check_output(output)
     verdicts.ensure(Store(store))
     df = queries.run(Store(store), name, _params(params, typed=False))
     red = _redactor(redact, Store(store))
@@ -590,9 +771,10 @@ TIMELINE_FORMATS = ("table", "markdown", "csv", "json", "html", "png", "svg", "p
 @store_option
 @click.option("--bucket", default="auto", show_default=True,
               help="Bucket width: 10s, 500ms, 1m, ...; auto is 10s, wider when that gives over 500 buckets.")
-@click.option("--since", help="First instant, UTC (e.g. 2026-11-20T14:00:00).")
-@click.option("--until", help="Last instant, UTC.")
-@click.option("--host", help="Only this host's load, transfers and events.")
+@click.option("--since", help="First instant: UTC ISO (2026-11-20T14:00:00), or before the store's last event "
+                               "(-30m, 1h, 2h ago, yesterday 14:00, 14:00).")
+@click.option("--until", help="Last instant, written as for --since.")
+@click.option("--host", help="Only this host: its load and events, its rooms' transfers (either side), its replies.")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(TIMELINE_FORMATS),
               help="Output format (the extension of -o chooses it when not given).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
@@ -603,17 +785,24 @@ TIMELINE_FORMATS = ("table", "markdown", "csv", "json", "html", "png", "svg", "p
 def timeline(store, bucket, since, until, host, fmt, output, redact):
     """What happened when: load, transfers, failures and replies per time bucket."""
     from forensics.analysis import timeline as tl
+    from forensics.cli.progress import computing
     from forensics.core.errors import UsageError
     from forensics.ingest.store import Store
 
     fmt = output_format(fmt, output, TIMELINE_FORMATS, "timeline")
-    model = tl.build(Store(store), bucket, since, until, host)
+    if fmt in ("html", "png", "svg", "perfetto") and not output:
+        raise UsageError(f"--format {fmt} writes a file", help="add -o FILE")
+    check_output(output)
+    with computing(Store(store)):
+        # a chart draws every bucket: a longer window is narrowed (with a note), never refused
+        model = tl.build(Store(store), bucket, since, until, host,
+                         max_buckets=tl.MAX_CHART_BUCKETS if fmt in ("html", "png", "svg") else None)
     red = _redactor(redact, Store(store))
+    for note in model["notes"]:
+        click.echo(f"note: {red.text(note) if red else note}", err=True)
     if fmt in ("html", "png", "svg", "perfetto"):
         from forensics.reports import export as timeline_export
 
-        if not output:
-            raise UsageError(f"--format {fmt} writes a file", help="add -o FILE")
         if fmt == "png":
             from forensics.cli.output import binary_to_stdout
 
@@ -640,11 +829,14 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
 def evidence(store, fmt, redact, output):
     """The bug-report tables: corrupted vs clean by dimension, wedges, abort storms, checksums."""
     from forensics.analysis import evidence as ev
+    from forensics.cli.progress import computing
     from forensics.ingest.store import Store
     from forensics.reports.text import render_evidence
 
     fmt = output_format(fmt, output, ("markdown", "json"), "evidence")
-    report = ev.build(Store(store))
+    check_output(output)
+    with computing(Store(store)):
+        report = ev.build(Store(store))
     red = _redactor(redact, Store(store))
     if red:
         report = red.value(report)
@@ -664,10 +856,17 @@ def evidence(store, fmt, redact, output):
 def compare(stores, fmt, baseline, output):
     """Compare runs (stores, or --run labels within one) against a baseline: corruption rate and throughput."""
     from forensics.analysis import compare as cmp
+    from forensics.core.errors import UsageError
     from forensics.reports.text import render_compare
 
     fmt = output_format(fmt, output, ("markdown", "json"), "compare")
+    check_output(output)
     result = cmp.build(list(stores), baseline=baseline)
+    if len(stores) == 1 and result["corruption"].height < 2:
+        runs = ", ".join(result["corruption"]["run"].to_list()) or "none with replies"
+        raise UsageError(f"compare needs two runs, and {stores[0]} holds one ({runs})",
+                         help="give a second store (`forensics compare BASELINE_STORE OTHER_STORE`), or ingest "
+                              "each run into one store with `ingest --run LABEL`")
     _write(output, lambda out: render_compare(result, fmt, out))
 
 

@@ -98,3 +98,49 @@ def _short(path: str) -> str:
 
     rel = os.path.relpath(path) if not path.startswith("..") and os.path.isabs(path) else path
     return rel if len(rel) < len(path) else path
+
+
+def nothing_line(paths, results) -> str:
+    """The error of an ingest that recognised no input at all, saying what it saw."""
+    from forensics.core.errors import ForensicsError
+
+    what = skipped_line(results) or f"no files found under {', '.join(paths)}"
+    return ForensicsError(
+        f"nothing recognised as a log or transcript in {', '.join(paths)}: "
+        + (what.replace("skipped ", "saw ", 1) if results else what),
+        help="point ingest at the dump's folder, or read the inputs with `--parser NAME` (see `forensics formats`)"
+    ).render()
+
+
+class computing:
+    """'computing rooms, transfers, replies …' on stderr while a store's derived views are built (they are
+    then cached for that store state); quiet when stderr is not a terminal or the cache is warm."""
+
+    def __init__(self, store, what: str = "derived views (rooms, transfers, replies, ...)"):
+        self.store, self.what, self.status = store, what, None
+
+    def __enter__(self):
+        if sys.stderr.isatty() and not _cached(self.store):
+            from rich.console import Console
+
+            self.status = Console(stderr=True).status(
+                f"computing {self.what}: once per store state, then cached", spinner="dots")
+            self.status.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.status:
+            self.status.stop()
+
+
+def _cached(store) -> bool:
+    """Whether the last derived view is snapshotted for the store as it is (views are built in order)."""
+    import re
+
+    from forensics.catalog import derived_views, snapshot_path
+
+    try:
+        names = [n for _, sql in derived_views() for n in re.findall(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", sql, re.I)]
+        return not names or snapshot_path(store, names[-1]) is not None
+    except Exception:
+        return True

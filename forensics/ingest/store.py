@@ -237,6 +237,14 @@ class Store:
         tmp.write_text(json.dumps(c, indent=1, sort_keys=True))
         os.replace(tmp, p)
 
+    def unset_clock(self, host: str) -> None:
+        c = self.clocks()
+        c.pop(host, None)
+        p = self.root / "clocks.json"
+        tmp = p.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(c, indent=1, sort_keys=True))
+        os.replace(tmp, p)
+
 
 class InputWriter:
     """Writes the tables of one input into .tmp, then commits them with one rename."""

@@ -8,6 +8,8 @@ error); the SVG writer escapes `<`, `>`, `&` and quotes itself.
 
 from __future__ import annotations
 
+import textwrap
+
 from forensics.analysis.clocks import describe_offsets
 from forensics.core.errors import UsageError
 from forensics.reports.detail import CLASS_COLORS, us
@@ -130,5 +132,8 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
     ax.set_xlabel("UTC")
     ax.set_xlim(edges[0], edges[-1])
     fig.suptitle(f"forensics timeline — {escape_control(d['store'])} — {describe_offsets(d['offsets'])} — "
-                 f"{model['bucket_s']:g} s buckets" + "".join("\n" + w for w in d["clock_warnings"]), fontsize=11)
+                 f"{model['bucket_s']:g} s buckets"
+                 + "".join("\n" + textwrap.fill(escape_control(w), 190)
+                           for w in [*d["clock_warnings"], *model.get("notes", [])]),
+                 fontsize=11)
     fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
