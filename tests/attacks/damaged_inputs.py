@@ -185,3 +185,24 @@ def timestamps_backwards_and_far_dates(t: Attack) -> None:
     out = t.cli("timeline", "--store", store, "--format", "json", "--since", "2026-10-30T00:00:00",
                 "--until", "2026-10-31T00:00:00").stdout
     assert json.loads(out)
+
+
+@attack
+def proxy_reply_of_50mb_stays_under_1gib(t: Attack) -> None:
+    """An OpenAI-compatible proxy log whose one response holds a 50 MB reply (a runaway generation), run as
+    its own process beside a good server log: peak RSS under 1 GiB, the request line is read, the long
+    line is kept as its head and length (in unparsed or cut), the good log ingested whole, exit 0."""
+    _, n_good = t.good_log()
+    reply = "".join(t.rng.choice("abc xyz\n") for _ in range(1 << 12)) * (50_000_000 >> 12)
+    req = {"ts": "2026-10-30T10:00:10.000Z", "dir": "req", "conn": "c-1", "upstream": "http://router/v1/chat/completions",
+           "body": {"model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]}}
+    resp = {"ts": "2026-10-30T10:00:15.000Z", "dir": "resp", "conn": "c-1", "status": 200, "latency_ms": 5000,
+            "body": {"id": "x", "object": "chat.completion", "model": "m",
+                     "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                                  "finish_reason": "length"}]}}
+    t.write("dump/agent/proxy.jsonl", json.dumps(req) + "\n" + json.dumps(resp) + "\n")
+    run = t.ingest(t.root / "dump", subprocess_run=True)
+    assert "proxy.jsonl" in run.stderr and "longer than" in run.stderr, run.stderr
+    assert t.count("batches") == n_good
+    f = t.files()["proxy.jsonl"]
+    assert (f["status"], f["lines"]) == ("ingested", 2)
