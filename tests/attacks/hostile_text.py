@@ -28,7 +28,8 @@ def _numeric(table: str) -> set[str]:
 
 
 def _draw(t: Attack, pools, k: int) -> str:
-    return "".join(t.rng.choice(t.rng.choice(pools)) for _ in range(k))
+    """`k` payloads from drawn pools, as a file or folder name may hold them (anything but "/")."""
+    return "".join(t.rng.choice(t.rng.choice(pools)) for _ in range(k)).replace("/", "")
 
 
 @attack
@@ -37,7 +38,7 @@ def host_folders_with_shell_esc_and_bidi(t: Attack) -> None:
     host keeps its folder name verbatim in the store, every output shows the escapes as text (no raw control
     character), CSV and Markdown stay inert, exit 0."""
     names = ["decode!7", _draw(t, [ESC, BIDI], 2) + "decode-1", "prefill" + _draw(t, [SHELL, BIDI], 3),
-             _draw(t, [FORMULAS[:4], MARKDOWN[:3]], 1).replace("/", "") + "decode-3"]
+             _draw(t, [FORMULAS[:4], MARKDOWN[:3]], 1) + "decode-3"]
     counts = {}
     for i, h in enumerate(names):
         _, counts[h] = t.good_log(f"dump/{h}/server.log", n=t.rng.randint(20, 200))
