@@ -415,7 +415,8 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
         if not output:
             raise UsageError(f"--format {fmt} writes a file", help="add -o FILE")
         # the export reads more from the store than the model holds: it masks the two together
-        timeline_export.write(model, fmt, output, Store(store), redactor=red)
+        for note in timeline_export.write(model, fmt, output, Store(store), redactor=red):
+            click.echo(note, err=True)
         click.echo(f"wrote {output}", err=True)
         _say_redacted(red)
         return
