@@ -35,8 +35,10 @@ test: install
 goldens: install
 	$(PY) -m tests.goldens --update
 
+# --memory: peak RSS of every command on the large store (bench/memory.py); BENCH_ARGS= to skip it
+BENCH_ARGS ?= --memory
 bench: install
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 # The native scanner built with AddressSanitizer and UBSan (into a temporary directory: the
 # installed build stays), run under the tests that drive it hardest; tests/sanitize/sitecustomize.py

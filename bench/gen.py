@@ -273,3 +273,69 @@ def write_short_lines(path: str, size: int, seed: int) -> tuple[int, int]:
         sim.chatty_second()
     with open(path, "wb") as f:
         return _write_days(f, ("\n".join(sim.out) + "\n").encode(), size, 0, 0)
+
+
+def write_trace(path: str, size: int, seed: int) -> tuple[int, int]:
+    """A KV transfer trace (TRANSFER_TRACE.md) of about `size` bytes: prefill and decode processes
+    interleaved, each room its units' post/done/notif/checksum events, the forms §2 allows (ISO and
+    numeric `ts`, string and integer `room`, integer `status`), extra fields, a failure now and then;
+    one line in 20,000 is cut or not JSON, so the unparsed path runs too."""
+    import json
+
+    rng = random.Random(seed)
+    out: list[str] = []
+    n = 0
+    t = float(BASE_EPOCH)
+    dump = lambda o: json.dumps(o, separators=(",", ":"))  # noqa: E731
+    while n < min(size, 16 << 20):
+        t += rng.random() * 0.01
+        room = rng.randrange(1, 1 << 63)
+        rank = rng.randrange(8)
+        chunks = rng.randint(1, 4)
+        p = {"host": "node-p%d" % (rank // 4), "pid": 184000 + rank, "side": "prefill", "engine_rank": rank,
+             "dp_rank": rank}
+        dd = {"host": "node-d%d" % (rank // 4), "pid": 90400 + rank, "side": "decode", "engine_rank": rank}
+        prid, drid, peer_p, peer_d = _hex(rng, 32), _hex(rng, 32), "8f3e2a1c-5b7d-4e9f-a0b1-%012x" % rank, \
+            "def7d2f1-d482-4cd2-b6de-%012x" % rank
+        iso_d = rng.random() < 0.3
+        for c in range(chunks):
+            last = c == chunks - 1
+            nb = rng.randrange(1 << 20, 1 << 30)
+            ck = _hex(rng, 16)
+            unit = {"kind": "kv", "chunk": c, "is_last": last}
+            t += 0.0003
+            out.append(dump({"ts": round(t, 6), **p, "room": room, "rid": prid, **unit, "event": "checksum",
+                             "bytes": nb, "checksum": ck, "checksum_algo": "xxh64"}))
+            out.append(dump({"ts": round(t + 0.0001, 6), **p, "room": room, "rid": prid, **unit, "event": "post",
+                             "bytes": nb, "peer": peer_d}))
+            fail = rng.random() < 0.002
+            if fail:
+                out.append(dump({"ts": round(t + 0.002, 6), **p, "room": room, **unit, "event": "fail",
+                                 "status": -3 if rng.random() < 0.5 else "NIXL_ERR_BACKEND", "peer": peer_d,
+                                 "error": "getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND"}))
+                out.append(dump({"ts": round(t + 5, 6), **dd, "room": str(room), "kind": "kv", "event": "abort",
+                                 "error": f"KVTransferError(bootstrap_room={room}): NIXL transfer encountered ERR"}))
+                break
+            out.append(dump({"ts": round(t + 0.002, 6), **p, "room": room, **unit, "event": "done",
+                             "status": "NIXL_SUCCESS", "peer": peer_d}))
+            ts_d = (dt.datetime.fromtimestamp(t + 0.0021, dt.timezone.utc).isoformat().replace("+00:00", "Z")
+                    if iso_d else round(t + 0.0021, 6))
+            out.append(dump({"ts": ts_d, **dd, "room": str(room) if iso_d else room, "rid": drid, **unit,
+                             "event": "notif", "peer": peer_p, "notif": f"{room}:kv:{c}"}))
+            out.append(dump({"ts": ts_d, **dd, "room": room, **unit, "event": "checksum", "bytes": nb,
+                             "checksum": "0x" + ck.upper() if rng.random() < 0.5 else ck, "checksum_algo": "xxh64"}))
+        if rng.random() < 0.001:
+            out.append(out[-1][: len(out[-1]) // 2])
+        n = sum(map(len, out[-64:])) * len(out) // min(len(out), 64)
+    body = ("\n".join(out) + "\n").encode()
+    with open(path, "wb") as f:
+        written, lines, rep = 0, 0, 0
+        while written < size:
+            part = body if written + len(body) <= size else body[: body.rfind(b"\n", 0, size - written) + 1]
+            if not part:
+                break
+            f.write(part)
+            written += len(part)
+            lines += part.count(b"\n")
+            rep += 1
+    return written, lines

@@ -201,6 +201,67 @@ def bench_help(runs: int) -> dict:
     return {"help_s": statistics.median(times), "all": times}
 
 
+# -- against lnav and the transfer trace ------------------------------------------------------------
+
+def ensure_lnav() -> str | None:
+    """lnav on PATH, installing the Debian package (0.11) when it is missing and we may."""
+    path = shutil.which("lnav")
+    if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        print("installing lnav (apt-get install -y lnav) ...", flush=True)
+        subprocess.run(["apt-get", "install", "-y", "-q", "lnav"], capture_output=True,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        path = shutil.which("lnav")
+    return path
+
+
+def bench_lnav(path: str, nlines: int, runs: int) -> dict:
+    """`forensics ingest` of one PD server log vs lnav loading and indexing it, `wc -l` beside.
+
+    `lnav -n` alone prints the whole file to stdout; with a count over all_logs it indexes every
+    line and prints one number, which proves it read the file (it merges multi-line records, so the
+    count is a little under `wc -l`).
+    """
+    lnav = ensure_lnav()
+    if lnav is None:
+        return {"skipped": "lnav is not installed (apt-get install lnav)"}
+    store = os.path.join(OUT, "store-lnav")
+    rows = []
+    for i in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(["wc", "-l", path], capture_output=True)
+        wc = time.perf_counter() - t0
+        ln = run_proc([lnav, "-n", "-c", ";SELECT count(*) AS n FROM all_logs", path])
+        seen = open(os.path.join(OUT, "last_stdout.txt")).read().split()
+        counted = int(seen[-1]) if seen and seen[-1].isdigit() else 0
+        if ln["rc"] != 0 or counted < 0.9 * nlines:
+            sys.exit(f"error: lnav did not index {path} (exit {ln['rc']}, {counted:,} of {nlines:,} lines)")
+        shutil.rmtree(store, ignore_errors=True)
+        fx = run_proc(forensics_cmd() + ["ingest", path, "--store", store], cwd=ROOT)
+        if fx["rc"] != 0:
+            sys.exit(f"error: ingest failed (exit {fx['rc']}); see {OUT}/last_stderr.txt")
+        rows.append({"wc_s": wc, "lnav_s": ln["wall_s"], "lnav_cpu_s": ln["cpu_s"], "lnav_lines": counted,
+                     "ingest_s": fx["wall_s"], "ingest_cpu_s": fx["cpu_s"]})
+        print(f"  lnav run {i + 1}: lnav {ln['wall_s']:.2f} s ({ln['cpu_s']:.2f} s CPU), forensics ingest "
+              f"{fx['wall_s']:.2f} s ({fx['cpu_s']:.2f} s CPU), wc -l {wc:.3f} s", flush=True)
+    shutil.rmtree(store, ignore_errors=True)
+    med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+    return {**med, "bytes": os.path.getsize(path), "lines": nlines, "runs": runs, "all_runs": rows,
+            "x_lnav": med["lnav_s"] / med["ingest_s"], "x_lnav_cpu": med["lnav_cpu_s"] / med["ingest_cpu_s"]}
+
+
+def bench_trace(size: int, runs: int) -> dict:
+    """Ingest of a KV transfer trace (TRANSFER_TRACE.md) beside `grep -c` over the same file."""
+    d = os.path.join(OUT, "data", f"trace-{size}")
+    path = os.path.join(d, "kvtrace.jsonl")
+    if not os.path.exists(path):
+        os.makedirs(d, exist_ok=True)
+        gen.write_trace(path, size, 21)
+    nbytes = os.path.getsize(path)
+    with open(path, "rb") as f:
+        nlines = sum(b.count(b"\n") for b in iter(lambda: f.read(1 << 24), b""))
+    return bench_ingest("transfer trace", [path], nbytes, nlines, runs, None)
+
+
 # -- the large store ----------------------------------------------------------------------------
 
 def _has_command(name: str) -> bool:
@@ -253,6 +314,24 @@ def summary(results: dict) -> str:
                                               else f"{q['wall_s']:.2f} s (exit {q['rc']})"))
     if results.get("store"):
         lines.append("large store rows: " + ", ".join(f"{k}={v:,}" for k, v in results["store"].items()))
+    ln = results.get("lnav")
+    if ln and "skipped" in ln:
+        lines.append(f"against lnav: skipped ({ln['skipped']})")
+    elif ln:
+        lines.append(f"against lnav ({ln['bytes'] / 1e6:.0f} MB decode log, median of {ln['runs']}): forensics ingest "
+                     f"{ln['ingest_s']:.2f} s ({ln['ingest_cpu_s']:.2f} s CPU), lnav -n {ln['lnav_s']:.2f} s "
+                     f"({ln['lnav_cpu_s']:.2f} s CPU, {ln['lnav_lines']:,} records), wc -l {ln['wc_s']:.3f} s; "
+                     f"speed vs lnav {ln['x_lnav']:.2f}x wall (target >= 1); ingest CPU is its main process only (the "
+                     f"workers are the forkserver's children)")
+    tr = results.get("trace")
+    if tr:
+        lines.append(f"transfer trace ({tr['bytes'] / 1e6:.0f} MB): {tr['mb_s']:.0f} MB/s, {tr['wall_s']:.2f} s, "
+                     f"{tr['x_grep']:.1f}x grep -c ({tr['grep_s']:.3f} s), peak {tr['peak_rss_mib']:.0f} MiB "
+                     f"(target >= 150 MB/s)")
+    if results.get("memory"):
+        import memory
+
+        lines.append(memory.table(results["memory"]["commands"], results["memory"]["store"]))
     return "\n".join(lines)
 
 
@@ -267,6 +346,10 @@ def main() -> None:
     ap.add_argument("--replies", type=int, default=100_000)
     ap.add_argument("--timeline-args", default="", help="extra arguments for `forensics timeline`")
     ap.add_argument("--evidence-args", default="", help="extra arguments for `forensics evidence`")
+    ap.add_argument("--lnav-size", default="256M", help="bytes of PD decode log for the lnav comparison (default 256M)")
+    ap.add_argument("--trace-size", default="256M", help="bytes of transfer trace (default 256M)")
+    ap.add_argument("--memory", action="store_true", help="also peak RSS of every command on the large store "
+                    "(bench/memory.py; the first report there computes the derived views: tens of minutes under load)")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     size = parse_size(a.size)
@@ -289,6 +372,19 @@ def main() -> None:
         f = m["short"][0]
         results["ingest"].append(bench_ingest("short lines (memory)", [os.path.join(m["dir"], f["name"])],
                                               f["bytes"], f["lines"], a.runs, None))
+    if not a.skip_ingest:
+        lsize = parse_size(a.lnav_size)
+        ld = os.path.join(OUT, "data", f"lnav-{lsize}")
+        lpath = os.path.join(ld, "decode-lnav.log")
+        if not os.path.exists(lpath):
+            os.makedirs(ld, exist_ok=True)
+            gen.write_log(lpath, "decode", lsize, 7)
+        with open(lpath, "rb") as f:
+            lines = sum(b.count(b"\n") for b in iter(lambda: f.read(1 << 24), b""))
+        print(f"against lnav: one decode log ({os.path.getsize(lpath) / 1e6:.0f} MB, {lines:,} lines), {a.runs} runs", flush=True)
+        results["lnav"] = bench_lnav(lpath, lines, a.runs)
+        print("transfer trace ...", flush=True)
+        results["trace"] = bench_trace(parse_size(a.trace_size), a.runs)
     results["help"] = bench_help(a.runs)
     if not a.skip_store:
         print("large store ...", flush=True)
@@ -296,6 +392,11 @@ def main() -> None:
         results["store"] = counts
         results["queries"] = bench_queries(store, a.runs, {"timeline": a.timeline_args.split(),
                                                            "evidence": a.evidence_args.split()})
+    if a.memory:
+        import memory
+
+        store, counts = build_store(a.transfers, a.batches, a.replies)
+        results["memory"] = {"store": counts, "commands": memory.measure(store)}
     json.dump(results, open(os.path.join(OUT, "results.json"), "w"), indent=1, default=str)
     text = summary(results)
     open(os.path.join(OUT, "summary.txt"), "w").write(text + "\n")

@@ -19,6 +19,7 @@ from html.parser import HTMLParser
 from importlib import resources
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from forensics.analysis import timeline
@@ -407,6 +408,102 @@ def test_perfetto_shows_the_planted_facts(incident):
     q = [sum(e["args"].values()) for e in events if e["ph"] == "C" and e["name"] == "queue_req"
          and e["pid"] == pid[slam["host"]] and _us(slam["start"]) <= e["ts"] <= _us(slam["backlog_cleared"])]
     assert max(q) >= slam["peak_queue_req"] / 4 > 0
+
+
+def test_perfetto_counters_follow_the_bucket(incident, tmp_path):
+    """One sample per rank and bucket, at the bucket's start: --bucket sets how many the trace holds."""
+    from forensics.reports import perfetto
+
+    store = incident["store"]
+    counts = {}
+    for bucket in ("10s", "1m"):
+        model = timeline.build(store, bucket)
+        out = tmp_path / f"t-{bucket}.json"
+        timeline_export.write(model, "perfetto", str(out), store)
+        trace = json.loads(out.read_text(encoding="utf-8"))
+        assert trace["otherData"]["bucket_s"] == model["bucket_s"] and "note" not in trace["otherData"]
+        samples = [e for e in trace["traceEvents"] if e["ph"] == "C"]
+        step = int(model["bucket_s"] * 10**6)
+        assert samples and all(e["ts"] % step == 0 for e in samples), "samples sit on bucket starts"
+        # one sample per (track, counter, bucket): the stats lines of a rank within a bucket are one mean
+        keys = [(e["pid"], e["tid"], e["name"], e["ts"]) for e in samples]
+        assert len(keys) == len(set(keys))
+        counts[bucket] = len(samples)
+        rows = list(perfetto.counter_rows(model, store))
+        assert [r["t_us"] for r in rows] == sorted(r["t_us"] for r in rows), "streamed in time order"
+    assert counts["1m"] < counts["10s"] / 3
+
+
+def test_perfetto_trace_over_budget_is_cut_around_the_trouble(incident, tmp_path):
+    """A trace that would not fit the budget keeps a window of whole buckets around the busiest
+    failures, names it, and says how to see the rest; every event lies inside that window."""
+    from forensics.reports import perfetto
+
+    store, model = incident["store"], incident["model"]
+    whole, note = perfetto.fit(model, store)
+    assert note is None and whole is model
+    cut, note = perfetto.fit(model, store, budget=2_000_000)
+    assert note and "--since/--until" in note and "--bucket" in note and "cut to" in note
+    rows = cut["rows"]
+    assert 0 < rows.height < model["rows"].height
+    lo = _us(rows["bucket_start"].min().isoformat())
+    hi = _us(rows["bucket_start"].max().isoformat()) + int(model["bucket_s"] * 10**6)
+    # the kept window holds the bucket with the most failures, aborts, errors and corrupted replies
+    trouble = model["rows"].with_columns(
+        t=pl.col("transfer_failures") + pl.col("aborts") + pl.col("errors") + pl.col("replies") - pl.col("replies_clean"))
+    worst = _us(trouble.sort("t", descending=True)["bucket_start"][0].isoformat())
+    assert lo <= worst < hi
+    out = tmp_path / "cut.json"
+    notes = timeline_export.write(cut, "perfetto", str(out), store)
+    assert notes == []  # already cut: it fits
+    perfetto.write(cut, {**perfetto_detail(cut, store)}, str(out), perfetto.counter_rows(cut, store), note)
+    trace = json.loads(out.read_text(encoding="utf-8"))
+    assert trace["otherData"]["note"] == note
+    counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
+    assert counters and all(lo <= e["ts"] < hi for e in counters)
+
+
+def test_perfetto_cli_says_when_the_trace_is_cut(incident, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from forensics.cli import main
+    from forensics.reports import perfetto
+
+    monkeypatch.setattr(perfetto, "TRACE_BUDGET", 2_000_000)
+    monkeypatch.setattr(perfetto.fit, "__defaults__", (2_000_000,))
+    out = tmp_path / "t.json"
+    r = CliRunner().invoke(main, ["timeline", "--store", str(incident["store"].root), "--format", "perfetto",
+                                  "--bucket", "10s", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "cut to" in r.output and "--since/--until" in r.output
+    assert json.loads(out.read_text(encoding="utf-8"))["otherData"]["note"] in r.output
+
+
+def test_perfetto_streams_its_counters(incident, tmp_path):
+    """Counters are consumed as the file is written, not gathered first: events reach the file while
+    the counter rows are still coming."""
+    from forensics.reports import perfetto
+
+    store = incident["store"]
+    model = timeline.build(store, "1s")
+    out = tmp_path / "stream.json"
+    sizes = []
+
+    def rows():
+        for i, r in enumerate(perfetto.counter_rows(model, store)):
+            if i % 500 == 499:
+                sizes.append(out.stat().st_size)
+            yield r
+
+    perfetto.write(model, perfetto_detail(model, store), str(out), rows())
+    assert len(sizes) >= 2 and sizes[-1] > sizes[0]
+    json.loads(out.read_text(encoding="utf-8"))
+
+
+def perfetto_detail(model, store) -> dict:
+    from forensics.reports.detail import gather
+
+    return {**gather(model, store), "store": str(store.root)}
 
 
 # -- static chart -----------------------------------------------------------------------------------

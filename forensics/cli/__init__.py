@@ -808,7 +808,10 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
 
             binary_to_stdout(fmt, output)
         # the export reads more from the store than the model holds: it masks the two together
-        write_file(output, lambda path: timeline_export.write(model, fmt, path, Store(store), redactor=red))
+        notes: list[str] = []
+        write_file(output, lambda path: notes.extend(timeline_export.write(model, fmt, path, Store(store), redactor=red)))
+        for note in notes:
+            click.echo(note, err=True)
         _say_redacted(red)
         return
     from forensics.reports.text import render_timeline

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from importlib import resources
 
 import polars as pl
 
 from forensics.catalog import connect
 from forensics.catalog import named as queries
-from forensics.catalog.sql import run_sql
 from forensics.ingest.store import Store
 from forensics.reports.escape import escape_control
 
@@ -33,7 +31,7 @@ _ROLE_ORDER = {"prefill": 0, "unified": 1, "decode": 2}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
-def gather(model: dict, store: Store, stats: bool = False) -> dict:
+def gather(model: dict, store: Store) -> dict:
     """The per-host detail behind the model's buckets, as lists of plain rows with safe text."""
     lo, hi = _window(model)
     # the window is the model's buckets, so every file shows exactly what the bucket rows count; a
@@ -48,7 +46,6 @@ def gather(model: dict, store: Store, stats: bool = False) -> dict:
         replies = queries.run(store, "reply_hosts", window, con=con)
         context = queries.run(store, "corrupted_context", con=con)
         roles = dict(queries.run(store, "host_roles", con=con).iter_rows())
-        raw_stats = run_sql(store, _counters_sql(), filtered, con=con) if stats else pl.DataFrame()
     finally:
         con.close()
     events = {(r["source"], r["session_id"], r["turn_id"]): r["events"] for r in context.iter_rows(named=True)}
@@ -67,7 +64,6 @@ def gather(model: dict, store: Store, stats: bool = False) -> dict:
         "replies": safe(reply_rows),
         "wedges": safe([{**w, "t0": us(w["t_start"]), "t1": us(w["t_end"])} for w in model["wedges"].to_dicts()]),
         "storms": safe(storm_bands(model["abort_storms"])),
-        "stats": safe(raw_stats.to_dicts()),
         "offsets": dict(sorted(model["clock_offsets"].items())),
         "clock_warnings": safe(model.get("clock_warnings", [])),
     }
@@ -81,10 +77,6 @@ def storm_bands(storms: pl.DataFrame) -> list[dict]:
             out.append({**s, "host": h["host"], "aborts_on_host": h["n_aborts"], "t0": us(h["t_start"]),
                         "t1": us(h["t_end"]), "storm_t0": us(s["t_start"]), "storm_t1": us(s["t_end"])})
     return out
-
-
-def _counters_sql() -> str:
-    return resources.files("forensics.reports").joinpath("perfetto_counters.sql").read_text(encoding="utf-8")
 
 
 def _window(model: dict) -> tuple[dt.datetime | None, dt.datetime | None]:

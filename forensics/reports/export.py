@@ -15,16 +15,23 @@ from forensics.reports.detail import gather
 FORMATS = ("html", "png", "svg", "perfetto")
 
 
-def write(model: dict, fmt: str, output: str, store: Store, redactor=None) -> None:
-    """Write the timeline `model` as `fmt` (html, png, svg or perfetto) to `output`, masked by `redactor`."""
+def write(model: dict, fmt: str, output: str, store: Store, redactor=None) -> list[str]:
+    """Write the timeline `model` as `fmt` (html, png, svg or perfetto) to `output`, masked by `redactor`;
+    return the notes to show (a Perfetto trace cut to a window that its UI can load)."""
     if fmt not in FORMATS:
         raise UsageError(f"no timeline export format {fmt!r}", help=f"use one of {', '.join(FORMATS)}")
-    detail = {**gather(model, store, stats=fmt == "perfetto"), "store": str(store.root)}
+    note = None
+    if fmt == "perfetto":
+        model, note = perfetto.fit(model, store)
+    stored = model  # host names and clock offsets as the store has them, for the counters' own query
+    detail = {**gather(model, store), "store": str(store.root)}
     if redactor is not None:
         model, detail = redactor.value((model, detail))
     if fmt == "html":
         html.write(model, detail, output)
     elif fmt == "perfetto":
-        perfetto.write(model, detail, output)
+        counters = perfetto.counter_rows(stored, store, host_name=redactor.text if redactor is not None else str)
+        perfetto.write(model, detail, output, counters, note)
     else:
         chart.write(model, detail, output, fmt)
+    return [note] if note else []

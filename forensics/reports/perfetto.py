@@ -1,47 +1,137 @@
 """`forensics timeline --format perfetto`: Chrome JSON trace events for ui.perfetto.dev.
 
 A process per host, a thread per rank, each room as async transfer slices with a flow from the
-prefill side to the decode side, counters from every stats line, instants for the abort, failure
+prefill side to the decode side, counters per rank and bucket, instants for the abort, failure
 and error lines and the corrupted replies, async slices for wedges and abort storms.
+
+The file is written as it goes: counters stream from the store one batch at a time, merged in
+time order with the other events (a window's worth, gathered by reports.detail), so memory does
+not grow with the trace. A trace that would pass TRACE_BUDGET bytes is cut to a window around the
+busiest trouble (`fit`), and says so: Perfetto's UI cannot load traces near 2 GB.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import heapq
 import json
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator
+from importlib import resources
+
+import polars as pl
 
 from forensics.analysis.clocks import describe_offsets
+from forensics.catalog import connect
+from forensics.ingest.store import Store
 from forensics.reports.detail import iso, other_replies
 from forensics.reports.escape import escape_control, json_in_html
 
 _COUNTERS = ("queue_req", "running_req", "bootstrap_req", "inflight_req", "transfer_req", "gen_throughput",
              "new_token")
+TRACE_BUDGET = 300_000_000
+# bytes one event takes in the file, measured on the generated incident: a counter sample, a room
+# (two slices on each side, with the room's args on each begin), a mark or a reply instant
+_COUNTER_BYTES, _ROOM_BYTES, _MARK_BYTES = 115, 1_300, 400
+_BATCH_ROWS = 50_000
 
 
-def perfetto_trace(model: dict, d: dict, store_name: str) -> dict:
-    """Chrome JSON trace events: a process per host, a thread per rank, async transfers, flows, counters."""
-    pids = {h["name"]: i + 1 for i, h in enumerate(d["hosts"])}
-    agent_pid = len(pids) + 1
-    threads: dict[tuple[int, int], str] = {}
+def _counters_sql() -> str:
+    return resources.files("forensics.reports").joinpath("perfetto_counters.sql").read_text(encoding="utf-8")
+
+
+def _window_params(model: dict) -> dict:
+    rows = model["rows"]
+    if rows.height == 0:
+        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        return {"since": epoch, "before": epoch}
+    return {"since": rows["bucket_start"].min(),
+            "before": rows["bucket_start"].max() + dt.timedelta(seconds=model["bucket_s"])}
+
+
+def fit(model: dict, store: Store, budget: int = TRACE_BUDGET) -> tuple[dict, str | None]:
+    """`model` cut to the buckets whose trace fits `budget` bytes, and the note saying so (or None).
+
+    The estimate is per bucket: counter series with samples in it (from the stats lines), transfer
+    units (an upper bound on rooms), failure, abort and error lines, corrupted replies. The window
+    kept grows from the bucket with the most failures, aborts, errors and corrupted replies.
+    """
+    rows = model["rows"]
+    if rows.height == 0:
+        return model, None
+    con = connect(store.require(), model["clock_offsets"])
+    try:
+        series = pl.from_arrow(con.sql(
+            "SELECT epoch_us(time_bucket(to_microseconds(CAST($bucket_s * 1e6 AS BIGINT)), ts)) AS t_us, "
+            "count(DISTINCT (host, dp_rank)) AS n FROM batches "
+            "WHERE ts >= CAST($since AS TIMESTAMPTZ) AND ts < CAST($before AS TIMESTAMPTZ) "
+            "AND (CAST($host AS VARCHAR) IS NULL OR host = $host) GROUP BY ALL",
+            params={**_window_params(model), "bucket_s": model["bucket_s"], "host": model["host"]}).to_arrow_table())
+    finally:
+        con.close()
+    col = lambda c: pl.col(c).fill_null(0) if c in rows.columns else pl.lit(0)  # noqa: E731
+    est = (rows.select(pl.col("bucket_start"),
+                       t_us=pl.col("bucket_start").dt.epoch("us"),
+                       trouble=col("transfer_failures") + col("aborts") + col("errors")
+                       + col("replies") - col("replies_clean"),
+                       other=col("transfers") * _ROOM_BYTES
+                       + (col("transfer_failures") + col("aborts") + col("errors") + col("replies")) * _MARK_BYTES)
+           .join(series.with_columns(pl.col("t_us").cast(pl.Int64)), on="t_us", how="left")
+           .with_columns(bytes=pl.col("other") + pl.col("n").fill_null(0) * len(_COUNTERS) * _COUNTER_BYTES)
+           .sort("bucket_start"))
+    total = int(est["bytes"].sum())
+    if total <= budget:
+        return model, None
+    sizes = est["bytes"].to_list()
+    lo = hi = int(est["trouble"].arg_max() or 0)
+    used = sizes[lo]
+    # grow one bucket at a time on the cheaper side, so the window stays around the trouble
+    while True:
+        left = sizes[lo - 1] if lo > 0 else None
+        right = sizes[hi + 1] if hi + 1 < len(sizes) else None
+        pick = min((s, side) for s, side in ((left, -1), (right, 1)) if s is not None) if left is not None or right is not None else None
+        if pick is None or used + pick[0] > budget:
+            break
+        used += pick[0]
+        if pick[1] < 0:
+            lo -= 1
+        else:
+            hi += 1
+    starts = est["bucket_start"]
+    t0, t1 = starts[lo], starts[hi] + dt.timedelta(seconds=model["bucket_s"])
+    cut = {**model, "rows": rows.filter((pl.col("bucket_start") >= t0) & (pl.col("bucket_start") < t1))}
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    note = (f"perfetto: the whole window would be about {total / 1e6:,.0f} MB (Perfetto's UI cannot load traces "
+            f"near 2 GB); the trace is cut to {t0:{fmt}} .. {t1:{fmt}} UTC around the most failures, aborts and "
+            f"corrupted replies ({used / 1e6:,.0f} MB). For another part pass --since/--until; a wider --bucket "
+            f"(now {model['bucket_s']:g} s) makes fewer counter samples")
+    return cut, note
+
+
+def counter_rows(model: dict, store: Store, host_name: Callable[[str], str] = lambda h: h) -> Iterator[dict]:
+    """Each rank's stats per bucket of the model's window, in time order, one batch in memory at a time.
+
+    `host_name` maps a stored host to the name the detail uses (the redacted one under --redact).
+    """
+    con = connect(store.require(), model["clock_offsets"])
+    names: dict[str, str] = {}
+    try:
+        reader = con.sql(_counters_sql(), params={**_window_params(model), "bucket_s": model["bucket_s"],
+                                                  "host": model["host"]}).to_arrow_reader(_BATCH_ROWS)
+        for batch in reader:
+            for r in batch.to_pylist():
+                h = r["host"]
+                if h not in names:
+                    names[h] = host_name(escape_control(h)) if h is not None else None
+                r["host"] = names[h]
+                yield r
+    finally:
+        con.close()
+
+
+def _events(model: dict, d: dict, track, agent) -> list[dict]:
+    """Every event but the counters, in time order: rooms, marks, replies, wedges, storms."""
+    pids = track.pids
     ev: list[dict] = []
-
-    def track(host, rank) -> tuple[int, int]:
-        # tids are global in Perfetto's JSON importer (one tid in two pids reads as a reused thread),
-        # so each host gets its own tid range; the host-level thread is rank -1
-        pid = pids[host]
-        tid = pid * 100_000 + (int(rank) + 1 if rank is not None else 0)
-        threads[(pid, tid)] = f"rank {rank}" if rank is not None else "host"
-        return pid, tid
-
-    for s in d["stats"]:
-        if s["host"] not in pids:
-            continue
-        pid, tid = track(s["host"], s["rank"])
-        for name in _COUNTERS:
-            if s[name] is not None:
-                ev.append({"ph": "C", "name": name, "pid": pid, "tid": tid, "ts": s["t_us"],
-                           "args": {f"rank {s['rank']}" if s["rank"] is not None else "host": s[name]}})
-
     for r in d["rooms"]:
         sent = r["t0"] is not None and r["prefill_host"] in pids
         got = r["recv_t0"] is not None and r["decode_host"] in pids
@@ -74,14 +164,13 @@ def perfetto_trace(model: dict, d: dict, store_name: str) -> dict:
                    "args": {"bootstrap_room": m["room"], "rid": m["rid"], "reason": m["reason"],
                             "severity": m["severity"], "message": m["message"]}})
 
-    unlinked = False
     for r in d["replies"]:
         if not r["corrupted"]:
             continue
         if r["host"] in pids:
             pid, tid = track(r["host"], r["rank"])
         else:
-            pid, tid, unlinked = agent_pid, agent_pid * 100_000, True
+            pid, tid = agent()
         ev.append({"ph": "i", "s": "t", "cat": "reply", "name": f"corrupted reply ({r['corruption_class']})",
                    "pid": pid, "tid": tid, "ts": r["t0"],
                    "args": {"bootstrap_room": r["room"], "class": r["corruption_class"], "source": r["source"],
@@ -113,38 +202,89 @@ def perfetto_trace(model: dict, d: dict, store_name: str) -> dict:
                                                                   "corrupted_replies_after", "agent_aborts")}})
         ev.append({"ph": "e", "cat": "abort_storm", "name": "abort storm", "id": sid, "pid": pid, "tid": tid,
                    "ts": s["t1"]})
-
     ev.sort(key=lambda e: e["ts"])
-    t_first = ev[0]["ts"] if ev else (d["window"][0] or 0)
-    meta = []
-    for h in d["hosts"]:
-        pid = pids[h["name"]]
-        meta.append({"ph": "M", "name": "process_name", "pid": pid, "tid": pid * 100_000, "ts": t_first,
-                     "args": {"name": f"{h['name']} ({h['role']})"}})
-        meta.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": pid * 100_000, "ts": t_first,
-                     "args": {"sort_index": pid}})
-    if unlinked:
-        meta.append({"ph": "M", "name": "process_name", "pid": agent_pid, "tid": agent_pid * 100_000,
-                     "ts": t_first, "args": {"name": other_replies(model)}})
-        threads[(agent_pid, agent_pid * 100_000)] = "replies"
-    for (pid, tid), name in sorted(threads.items()):
-        meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": t_first, "args": {"name": name}})
-        meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "ts": t_first,
-                     "args": {"sort_index": tid}})
-    return {
-        # Perfetto's tokenizer stops at the first key it does not know: only these three, this order
-        "displayTimeUnit": "ms",
-        "otherData": {"source": "forensics timeline", "store": escape_control(store_name),
-                      "clock_offsets": describe_offsets(d["offsets"]), "clock_warnings": d["clock_warnings"],
-                      "bucket_s": model["bucket_s"]},
-        "traceEvents": meta + ev,
-    }
+    return ev
 
 
-def write(model: dict, d: dict, path: str) -> None:
-    """Write the trace of `model` and its detail `d` (reports.detail.gather with stats, plus the store's name)."""
-    trace = perfetto_trace(model, d, d["store"])
+class _Tracks:
+    """Process and thread ids: tids are global in Perfetto's JSON importer (one tid in two pids
+    reads as a reused thread), so each host gets its own tid range; the host-level thread is rank -1."""
+
+    def __init__(self, hosts: list[dict]):
+        self.pids = {h["name"]: i + 1 for i, h in enumerate(hosts)}
+        self.threads: dict[tuple[int, int], str] = {}
+
+    def __call__(self, host, rank) -> tuple[int, int]:
+        pid = self.pids[host]
+        tid = pid * 100_000 + (int(rank) + 1 if rank is not None else 0)
+        self.threads[(pid, tid)] = f"rank {rank}" if rank is not None else "host"
+        return pid, tid
+
+
+def _counter_events(rows: Iterable[dict], track: _Tracks) -> Iterator[dict]:
+    for s in rows:
+        if s["host"] not in track.pids:
+            continue
+        pid, tid = track(s["host"], s["rank"])
+        key = f"rank {s['rank']}" if s["rank"] is not None else "host"
+        for name in _COUNTERS:
+            if s[name] is not None:
+                yield {"ph": "C", "name": name, "pid": pid, "tid": tid, "ts": s["t_us"], "args": {key: s[name]}}
+
+
+def write(model: dict, d: dict, path: str, counters: Iterable[dict] = (), note: str | None = None) -> None:
+    """Write the trace of `model`, its detail `d` (reports.detail.gather, plus the store's name) and
+    the `counters` rows (`counter_rows`) to `path`, one event at a time."""
+    track = _Tracks(d["hosts"])
+    agent_pid = len(track.pids) + 1
+    unlinked = []
+
+    def agent() -> tuple[int, int]:
+        unlinked.append(True)
+        return agent_pid, agent_pid * 100_000
+
+    other = _events(model, d, track, agent)
+    stream = heapq.merge(_counter_events(counters, track), other, key=lambda e: e["ts"])
+    other_data = {"source": "forensics timeline", "store": escape_control(d["store"]),
+                  "clock_offsets": describe_offsets(d["offsets"]), "clock_warnings": d["clock_warnings"],
+                  "bucket_s": model["bucket_s"], **({"note": note} if note else {})}
     # ASCII-only JSON without < > &: no raw bidi or control character, and no markup, reaches
     # whatever shows the file (a viewer, a browser, a paste into an issue)
-    text = json.dumps(trace, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-    Path(path).write_text(json_in_html(text), encoding="utf-8")
+    dump = lambda o: json_in_html(json.dumps(o, ensure_ascii=True, allow_nan=False, separators=(",", ":")))  # noqa: E731
+    t_first = None
+    with open(path, "w", encoding="utf-8") as f:
+        # Perfetto's tokenizer stops at the first key it does not know: only these three, this order
+        f.write('{"displayTimeUnit":"ms","otherData":' + dump(other_data) + ',"traceEvents":[')
+        sep = ""
+        buf: list[str] = []
+        for e in stream:
+            if t_first is None:
+                t_first = e["ts"]
+            buf.append(sep + dump(e))
+            sep = ","
+            if len(buf) >= 4096:
+                f.write("".join(buf))
+                buf.clear()
+        f.write("".join(buf))
+        # names last: the threads are known once every event is out (the importer reads them anywhere)
+        t_meta = t_first if t_first is not None else (d["window"][0] or 0)
+        meta = []
+        for h in d["hosts"]:
+            pid = track.pids[h["name"]]
+            meta.append({"ph": "M", "name": "process_name", "pid": pid, "tid": pid * 100_000, "ts": t_meta,
+                         "args": {"name": f"{h['name']} ({h['role']})"}})
+            meta.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": pid * 100_000, "ts": t_meta,
+                         "args": {"sort_index": pid}})
+        if unlinked:
+            meta.append({"ph": "M", "name": "process_name", "pid": agent_pid, "tid": agent_pid * 100_000,
+                         "ts": t_meta, "args": {"name": other_replies(model)}})
+            track.threads[(agent_pid, agent_pid * 100_000)] = "replies"
+        for (pid, tid), name in sorted(track.threads.items()):
+            meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": t_meta,
+                         "args": {"name": name}})
+            meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "ts": t_meta,
+                         "args": {"sort_index": tid}})
+        if meta:
+            f.write(sep + ",".join(dump(m) for m in meta))
+        f.write("]}")
+

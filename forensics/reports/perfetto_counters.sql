@@ -1,11 +1,15 @@
--- The Perfetto trace's counter tracks: every stats line as it was logged, one sample per rank and
--- line, no bucketing. Not a named query: it is the batches table itself, cut to a window and a
--- host, and `forensics sql` already gives that.
--- parameters: since, before (TIMESTAMP, NULL for no bound; before not included), host (VARCHAR, NULL for all)
-SELECT epoch_us(ts) AS t_us, host, dp_rank AS rank, queue_req, running_req, bootstrap_req, inflight_req,
-       transfer_req, gen_throughput, new_token
+-- The Perfetto trace's counter tracks: each rank's stats lines per bucket of the timeline (the
+-- rank's mean over the bucket, as host_load averages ranks before summing them), so --bucket sets
+-- how many samples the trace carries. Not a named query: it is the batches table bucketed, and
+-- `forensics sql` already gives that.
+-- parameters: bucket_s (DOUBLE, seconds), since, before (TIMESTAMP; before not included), host (VARCHAR, NULL for all)
+SELECT epoch_us(time_bucket(to_microseconds(CAST($bucket_s * 1e6 AS BIGINT)), ts)) AS t_us, host, dp_rank AS rank,
+       round(avg(queue_req), 3) AS queue_req, round(avg(running_req), 3) AS running_req,
+       round(avg(bootstrap_req), 3) AS bootstrap_req, round(avg(inflight_req), 3) AS inflight_req,
+       round(avg(transfer_req), 3) AS transfer_req, round(avg(gen_throughput), 3) AS gen_throughput,
+       round(avg(new_token), 3) AS new_token
 FROM batches
-WHERE (CAST($since AS TIMESTAMPTZ) IS NULL OR ts >= CAST($since AS TIMESTAMPTZ))
-  AND (CAST($before AS TIMESTAMPTZ) IS NULL OR ts < CAST($before AS TIMESTAMPTZ))
+WHERE ts >= CAST($since AS TIMESTAMPTZ) AND ts < CAST($before AS TIMESTAMPTZ)
   AND (CAST($host AS VARCHAR) IS NULL OR host = $host)
-ORDER BY ts, host, source_file, line_no
+GROUP BY ALL
+ORDER BY t_us, host, rank
