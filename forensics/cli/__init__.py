@@ -261,12 +261,24 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
     from forensics.cli.progress import computing
     from forensics.reports.summary import lines
 
-    # the derived views are computed here, once, so the first report after an ingest is quick
-    with computing(Store(store)):
-        model = sm.build(Store(store))
-    click.echo("", err=True)
-    for line in lines(model):
-        click.echo(line, err=True)
+    # the derived views are computed here, once, so the first report after an ingest is quick;
+    # what was ingested is committed by now, so a failure here is said, and the ingest's exit kept
+    try:
+        with computing(Store(store)):
+            model = sm.build(Store(store))
+    except Exception as e:  # noqa: BLE001
+        if click.get_current_context().find_root().params.get("debug"):
+            raise
+        from forensics.core.text import escape_control
+
+        click.echo(escape_control(f"warning: ingest committed its inputs, but the store summary failed: "
+                                  f"{type(e).__name__}: {e}"), err=True)
+        click.echo("  = help: `forensics verify` checks the store; `forensics --debug summary` shows the traceback",
+                   err=True)
+    else:
+        click.echo("", err=True)
+        for line in lines(model):
+            click.echo(line, err=True)
     if any(r.status == "failed" for r in results):
         sys.exit(EXIT_FAILED)
 

@@ -9,7 +9,7 @@ class IngestProgress:
     def __init__(self):
         from rich.console import Console
 
-        self.console = Console(stderr=True)
+        self.console = Console(stderr=True, emoji=False, highlight=False)
         self.progress = None
         self.task = None
 
