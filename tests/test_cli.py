@@ -106,10 +106,14 @@ def test_compare_with_one_run_is_a_usage_error(incident):
 
 
 def test_broken_pipe_ends_quietly():
-    """`forensics tables --format json | head -1`: no traceback, no 'internal error', as with cat."""
-    p = subprocess.run(f"{sys.executable} -m forensics.cli tables --format json | head -c 10 > /dev/null; "
-                       "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", capture_output=True, text=True,
-                       cwd=ROOT)
+    """`forensics tables | head -c 10`: no traceback, no 'internal error', as with cat.
+
+    The output must outgrow the pipe's buffer (64 KiB on Linux), or the whole of it is written
+    before the reader goes and no write ever fails."""
+    cmd = f"{sys.executable} -m forensics.cli tables"
+    assert len(subprocess.run(cmd, shell=True, capture_output=True, cwd=ROOT).stdout) > 65536
+    p = subprocess.run(f"{cmd} | head -c 10 > /dev/null; exit ${{PIPESTATUS[0]}}", shell=True,
+                       executable="/bin/bash", capture_output=True, text=True, cwd=ROOT)
     assert (p.returncode, p.stderr) == (1, "")
 
 
