@@ -95,6 +95,10 @@ def handled(f):
             return out
         except BrokenPipeError:
             _quiet_broken_pipe()
+        except KeyboardInterrupt:
+            # Ctrl-C in a report (or in the summary after an ingest committed): one line, the shell's code
+            click.echo("forensics: interrupted (SIGINT)", err=True)
+            sys.exit(130)
         except ForensicsError as e:
             if click.get_current_context().find_root().params.get("debug"):
                 raise

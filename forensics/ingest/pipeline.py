@@ -674,6 +674,7 @@ def _ingest_all(store_root: str, sources: list[Source], opts: Options, hosts: di
         # holding locks, and a forked child inherits those locks held forever (a deadlock).
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(["forensics.ingest.pipeline"])
+        stop.quiet_resource_tracker()
         ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=stop.worker_init,
                                  initargs=(os.getpid(),))
         try:

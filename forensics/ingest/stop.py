@@ -124,6 +124,24 @@ def end_fork_server() -> None:
         pass
 
 
+def quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker with its stderr on /dev/null.
+
+    After a stop kills the pool, the tracker cleans up the pool's semaphores as it exits and warns
+    about each one on the stderr it inherited, after the one line the stop promised. What it
+    cleans up is the same either way; only the warnings go."""
+    from multiprocessing import resource_tracker
+
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        resource_tracker.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def worker_init(parent: int) -> None:
     """A pool worker's setup: SIGINT left to the parent, and death with the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
