@@ -64,6 +64,13 @@ TIME_HELP = ("  = help: write an ISO time (2026-11-20T14:00:00, UTC unless it ca
     (("clocks", "unset", "decode-0"),
      "error: clocks unset decode-0: no offset is set for it\n  = help: offsets set: none\n"),
     (("timeline", "--format", "png"), "error: --format png writes a file\n  = help: add -o FILE\n"),
+    # click's own usage errors, in the same shape
+    (("timeline", "--nosuch"), "error: No such option '--nosuch'.\n  = help: `main timeline --help` lists what it takes\n"),
+    (("timelinex",), "error: No such command 'timelinex'. Did you mean 'timeline'?\n"
+                     "  = help: `main --help` lists what it takes\n"),
+    (("sql", "SELECT 1", "--format", "png"),
+     "error: Invalid value for '--format': 'png' is not one of 'table', 'csv', 'tsv', 'json', 'jsonl', 'markdown', "
+     "'parquet'.\n  = help: `main sql --help` lists what it takes\n"),
 ])
 def test_mistake_is_a_usage_error(incident, args, stderr):
     code, out, err = run(*args, store=incident)

@@ -173,7 +173,35 @@ def check_zone(tz: str) -> None:
                          help="give an IANA zone name, e.g. UTC, Asia/Shanghai, America/Los_Angeles") from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """click's own usage errors (an unknown option or command, a bad choice) in the one error shape."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        from forensics.core.errors import UsageError
+        from forensics.core.text import escape_control
+
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:  # `forensics` alone: the help, as click gives it
+            e.show()
+            sys.exit(2)
+        except click.UsageError as e:
+            cmd = e.ctx.command_path if e.ctx else "forensics"
+            click.echo(escape_control(UsageError(e.format_message(), help=f"`{cmd} --help` lists what it takes")
+                                      .render()), err=True)
+            sys.exit(2)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("forensics: interrupted", err=True)
+            sys.exit(130)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.version_option(package_name="forensics")
 def main(debug: bool) -> None:
