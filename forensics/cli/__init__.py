@@ -287,8 +287,6 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
 
         click.echo(nothing_line(paths, results), err=True)
         sys.exit(EXIT_FAILED)
-    for w in merged_names(results, host):
-        click.echo(w, err=True)
     from forensics.analysis import summary as sm
     from forensics.cli.progress import computing
     from forensics.reports.summary import lines
@@ -327,34 +325,6 @@ def _interrupted(e) -> None:
     sys.stderr.flush()
     stop.end_fork_server()
     os._exit(e.exit_code)
-
-
-def merged_names(results, host: str | None) -> list[str]:
-    """Warnings for inputs of this ingest that one host name would merge though they look like two machines."""
-    import os
-
-    if host:
-        return []
-    by_host: dict[str, list] = {}
-    for r in results:
-        if r.status == "ingested" and r.host:
-            by_host.setdefault(r.host, []).append(r)
-    out = []
-    for h, rs in sorted(by_host.items()):
-        roles = sorted({r.role for r in rs if r.role and r.role != "unknown"})
-        folders = sorted({os.path.dirname(r.path.split("!")[0]) for r in rs
-                          if os.path.basename(os.path.dirname(r.path.split("!")[0])) != h})
-        if len(roles) > 1:
-            why = f"inputs of {len(roles)} roles ({', '.join(roles)})"
-        elif len(folders) > 1:
-            why = f"files from {len(folders)} folders ({', '.join(folders[:3])})"
-        else:
-            continue
-        paths = ", ".join(r.path for r in rs[:3]) + (f" and {len(rs) - 3} more" if len(rs) > 3 else "")
-        out.append(f"warning: {len(rs)} inputs all became host {h!r}: {why}: {paths}\n"
-                   f"  = help: if they are different machines, ingest each one with `--host NAME` "
-                   f"(e.g. `forensics ingest {rs[0].path} --host NAME`)")
-    return out
 
 
 def result_output(f):
