@@ -25,7 +25,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from forensics.catalog import checks, snapshots
+from forensics.catalog import checks, refresh, snapshots
 from forensics.core import schema
 from forensics.ingest.store import Store
 
@@ -108,8 +108,9 @@ def _with_analysis(t: schema.Table, files: list[str], verdicts: list[str]) -> st
     return f"SELECT {cols} FROM {raw} r LEFT JOIN {v} v ON {on}"
 
 
-# a laptop runs this after an incident: spill big joins to disk rather than eat all memory
-MEMORY_LIMIT = "4GB"
+# every command stays within 1 GiB of resident memory on a laptop after an incident: DuckDB spills
+# big joins and sorts to disk past this, which leaves room for Python, polars and Arrow buffers
+MEMORY_LIMIT = "700MB"
 
 
 def connect(store: Store, offsets: dict[str, float] | None = None, materialize: bool = False
@@ -266,16 +267,15 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tu
             snapshots.remove(cache)
     if not materialize:
         return []
+    committed = store.committed()
+    basis = refresh.basis(_version(), offsets, derived_views())
     try:
-        build = snapshots.Build(cache.parent, cache.name)
+        build = snapshots.Build(cache.parent, cache.name, {"basis": basis, "inputs": sorted(committed)})
     except OSError:
         return []  # a read-only store still answers, just without the cache
+    base = refresh.find_base(cache.parent, basis, committed, views)
     try:
-        for name in views:
-            path = build.path(name)
-            con.execute(f"COPY (SELECT * FROM \"{name}\") TO {_quote(str(path))} (FORMAT parquet)")
-            con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))})')
-            build.add(name)
+        _compute(con, store, views, build, base, committed)
         folder = build.publish()
     except (OSError, duckdb.Error):
         # back to the views' own SQL: the half-written snapshots go
@@ -283,10 +283,54 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tu
             con.execute(sql)
         build.abandon()
         return []
+    finally:
+        if base is not None:
+            os.close(base[1])
     snapshots.keep_while(con, build.fd)
     # snapshots of an older state of the store are never read again
     snapshots.sweep(cache.parent, {cache.name, folder.name, VERDICTS})
     return _point_at(con, views, folder)
+
+
+def _compute(con, store: Store, views: list[str], build: snapshots.Build,
+             base: tuple[Path, int, set[str]] | None, committed: set[str]) -> None:
+    """Write every derived view's snapshot into `build`, each view then reading its own.
+
+    From `base`, a set of an earlier state of the store, only the rooms that the inputs committed
+    since name are computed again (forensics.catalog.refresh); without one, everything is.
+    """
+    inc = None
+    if base is not None:
+        new_files = [f for table in refresh.ROOM_TABLES for f in store.table_files(table)
+                     if Path(f).parent.name not in base[2]]
+        try:
+            inc = refresh.Incremental(con, base[0], new_files)
+        except duckdb.Error:
+            inc = None  # new inputs without a bootstrap_room column: nothing to go by
+        if inc is not None and not inc.worth_it():
+            inc = None
+        if inc is not None:
+            build.about.update(extends=base[0].name, rooms_recomputed=inc.touched)
+    bounds_same = False
+    done: dict[str, Path] = {}
+    for name in views:
+        path = build.path(name)
+        if inc is not None and name in refresh.ROOM_LOCAL and (bounds_same or name not in refresh.NEEDS_BOUNDS):
+            inc.write(name, path, done)
+        else:
+            con.execute(f"COPY (SELECT * FROM \"{name}\") TO {_quote(str(path))} (FORMAT parquet)")
+        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))})')
+        build.add(name)
+        if name in refresh.ROOM_LOCAL:
+            done[name] = path
+        if inc is not None and name == "clock_bounds":
+            bounds_same = inc.same_as_base(name, path)
+
+
+def _version() -> str:
+    from forensics import __version__
+
+    return __version__
 
 
 def snapshot_path(store: Store, name: str) -> Path | None:

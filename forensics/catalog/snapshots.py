@@ -209,9 +209,9 @@ def sweep(derived: Path, keep: set[str]) -> None:
 class Build:
     """A snapshot set being written: a folder under derived/ that this process holds shared."""
 
-    def __init__(self, derived: Path, key: str):
+    def __init__(self, derived: Path, key: str, about: dict | None = None):
         derived.mkdir(parents=True, exist_ok=True)
-        self.key, self.derived = key, derived
+        self.key, self.derived, self.about = key, derived, about or {}
         self.folder = derived / f"{_BUILD}{key}-{os.getpid()}-{next(_serial)}"
         self.folder.mkdir()
         self.fd = hold(self.folder)
@@ -232,7 +232,8 @@ class Build:
         process reads it (its lock keeps it) and a later sweep removes it.
         """
         tmp = self.folder / f".{MANIFEST}.tmp"
-        tmp.write_text(json.dumps({"format": _FORMAT, "key": self.key, "views": self.entries}, indent=1))
+        tmp.write_text(json.dumps({"format": _FORMAT, "key": self.key, **self.about, "views": self.entries},
+                                  indent=1))
         os.replace(tmp, self.folder / MANIFEST)
         final = self.derived / self.key
         try:

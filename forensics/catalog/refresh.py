@@ -1,0 +1,148 @@
+"""Bringing the derived-view snapshots up to a new store state without recomputing the whole store.
+
+Most of the cost of the derived views is in the ones whose rows belong to one bootstrap room and
+are computed from that room's rows alone (ROOM_LOCAL): `transfers`, `room_events`, `room_failures`
+and `rooms`. When the inputs committed since the last snapshot set add rows to a few rooms, only
+those rooms are computed again, from every input's rows for them; the other rooms' rows are
+copied from the last set. The views that look across rooms (clock estimates, reply links,
+wedges, storms) are computed whole, from the room-level snapshots.
+
+A set may be extended only when nothing else it depends on moved: same toolkit version, same
+clock offsets, same view SQL (its `basis`), and no input it covered has gone (a replaced piece
+of a grown file, say). `room_failures` orders failures with `clock_bounds`, which every room
+feeds: when the new bounds differ from the last set's, it and `rooms` are computed whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import duckdb
+
+from forensics.catalog import snapshots
+
+# view -> the ORDER BY of its SQL (None: it has none); tests/test_refresh.py checks they agree,
+# so a merged snapshot is in the order a whole computation writes
+ROOM_LOCAL: dict[str, str | None] = {
+    "transfers": "bootstrap_room, kind, chunk_k, side, host, engine_rank",
+    "room_events": None,
+    "room_failures": "bootstrap_room, ts NULLS LAST, source_file, line_no",
+    "rooms": "bootstrap_room",
+}
+# the room-local views that order failures by the global clock bounds
+NEEDS_BOUNDS = {"room_failures", "rooms"}
+# the base tables the room-local views read, and so the ones whose new rows name the touched rooms
+ROOM_TABLES = ("transfer_events", "events")
+# merged rows per snapshot file before the rooms of new inputs are worth recomputing alone
+_MAX_SHARE = 0.5
+
+
+def basis(version: str, offsets: dict, views: list[tuple[str, str]]) -> str:
+    """What a snapshot set depends on besides its inputs and the verdicts."""
+    h = hashlib.sha256()
+    h.update(version.encode())
+    h.update(json.dumps(sorted(offsets.items())).encode())
+    for name, sql in views:
+        h.update(name.encode() + sql.encode())
+    return h.hexdigest()[:24]
+
+
+_KEY = re.compile(r"[0-9a-f]{24}")
+
+
+def find_base(derived: Path, want_basis: str, inputs: set[str], views: list[str]) -> tuple[Path, int, set[str]] | None:
+    """The newest readable snapshot set of the same basis whose inputs are a subset of `inputs`.
+
+    Returns (folder, shared-lock descriptor, its inputs), the lock held so no sweep removes it
+    while the new set is built from it.
+    """
+    try:
+        children = sorted(derived.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return None
+    for folder in children:
+        if not _KEY.fullmatch(folder.name):
+            continue
+        try:
+            m = snapshots.read_manifest(folder)
+        except ValueError:
+            continue
+        covered = m.get("inputs")
+        if m.get("basis") != want_basis or not isinstance(covered, list) or not set(covered) <= inputs:
+            continue
+        fd = snapshots.hold(folder)
+        if fd is None:
+            continue
+        if snapshots.check(folder, views) is None:
+            return folder, fd, set(covered)
+        snapshots._close(fd)
+    return None
+
+
+def _q(path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+class Incremental:
+    """The rooms named by new inputs, and the room-local views restricted to them, on one connection."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, base: Path, new_files: list[str]):
+        self.con, self.base = con, base
+        if new_files:
+            files = ", ".join(_q(f) for f in new_files)
+            con.execute("CREATE TEMP TABLE _touched AS SELECT DISTINCT bootstrap_room FROM "
+                        f"read_parquet([{files}], union_by_name = true) "
+                        "WHERE bootstrap_room IS NOT NULL AND bootstrap_room <> 0")
+        else:
+            con.execute("CREATE TEMP TABLE _touched (bootstrap_room BIGINT)")
+        self.touched = con.execute("SELECT count(*) FROM _touched").fetchone()[0]
+        self.rooms_before = con.execute(
+            f"SELECT count(*) FROM read_parquet({_q(base / 'rooms.parquet')})").fetchone()[0]
+
+    def worth_it(self) -> bool:
+        """Recomputing most rooms alone costs more than computing them all at once."""
+        return self.touched <= _MAX_SHARE * max(self.rooms_before, 1)
+
+    def write(self, name: str, path: Path, done: dict[str, Path]) -> None:
+        """Write room-local view `name` of the new state to `path`: the base set's rows of untouched
+        rooms, and the touched rooms computed again (the views it reads restricted to them)."""
+        con = self.con
+        restricted = []
+        for table in ROOM_TABLES:
+            con.execute(f'ALTER VIEW "{table}" RENAME TO "_all_{table}"')
+            con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM "_all_{table}" '
+                        "WHERE bootstrap_room IN (SELECT bootstrap_room FROM _touched)")
+            restricted.append(table)
+        try:
+            # the room-local views already written read their new snapshots, restricted too
+            for dep, dep_path in done.items():
+                con.execute(f'CREATE OR REPLACE VIEW "{dep}" AS SELECT * FROM read_parquet({_q(dep_path)}) '
+                            "WHERE bootstrap_room IN (SELECT bootstrap_room FROM _touched)")
+            order = ROOM_LOCAL[name]
+            kept = (f"SELECT * FROM read_parquet({_q(self.base / f'{name}.parquet')}) "
+                    "ANTI JOIN _touched USING (bootstrap_room)")
+            if name == "transfers":
+                # its ORDER BY names a column of the view's own: a NULL chunk sorts first
+                order = order.replace("chunk_k", "coalesce(chunk, -2147483648)")
+            sql = f'SELECT * FROM ({kept} UNION ALL BY NAME SELECT * FROM "{name}")'
+            if order:
+                sql += f" ORDER BY {order}"
+            cols = ", ".join(f'"{c[0]}"' for c in con.execute(f'DESCRIBE "{name}"').fetchall())
+            con.execute(f"COPY (SELECT {cols} FROM ({sql})) TO {_q(path)} (FORMAT parquet)")
+        finally:
+            for table in restricted:
+                con.execute(f'DROP VIEW "{table}"')
+                con.execute(f'ALTER VIEW "_all_{table}" RENAME TO "{table}"')
+            for dep, dep_path in done.items():
+                con.execute(f'CREATE OR REPLACE VIEW "{dep}" AS SELECT * FROM read_parquet({_q(dep_path)})')
+
+    def same_as_base(self, name: str, path: Path) -> bool:
+        """Whether the new snapshot of `name` holds the same rows as the base set's."""
+        a, b = _q(path), _q(self.base / f"{name}.parquet")
+        n = self.con.execute(f"SELECT count(*) FROM ((FROM read_parquet({a}) EXCEPT ALL FROM read_parquet({b})) "
+                             f"UNION ALL (FROM read_parquet({b}) EXCEPT ALL FROM read_parquet({a})))").fetchone()[0]
+        return n == 0
+

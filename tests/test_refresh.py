@@ -1,0 +1,179 @@
+"""Derived views brought up to a new store state from the last snapshot set (forensics.catalog.refresh).
+
+The check that matters: a set extended from an earlier one holds exactly the rows a whole
+computation over the same store gives, view by view, and in the same order where the view has one.
+"""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import ROOT, ingest_paths
+
+INCIDENT = ROOT / "sample_logs" / "incident"
+
+
+def _materialize(store: Path) -> Path:
+    from forensics import catalog
+    from forensics.ingest.store import Store
+
+    con = catalog.connect(Store(store), materialize=True)
+    con.close()
+    sets = [p for p in (store / "derived").iterdir() if re.fullmatch(r"[0-9a-f]{24}", p.name)]
+    assert len(sets) == 1, sets
+    return sets[0]
+
+
+def _manifest(folder: Path) -> dict:
+    return json.loads((folder / "MANIFEST.json").read_text())
+
+
+def _rows(path: Path) -> list:
+    return duckdb.connect().execute(f"SELECT * FROM read_parquet('{path}')").fetchall()
+
+
+def _assert_same_sets(extended: Path, whole: Path) -> None:
+    from forensics.catalog import refresh
+
+    for v in _manifest(whole)["views"]:
+        got, want = _rows(extended / v["file"]), _rows(whole / v["file"])
+        if refresh.ROOM_LOCAL.get(v["view"]):
+            assert got == want, f"{v['view']}: rows or their order differ"
+        else:
+            assert sorted(map(repr, got)) == sorted(map(repr, want)), f"{v['view']}: rows differ"
+
+
+def _cut(src: Path, dst: Path, share: float) -> None:
+    """`src` copied to `dst` with each server log and trace cut to its first `share` of lines."""
+    shutil.copytree(src, dst)
+    for f in [*dst.glob("*/sglang.log"), *dst.glob("trace/*.jsonl")]:
+        lines = f.read_bytes().splitlines(keepends=True)
+        f.write_bytes(b"".join(lines[: int(len(lines) * share)]))
+
+
+def _grow(src: Path, dst: Path) -> None:
+    for f in [*dst.glob("*/sglang.log"), *dst.glob("trace/*.jsonl")]:
+        full = (src / f.relative_to(dst)).read_bytes()
+        have = f.read_bytes()
+        assert full.startswith(have)
+        with open(f, "ab") as fh:
+            fh.write(full[len(have):])
+
+
+@pytest.fixture
+def always_extend(monkeypatch):
+    from forensics.catalog import refresh
+
+    # the sample incident is small: its appended lines touch most of its rooms
+    monkeypatch.setattr(refresh, "_MAX_SHARE", 1.0)
+
+
+def test_every_room_local_order_is_its_views():
+    """A merged snapshot is sorted as the view sorts: the two ORDER BYs must not drift apart."""
+    from forensics import catalog
+    from forensics.catalog import refresh
+
+    sql = {name: s for _, s in catalog.derived_views() for name in re.findall(r"CREATE OR REPLACE VIEW (\w+)", s)}
+    assert set(refresh.ROOM_LOCAL) <= set(sql)
+    for name, order in refresh.ROOM_LOCAL.items():
+        body = sql[name].rstrip().rstrip(";")
+        # the view's own ORDER BY is the one at the start of a line, after its last SELECT
+        final = re.findall(r"^ORDER BY (.+)$", body, re.M)
+        if order is None:
+            assert not final, f"{name} has an ORDER BY that ROOM_LOCAL does not list"
+        else:
+            cols = [c.strip().split(".")[-1] for c in final[-1].split(",")]
+            assert cols == [c.strip() for c in order.split(",")], name
+
+
+def test_grown_logs_extend_the_last_set(tmp_path, always_extend):
+    grow = tmp_path / "incident"
+    _cut(INCIDENT, grow, 2 / 3)
+    store = tmp_path / "store"
+    ingest_paths([grow], store)
+    first = _materialize(store)
+    _grow(INCIDENT, grow)
+    ingest_paths([grow], store)
+    extended = _materialize(store)
+    m = _manifest(extended)
+    assert m["extends"] == first.name
+    assert 0 < m["rooms_recomputed"]
+
+    whole_store = tmp_path / "whole"
+    shutil.copytree(store, whole_store)
+    shutil.rmtree(whole_store / "derived" / extended.name)
+    whole = _materialize(whole_store)
+    assert "extends" not in _manifest(whole)
+    assert whole.name == extended.name
+    _assert_same_sets(extended, whole)
+
+
+def test_a_new_host_touches_only_its_rooms(tmp_path, always_extend):
+    """Another decode server's log added later: the rooms it names are computed again, no others."""
+    store = tmp_path / "store"
+    first_inputs = [INCIDENT / "prefill-0", INCIDENT / "decode-0", INCIDENT / "trace"]
+    ingest_paths(first_inputs, store)
+    first = _materialize(store)
+    covered = _manifest(first)["inputs"]
+    ingest_paths([INCIDENT / "decode-1"], store)
+    extended = _materialize(store)
+    m = _manifest(extended)
+    assert m["extends"] == first.name
+    touched = duckdb.connect().execute(
+        f"SELECT count(DISTINCT bootstrap_room) FROM read_parquet('{store}/data/*/events-*.parquet', filename = true) "
+        "WHERE bootstrap_room <> 0 AND parse_dirpath(filename) NOT IN "
+        f"(SELECT unnest(?::VARCHAR[]))", [[str(store / "data" / k) for k in covered]]).fetchone()[0]
+    assert m["rooms_recomputed"] == touched
+
+    whole_store = tmp_path / "whole"
+    shutil.copytree(store, whole_store)
+    shutil.rmtree(whole_store / "derived" / extended.name)
+    _assert_same_sets(extended, _materialize(whole_store))
+
+
+def test_other_clock_offsets_compute_everything(tmp_path, always_extend):
+    from forensics.ingest.store import Store
+
+    store = tmp_path / "store"
+    ingest_paths([INCIDENT / "prefill-0", INCIDENT / "decode-0"], store)
+    _materialize(store)
+    Store(store).set_clock("decode-0", 0.25)
+    ingest_paths([INCIDENT / "decode-1"], store)
+    assert "extends" not in _manifest(_materialize(store))
+
+
+def test_a_lost_input_computes_everything(tmp_path, always_extend):
+    """A set that covers an input the store no longer has (a replaced piece) is not a base."""
+    store = tmp_path / "store"
+    ingest_paths([INCIDENT / "prefill-0", INCIDENT / "decode-0"], store)
+    first = _materialize(store)
+    gone = sorted((store / "data").iterdir())[0]
+    shutil.rmtree(gone)
+    ingest_paths([INCIDENT / "decode-1"], store)
+    assert "extends" not in _manifest(_materialize(store))
+    assert not first.exists()
+
+
+def test_moved_clock_bounds_recompute_failures_whole(tmp_path, always_extend, monkeypatch):
+    """When the new inputs move the clock bounds, room_failures and rooms are computed whole."""
+    from forensics.catalog import refresh
+
+    monkeypatch.setattr(refresh.Incremental, "same_as_base", lambda self, name, path: False)
+    written = []
+    real = refresh.Incremental.write
+    monkeypatch.setattr(refresh.Incremental, "write",
+                        lambda self, name, path, done: (written.append(name), real(self, name, path, done)))
+    store = tmp_path / "store"
+    ingest_paths([INCIDENT / "prefill-0", INCIDENT / "decode-0", INCIDENT / "trace"], store)
+    _materialize(store)
+    ingest_paths([INCIDENT / "decode-1"], store)
+    extended = _materialize(store)
+    assert written == ["transfers", "room_events"]
+    whole_store = tmp_path / "whole"
+    shutil.copytree(store, whole_store)
+    shutil.rmtree(whole_store / "derived" / extended.name)
+    _assert_same_sets(extended, _materialize(whole_store))
