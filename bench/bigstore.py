@@ -175,3 +175,28 @@ def _verdicts(root: str) -> None:
     t0 = time.perf_counter()
     verdicts.ensure(Store(root))
     print(f"  verdicts of the store's turns: {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def add_input(root: str, host: str = "decode-late", events: int = 20_000, transfers: int = 20_000) -> str:
+    """One more committed input, as a late-copied server log and trace of one more decode host would be.
+
+    Its rows name rooms of the shared pool (so they join with the store's), `events + transfers` at
+    most; returns its key.
+    """
+    import pyarrow.parquet as pq
+
+    from forensics.ingest.store import _to_arrow
+
+    key = hashlib.sha256(host.encode()).hexdigest()[:32]
+    d = os.path.join(root, "data", key)
+    os.makedirs(d, exist_ok=True)
+    salt = 99_000
+    for table, n in (("events", events), ("transfer_events", transfers)):
+        pq.write_table(_to_arrow(table, frame(table, n, host, salt=salt + len(table))),
+                       os.path.join(d, f"{table}-00000.parquet"), compression="zstd")
+    files = pl.DataFrame([{"path": f"{host}.log", "sha256": key * 2, "bytes": 0, "format": "server_log", "host": host,
+                           "role": "decode", "lines": 0, "parsed_lines": 0, "continuation_lines": 0,
+                           "unparsed_lines": 0, "first_ts": T0, "last_ts": T0 + dt.timedelta(seconds=SPAN_S),
+                           "tz": "UTC", "run": None, "ingested_at": T0}])
+    pq.write_table(_to_arrow("files", files), os.path.join(d, "files-00000.parquet"), compression="zstd")
+    return key

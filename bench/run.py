@@ -296,6 +296,55 @@ def bench_queries(store: str, runs: int, args: dict[str, list[str]]) -> dict:
     return res
 
 
+def _manifest(store: str) -> dict:
+    import re
+
+    d = os.path.join(store, "derived")
+    sets = [n for n in os.listdir(d) if re.fullmatch(r"[0-9a-f]{24}", n)] if os.path.isdir(d) else []
+    newest = max(sets, key=lambda n: os.path.getmtime(os.path.join(d, n)), default=None)
+    return json.load(open(os.path.join(d, newest, "MANIFEST.json"))) if newest else {}
+
+
+def bench_refresh(store: str) -> dict:
+    """What ingest leaves behind: the derived views computed for the whole store, then brought up
+    to date after one more input, and the first reports on each state.
+
+    `forensics summary` is ingest's last step (it computes the derived views); the whole
+    computation runs once (minutes under load), on a store with its snapshot sets removed.
+    The added input lives in a copy of the store, so the large store stays as bigstore built it.
+    """
+    import re
+
+    d = os.path.join(store, "derived")
+    for n in os.listdir(d) if os.path.isdir(d) else []:
+        if re.fullmatch(r"[0-9a-f]{24}", n):
+            shutil.rmtree(os.path.join(d, n))
+    res = {}
+    print("  derived views of the whole store (forensics summary, as at the end of an ingest) ...", flush=True)
+    res["whole"] = run_proc(forensics_cmd() + ["summary", "--store", store], cwd=ROOT)
+    plus = store + "-plus"
+    shutil.rmtree(plus, ignore_errors=True)
+    shutil.copytree(store, plus)
+    try:
+        import bigstore
+
+        bigstore.add_input(plus)
+        print("  one more input (20,000 events and 20,000 transfer events) ...", flush=True)
+        res["one_more"] = run_proc(forensics_cmd() + ["summary", "--store", plus], cwd=ROOT)
+        m = _manifest(plus)
+        res["one_more"]["extended"] = "extends" in m
+        res["one_more"]["rooms"] = m.get("rooms_recomputed")
+        res["first_reports_after_one_more"] = {
+            name: run_proc(forensics_cmd() + [name, "--store", plus], cwd=ROOT)["wall_s"] for name in ("timeline", "evidence")}
+    finally:
+        shutil.rmtree(plus, ignore_errors=True)
+    for k in ("whole", "one_more"):
+        r = res[k]
+        print(f"  {k}: {r['wall_s']:.1f} s, peak {max(r['peak_rss_mib'], r['peak_tree_rss_mib']):.0f} MiB, exit {r['rc']}"
+              + (f", {r['rooms']:,} rooms computed again" if r.get("rooms") else ""), flush=True)
+    return res
+
+
 # -- report -------------------------------------------------------------------------------------
 
 def summary(results: dict) -> str:
@@ -314,6 +363,16 @@ def summary(results: dict) -> str:
                                               else f"{q['wall_s']:.2f} s (exit {q['rc']})"))
     if results.get("store"):
         lines.append("large store rows: " + ", ".join(f"{k}={v:,}" for k, v in results["store"].items()))
+    rf = results.get("refresh")
+    if rf:
+        w, o = rf["whole"], rf["one_more"]
+        peak = lambda r: max(r["peak_rss_mib"], r["peak_tree_rss_mib"])  # noqa: E731
+        lines.append(f"derived views at the end of an ingest (large store): whole store {w['wall_s']:.1f} s, peak "
+                     f"{peak(w):.0f} MiB; one more input {o['wall_s']:.1f} s, peak {peak(o):.0f} MiB "
+                     f"({'extended' if o.get('extended') else 'NOT extended'}, {o.get('rooms') or 0:,} rooms computed "
+                     f"again), {o['wall_s'] / w['wall_s']:.2f}x the whole; first reports after it: "
+                     + ", ".join(f"{k} {v:.2f} s" for k, v in rf["first_reports_after_one_more"].items())
+                     + " (targets: <= 5 s, <= 1024 MiB)")
     ln = results.get("lnav")
     if ln and "skipped" in ln:
         lines.append(f"against lnav: skipped ({ln['skipped']})")
@@ -390,6 +449,7 @@ def main() -> None:
         print("large store ...", flush=True)
         store, counts = build_store(a.transfers, a.batches, a.replies)
         results["store"] = counts
+        results["refresh"] = bench_refresh(store)
         results["queries"] = bench_queries(store, a.runs, {"timeline": a.timeline_args.split(),
                                                            "evidence": a.evidence_args.split()})
     if a.memory:

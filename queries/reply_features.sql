@@ -63,13 +63,23 @@ bad AS (
     SELECT host, ts, (kind = 'abort' OR reason = 'aborted') AS is_abort FROM events
     WHERE ts IS NOT NULL AND (kind IN ('transfer_failed', 'bootstrap_failed', 'abort') OR reason = 'aborted')
 ),
+-- failures and aborts on each host up to each instant (ties included): a reply's lookback count is
+-- a difference of two of them, where a join on the host alone pairs every reply with every line
+bad_upto AS (
+    SELECT DISTINCT host, ts,
+           count(*) FILTER (WHERE NOT is_abort) OVER w AS n,
+           count(*) FILTER (WHERE is_abort) OVER w AS n_abort
+    FROM bad
+    WINDOW w AS (PARTITION BY host ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+),
 before AS (
-    SELECT p.source, p.session_id, p.turn_id, count(*) FILTER (WHERE NOT e.is_abort) AS n,
-           count(*) FILTER (WHERE e.is_abort) AS n_abort
-    FROM placed p JOIN bad e
-      ON e.host = p.dhost AND e.ts <= p.t_arrival
-     AND e.ts >= p.t_arrival - to_microseconds(CAST(CAST($lookback_s AS DOUBLE) * 1e6 AS BIGINT))
-    GROUP BY ALL
+    SELECT p.source, p.session_id, p.turn_id,
+           coalesce(hi.n, 0) - coalesce(lo.n, 0) AS n, coalesce(hi.n_abort, 0) - coalesce(lo.n_abort, 0) AS n_abort
+    FROM (SELECT source, session_id, turn_id, dhost, t_arrival,
+                 t_arrival - to_microseconds(CAST(CAST($lookback_s AS DOUBLE) * 1e6 AS BIGINT)) AS t_from
+          FROM placed WHERE dhost IS NOT NULL AND t_arrival IS NOT NULL) p
+    ASOF LEFT JOIN bad_upto hi ON hi.host = p.dhost AND p.t_arrival >= hi.ts
+    ASOF LEFT JOIN bad_upto lo ON lo.host = p.dhost AND p.t_from > lo.ts
 ),
 -- replies in flight at each start = starts so far minus ends so far: a sweep with window counts
 -- and an ASOF join, instead of a self range join (quadratic on a large incident)

@@ -163,18 +163,46 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
             )
         else:
             con.execute(f'CREATE VIEW "{t.name}" AS SELECT * FROM "raw_{t.name}"')
-    for name, sql in derived_views():
-        try:
-            con.execute(sql)
-        except duckdb.Error as e:
-            from forensics.core.errors import ForensicsError
-
-            raise ForensicsError(f"derived view {name} does not build: {str(e).splitlines()[0]}",
-                                 file=f"forensics/views/{name}",
-                                 help="a bug in the toolkit, not in your data: report it with this line") from None
-    readable += _use_cache(con, store, offsets, materialize, (version, [Path(f).name for f in verdicts]))
+    about = (version, [Path(f).name for f in verdicts])
+    cached = _cached(con, store, offsets, materialize, about)
+    if cached:
+        # binding the views' own SQL takes seconds on a large store, and the snapshots replace them:
+        # only the table macros are created, after the views they read
+        readable += cached
+        for name, sql in _macros():
+            _create(con, name, sql)
+    else:
+        for name, sql in derived_views():
+            _create(con, name, sql)
+        readable += _use_cache(con, store, offsets, materialize, about)
     _lock(con, readable)
     return con
+
+
+def _create(con, name: str, sql: str) -> None:
+    try:
+        con.execute(sql)
+    except duckdb.Error as e:
+        from forensics.core.errors import ForensicsError
+
+        raise ForensicsError(f"derived view {name} does not build: {str(e).splitlines()[0]}",
+                             file=f"forensics/views/{name}",
+                             help="a bug in the toolkit, not in your data: report it with this line") from None
+
+
+_MACROS: list[tuple[str, str]] = []
+
+
+def _macros() -> list[tuple[str, str]]:
+    """(file name, statement) of every statement of the derived SQL that is not a view, in file order."""
+    if not _MACROS:
+        con = duckdb.connect(":memory:")
+        for name, sql in derived_views():
+            for st in con.extract_statements(sql):
+                if not _VIEW_NAME.search(st.query):
+                    _MACROS.append((name, st.query))
+        con.close()
+    return _MACROS
 
 
 def _require_own_columns(con, store: Store, t: schema.Table, files: list[str]) -> None:
@@ -239,34 +267,46 @@ def _point_at(con, views: list[str], folder: Path) -> list[str]:
     return paths
 
 
-def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]
-               ) -> list[str]:
-    """Swap the expensive derived views (transfers, rooms, replies, ...) for Parquet snapshots.
+def _cached(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]
+            ) -> list[str]:
+    """The derived views read from the snapshot set of this exact store state, when there is a sound one.
 
     The joins behind them take minutes on a large incident; their result only changes when an
-    input, a clock offset, the verdicts or the view SQL does, and all are in the cache folder's name.
-    Views are done in file order, so each one is computed from its already cached inputs.
-    A set that fails its check is recomputed (`materialize`) or left alone, with a note.
-    Returns the snapshots the views now read.
+    input, a clock offset, the verdicts or the view SQL does, and all are in the set's folder name.
+    A set that fails its check is removed to be recomputed (`materialize`) or left alone, with a note.
+    Returns the snapshots the views now read (none: the views are still to be created).
     """
     if not store.exists():
         return []
     cache = _cache_dir(store, offsets, verdicts)
     views = _views()
     fd = snapshots.hold(cache)
-    if fd is not None:
-        problem = snapshots.check(cache, views)
-        if problem is None:
-            snapshots.keep_while(con, fd)
-            snapshots.sweep(cache.parent, {cache.name, VERDICTS})
-            return _point_at(con, views, cache)
-        os.close(fd)
-        snapshots.note(f"derived-view cache {cache} {problem}: "
-                       + ("recomputed" if materialize else "not used (the views are computed from the tables)"))
-        if materialize:
-            snapshots.remove(cache)
-    if not materialize:
+    if fd is None:
         return []
+    problem = snapshots.check(cache, views)
+    if problem is None:
+        snapshots.keep_while(con, fd)
+        snapshots.sweep(cache.parent, {cache.name, VERDICTS})
+        return _point_at(con, views, cache)
+    os.close(fd)
+    snapshots.note(f"derived-view cache {cache} {problem}: "
+                   + ("recomputed" if materialize else "not used (the views are computed from the tables)"))
+    if materialize:
+        snapshots.remove(cache)
+    return []
+
+
+def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]
+               ) -> list[str]:
+    """Compute the snapshot set of this store state (`materialize`) and swap the views for it.
+
+    Views are done in file order, so each one is computed from its already cached inputs.
+    Returns the snapshots the views now read.
+    """
+    if not store.exists() or not materialize:
+        return []
+    cache = _cache_dir(store, offsets, verdicts)
+    views = _views()
     committed = store.committed()
     basis = refresh.basis(_version(), offsets, derived_views())
     try:
