@@ -177,3 +177,30 @@ def test_moved_clock_bounds_recompute_failures_whole(tmp_path, always_extend, mo
     shutil.copytree(store, whole_store)
     shutil.rmtree(whole_store / "derived" / extended.name)
     _assert_same_sets(extended, _materialize(whole_store))
+
+
+def test_a_failed_extension_computes_the_whole_store(tmp_path, always_extend, monkeypatch, capsys):
+    """DuckDB failing while a set is extended (out of memory, say) leaves a whole set, and says so."""
+    from forensics.catalog import refresh
+
+    store = tmp_path / "store"
+    ingest_paths([INCIDENT / "prefill-0", INCIDENT / "decode-0", INCIDENT / "trace"], store)
+    first = _materialize(store)
+
+    def fail(self, name, path, done):
+        raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
+
+    monkeypatch.setattr(refresh.Incremental, "write", fail)
+    ingest_paths([INCIDENT / "decode-1"], store)
+    capsys.readouterr()
+    extended = _materialize(store)
+    err = capsys.readouterr().err
+    assert f"extending the derived-view snapshots of {first.name} failed (Out of Memory Error" in err
+    assert "computing them for the whole store" in err
+    m = _manifest(extended)
+    assert "extends" not in m and "rooms_recomputed" not in m
+    monkeypatch.undo()
+    whole_store = tmp_path / "whole"
+    shutil.copytree(store, whole_store)
+    shutil.rmtree(whole_store / "derived" / extended.name)
+    _assert_same_sets(extended, _materialize(whole_store))

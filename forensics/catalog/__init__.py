@@ -315,13 +315,26 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tu
         return []  # a read-only store still answers, just without the cache
     base = refresh.find_base(cache.parent, basis, committed, views)
     try:
-        _compute(con, store, views, build, base, committed)
+        try:
+            _compute(con, store, views, build, base, committed)
+        except duckdb.Error as e:
+            if base is None:
+                raise
+            snapshots.note(f"extending the derived-view snapshots of {base[0].name} failed "
+                           f"({str(e).splitlines()[0]}): computing them for the whole store")
+            for _, sql in derived_views():
+                con.execute(sql)
+            build.restart()
+            build.about = {"basis": basis, "inputs": sorted(committed)}
+            _compute(con, store, views, build, None, committed)
         folder = build.publish()
-    except (OSError, duckdb.Error):
+    except (OSError, duckdb.Error) as e:
         # back to the views' own SQL: the half-written snapshots go
         for _, sql in derived_views():
             con.execute(sql)
         build.abandon()
+        snapshots.note(f"the derived-view snapshots could not be written ({str(e).splitlines()[0]}): "
+                       "the views are computed from the tables by every query")
         return []
     finally:
         if base is not None:

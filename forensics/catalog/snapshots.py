@@ -222,6 +222,10 @@ class Build:
     def path(self, view: str) -> Path:
         return self.folder / f"{view}.parquet"
 
+    def restart(self) -> None:
+        """Start the set again (its files are written over): none of what it described so far holds."""
+        self.entries = []
+
     def add(self, view: str) -> None:
         self.entries.append(describe(view, self.path(view)))
 
