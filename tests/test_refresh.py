@@ -158,11 +158,11 @@ def test_a_lost_input_computes_everything(tmp_path, always_extend):
     assert not first.exists()
 
 
-def test_moved_clock_bounds_recompute_failures_whole(tmp_path, always_extend, monkeypatch):
-    """When the new inputs move the clock bounds, room_failures and rooms are computed whole."""
+def test_bounds_that_move_too_many_rooms_recompute_failures_whole(tmp_path, always_extend, monkeypatch):
+    """When the new clock bounds touch too many rooms, room_failures and rooms are computed whole."""
     from forensics.catalog import refresh
 
-    monkeypatch.setattr(refresh.Incremental, "same_as_base", lambda self, name, path: False)
+    monkeypatch.setattr(refresh.Incremental, "follow_bounds", lambda self, path: False)
     written = []
     real = refresh.Incremental.write
     monkeypatch.setattr(refresh.Incremental, "write",
@@ -204,3 +204,31 @@ def test_a_failed_extension_computes_the_whole_store(tmp_path, always_extend, mo
     shutil.copytree(store, whole_store)
     shutil.rmtree(whole_store / "derived" / extended.name)
     _assert_same_sets(extended, _materialize(whole_store))
+
+
+def test_moved_bounds_add_the_rooms_whose_failure_hosts_they_pair(tmp_path):
+    """A room is computed again when the bounds of an ordered pair of its own failure hosts moved,
+    and only then: a pair that appears with ahead_s 0 moves nothing."""
+    from forensics.catalog import refresh
+
+    base = tmp_path / "base"
+    base.mkdir()
+    con = duckdb.connect()
+    con.execute(f"""COPY (SELECT * FROM (VALUES ('a', 'b', 0.0), ('b', 'a', 0.0), ('a', 'c', 0.5), ('c', 'a', -0.5))
+                      t(host_a, host_b, ahead_s)) TO '{base}/clock_bounds.parquet'""")
+    con.execute(f"""COPY (SELECT * FROM (VALUES (1, 'a'), (1, 'b'), (2, 'a'), (3, 'a'), (3, 'b'), (4, 'a'), (4, 'c'),
+                          (5, 'b'), (5, 'd'))
+                      t(bootstrap_room, host)) TO '{base}/room_failures.parquet'""")
+    con.execute(f"COPY (SELECT range AS bootstrap_room FROM range(1, 7)) TO '{base}/rooms.parquet'")
+    new = tmp_path / "clock_bounds.parquet"
+    # a -> b moved; a <-> c as before; b <-> d is new with ahead_s 0
+    con.execute(f"""COPY (SELECT * FROM (VALUES ('a', 'b', 1.5), ('b', 'a', 0.0), ('a', 'c', 0.5), ('c', 'a', -0.5),
+                          ('b', 'd', 0.0), ('d', 'b', 0.0))
+                      t(host_a, host_b, ahead_s)) TO '{new}'""")
+    new_input = tmp_path / "events.parquet"
+    con.execute(f"COPY (SELECT 3 AS bootstrap_room) TO '{new_input}'")
+    inc = refresh.Incremental(con, base, [str(new_input)])
+    assert inc.touched == 1
+    assert inc.follow_bounds(new)
+    assert sorted(r[0] for r in con.execute("SELECT bootstrap_room FROM _touched").fetchall()) == [1, 3]
+    assert inc.touched == 2

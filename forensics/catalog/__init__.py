@@ -363,12 +363,12 @@ def _compute(con, store: Store, views: list[str], build: snapshots.Build,
         if inc is not None and not inc.worth_it():
             inc = None
         if inc is not None:
-            build.about.update(extends=base[0].name, rooms_recomputed=inc.touched)
-    bounds_same = False
+            build.about["extends"] = base[0].name
+    bounds_followed = False
     done: dict[str, Path] = {}
     for name in views:
         path = build.path(name)
-        if inc is not None and name in refresh.ROOM_LOCAL and (bounds_same or name not in refresh.NEEDS_BOUNDS):
+        if inc is not None and name in refresh.ROOM_LOCAL and (bounds_followed or name not in refresh.NEEDS_BOUNDS):
             inc.write(name, path, done)
         else:
             con.execute(f"COPY (SELECT * FROM \"{name}\") TO {_quote(str(path))} (FORMAT parquet)")
@@ -377,7 +377,9 @@ def _compute(con, store: Store, views: list[str], build: snapshots.Build,
         if name in refresh.ROOM_LOCAL:
             done[name] = path
         if inc is not None and name == "clock_bounds":
-            bounds_same = inc.same_as_base(name, path)
+            bounds_followed = inc.follow_bounds(path)
+    if inc is not None:
+        build.about["rooms_recomputed"] = inc.touched
 
 
 def _version() -> str:

@@ -139,10 +139,27 @@ class Incremental:
             for dep, dep_path in done.items():
                 con.execute(f'CREATE OR REPLACE VIEW "{dep}" AS SELECT * FROM read_parquet({_q(dep_path)})')
 
-    def same_as_base(self, name: str, path: Path) -> bool:
-        """Whether the new snapshot of `name` holds the same rows as the base set's."""
-        a, b = _q(path), _q(self.base / f"{name}.parquet")
-        n = self.con.execute(f"SELECT count(*) FROM ((FROM read_parquet({a}) EXCEPT ALL FROM read_parquet({b})) "
-                             f"UNION ALL (FROM read_parquet({b}) EXCEPT ALL FROM read_parquet({a})))").fetchone()[0]
-        return n == 0
+    def follow_bounds(self, bounds: Path) -> bool:
+        """Add the rooms whose failures the new clock bounds may order differently; False when
+        that leaves too many rooms to compute alone.
+
+        room_failures reads clock_bounds.ahead_s of each ordered pair of hosts among a room's own
+        failures (no row: 0), so a room changes only if a pair of its failure hosts did.
+        """
+        con, base = self.con, _q(self.base / "clock_bounds.parquet")
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE _moved AS
+            SELECT coalesce(n.host_a, b.host_a) AS host_a, coalesce(n.host_b, b.host_b) AS host_b
+            FROM read_parquet({_q(bounds)}) n
+            FULL JOIN read_parquet({base}) b ON n.host_a = b.host_a AND n.host_b = b.host_b
+            WHERE coalesce(n.ahead_s, 0) IS DISTINCT FROM coalesce(b.ahead_s, 0)""")
+        failures = f"read_parquet({_q(self.base / 'room_failures.parquet')})"
+        con.execute(f"""
+            INSERT INTO _touched
+            SELECT DISTINCT fa.bootstrap_room
+            FROM {failures} fa JOIN {failures} fb USING (bootstrap_room)
+            JOIN _moved m ON fa.host = m.host_a AND fb.host = m.host_b
+            WHERE fa.bootstrap_room NOT IN (SELECT bootstrap_room FROM _touched)""")
+        self.touched = con.execute("SELECT count(*) FROM _touched").fetchone()[0]
+        return self.worth_it()
 
