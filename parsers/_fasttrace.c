@@ -12,22 +12,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 typedef struct {
     char *p;
     size_t n, cap;
 } buf_t;
 
-static int bgrow(buf_t *b, size_t need) {
-    if (b->n + need <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + need) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
+/* Buffers are the bytes objects handed back, sized for the worst case before the scan (it runs
+ * without the GIL) and cut to their use after it: no copy, and pages never written cost nothing. */
+static inline int bgrow(buf_t *b, size_t need) { return b->n + need <= b->cap ? 0 : -1; }
 
 static inline int bput(buf_t *b, const void *s, size_t n) {
     if (bgrow(b, n)) return -1;
@@ -103,6 +99,21 @@ static inline const char *ws(const char *p, const char *e) {
 
 /* A string from after its opening quote; NULL unless it is plain (no escape, ASCII, no control). */
 static inline const char *scan_str(const char *p, const char *e) {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    while (e - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        /* signed: bytes from 0x80 are negative, below 0x20 with the control bytes */
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                                 _mm_cmplt_epi8(v, space));
+        int mask = _mm_movemask_epi8(m);
+        if (mask) {
+            p += __builtin_ctz((unsigned)mask);
+            return *p == '"' ? p : NULL;
+        }
+        p += 16;
+    }
+#endif
     while (p < e && !STOP[(uint8_t)*p]) p++;
     if (p < e && *p == '"') return p;
     return NULL;
@@ -354,6 +365,8 @@ typedef struct {
     int64_t *fb_line_no, *fb_start, *fb_end;
     int64_t *bad_line_no, *bad_start, *bad_end;
     Py_ssize_t blank;
+    int nobj;
+    PyObject *obj[80]; /* the bytes objects behind every buffer above */
 } out_t;
 
 static inline void put_null(out_t *o, int c) {
@@ -414,6 +427,15 @@ static inline int str_or_null(out_t *o, int c, const tok_t *t) {
 static size_t u128_dec(unsigned __int128 v, char *out) {
     char tmp[48];
     size_t n = 0;
+    if (v <= UINT64_MAX) { /* the common 64-bit checksum: no 128-bit division */
+        uint64_t w = (uint64_t)v;
+        do {
+            tmp[n++] = (char)('0' + (int)(w % 10));
+            w /= 10;
+        } while (w);
+        for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+        return n;
+    }
     do {
         tmp[n++] = (char)('0' + (int)(v % 10));
         v /= 10;
@@ -574,6 +596,7 @@ static int line(out_t *o, const char *p, const char *e) {
             int d = hexv(*q);
             if (d < 0) return 0;
             if (!sig && d) sig = q;
+            if (sig) cv = (cv << 4) | (unsigned)d;
         }
         size_t nsig = sig ? (size_t)(t->e - sig) : 0;
         if (nsig > 32) return 0; /* wider than 128 bits: the reference path's Python */
@@ -586,7 +609,6 @@ static int line(out_t *o, const char *p, const char *e) {
         ck->sdata.n += nh;
         setbit(ck->valid, o->n, 1);
         ck->off[o->n + 1] = (int32_t)ck->sdata.n;
-        for (const char *q = sig; q && q < t->e; q++) cv = (cv << 4) | (unsigned)hexv(*q);
         size_t nd = u128_dec(cv, low);
         if (put_str(o, O_CHECKSUM_INT, low, nd)) return -1;
     }
@@ -627,52 +649,44 @@ static int line(out_t *o, const char *p, const char *e) {
 }
 
 static void out_free(out_t *o) {
-    for (int c = 0; c < NCOLS; c++) {
-        free(o->cols[c].data);
-        free(o->cols[c].valid);
-        free(o->cols[c].off);
-        free(o->cols[c].sdata.p);
-    }
-    free(o->line_no);
-    free(o->fb_line_no);
-    free(o->fb_start);
-    free(o->fb_end);
-    free(o->bad_line_no);
-    free(o->bad_start);
-    free(o->bad_end);
+    for (int i = 0; i < o->nobj; i++) Py_XDECREF(o->obj[i]);
+    o->nobj = 0;
 }
 
-static int out_init(out_t *o, Py_ssize_t cap) {
+static void *pbuf(out_t *o, size_t n, int zero) {
+    if (o->nobj == (int)(sizeof o->obj / sizeof o->obj[0])) return NULL;
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (!b) return NULL;
+    o->obj[o->nobj++] = b;
+    if (zero) memset(PyBytes_AS_STRING(b), 0, n);
+    return PyBytes_AS_STRING(b);
+}
+
+/* with the GIL: every buffer at its largest (`body` bytes of text, `cap` lines) */
+static int out_init(out_t *o, Py_ssize_t cap, Py_ssize_t body) {
     memset(o, 0, sizeof *o);
     o->cap = cap;
     size_t bm = (size_t)(cap + 8) / 8;
+    /* a string column holds at most the line's bytes, and a status name or a 128-bit decimal more */
+    size_t sbound = (size_t)body + 48 * (size_t)cap;
     for (int c = 0; c < NCOLS; c++) {
         col_t *k = &o->cols[c];
         k->name = COLS[c].name;
         k->kind = COLS[c].kind;
-        k->valid = calloc(bm, 1);
-        if (!k->valid) return -1;
-        if (k->kind == C_I64) k->data = malloc((size_t)cap * 8 + 8);
-        if (k->kind == C_I32) k->data = malloc((size_t)cap * 4 + 4);
-        if (k->kind == C_BOOL) k->data = calloc(bm, 1);
+        if (!(k->valid = pbuf(o, bm, 1))) return -1;
         if (k->kind == C_STR) {
-            k->off = malloc(((size_t)cap + 1) * 4);
-            if (!k->off) return -1;
+            if (!(k->off = pbuf(o, ((size_t)cap + 1) * 4, 0)) || !(k->sdata.p = pbuf(o, sbound, 0))) return -1;
+            k->sdata.cap = sbound;
             k->off[0] = 0;
-        } else if (!k->data) {
-            return -1;
+        } else {
+            size_t w = k->kind == C_I64 ? (size_t)cap * 8 : k->kind == C_I32 ? (size_t)cap * 4 : bm;
+            if (!(k->data = pbuf(o, w, k->kind == C_BOOL))) return -1;
         }
     }
-    o->line_no = malloc((size_t)cap * 8 + 8);
-    o->fb_line_no = malloc((size_t)cap * 8 + 8);
-    o->fb_start = malloc((size_t)cap * 8 + 8);
-    o->fb_end = malloc((size_t)cap * 8 + 8);
-    o->bad_line_no = malloc((size_t)cap * 8 + 8);
-    o->bad_start = malloc((size_t)cap * 8 + 8);
-    o->bad_end = malloc((size_t)cap * 8 + 8);
-    if (!o->line_no || !o->fb_line_no || !o->fb_start || !o->fb_end || !o->bad_line_no || !o->bad_start ||
-        !o->bad_end)
-        return -1;
+    int64_t **arrays[] = {&o->line_no, &o->fb_line_no, &o->fb_start, &o->fb_end, &o->bad_line_no, &o->bad_start,
+                          &o->bad_end};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        if (!(*arrays[i] = pbuf(o, (size_t)cap * 8, 0))) return -1;
     return 0;
 }
 
@@ -737,12 +751,17 @@ static int scan_block(out_t *o, const char *body, Py_ssize_t len, int64_t first)
     return 0;
 }
 
-static int set_bytes(PyObject *d, const char *key, const void *p, Py_ssize_t n) {
-    PyObject *b = PyBytes_FromStringAndSize(n ? (const char *)p : "", n);
-    if (!b) return -1;
-    int r = PyDict_SetItemString(d, key, b);
-    Py_DECREF(b);
-    return r;
+/* the buffer at `p`, cut to `n` bytes, as d[key]; the dict takes it from `o` */
+static int set_bytes(out_t *o, PyObject *d, const char *key, const void *p, Py_ssize_t n) {
+    for (int i = 0; i < o->nobj; i++) {
+        if (!o->obj[i] || PyBytes_AS_STRING(o->obj[i]) != p) continue;
+        if (_PyBytes_Resize(&o->obj[i], n)) return -1; /* on failure it is freed and NULL */
+        int r = PyDict_SetItemString(d, key, o->obj[i]);
+        Py_CLEAR(o->obj[i]);
+        return r;
+    }
+    PyErr_SetString(PyExc_SystemError, "_fasttrace: a buffer without its bytes object");
+    return -1;
 }
 
 PyDoc_STRVAR(scan_doc,
@@ -761,8 +780,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     out_t o;
     if (lines < 1) lines = 1;
     int rc;
-    if (out_init(&o, (Py_ssize_t)lines)) {
-        rc = -1;
+    if (out_init(&o, (Py_ssize_t)lines, view.len)) {
+        rc = -3;
     } else {
         Py_BEGIN_ALLOW_THREADS
         rc = scan_block(&o, (const char *)view.buf, view.len, first);
@@ -774,9 +793,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "the block has more lines than `lines`");
         return NULL;
     }
+    if (rc == -3) {
+        out_free(&o);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    }
     if (rc < 0) {
         out_free(&o);
-        return PyErr_NoMemory();
+        PyErr_SetString(PyExc_SystemError, "_fasttrace: a column outgrew its bound");
+        return NULL;
     }
     for (int c = 0; c < NCOLS; c++)
         if (o.cols[c].sdata.n > INT32_MAX) {
@@ -811,24 +835,24 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         goto fail;
     }
     Py_DECREF(x);
-    if (set_bytes(d, "line_no", o.line_no, n * 8) || set_bytes(d, "fb.line_no", o.fb_line_no, o.nfb * 8) ||
-        set_bytes(d, "fb.start", o.fb_start, o.nfb * 8) || set_bytes(d, "fb.end", o.fb_end, o.nfb * 8) ||
-        set_bytes(d, "bad.line_no", o.bad_line_no, o.nbad * 8) ||
-        set_bytes(d, "bad.start", o.bad_start, o.nbad * 8) || set_bytes(d, "bad.end", o.bad_end, o.nbad * 8))
+    if (set_bytes(&o, d, "line_no", o.line_no, n * 8) || set_bytes(&o, d, "fb.line_no", o.fb_line_no, o.nfb * 8) ||
+        set_bytes(&o, d, "fb.start", o.fb_start, o.nfb * 8) || set_bytes(&o, d, "fb.end", o.fb_end, o.nfb * 8) ||
+        set_bytes(&o, d, "bad.line_no", o.bad_line_no, o.nbad * 8) ||
+        set_bytes(&o, d, "bad.start", o.bad_start, o.nbad * 8) || set_bytes(&o, d, "bad.end", o.bad_end, o.nbad * 8))
         goto fail;
     char key[64];
     for (int c = 0; c < NCOLS; c++) {
         col_t *k = &o.cols[c];
         snprintf(key, sizeof key, "%s.valid", k->name);
-        if (set_bytes(d, key, k->valid, bm)) goto fail;
+        if (set_bytes(&o, d, key, k->valid, bm)) goto fail;
         if (k->kind == C_STR) {
             snprintf(key, sizeof key, "%s.off", k->name);
-            if (set_bytes(d, key, k->off, (n + 1) * 4)) goto fail;
+            if (set_bytes(&o, d, key, k->off, (n + 1) * 4)) goto fail;
             snprintf(key, sizeof key, "%s.data", k->name);
-            if (set_bytes(d, key, k->sdata.p, (Py_ssize_t)k->sdata.n)) goto fail;
+            if (set_bytes(&o, d, key, k->sdata.p, (Py_ssize_t)k->sdata.n)) goto fail;
         } else {
             Py_ssize_t w = k->kind == C_I64 ? n * 8 : k->kind == C_I32 ? n * 4 : bm;
-            if (set_bytes(d, k->name, k->data, w)) goto fail;
+            if (set_bytes(&o, d, k->name, k->data, w)) goto fail;
         }
     }
     out_free(&o);

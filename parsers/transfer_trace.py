@@ -233,8 +233,28 @@ def _lines_at(d: dict, key: str, raw: RawBlock) -> pl.DataFrame:
     }), raw)
 
 
-def _fast_block(con: "duckdb.DuckDBPyConnection", raw: RawBlock, ctx: Context, path: str) -> Batch:
-    d = _fasttrace.scan(raw.body, raw.line_no, raw.lines)
+class _Reference:
+    """The DuckDB connection of the reference path, opened on the first line that needs it."""
+
+    def __init__(self):
+        self._con = None
+
+    @property
+    def con(self) -> "duckdb.DuckDBPyConnection":
+        if self._con is None:
+            import duckdb  # only when a trace needs it: ingest of server logs alone need not load it
+
+            self._con = duckdb.connect(":memory:")
+            self._con.execute("SET TimeZone = 'UTC'")
+        return self._con
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+
+
+def _fast_block(ref: _Reference, d: dict, raw: RawBlock, ctx: Context, path: str) -> Batch:
+    """The batch of `raw` from what the splitter made of it (`d`), handed-back lines parsed by `ref`."""
     good = _fast_rows(d).with_columns(source_file=pl.lit(path))
     unparsed = _NO_UNPARSED
     if d["bad.n"]:
@@ -249,7 +269,7 @@ def _fast_block(con: "duckdb.DuckDBPyConnection", raw: RawBlock, ctx: Context, p
         ctx.last_ts = hi if ctx.last_ts is None or hi > ctx.last_ts else ctx.last_ts
     if not d["fb.n"]:
         return {"transfer_events": good, "unparsed": unparsed}
-    out = _block(con, _lines_at(d, "fb", raw), ctx, path)
+    out = _block(ref.con, _lines_at(d, "fb", raw), ctx, path)
     return {"transfer_events": pl.concat([good, out["transfer_events"]]).sort("line_no"),
             "unparsed": pl.concat([unparsed, out["unparsed"]]).sort("line_no")}
 
@@ -258,25 +278,39 @@ _NO_UNPARSED = pl.DataFrame(schema={"line_no": pl.Int64, "line": pl.Utf8, "reaso
                                     "format": pl.Utf8})
 
 
-def parse(source: Source, ctx: Context) -> Iterator[Batch]:
-    import duckdb  # only when a trace is parsed: ingest of server logs alone need not load it
+def _batches(stream, ctx: Context, path: str, ref: _Reference) -> Iterator[Batch]:
+    if not fast_enabled():
+        for raw in read_raw_blocks(stream, on_progress=ctx.on_progress):
+            yield _block(ref.con, frame(raw), ctx, path)
+        return
+    from concurrent.futures import ThreadPoolExecutor
 
-    con = duckdb.connect(":memory:")
-    con.execute("SET TimeZone = 'UTC'")
+    # the splitter runs without the GIL: one block is split while the next is read (and hashed)
+    with ThreadPoolExecutor(1, thread_name_prefix="fasttrace") as pool:
+        pending = None
+        for raw in read_raw_blocks(stream, on_progress=ctx.on_progress):
+            split = pool.submit(_fasttrace.scan, raw.body, raw.line_no, raw.lines)
+            if pending is not None:
+                yield _fast_block(ref, pending[1].result(), pending[0], ctx, path)
+            pending = (raw, split)
+        if pending is not None:
+            yield _fast_block(ref, pending[1].result(), pending[0], ctx, path)
+
+
+def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     sides: set[str] = set()
     hosts: set[str] = set()
     n_blank_before = ctx.continuation_lines
-    fast = fast_enabled()
+    ref = _Reference()
     try:
         with source.open() as stream:
-            for raw in read_raw_blocks(stream, on_progress=ctx.on_progress):
-                out = _fast_block(con, raw, ctx, source.path) if fast else _block(con, frame(raw), ctx, source.path)
+            for out in _batches(stream, ctx, source.path, ref):
                 ev = out["transfer_events"]
                 sides |= set(ev["side"].unique().to_list())
                 hosts |= set(ev["host"].unique().to_list())
                 yield out
     finally:
-        con.close()
+        ref.close()
     if len(sides) == 1:
         ctx.inferred_role = sides.pop()
     if hosts:
