@@ -11,6 +11,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -309,10 +310,33 @@ static int iso_ts(const char *s, const char *e, int64_t *us, int *naive) {
     return 1;
 }
 
-/* A numeric ts whose µs value the decimal cast gives exactly and whose text as DuckDB prints it
- * back (`raw`: the double's shortest form) follows from the digits: no sign or exponent, 1-12
- * integer digits, a fraction of at most 6 digits once its trailing zeros go, and all digits
- * together below 2^52, so that no shorter decimal rounds to the same double. */
+static const double POW10[10] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+
+/* Whether `digits` (nd significant digits, nf of them after the point, no sign, no dot; `ip` the
+ * integer part, at least 1) are what a shortest round-trip printer (DuckDB's yyjson) writes for
+ * `x`, the double nearest them. They are when no other decimal of as many or fewer digits
+ * rounds to the same double: when every double has a decimal of its own at this precision (up to 15
+ * digits), or the decimals' spacing 10^-nf is above the doubles' spacing near the value. Otherwise
+ * (16 or 17 digits) the double is printed exactly with one digit less (which must not round-trip)
+ * and with as many (which must be these digits, the nearest). */
+static int shortest(const char *digits, int nd, int nf, int64_t ip, double x) {
+    if (nd <= 15) return 1;
+    if (nd > 17) return 0;
+    int e = 63 - __builtin_clzll((unsigned long long)ip); /* 2^e <= value < 2^(e+1) */
+    if (e <= 52 && (double)(1ULL << (52 - e)) > POW10[nf]) return 1;
+    char t[48];
+    snprintf(t, sizeof t, "%.*e", nd - 2, x);
+    if (strtod(t, NULL) == x) return 0;
+    snprintf(t, sizeof t, "%.*e", nd - 1, x);
+    if (t[1] != '.' || t[0] != digits[0] || memcmp(t + 2, digits + 1, (size_t)nd - 1)) return 0;
+    return 1;
+}
+
+/* A numeric ts, as the reference query takes it: its text as DuckDB prints it back (`raw`, the
+ * double's shortest form) cast to DECIMAL(38, 9) and from there to DOUBLE (the double nearest the
+ * text), times 10^6 in double arithmetic, rounded half away from zero. Taken: no sign or exponent,
+ * 1-12 integer digits, not starting with 0 unless an integer, at most 9 fraction digits once the
+ * trailing zeros go, and digits that are the shortest form. */
 static int num_ts(const tok_t *t, int64_t *us, char *raw, size_t *nraw) {
     if (t->neg || t->has_exp) return 0;
     int ni = (int)(t->ipe - t->ip);
@@ -320,7 +344,7 @@ static int num_ts(const tok_t *t, int64_t *us, char *raw, size_t *nraw) {
     int64_t ip = 0;
     for (const char *p = t->ip; p < t->ipe; p++) ip = ip * 10 + (*p - '0');
     if (!t->has_frac) {
-        *us = ip * 1000000;
+        *us = (int64_t)round((double)ip * 1e6);
         memcpy(raw, t->s, (size_t)(t->e - t->s));
         *nraw = (size_t)(t->e - t->s);
         return 1;
@@ -329,21 +353,23 @@ static int num_ts(const tok_t *t, int64_t *us, char *raw, size_t *nraw) {
     const char *fe = t->fpe;
     while (fe > t->fp && fe[-1] == '0') fe--;
     int nf = (int)(fe - t->fp);
-    if (nf > 6) return 0;
-    int64_t f = 0, m = ip;
-    for (const char *p = t->fp; p < fe; p++) {
-        f = f * 10 + (*p - '0');
-        m = m * 10 + (*p - '0');
-    }
-    if (m >= ((int64_t)1 << 52)) return 0;
-    for (int k = nf; k < 6; k++) f *= 10;
-    *us = ip * 1000000 + f;
-    memcpy(raw, t->ip, (size_t)ni);
-    raw[ni] = '.';
+    if (nf > 9) return 0;
+    char digits[24], text[32];
+    memcpy(digits, t->ip, (size_t)ni);
+    memcpy(digits + ni, t->fp, (size_t)nf);
+    memcpy(text, t->ip, (size_t)ni);
+    text[ni] = '.';
+    memcpy(text + ni + 1, t->fp, (size_t)nf);
+    text[ni + 1 + nf] = 0;
+    double x = strtod(text, NULL);
+    if (!shortest(digits, ni + nf, nf, ip, x)) return 0;
+    *us = (int64_t)round(x * 1e6);
     if (nf) {
-        memcpy(raw + ni + 1, t->fp, (size_t)nf);
+        memcpy(raw, text, (size_t)(ni + 1 + nf));
         *nraw = (size_t)(ni + 1 + nf);
     } else {
+        memcpy(raw, t->ip, (size_t)ni);
+        raw[ni] = '.';
         raw[ni + 1] = '0';
         *nraw = (size_t)(ni + 2);
     }
