@@ -74,8 +74,8 @@ static const char *STATUS_NAMES[14] = {
 /* a value token */
 enum { T_ABSENT = 0, T_STR, T_NUM, T_TRUE, T_FALSE, T_NULL };
 typedef struct {
-    const char *s, *e; /* the raw text (strings: without quotes) */
-    int type;
+    const char *s, *e; /* the raw text (strings: without quotes, escapes decoded if `flags & S_ESC`) */
+    int type, flags;
     /* numbers */
     int neg, has_frac, has_exp;
     const char *ip, *ipe, *fp, *fpe; /* integer and fraction digits */
@@ -98,8 +98,126 @@ static inline const char *ws(const char *p, const char *e) {
     return p;
 }
 
-/* A string from after its opening quote; NULL unless it is plain (no escape, ASCII, no control). */
-static inline const char *scan_str(const char *p, const char *e) {
+enum { S_UTF8 = 1, S_ESC = 2 };
+
+/* The length of the UTF-8 sequence at p (its first byte from 0x80), 0 unless well-formed as
+ * Python's strict decoder has it (no overlong form, no surrogate, nothing past U+10FFFF): the
+ * reference path sees invalid bytes as `\xNN` text, which is then no JSON. */
+static inline int utf8_len(const uint8_t *p, const uint8_t *e) {
+    uint8_t c = p[0];
+    int n;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else
+        return 0;
+    if (e - p < n || p[1] < lo || p[1] > hi) return 0;
+    for (int i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+    return n;
+}
+
+static inline int hex4(const char *p) {
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+              : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* A string from after its opening quote: its closing quote, or NULL for what the splitter leaves
+ * (a control byte, ill-formed UTF-8, an escape it does not decode: \u0000, a lone surrogate).
+ * `flags` says whether it holds non-ASCII text or escapes. */
+static const char *scan_str_slow(const char *p, const char *e, int *flags) {
+    while (p < e) {
+        uint8_t c = (uint8_t)*p;
+        if (c == '"') return p;
+        if (c < 0x20) return NULL;
+        if (c >= 0x80) {
+            int n = utf8_len((const uint8_t *)p, (const uint8_t *)e);
+            if (!n) return NULL;
+            *flags |= S_UTF8;
+            p += n;
+            continue;
+        }
+        if (c == '\\') {
+            if (e - p < 2) return NULL;
+            char x = p[1];
+            *flags |= S_ESC;
+            if (x == '"' || x == '\\' || x == '/' || x == 'b' || x == 'f' || x == 'n' || x == 'r' || x == 't') {
+                p += 2;
+                continue;
+            }
+            if (x != 'u' || e - p < 6) return NULL;
+            int u = hex4(p + 2);
+            if (u <= 0 || (u >= 0xDC00 && u <= 0xDFFF)) return NULL;
+            if (u >= 0xD800 && u <= 0xDBFF) {
+                if (e - p < 12 || p[6] != '\\' || p[7] != 'u') return NULL;
+                int l = hex4(p + 8);
+                if (l < 0xDC00 || l > 0xDFFF) return NULL;
+                p += 12;
+            } else {
+                p += 6;
+            }
+            continue;
+        }
+        p++;
+    }
+    return NULL;
+}
+
+/* decode the escapes of a string scan_str took into `out` (room for e - s bytes); its length */
+static size_t unescape(const char *s, const char *e, char *out) {
+    char *o = out;
+    while (s < e) {
+        if (*s != '\\') {
+            *o++ = *s++;
+            continue;
+        }
+        char x = s[1];
+        if (x != 'u') {
+            *o++ = x == 'b' ? '\b' : x == 'f' ? '\f' : x == 'n' ? '\n' : x == 'r' ? '\r' : x == 't' ? '\t' : x;
+            s += 2;
+            continue;
+        }
+        unsigned u = (unsigned)hex4(s + 2);
+        s += 6;
+        if (u >= 0xD800 && u <= 0xDBFF) {
+            u = 0x10000 + ((u - 0xD800) << 10) + ((unsigned)hex4(s + 2) - 0xDC00);
+            s += 6;
+        }
+        if (u < 0x80) {
+            *o++ = (char)u;
+        } else if (u < 0x800) {
+            *o++ = (char)(0xC0 | (u >> 6));
+            *o++ = (char)(0x80 | (u & 0x3F));
+        } else if (u < 0x10000) {
+            *o++ = (char)(0xE0 | (u >> 12));
+            *o++ = (char)(0x80 | ((u >> 6) & 0x3F));
+            *o++ = (char)(0x80 | (u & 0x3F));
+        } else {
+            *o++ = (char)(0xF0 | (u >> 18));
+            *o++ = (char)(0x80 | ((u >> 12) & 0x3F));
+            *o++ = (char)(0x80 | ((u >> 6) & 0x3F));
+            *o++ = (char)(0x80 | (u & 0x3F));
+        }
+    }
+    return (size_t)(o - out);
+}
+
+static inline const char *scan_str(const char *p, const char *e, int *flags) {
 #ifdef __SSE2__
     const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
     while (e - p >= 16) {
@@ -110,14 +228,14 @@ static inline const char *scan_str(const char *p, const char *e) {
         int mask = _mm_movemask_epi8(m);
         if (mask) {
             p += __builtin_ctz((unsigned)mask);
-            return *p == '"' ? p : NULL;
+            return *p == '"' ? p : scan_str_slow(p, e, flags);
         }
         p += 16;
     }
 #endif
     while (p < e && !STOP[(uint8_t)*p]) p++;
     if (p < e && *p == '"') return p;
-    return NULL;
+    return scan_str_slow(p, e, flags);
 }
 
 static inline int isdig(char c) { return c >= '0' && c <= '9'; }
@@ -126,8 +244,9 @@ static inline int isdig(char c) { return c >= '0' && c <= '9'; }
 static const char *scan_value(const char *p, const char *e, tok_t *t) {
     if (p >= e) return NULL;
     char c = *p;
+    t->flags = 0;
     if (c == '"') {
-        const char *q = scan_str(p + 1, e);
+        const char *q = scan_str(p + 1, e, &t->flags);
         if (!q) return NULL;
         t->type = T_STR;
         t->s = p + 1;
@@ -393,6 +512,7 @@ typedef struct {
     Py_ssize_t blank;
     int nobj;
     PyObject *obj[80]; /* the bytes objects behind every buffer above */
+    char *scratch;     /* decoded strings of the current line */
 } out_t;
 
 static inline void put_null(out_t *o, int c) {
@@ -497,8 +617,9 @@ static int line(out_t *o, const char *p, const char *e) {
     if (p < e && *p == '}') return 0; /* {}: no ts, a schema error */
     for (;;) {
         if (p >= e || *p != '"') return 0;
-        const char *k = p + 1, *ke = scan_str(k, e);
-        if (!ke) return 0;
+        int kf = 0;
+        const char *k = p + 1, *ke = scan_str(k, e, &kf);
+        if (!ke || (kf & S_ESC)) return 0; /* an escaped key may spell a known one */
         p = ws(ke + 1, e);
         if (p >= e || *p != ':') return 0;
         p = ws(p + 1, e);
@@ -509,7 +630,8 @@ static int line(out_t *o, const char *p, const char *e) {
         p = scan_value(p, e, t);
         if (!p) return 0;
         if (ki < 0) {
-            if (nx == MAX_EXTRA) return 0;
+            /* extra is DuckDB's JSON text: escapes are written back its way, which is not taken */
+            if (nx == MAX_EXTRA || (t->type == T_STR && (t->flags & S_ESC))) return 0;
             if (t->type == T_NUM) {
                 /* integers print back as written; floats need not */
                 if (t->has_frac || t->has_exp || neg_zero(t) || t->ipe - t->ip > 18) return 0;
@@ -533,6 +655,16 @@ static int line(out_t *o, const char *p, const char *e) {
         return 0;
     }
     if (ws(p + 1, e) != e) return 0;
+    /* known strings with escapes are read decoded, as json_extract_string gives them */
+    char *sc = o->scratch;
+    for (int i = 0; i < NKEYS; i++) {
+        tok_t *u = &tk[i];
+        if (u->type != T_STR || !(u->flags & S_ESC)) continue;
+        size_t n = unescape(u->s, u->e, sc);
+        u->s = sc;
+        u->e = sc + n;
+        sc += n;
+    }
 
     int64_t v, us;
     int naive = 0;
@@ -677,6 +809,8 @@ static int line(out_t *o, const char *p, const char *e) {
 static void out_free(out_t *o) {
     for (int i = 0; i < o->nobj; i++) Py_XDECREF(o->obj[i]);
     o->nobj = 0;
+    free(o->scratch);
+    o->scratch = NULL;
 }
 
 static void *pbuf(out_t *o, size_t n, int zero) {
@@ -713,6 +847,7 @@ static int out_init(out_t *o, Py_ssize_t cap, Py_ssize_t body) {
                           &o->bad_end};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         if (!(*arrays[i] = pbuf(o, (size_t)cap * 8, 0))) return -1;
+    if (!(o->scratch = malloc((size_t)body + 16))) return -1;
     return 0;
 }
 

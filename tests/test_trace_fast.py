@@ -233,13 +233,26 @@ def test_cut_lines_are_unparsed_with_their_line(monkeypatch):
 
 def test_frames_keep_file_order_when_lines_are_handed_back(monkeypatch):
     good = json.dumps(BASE, separators=(",", ":"))
-    escaped = json.dumps({**BASE, "error": 'KVTransferError("x")'}, separators=(",", ":"))
+    # an escape in an unknown field: extra is DuckDB's own JSON text, so the line goes back
+    escaped = json.dumps({**BASE, "notif": 'say "x"'}, separators=(",", ":"))
     data = "\n".join([good, escaped, good, escaped, good]).encode()
     d = split(data)
     assert (d["n"], d["fb.n"]) == (3, 2)
     rt = assert_same(monkeypatch, data)
     assert rt["transfer_events"]["line_no"].to_list() == [1, 2, 3, 4, 5]
-    assert rt["transfer_events"]["error"][1] == 'KVTransferError("x")'
+    assert rt["transfer_events"]["extra"][1] == '{"notif":"say \\"x\\""}'
+
+
+def test_escapes_and_utf8_in_known_fields_are_taken(monkeypatch):
+    values = ['KVTransferError("x")', "back\\slash/\ttab\nline", "caf\u00e9 \U0001F600", "\u2028"]
+    lines = [json.dumps({**BASE, "error": v, "rid": v}, separators=(",", ":"), ensure_ascii=a)
+             for v in values for a in (True, False)]
+    lines.append(json.dumps({**BASE, "h\u00e9": "caf\u00e9"}, separators=(",", ":"), ensure_ascii=False))
+    data = "\n".join(lines).encode()
+    d = split(data)
+    assert (d["n"], d["fb.n"]) == (len(lines), 0)
+    rt = assert_same(monkeypatch, data)
+    assert rt["transfer_events"]["error"].to_list()[:-1] == [v for v in values for _ in (0, 1)]
 
 
 def test_extra_is_the_unknown_fields_compact(monkeypatch):
