@@ -1,20 +1,32 @@
 """The JSON Lines KV transfer trace of ../shared/formats/TRANSFER_TRACE.md, one row per event.
 
-Reader rules are §7 exactly. JSON is parsed by DuckDB (yyjson), which keeps integers exact, so a
-63-bit `room` never passes through a float; each block of lines is one vectorised query, and the
-only per-line Python is for checksums wider than 128 bits (none in practice).
+Reader rules are §7 exactly. Two paths give the same tables (tests/test_trace_fast.py):
+
+- the field splitter parsers/_fasttrace.c reads each line once into Arrow column buffers. It takes
+  the lines it can give exactly (flat objects, no escapes, every check passing) and hands the rest
+  back by position;
+- the reference path, where JSON is parsed by DuckDB (yyjson), which keeps integers exact, so a
+  63-bit `room` never passes through a float; each block of lines is one vectorised query. It
+  parses the lines handed back, and every line when the extension is not built or
+  FORENSICS_NATIVE=0. Its only per-line Python is for checksums wider than 128 bits.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import polars as pl
 
 from forensics.parsers.base import Batch, Context, Sample, Source
-from forensics.parsers.lines import CUT_LINE, MAX_LINE_CHARS, read_blocks
+from forensics.parsers.lines import CUT_LINE, MAX_LINE_CHARS, RawBlock, frame, read_raw_blocks, with_flags
+
+try:
+    from forensics.parsers import _fasttrace
+except ImportError:  # no compiler at install time (setup.py): the reference path parses every line
+    _fasttrace = None
 
 if TYPE_CHECKING:
     import duckdb
@@ -177,24 +189,128 @@ def _block(con: "duckdb.DuckDBPyConnection", df: pl.DataFrame, ctx: Context, pat
     return {"transfer_events": good, "unparsed": unparsed}
 
 
-def parse(source: Source, ctx: Context) -> Iterator[Batch]:
-    import duckdb  # only when a trace is parsed: ingest of server logs alone need not load it
+def fast_enabled() -> bool:
+    return _fasttrace is not None and os.environ.get("FORENSICS_NATIVE", "1") != "0"
 
-    con = duckdb.connect(":memory:")
-    con.execute("SET TimeZone = 'UTC'")
+
+# the splitter's columns, in the reference query's order, with their Arrow types
+_FAST_COLS = (("ts", "ts"), ("ts_raw", "s"), ("ts_naive", "b"), ("host", "s"), ("pid", "i64"), ("side", "s"),
+              ("engine_rank", "i32"), ("dp_rank", "i32"), ("bootstrap_room", "i64"), ("rid", "s"), ("kind", "s"),
+              ("chunk", "i32"), ("is_last", "b"), ("event", "s"), ("unknown_enum", "b"), ("bytes", "i64"),
+              ("status", "s"), ("status_raw", "s"), ("peer", "s"), ("error", "s"), ("checksum", "s"),
+              ("checksum_int", "s"), ("extra", "s"))
+
+
+def _fast_rows(d: dict) -> pl.DataFrame:
+    """The splitter's buffers as the frame the reference query gives, less `line` and `reason`."""
+    import pyarrow as pa
+
+    n = d["n"]
+    types = {"ts": pa.timestamp("us", tz="UTC"), "i64": pa.int64(), "i32": pa.int32(), "b": pa.bool_()}
+    arrays = [pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(d["line_no"])])]
+    for col, kind in _FAST_COLS:
+        valid = pa.py_buffer(d[f"{col}.valid"])
+        if kind == "s":
+            arrays.append(pa.Array.from_buffers(pa.string(), n, [valid, pa.py_buffer(d[f"{col}.off"]),
+                                                                 pa.py_buffer(d[f"{col}.data"])]))
+        else:
+            arrays.append(pa.Array.from_buffers(types[kind], n, [valid, pa.py_buffer(d[col])]))
+    return pl.from_arrow(pa.Table.from_arrays(arrays, names=["line_no", *(c for c, _ in _FAST_COLS)]))
+
+
+def _lines_at(d: dict, key: str, raw: RawBlock) -> pl.DataFrame:
+    """The lines of `raw` the splitter listed under `key` (`fb`, `bad`), as `parsers.lines.frame` gives them."""
+    import numpy as np
+
+    body = raw.body
+    starts = np.frombuffer(d[f"{key}.start"], dtype=np.int64).tolist()
+    ends = np.frombuffer(d[f"{key}.end"], dtype=np.int64).tolist()
+    text = str(b"\n".join(body[s:e] for s, e in zip(starts, ends)), "utf-8", "backslashreplace")
+    lines = pl.Series("line", [text], dtype=pl.Utf8).str.split("\n").explode()
+    return with_flags(pl.DataFrame({
+        "line_no": pl.Series(np.frombuffer(d[f"{key}.line_no"], dtype=np.int64)),
+        "line": lines.str.strip_suffix("\r"),
+    }), raw)
+
+
+class _Reference:
+    """The DuckDB connection of the reference path, opened on the first line that needs it."""
+
+    def __init__(self):
+        self._con = None
+
+    @property
+    def con(self) -> "duckdb.DuckDBPyConnection":
+        if self._con is None:
+            import duckdb  # only when a trace needs it: ingest of server logs alone need not load it
+
+            self._con = duckdb.connect(":memory:")
+            self._con.execute("SET TimeZone = 'UTC'")
+        return self._con
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+
+
+def _fast_block(ref: _Reference, d: dict, raw: RawBlock, ctx: Context, path: str) -> Batch:
+    """The batch of `raw` from what the splitter made of it (`d`), handed-back lines parsed by `ref`."""
+    good = _fast_rows(d).with_columns(source_file=pl.lit(path))
+    unparsed = _NO_UNPARSED
+    if d["bad.n"]:
+        unparsed = _lines_at(d, "bad", raw).select(
+            "line_no", line=pl.col("line").str.slice(0, MAX_LINE_CHARS),
+            reason=pl.when(pl.col("unterminated")).then(pl.lit("truncated")).otherwise(pl.lit("invalid_json")),
+            source_file=pl.lit(path), format=pl.lit(name))
+    ctx.account(parsed=good.height, continuation=d["blank"], unparsed=unparsed.height)
+    if good.height:
+        lo, hi = good["ts"].min(), good["ts"].max()
+        ctx.first_ts = lo if ctx.first_ts is None or lo < ctx.first_ts else ctx.first_ts
+        ctx.last_ts = hi if ctx.last_ts is None or hi > ctx.last_ts else ctx.last_ts
+    if not d["fb.n"]:
+        return {"transfer_events": good, "unparsed": unparsed}
+    out = _block(ref.con, _lines_at(d, "fb", raw), ctx, path)
+    return {"transfer_events": pl.concat([good, out["transfer_events"]]).sort("line_no"),
+            "unparsed": pl.concat([unparsed, out["unparsed"]]).sort("line_no")}
+
+
+_NO_UNPARSED = pl.DataFrame(schema={"line_no": pl.Int64, "line": pl.Utf8, "reason": pl.Utf8, "source_file": pl.Utf8,
+                                    "format": pl.Utf8})
+
+
+def _batches(stream, ctx: Context, path: str, ref: _Reference) -> Iterator[Batch]:
+    if not fast_enabled():
+        for raw in read_raw_blocks(stream, on_progress=ctx.on_progress):
+            yield _block(ref.con, frame(raw), ctx, path)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    # the splitter runs without the GIL: one block is split while the next is read (and hashed)
+    with ThreadPoolExecutor(1, thread_name_prefix="fasttrace") as pool:
+        pending = None
+        for raw in read_raw_blocks(stream, on_progress=ctx.on_progress):
+            split = pool.submit(_fasttrace.scan, raw.body, raw.line_no, raw.lines)
+            if pending is not None:
+                yield _fast_block(ref, pending[1].result(), pending[0], ctx, path)
+            pending = (raw, split)
+        if pending is not None:
+            yield _fast_block(ref, pending[1].result(), pending[0], ctx, path)
+
+
+def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     sides: set[str] = set()
     hosts: set[str] = set()
     n_blank_before = ctx.continuation_lines
+    ref = _Reference()
     try:
         with source.open() as stream:
-            for df, _ in read_blocks(stream, on_progress=ctx.on_progress):
-                out = _block(con, df, ctx, source.path)
+            for out in _batches(stream, ctx, source.path, ref):
                 ev = out["transfer_events"]
                 sides |= set(ev["side"].unique().to_list())
                 hosts |= set(ev["host"].unique().to_list())
                 yield out
     finally:
-        con.close()
+        ref.close()
     if len(sides) == 1:
         ctx.inferred_role = sides.pop()
     if hosts:
