@@ -1,7 +1,7 @@
 -- name: abort_storm_intervals
 -- description: table macro that finds abort storms across hosts; queries/abort_storms.sql calls it
 --   with its parameters
--- inputs: events, raw_turns, replies, clock_estimates, wedge_intervals
+-- inputs: events, raw_turns, replies, clock_estimates, incident_wedges
 -- parameters:
 --   abort_storm_intervals(window_s DOUBLE = 5, min_aborts INTEGER = 20, aftermath_s DOUBLE = 60,
 --                         min_near INTEGER = 5, agent_window_s DOUBLE = 10, max_reply_s DOUBLE = 600)
@@ -128,8 +128,8 @@ agent AS (
         ELSE false END
     GROUP BY s.storm
 ),
--- computed once here, not once per storm inside the subquery below
-wedges AS (SELECT host, t_start FROM wedge_intervals())
+-- the wedges at their defaults: their view, computed (and snapshotted) once, not once per storm
+wedges AS (SELECT host, t_start FROM incident_wedges)
 SELECT s.t_start, s.t_end, q.n_aborts, s.host_aborts, s.n_hosts, s.hosts, s.per_host, s.host_counts,
        round(q.n_aborts / greatest(epoch(s.t_end - s.t_start), 1), 2) AS aborts_per_s,
        (SELECT count(*) FROM events e WHERE list_contains(s.hosts, e.host) AND e.ts > s.t_end
