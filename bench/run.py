@@ -249,6 +249,45 @@ def bench_lnav(path: str, nlines: int, runs: int) -> dict:
             "x_lnav": med["lnav_s"] / med["ingest_s"], "x_lnav_cpu": med["lnav_cpu_s"] / med["ingest_cpu_s"]}
 
 
+_PIPELINE_ONLY = ("import sys; from forensics.ingest import pipeline as p; "
+                  "r = p.run([sys.argv[1]], sys.argv[2], p.Options()); sys.exit(r[0].status != 'ingested')")
+
+
+def bench_scaling(path: str, runs: int) -> dict:
+    """One large decode log on 1 core and on 2 (`taskset -c 0` vs `taskset -c 0,1`), interleaved.
+
+    Two figures per core count: the whole `forensics ingest` process, and its parse and commit
+    alone (`pipeline.run` without the store summary the command computes after it). The load
+    average is read before each run: under the other users of the machine the ratio reads low.
+    """
+    taskset = shutil.which("taskset")
+    if taskset is None or len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+        return {"skipped": "needs taskset and cores 0 and 1"}
+    store = os.path.join(OUT, "store-scaling")
+    cases = {"ingest": forensics_cmd() + ["ingest", path, "--store", store],
+             "parse": [sys.executable, "-c", _PIPELINE_ONLY, path, store]}
+    rows: dict[str, dict[str, list[float]]] = {c: {"1": [], "2": []} for c in cases}
+    loads = []
+    for i in range(runs):
+        for case, cmd in cases.items():
+            for n, cpus in (("1", "0"), ("2", "0,1")):
+                shutil.rmtree(store, ignore_errors=True)
+                loads.append(os.getloadavg()[0])
+                r = run_proc([taskset, "-c", cpus, *cmd], cwd=ROOT)
+                if r["rc"] != 0:
+                    sys.exit(f"error: {case} on {n} core(s) failed (exit {r['rc']}); see {OUT}/last_stderr.txt")
+                rows[case][n].append(r["wall_s"])
+        print(f"  scaling run {i + 1}: ingest 1 core {rows['ingest']['1'][-1]:.2f} s, 2 cores "
+              f"{rows['ingest']['2'][-1]:.2f} s; parse+commit 1 core {rows['parse']['1'][-1]:.2f} s, 2 cores "
+              f"{rows['parse']['2'][-1]:.2f} s; load {loads[-1]:.1f}", flush=True)
+    shutil.rmtree(store, ignore_errors=True)
+    out = {"bytes": os.path.getsize(path), "runs": runs, "load_avg": statistics.median(loads), "all_runs": rows}
+    for case in cases:
+        one, two = statistics.median(rows[case]["1"]), statistics.median(rows[case]["2"])
+        out[case] = {"1core_s": one, "2core_s": two, "x": one / two}
+    return out
+
+
 def bench_trace(size: int, runs: int) -> dict:
     """Ingest of a KV transfer trace (TRANSFER_TRACE.md) beside `grep -c` over the same file."""
     d = os.path.join(OUT, "data", f"trace-{size}")
@@ -323,6 +362,15 @@ def summary(results: dict) -> str:
                      f"({ln['lnav_cpu_s']:.2f} s CPU, {ln['lnav_lines']:,} records), wc -l {ln['wc_s']:.3f} s; "
                      f"speed vs lnav {ln['x_lnav']:.2f}x wall (target >= 1); ingest CPU is its main process only (the "
                      f"workers are the forkserver's children)")
+    sc = results.get("scaling")
+    if sc and "skipped" in sc:
+        lines.append(f"scaling: skipped ({sc['skipped']})")
+    elif sc:
+        ig, pa = sc["ingest"], sc["parse"]
+        lines.append(f"scaling ({sc['bytes'] / 1e6:.0f} MB decode log, median of {sc['runs']}, load average "
+                     f"{sc['load_avg']:.1f}): forensics ingest 1 core {ig['1core_s']:.2f} s, 2 cores {ig['2core_s']:.2f} s, "
+                     f"{ig['x']:.2f}x; its parse+commit alone 1 core {pa['1core_s']:.2f} s, 2 cores {pa['2core_s']:.2f} s, "
+                     f"{pa['x']:.2f}x (target >= 1.8x; taskset -c 0 vs 0,1)")
     tr = results.get("trace")
     if tr:
         lines.append(f"transfer trace ({tr['bytes'] / 1e6:.0f} MB): {tr['mb_s']:.0f} MB/s, {tr['wall_s']:.2f} s, "
@@ -346,7 +394,8 @@ def main() -> None:
     ap.add_argument("--replies", type=int, default=100_000)
     ap.add_argument("--timeline-args", default="", help="extra arguments for `forensics timeline`")
     ap.add_argument("--evidence-args", default="", help="extra arguments for `forensics evidence`")
-    ap.add_argument("--lnav-size", default="256M", help="bytes of PD decode log for the lnav comparison (default 256M)")
+    ap.add_argument("--lnav-size", default="256M", help="bytes of PD decode log for the lnav comparison and the "
+                    "1-core vs 2-core scaling (default 256M)")
     ap.add_argument("--trace-size", default="256M", help="bytes of transfer trace (default 256M)")
     ap.add_argument("--memory", action="store_true", help="also peak RSS of every command on the large store "
                     "(bench/memory.py; the first report there computes the derived views: tens of minutes under load)")
@@ -383,6 +432,8 @@ def main() -> None:
             lines = sum(b.count(b"\n") for b in iter(lambda: f.read(1 << 24), b""))
         print(f"against lnav: one decode log ({os.path.getsize(lpath) / 1e6:.0f} MB, {lines:,} lines), {a.runs} runs", flush=True)
         results["lnav"] = bench_lnav(lpath, lines, a.runs)
+        print(f"scaling: the same log on 1 core and on 2, {a.runs} runs", flush=True)
+        results["scaling"] = bench_scaling(lpath, a.runs)
         print("transfer trace ...", flush=True)
         results["trace"] = bench_trace(parse_size(a.trace_size), a.runs)
     results["help"] = bench_help(a.runs)
