@@ -750,7 +750,7 @@ def _start_pool(jobs: int) -> ProcessPoolExecutor:
     # forkserver, not fork: a parent that already ran polars or DuckDB has worker threads
     # holding locks, and a forked child inherits those locks held forever (a deadlock).
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["forensics.ingest.pipeline"])
+    ctx.set_forkserver_preload(["forensics.ingest.pipeline", "pyarrow.parquet"])
     stop.quiet_resource_tracker()
     # A worker has one core's share: polars' own threads (one per core in every worker) would
     # only contend with the other workers. Its pool is sized when polars is imported, in the
@@ -764,7 +764,17 @@ def _start_pool(jobs: int) -> ProcessPoolExecutor:
             os.environ.pop("POLARS_MAX_THREADS", None)
         else:
             os.environ["POLARS_MAX_THREADS"] = saved
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=stop.worker_init, initargs=(os.getpid(),))
+    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=stop.worker_init, initargs=(os.getpid(),))
+    # The workers start while this process finds, sniffs and reads the first inputs: a submit
+    # waits for the start of the worker it adds, and that for the fork server's imports.
+    import threading
+
+    threading.Thread(target=lambda: [ex.submit(_ready) for _ in range(jobs)], name="pool-start", daemon=True).start()
+    return ex
+
+
+def _ready() -> None:
+    """A worker's first task: nothing, so that it starts before there is work for it."""
 
 
 class _InputPool:

@@ -129,8 +129,9 @@ def parse_blocks(blocks, ctx: Context, year: int, role: str, path: str, clock: "
         totals.add(info.tally)
         return got
 
-    # one pass more than workers in flight: a worker that finishes finds the next one waiting
-    window = pool.workers + 1
+    # two passes more than workers in flight: a worker that finishes finds the next one waiting
+    # while this process reads the one after it
+    window = pool.workers + 2
     queue: collections.deque = collections.deque()
     try:
         for part, raws in enumerate(_passes(blocks, group, PASS_LINES)):
