@@ -291,7 +291,7 @@ def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress:
 
 
 def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress: Callable[[int], None] | None = None,
-               prior: grown.Prior | None = None, pool: ProcessPoolExecutor | None = None,
+               prior: grown.Prior | None = None, pool: "_Pool | None" = None,
                ) -> "FileResult | Callable[[], FileResult]":
     """Parse one input; what is left once every line is parsed (writing the last parts, the files
     row and the commit) is returned as a function, to overlap with the next input
@@ -711,7 +711,7 @@ def _ingest_all(store_root: str, sources: list[Source], opts: Options, hosts: di
     try:
         futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path], None, priors.get(s.path)): s
                 for s in pooled}
-        for r in _one_after_another(store_root, large, opts, hosts, progress, priors, ex):
+        for r in _one_after_another(store_root, large, opts, hosts, progress, priors, _Pool(ex, jobs) if ex else None):
             results.append(r)
             if progress:
                 progress.done_file(r)
@@ -764,12 +764,23 @@ def _start_pool(jobs: int) -> ProcessPoolExecutor:
             os.environ.pop("POLARS_MAX_THREADS", None)
         else:
             os.environ["POLARS_MAX_THREADS"] = saved
-    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=stop.worker_init, initargs=(os.getpid(),))
+    server = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=stop.worker_init,
+                             initargs=(os.getpid(), server))
     # The workers start while this process finds, sniffs and reads the first inputs: a submit
     # waits for the start of the worker it adds, and that for the fork server's imports.
     import threading
 
-    threading.Thread(target=lambda: [ex.submit(_ready) for _ in range(jobs)], name="pool-start", daemon=True).start()
+    def start() -> None:
+        try:
+            for _ in range(jobs):
+                if stop.requested():
+                    return
+                ex.submit(_ready)
+        except Exception:  # noqa: BLE001 - a pool stopped meanwhile: nothing to start
+            pass
+
+    threading.Thread(target=start, name="pool-start", daemon=True).start()
     return ex
 
 
@@ -777,15 +788,34 @@ def _ready() -> None:
     """A worker's first task: nothing, so that it starts before there is work for it."""
 
 
+class _Pool:
+    """The worker processes, and room for the passes in flight of every input read at once: a
+    pass holds its text here until a worker takes it."""
+
+    def __init__(self, ex: ProcessPoolExecutor, workers: int):
+        import threading
+
+        self.ex, self.workers = ex, workers
+        self.room = threading.BoundedSemaphore(workers + 2)
+
+
 class _InputPool:
     """The pool lent to one input's parser (parsers.base.PassPool): its passes are written into
     the input's folder in .tmp as parts numbered by pass, wherever they ran."""
 
-    def __init__(self, ex: ProcessPoolExecutor, folder):
-        self.ex, self.folder, self.workers = ex, str(folder), ex._max_workers
+    def __init__(self, pool: _Pool, folder):
+        self.pool, self.folder, self.workers = pool, str(folder), pool.workers
 
     def submit(self, part: int, fn, *args) -> Future:
-        return self.ex.submit(_pass_in_worker, self.folder, part, fn, args)
+        stop.check()  # a stop reads no further
+        self.pool.room.acquire()
+        try:
+            fut = self.pool.ex.submit(_pass_in_worker, self.folder, part, fn, args)
+        except BaseException:
+            self.pool.room.release()
+            raise
+        fut.add_done_callback(lambda _: self.pool.room.release())
+        return fut
 
     def write(self, part: int, batch: Batch) -> Written:
         _write_parts(self.folder, part, batch)
@@ -819,13 +849,15 @@ def _kill_pool(ex: ProcessPoolExecutor) -> None:
 
 
 def _one_after_another(store_root: str, sources: list[Source], opts: Options, hosts: dict, progress,
-                       priors: dict | None = None, pool: ProcessPoolExecutor | None = None) -> Iterator[FileResult]:
-    """The inputs read in this process, one at a time, each parsed on every core (`pool`'s
-    workers, else this process); the last parts of one are written while the next is read.
+                       priors: dict | None = None, pool: "_Pool | None" = None) -> Iterator[FileResult]:
+    """The inputs read in this process, each parsed on every core (`pool`'s workers, else this
+    process); the last parts of one are written while the next is read.
 
-    Writing an input's last parts, once all its lines are parsed, would leave a core idle. The
-    finishing runs on a thread of its own, in input order, and ends before
-    the input after the next starts, so at most one input finishes while another is parsed.
+    Without a pool, writing an input's last parts once all its lines are parsed would leave the
+    core idle: the finishing runs on a thread of its own, in input order, and ends before the
+    input after the next starts, so at most one input finishes while another is parsed. With a
+    pool, two inputs are read at once, so that the workers parse the next input's first passes
+    while the last passes of one end; the pool bounds the passes in flight of both together.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -836,10 +868,19 @@ def _one_after_another(store_root: str, sources: list[Source], opts: Options, ho
             _free_heap_back_to_the_os()
 
     advance = progress.advance if progress else None
+    if pool is not None:
+        def one(s: Source) -> FileResult:
+            finish = _parse_one(store_root, s, opts, hosts[s.path], advance, (priors or {}).get(s.path), pool)
+            return finished(finish) if callable(finish) else finish
+
+        with ThreadPoolExecutor(2, thread_name_prefix="input") as readers:
+            for fut in [readers.submit(one, s) for s in sources]:
+                yield fut.result()
+        return
     with ThreadPoolExecutor(1, thread_name_prefix="finish") as tail:
         finishing = None
         for s in sources:
-            finish = _parse_one(store_root, s, opts, hosts[s.path], advance, (priors or {}).get(s.path), pool)
+            finish = _parse_one(store_root, s, opts, hosts[s.path], advance, (priors or {}).get(s.path))
             if finishing is not None:
                 yield finishing.result()
             finishing = tail.submit(finished, finish if callable(finish) else lambda r=finish: r)

@@ -244,7 +244,10 @@ def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int
         tail=pl.lit(None, dtype=pl.Utf8), truncated=pl.lit(False),
         host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path),
     )
-    other = _regex_thread("lines", lambda: _classify(_join_partials(_strip_wrappers(each(native.rest_frame))), ctx, year))
+    rest = each(native.rest_frame)
+    other = _classified_none(rest, ctx, year) if not rest.height else _regex_thread(
+        "lines", lambda r=rest: _classify(_join_partials(_strip_wrappers(r)), ctx, year))
+    del rest  # the lines' text goes as soon as they are classified
     sg = each(lambda d, raw: lines.with_flags(native.sglang_frame(d), raw))
     ds.clear()  # the scanner's buffers, the caller's reference too: the frames hold what they need
     sg = sg.with_columns(
@@ -270,6 +273,20 @@ def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int
     # a block's first line has no line above it: nothing folds across blocks
     classified = classified.with_columns(_brk=pl.col("_brk") | (pl.col("_blk") != pl.col("_blk").shift(1)))
     return _finish_block(classified, ctx, role, path, taken=nat, ready=sg.with_columns(_keep=read))
+
+
+_CLASSIFIED_NONE: dict[tuple, pl.DataFrame] = {}
+
+
+def _classified_none(rest: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
+    """`_classify` of no lines (the scanner read every line of the pass): its columns, computed
+    once per process, since its hundred polars calls cost as much on no rows as on a block's rest
+    and a small input is nothing else."""
+    key = (str(rest.schema), ctx.tz, year, ctx.outer_offset_s is None)
+    if key not in _CLASSIFIED_NONE:
+        _CLASSIFIED_NONE[key] = _regex_thread("lines", lambda: _classify(_join_partials(_strip_wrappers(rest)), ctx,
+                                                                          year))
+    return _CLASSIFIED_NONE[key]
 
 
 def _merge_by_line(frames: list[pl.DataFrame]) -> pl.DataFrame:
