@@ -164,3 +164,28 @@ def test_the_pool_is_sized_to_the_cores_this_process_may_use():
     for cpus, n in (("0", "1"), ("0,1", "2")):
         out = subprocess.run(["taskset", "-c", cpus, sys.executable, "-c", code], capture_output=True, text=True)
         assert out.stdout.strip() == n
+
+
+def test_a_pass_that_fails_in_a_worker_fails_its_input(tmp_path, monkeypatch):
+    """The error reaches the input's parse (ingest then records the input as failed, alone), once
+    the passes still in flight have ended: the input's folder is removed next."""
+    monkeypatch.setattr(lines, "BLOCK_BYTES", 120)
+    monkeypatch.setattr(passes, "GROUP_BLOCKS", 1)
+    p = tmp_path / "x.log"
+    p.write_text("".join(f"[2026-05-16 12:45:{s:02d} DP2 TP2] Decode batch, #running-req: 2, #token: 3, "
+                         "token usage: 0.15, #queue-req: 0\n" for s in range(12)))
+
+    class Failing(_InProcess):
+        workers = 4
+
+        def submit(self, part, fn, *args):
+            if part == 2:
+                fut: Future = Future()
+                fut.set_exception(OSError("No space left on device"))
+                return fut
+            return super().submit(part, fn, *args)
+
+    pool = Failing()
+    with pytest.raises(OSError, match="No space left"):
+        _parse(str(p), pool)
+    assert 2 not in pool.parts and len(pool.parts) > 2  # the passes after it ran, into a folder then removed
