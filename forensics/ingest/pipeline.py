@@ -705,8 +705,8 @@ def _ingest_all(store_root: str, sources: list[Source], opts: Options, hosts: di
     jobs = opts.jobs or cores()
     pooled = [s for s in sources if _is_small(s)] if jobs > 1 else []
     large = [s for s in sources if not _is_small(s)] if jobs > 1 else sources
-    if not large and len(pooled) <= 1:  # a worker would only add its start-up
-        pooled, large = [], pooled
+    if len(pooled) <= 1 and sum(_weight(s) for s in large) < POOL_INPUT_BYTES:  # workers would only add their start-up
+        pooled, large = [], pooled + large
     ex = _start_pool(jobs) if pooled or (jobs > 1 and large) else None
     try:
         futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path], None, priors.get(s.path)): s
@@ -889,13 +889,25 @@ def _one_after_another(store_root: str, sources: list[Source], opts: Options, ho
 
 
 SMALL_INPUT_BYTES = 8 << 20  # under one parse block (parsers.lines.BLOCK_BYTES)
+# A pool costs about a second of CPU to start (the fork server imports what a worker needs): the
+# large inputs are worth it with a few passes to spread (parsers/server_log/passes.GROUP_BLOCKS).
+POOL_INPUT_BYTES = 64 << 20
+COMPRESSED = (".gz", ".zst", ".bz2", ".xz")
+
+
+def _weight(s: Source) -> int:
+    """What a large input gives the pool to parse, by its size on disk (a compressed one counted at
+    a few times that)."""
+    if s.size is None:
+        return POOL_INPUT_BYTES
+    return s.size * (4 if s.fs_path.lower().endswith(COMPRESSED) else 1)
 
 
 def _is_small(s: Source) -> bool:
     """A plain file well under one parse block: cheap to parse in a worker process."""
     if (s.member is not None and s.offset is None) or s.size is None or s.special or os.path.isdir(s.fs_path):
         return False
-    return s.size < SMALL_INPUT_BYTES and not s.fs_path.lower().endswith((".gz", ".zst", ".bz2", ".xz"))
+    return s.size < SMALL_INPUT_BYTES and not s.fs_path.lower().endswith(COMPRESSED)
 
 
 def _dir_claimer():
