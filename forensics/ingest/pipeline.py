@@ -1,11 +1,11 @@
 """Ingest: discover inputs, pick a parser for each, parse into the store.
 
-One pool of worker processes, one per core this process may use (or `--jobs`), parses every
-input: a small input whole in one worker, a large one pass by pass on all of them, each pass
-written where it ran. An input goes to the store's .tmp and is committed with one rename; its sha256 (of the decompressed content) is the key, so
-the same content is ingested once whatever its name. A file that grew since it was committed is
-read on from where it ended (forensics/ingest/grown.py); a signal stops the ingest between
-commits (forensics/ingest/stop.py).
+One pool of worker processes, one per core this process may use (or `--jobs`), parses every input:
+a small input whole in one worker, a large one pass by pass on all of them, each pass written where
+it ran. An input goes to the store's .tmp and is committed with one rename; its sha256 (of the
+decompressed content) is the key, so the same content is ingested once whatever its name. A file
+that grew since it was committed is read on from where it ended (forensics/ingest/grown.py); a
+signal stops the ingest between commits (forensics/ingest/stop.py).
 """
 
 from __future__ import annotations
@@ -699,8 +699,8 @@ def _ingest_all(store_root: str, sources: list[Source], opts: Options, hosts: di
     """Every input into the store, each result appended to `results` as it comes.
 
     One pool of `jobs` workers does the parsing: each small input goes to it whole; the large ones
-    are read here one after another and their passes go to the same pool, behind the small ones.
-    On one core everything runs in this process.
+    are read here, two at a time (`_one_after_another`), and their passes go to the same pool,
+    behind the small ones. On one core everything runs in this process.
     """
     jobs = opts.jobs or cores()
     pooled = [s for s in sources if _is_small(s)] if jobs > 1 else []
