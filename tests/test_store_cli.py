@@ -249,8 +249,9 @@ def test_parquet_encodings_follow_the_column_kinds(tmp_path):
 
 
 def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkeypatch):
-    """Large inputs go one after another; each one's last writes and commit overlap the next
-    one's parse, and a failure, early or in a last write, stays with its own input."""
+    """On one core large inputs go one after another in this process; each one's last writes and
+    commit overlap the next one's parse, and a failure, early or in a last write, stays with its
+    own input."""
     import threading
 
     from forensics.ingest import pipeline as ingest
@@ -290,7 +291,7 @@ def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkey
         return write(self, table, df)
 
     monkeypatch.setattr(store.InputWriter, "write", failing_write)
-    results = ingest_paths([tmp_path / n for n in names], tmp_path / "store")
+    results = ingest_paths([tmp_path / n for n in names], tmp_path / "store", jobs=1)
     assert [(r.path.rsplit("/", 1)[1], r.status) for r in results] == [
         ("a.log", "ingested"), ("b.bin", "skipped"), ("c.log", "ingested"), ("d.log", "failed"), ("e.log", "ingested")]
     assert "No space left on device" in results[3].error and results[1].skip_kind == "binary"

@@ -63,6 +63,9 @@ class Context:
     # left there (its `carry` then), `carry` what it leaves at the end of this piece (JSON-able).
     resume: dict | None = None
     carry: dict | None = None
+    # ingest's worker processes (parsers.base.PassPool), when a parser may spread its passes over
+    # them; None: the parser does all of it in this process
+    pool: object = None
 
     def account(self, parsed: int = 0, continuation: int = 0, unparsed: int = 0) -> None:
         self.parsed_lines += parsed

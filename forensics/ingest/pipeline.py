@@ -1,16 +1,18 @@
 """Ingest: discover inputs, pick a parser for each, parse into the store.
 
-Each input is parsed by one worker (several inputs run in parallel on all cores), written to the
-store's .tmp and committed with one rename; its sha256 (of the decompressed content) is the key, so
-the same content is ingested once whatever its name. A file that grew since it was committed is
-read on from where it ended (forensics/ingest/grown.py); a signal stops the ingest between
-commits (forensics/ingest/stop.py).
+One pool of worker processes, one per core this process may use (or `--jobs`), parses every input:
+a small input whole in one worker, a large one pass by pass on all of them, each pass written where
+it ran. An input goes to the store's .tmp and is committed with one rename; its sha256 (of the
+decompressed content) is the key, so the same content is ingested once whatever its name. A file
+that grew since it was committed is read on from where it ended (forensics/ingest/grown.py); a
+signal stops the ingest between commits (forensics/ingest/stop.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -23,10 +25,10 @@ import polars as pl
 from forensics.core.errors import ForensicsError, InputError, UsageError
 from forensics.ingest import grown, stop
 from forensics.ingest.sources import discover, not_a_log
-from forensics.ingest.store import Store
+from forensics.ingest.store import Store, write_part
 from forensics.parsers import PARSERS, by_name, server_log
-from forensics.parsers.base import Context, Source
-from forensics.parsers.lines import TextStream
+from forensics.parsers.base import Batch, Context, Source, Written
+from forensics.parsers.lines import TextStream, count_newlines
 
 SNIFF_BYTES = 64 << 10
 _ROTATION = re.compile(r"(\.(log|txt|out|err|jsonl?|gz|zst|\d+))+$", re.I)
@@ -165,17 +167,42 @@ def _looks_binary(head: bytes) -> bool:
 
 
 class _HashingStream:
-    """Wraps a binary stream and hashes what is read through it; `eof` once it was read to the end."""
+    """Wraps a binary stream and hashes what is read through it; `eof` once it was read to the end.
+
+    The hash and the newline count run on a thread of their own (both release the GIL), one
+    chunk behind the read: with the passes parsed in the workers, what this process does per
+    byte bounds how many cores one input can use, and this was most of it.
+    """
 
     def __init__(self, inner):
-        self.inner, self.h, self.n, self.eof = inner, hashlib.sha256(), 0, False
-        self.newlines, self.last = 0, b""  # for the extent of what was read (`_extent`)
+        self.inner, self._h, self.n, self.eof = inner, hashlib.sha256(), 0, False
+        self._newlines, self.last = 0, b""  # for the extent of what was read (`_extent`)
+        self._behind: Future | None = None
+
+    def _add(self, b: bytes) -> None:
+        self._h.update(b)
+        self._newlines += count_newlines(b)
+
+    def _caught_up(self) -> None:
+        if self._behind is not None:
+            self._behind.result()
+            self._behind = None
+
+    @property
+    def h(self):
+        self._caught_up()
+        return self._h
+
+    @property
+    def newlines(self) -> int:
+        self._caught_up()
+        return self._newlines
 
     def _seen(self, b: bytes, asked) -> bytes:
-        self.h.update(b)
-        self.n += len(b)
         if b:
-            self.newlines += b.count(b"\n")
+            self._caught_up()
+            self._behind = _hash_thread().submit(self._add, b)
+            self.n += len(b)
             self.last = b[-1:]
         elif asked != 0:
             self.eof = True
@@ -206,6 +233,13 @@ class _HashingStream:
     def __exit__(self, *exc):
         # kept open: ingest drains the rest into the hash, then closes it
         return None
+
+
+@functools.cache
+def _hash_thread():
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(1, thread_name_prefix="sha256")
 
 
 def _content_digest(open_stream, hasher: "_HashingStream | None") -> tuple[str, int, str | None, int]:
@@ -252,15 +286,17 @@ def _dir_digest(path: str) -> tuple[str, int]:
 def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress: Callable[[int], None] | None = None,
                prior: grown.Prior | None = None) -> FileResult:
     """Parse one input into the store. Runs in a worker process."""
-    finish = _parse_one(store_root, src, opts, host, progress, prior)
+    finish = _parse_one(store_root, src, opts, host, progress, prior, None)
     return finish() if callable(finish) else finish
 
 
 def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress: Callable[[int], None] | None = None,
-               prior: grown.Prior | None = None) -> "FileResult | Callable[[], FileResult]":
+               prior: grown.Prior | None = None, pool: "_Pool | None" = None,
+               ) -> "FileResult | Callable[[], FileResult]":
     """Parse one input; what is left once every line is parsed (writing the last parts, the files
     row and the commit) is returned as a function, to overlap with the next input
-    (`_one_after_another`). Fails early with the FileResult itself.
+    (`_one_after_another`). Fails early with the FileResult itself. With `pool` the parser may
+    parse its passes there (`_InputPool`).
 
     Whatever goes wrong inside one input (a parser's bug, JSON nested too deep, a decoder error)
     fails that input alone: its lines go to `unparsed` with the reason (`_record_failed`), and
@@ -316,6 +352,10 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
         src.open = hashed_open  # type: ignore[method-assign]
     writer = store.writer(f"tmp{os.getpid()}_{abs(hash(src.path))}")
     started = dt.datetime.now(dt.timezone.utc)
+    if pool is not None and not (growth and growth.line_offset):
+        # a grown file's later piece is renumbered here after parsing (`_renumbered`): its passes
+        # stay in this process
+        ctx.pool = _InputPool(pool, writer.dir)
 
     def failed(e: Exception) -> FileResult:
         writer.abort()
@@ -566,6 +606,8 @@ def _write_all(batches, writer, drained: Callable[[], bool] = lambda: False) -> 
     writes: list[Future] = []
     try:
         for batch in batches:
+            if isinstance(batch, Written):  # a worker wrote it
+                continue
             if writes and not drained():
                 writes[-1].result()  # one thread: the writes before it are done too
                 writes.clear()
@@ -654,53 +696,143 @@ def _stopped(store: Store, sources: list[Source], results: list[FileResult], bef
 
 def _ingest_all(store_root: str, sources: list[Source], opts: Options, hosts: dict, priors: dict,
                 results: list[FileResult], progress) -> None:
-    """Every input into the store, each result appended to `results` as it comes."""
-    # A large input already runs on all cores (the parser parses its blocks on threads), and
-    # a worker process parsing full blocks holds several of them: large inputs go one at a time
-    # in this process, small ones to a pool of workers, so memory stays bounded.
-    # An explicit --jobs sends every input to the pool.
-    if opts.jobs:
-        pooled, inline = sources, []
-    else:
-        pooled = [s for s in sources if _is_small(s)]
-        inline = [s for s in sources if not _is_small(s)]
-    jobs = opts.jobs or min(len(pooled), os.cpu_count() or 1)
-    if jobs <= 1 or len(pooled) <= 1:
-        pooled, inline = [], pooled + inline
-    if pooled:
-        import multiprocessing as mp
+    """Every input into the store, each result appended to `results` as it comes.
 
-        # forkserver, not fork: a parent that already ran polars or DuckDB has worker threads
-        # holding locks, and a forked child inherits those locks held forever (a deadlock).
-        ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["forensics.ingest.pipeline"])
-        stop.quiet_resource_tracker()
-        ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=stop.worker_init,
-                                 initargs=(os.getpid(),))
-        try:
-            futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path], None, priors.get(s.path)): s
-                    for s in pooled}
-            for fut in as_completed(futs):
-                s = futs[fut]
-                try:
-                    r = fut.result()
-                except Exception as e:  # a worker crash must not lose the other files
-                    r = _record_failed(Store(store_root), s, opts, hosts[s.path], None, e)
-                results.append(r)
-                if progress:
-                    progress.advance(s.size or 0)
-                    progress.done_file(r)
-                stop.check()
-        except BaseException:
+    One pool of `jobs` workers does the parsing: each small input goes to it whole; the large ones
+    are read here, two at a time (`_one_after_another`), and their passes go to the same pool,
+    behind the small ones. On one core everything runs in this process.
+    """
+    jobs = opts.jobs or cores()
+    pooled = [s for s in sources if _is_small(s)] if jobs > 1 else []
+    large = [s for s in sources if not _is_small(s)] if jobs > 1 else sources
+    if len(pooled) <= 1 and sum(_weight(s) for s in large) < POOL_INPUT_BYTES:  # workers would only add their start-up
+        pooled, large = [], pooled + large
+    ex = _start_pool(jobs) if pooled or (jobs > 1 and large) else None
+    try:
+        futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path], None, priors.get(s.path)): s
+                for s in pooled}
+        for r in _one_after_another(store_root, large, opts, hosts, progress, priors, _Pool(ex, jobs) if ex else None):
+            results.append(r)
+            if progress:
+                progress.done_file(r)
+            stop.check()
+        for fut in as_completed(futs):
+            s = futs[fut]
+            try:
+                r = fut.result()
+            except Exception as e:  # a worker crash must not lose the other files
+                r = _record_failed(Store(store_root), s, opts, hosts[s.path], None, e)
+            results.append(r)
+            if progress:
+                progress.advance(s.size or 0)
+                progress.done_file(r)
+            stop.check()
+    except BaseException:
+        if ex is not None:
             _kill_pool(ex)
-            raise
+        raise
+    if ex is not None:
         ex.shutdown()
-    # after the pool: this process would otherwise keep its peak while the workers run
-    for r in _one_after_another(store_root, inline, opts, hosts, progress, priors):
-        results.append(r)
-        if progress:
-            progress.done_file(r)
-        stop.check()
+
+
+def cores() -> int:
+    """The cores this process may run on (`taskset` limits them), not those of the machine."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _start_pool(jobs: int) -> ProcessPoolExecutor:
+    import multiprocessing as mp
+    from multiprocessing import forkserver
+
+    # forkserver, not fork: a parent that already ran polars or DuckDB has worker threads
+    # holding locks, and a forked child inherits those locks held forever (a deadlock).
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["forensics.ingest.pipeline", "pyarrow.parquet"])
+    stop.quiet_resource_tracker()
+    # A worker has one core's share: polars' own threads (one per core in every worker) would
+    # only contend with the other workers. Its pool is sized when polars is imported, in the
+    # fork server, which the workers inherit it from.
+    saved = os.environ.get("POLARS_MAX_THREADS")
+    os.environ["POLARS_MAX_THREADS"] = "1"
+    try:
+        forkserver.ensure_running()
+    finally:
+        if saved is None:
+            os.environ.pop("POLARS_MAX_THREADS", None)
+        else:
+            os.environ["POLARS_MAX_THREADS"] = saved
+    server = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=stop.worker_init,
+                             initargs=(os.getpid(), server))
+    # The workers start while this process finds, sniffs and reads the first inputs: a submit
+    # waits for the start of the worker it adds, and that for the fork server's imports.
+    import threading
+
+    def start() -> None:
+        try:
+            for _ in range(jobs):
+                if stop.requested():
+                    return
+                ex.submit(_ready)
+        except Exception:  # noqa: BLE001 - a pool stopped meanwhile: nothing to start
+            pass
+
+    threading.Thread(target=start, name="pool-start", daemon=True).start()
+    return ex
+
+
+def _ready() -> None:
+    """A worker's first task: nothing, so that it starts before there is work for it."""
+
+
+class _Pool:
+    """The worker processes, and room for the passes in flight of every input read at once: a
+    pass holds its text here until a worker takes it."""
+
+    def __init__(self, ex: ProcessPoolExecutor, workers: int):
+        import threading
+
+        self.ex, self.workers = ex, workers
+        self.room = threading.BoundedSemaphore(workers + 2)
+
+
+class _InputPool:
+    """The pool lent to one input's parser (parsers.base.PassPool): its passes are written into
+    the input's folder in .tmp as parts numbered by pass, wherever they ran."""
+
+    def __init__(self, pool: _Pool, folder):
+        self.pool, self.folder, self.workers = pool, str(folder), pool.workers
+
+    def submit(self, part: int, fn, *args) -> Future:
+        stop.check()  # a stop reads no further
+        self.pool.room.acquire()
+        try:
+            fut = self.pool.ex.submit(_pass_in_worker, self.folder, part, fn, args)
+        except BaseException:
+            self.pool.room.release()
+            raise
+        fut.add_done_callback(lambda _: self.pool.room.release())
+        return fut
+
+    def write(self, part: int, batch: Batch) -> Written:
+        _write_parts(self.folder, part, batch)
+        return Written(part)
+
+
+def _pass_in_worker(folder: str, part: int, fn, args):
+    batch, info, write = fn(*args)
+    if not write:
+        return batch, info
+    _write_parts(folder, part, batch)
+    return Written(part), info
+
+
+def _write_parts(folder: str, part: int, batch: Batch) -> None:
+    for table, df in batch.items():
+        write_part(folder, table, part, df)
 
 
 def _kill_pool(ex: ProcessPoolExecutor) -> None:
@@ -717,13 +849,15 @@ def _kill_pool(ex: ProcessPoolExecutor) -> None:
 
 
 def _one_after_another(store_root: str, sources: list[Source], opts: Options, hosts: dict, progress,
-                       priors: dict | None = None) -> Iterator[FileResult]:
-    """The inputs in this process, one at a time, each parsed on every core; the last parts of one
-    are written while the next is read and parsed.
+                       priors: dict | None = None, pool: "_Pool | None" = None) -> Iterator[FileResult]:
+    """The inputs read in this process, each parsed on every core (`pool`'s workers, else this
+    process); the last parts of one are written while the next is read.
 
-    Writing an input's last parts, once all its lines are parsed, would leave a core idle. The
-    finishing runs on a thread of its own, in input order, and ends before
-    the input after the next starts, so at most one input finishes while another is parsed.
+    Without a pool, writing an input's last parts once all its lines are parsed would leave the
+    core idle: the finishing runs on a thread of its own, in input order, and ends before the
+    input after the next starts, so at most one input finishes while another is parsed. With a
+    pool, two inputs are read at once, so that the workers parse the next input's first passes
+    while the last passes of one end; the pool bounds the passes in flight of both together.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -734,6 +868,15 @@ def _one_after_another(store_root: str, sources: list[Source], opts: Options, ho
             _free_heap_back_to_the_os()
 
     advance = progress.advance if progress else None
+    if pool is not None:
+        def one(s: Source) -> FileResult:
+            finish = _parse_one(store_root, s, opts, hosts[s.path], advance, (priors or {}).get(s.path), pool)
+            return finished(finish) if callable(finish) else finish
+
+        with ThreadPoolExecutor(2, thread_name_prefix="input") as readers:
+            for fut in [readers.submit(one, s) for s in sources]:
+                yield fut.result()
+        return
     with ThreadPoolExecutor(1, thread_name_prefix="finish") as tail:
         finishing = None
         for s in sources:
@@ -746,13 +889,25 @@ def _one_after_another(store_root: str, sources: list[Source], opts: Options, ho
 
 
 SMALL_INPUT_BYTES = 8 << 20  # under one parse block (parsers.lines.BLOCK_BYTES)
+# A pool costs about a second of CPU to start (the fork server imports what a worker needs): the
+# large inputs are worth it with a few passes to spread (parsers/server_log/passes.GROUP_BLOCKS).
+POOL_INPUT_BYTES = 64 << 20
+COMPRESSED = (".gz", ".zst", ".bz2", ".xz")
+
+
+def _weight(s: Source) -> int:
+    """What a large input gives the pool to parse, by its size on disk (a compressed one counted at
+    a few times that)."""
+    if s.size is None:
+        return POOL_INPUT_BYTES
+    return s.size * (4 if s.fs_path.lower().endswith(COMPRESSED) else 1)
 
 
 def _is_small(s: Source) -> bool:
     """A plain file well under one parse block: cheap to parse in a worker process."""
     if (s.member is not None and s.offset is None) or s.size is None or s.special or os.path.isdir(s.fs_path):
         return False
-    return s.size < SMALL_INPUT_BYTES and not s.fs_path.lower().endswith((".gz", ".zst", ".bz2", ".xz"))
+    return s.size < SMALL_INPUT_BYTES and not s.fs_path.lower().endswith(COMPRESSED)
 
 
 def _dir_claimer():

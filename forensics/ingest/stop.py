@@ -142,22 +142,24 @@ def quiet_resource_tracker() -> None:
         os.close(devnull)
 
 
-def worker_init(parent: int) -> None:
+def worker_init(parent: int, server: int | None = None) -> None:
     """A pool worker's setup: SIGINT left to the parent, and death with the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    die_with_parent(parent)
+    die_with_parent(parent, server)
 
 
 PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int, server: int | None = None) -> None:
     """SIGKILL this process when its parent dies (Linux prctl PR_SET_PDEATHSIG).
 
     A worker's parent is multiprocessing's fork server, which exits as soon as the ingest process
     is gone, however it went (a SIGKILL too); before, the workers ran on and committed. A parent
-    already gone before the prctl took effect is checked by its pid.
+    already gone before the prctl took effect is checked by its pid, and so is the fork server
+    (`server`): one killed as the ingest stops, between this worker's fork and its prctl, would
+    leave it waiting for work forever, holding the ingest's stderr open.
     """
     try:
         import ctypes
@@ -165,6 +167,8 @@ def die_with_parent(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: the parent's own stop still kills its pool
+    if server is not None and os.getppid() != server:
+        os._exit(1)
     try:
         os.kill(parent, 0)
     except ProcessLookupError:

@@ -263,12 +263,7 @@ class InputWriter:
         n = self.parts.get(table, 0)
         self.parts[table] = n + 1
         self.rows[table] = self.rows.get(table, 0) + df.height
-        import pyarrow.parquet as pq
-
-        at = _to_arrow(table, df)
-        # snappy, not zstd: zstd halves the store but makes the ingest's write much slower (a
-        # context per column chunk), and the store is scratch space on the laptop
-        pq.write_table(at, self.dir / f"{table}-{n:05d}.parquet", compression="snappy", **_encodings(at))
+        write_part(self.dir, table, n, df)
 
     def commit(self) -> bool:
         """Make the input visible. False if the same content was committed meanwhile."""
@@ -339,3 +334,16 @@ def _exchange(a: Path, b: Path) -> bool:
     at_fdcwd = -100
     fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0
+
+
+def write_part(folder, table: str, n: int, df: pl.DataFrame) -> None:
+    """Part `n` of a table of the input being written into `folder` (an `InputWriter`'s, from any
+    process: parts are read in the order of `n`)."""
+    if df.height == 0:
+        return
+    import pyarrow.parquet as pq
+
+    at = _to_arrow(table, df)
+    # snappy, not zstd: zstd halves the store but makes the ingest's write much slower (a
+    # context per column chunk), and the store is scratch space on the laptop
+    pq.write_table(at, Path(folder) / f"{table}-{n:05d}.parquet", compression="snappy", **_encodings(at))

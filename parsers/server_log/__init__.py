@@ -25,7 +25,7 @@ import polars as pl
 from forensics.parsers import lines
 from forensics.parsers.base import Batch, Context, Source
 from forensics.parsers.lines import read_upto
-from forensics.parsers.server_log import passes, stats
+from forensics.parsers.server_log import passes
 from forensics.parsers.server_log.grammar import (
     CONTINUES,
     RE_BARE_KNOWN,
@@ -116,7 +116,6 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     year = year or 1970
     role = ctx.role or resume.get("role") or infer_role(head_text) or _role_from_name(source.path) or "unknown"
     ctx.inferred_role = role
-    first_ts = last_ts = None
     clock = passes.Clock(*_base_date(ctx, head_text, source), tz=ctx.tz)
     if resume.get("clock"):
         _resume_clock(clock, resume["clock"])
@@ -128,23 +127,14 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
         # faster and hold more. A block also ends at MAX_BLOCK_LINES lines, since the frames cost
         # per line: a block of short lines would otherwise hold many times the memory.
         blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress, CONTINUES, lines.MAX_BLOCK_LINES)
-        unstorable = []
-        for out in passes.parse_blocks(blocks, ctx, year, role, source.path):
-            out = passes.clock_pass(out, clock)
-            yield out
-            if (bad := stats.unstorable_lines(out["batches"])).len():
-                unstorable.append((bad.len(), bad.min()))
-            for t in ("batches", "events"):
-                if out[t].height:
-                    lo, hi = out[t]["ts"].min(), out[t]["ts"].max()
-                    first_ts = lo if first_ts is None or (lo is not None and lo < first_ts) else first_ts
-                    last_ts = hi if last_ts is None or (hi is not None and hi > last_ts) else last_ts
-    ctx.first_ts, ctx.last_ts = first_ts, last_ts
+        totals = passes.Tally()
+        yield from passes.parse_blocks(blocks, ctx, year, role, source.path, clock, totals)
+    ctx.first_ts, ctx.last_ts = totals.first_ts, totals.last_ts
     ctx.notes.extend(passes.clock_notes(clock))
-    if unstorable:
-        n = sum(k for k, _ in unstorable)
+    if totals.unstorable:
+        n = sum(k for k, _ in totals.unstorable)
         ctx.notes.append(f"{n} stats line{'s' * (n != 1)} with a value not finite or past its column's range "
-                         f"(first at line {min(f for _, f in unstorable)}): the column is NULL, the text in `extra`")
+                         f"(first at line {min(f for _, f in totals.unstorable)}): the column is NULL, the text in `extra`")
     ctx.carry = {"year": year, "role": role, "outer_offset_s": ctx.outer_offset_s, "clock": {
         "base": clock.base.isoformat(), "base_from": clock.base_from,
         "date": clock.date.isoformat() if clock.date else None, "secs": clock.secs,

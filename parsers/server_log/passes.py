@@ -3,9 +3,9 @@ built, polars for the rest (and for everything without it)."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime as dt
-import os
 import re
 from collections.abc import Iterable, Iterator
 
@@ -13,9 +13,9 @@ import polars as pl
 
 from forensics.core import schema
 from forensics.parsers import lines, native
-from forensics.parsers.base import Batch, Context
+from forensics.parsers.base import Batch, Context, Written
 from forensics.parsers.lines import MAX_LINE_CHARS, RawBlock
-from forensics.parsers.server_log import scanner
+from forensics.parsers.server_log import scanner, stats
 from forensics.parsers.server_log.classify import (
     _classify,
     _cri_ts,
@@ -33,64 +33,150 @@ from forensics.parsers.server_log.events import (
     _regex_thread,
 )
 from forensics.parsers.server_log.grammar import RE_EXC_LINE, RE_TB
-from forensics.parsers.server_log.stats import _batches, _stats_lead
 
 NAME = "server_log"
 
 
-PARSE_THREADS = min(2, os.cpu_count() or 1)
-# Blocks the native path reads in one pass (`_parse_raws`) when one file has the cores: each pass
-# pays polars' fixed cost once, and a pass's frames are most of the peak memory; more blocks a pass
-# are faster and hold more. A pass's frames cost per line more than per byte, so a pass also holds
-# at most PASS_LINES lines: three blocks of PD log lines, but two of short lines, which a block
-# holds MAX_BLOCK_LINES of. The polars path, which holds a whole block as text, keeps one block a
-# pass.
+# Blocks the native path reads in one pass (`_parse_raws`): each pass pays polars' fixed cost once,
+# and a pass's frames are most of the peak memory of the process that parses it; more blocks a
+# pass are faster and hold more. A pass's frames cost per line more than per byte, so a pass also
+# holds at most PASS_LINES lines: three blocks of PD log lines, but two of short lines, which a
+# block holds MAX_BLOCK_LINES of. The polars path, which holds a whole block as text, keeps one
+# block a pass.
 GROUP_BLOCKS = 3
 PASS_LINES = 170_000
 
 
-def parse_blocks(blocks, ctx: Context, year: int, role: str, path: str) -> Iterator[Batch]:
-    """`_parse_raws` over the blocks on PARSE_THREADS threads (polars releases the GIL), in order.
+@dataclasses.dataclass
+class Tally:
+    """What a file's passes add up to besides their rows: its time range and its stats lines with
+    a value no column can store (count, first line)."""
 
-    One file then uses every core. Each block gets its own copy of the context and the
-    counts are merged in block order. The first block runs alone when it may teach the Kibana
-    viewer offset (its text has the ` @ ` of a Kibana time), so what it learns reaches every later
-    block as it did when blocks ran one after another; otherwise the cores start at once.
+    first_ts: dt.datetime | None = None
+    last_ts: dt.datetime | None = None
+    unstorable: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+
+    def add(self, other: "Tally") -> None:
+        if other.first_ts is not None and (self.first_ts is None or other.first_ts < self.first_ts):
+            self.first_ts = other.first_ts
+        if other.last_ts is not None and (self.last_ts is None or other.last_ts > self.last_ts):
+            self.last_ts = other.last_ts
+        self.unstorable.extend(other.unstorable)
+
+
+def tally(out: Batch) -> Tally:
+    """A finished pass's `Tally`."""
+    t = Tally()
+    if (bad := stats.unstorable_lines(out["batches"])).len():
+        t.unstorable.append((bad.len(), bad.min()))
+    for name in ("batches", "events"):
+        if out[name].height:
+            t.add(Tally(out[name]["ts"].min(), out[name]["ts"].max()))
+    return t
+
+
+@dataclasses.dataclass
+class PassInfo:
+    """What a pass parsed in a worker sends back besides its rows: its counts and notes, what it
+    learnt of the Kibana offset, its `Tally`, and the clock it leaves (`pooled_pass`)."""
+
+    parsed: int
+    continuation: int
+    unparsed: int
+    outer_offset_s: float | None
+    notes: list[str]
+    clock: "Clock | None"  # None: its lines need the clock of the passes before it
+    tally: Tally | None = None
+
+
+def parse_blocks(blocks, ctx: Context, year: int, role: str, path: str, clock: "Clock",
+                 totals: Tally) -> Iterator["Batch | Written"]:
+    """`_parse_raws` over the blocks, then `clock_pass`, in order; each pass's `Tally` into `totals`.
+
+    With ingest's worker processes (`ctx.pool`) the passes run there side by side, each written
+    where it ran: this process only reads the blocks and adds up what each pass sends back. A pass
+    whose lines take their time from the lines above them (time-only prefixes, bare stats lines)
+    comes back whole and is finished here, in file order. Each pass gets its own copy of the
+    context and the counts are merged in order. The first pass runs alone when it may teach the
+    Kibana viewer offset (its text has the ` @ ` of a Kibana time), so what it learns reaches every
+    later pass as it did when passes ran one after another.
     """
-    import collections
-    import dataclasses
-    from concurrent.futures import ThreadPoolExecutor
-
-    def run(raws, bctx):
-        return _parse_raws(raws, bctx, year, role, path), bctx
-
-    def merge(fut):
-        out, b = fut.result()
-        ctx.account(parsed=b.parsed_lines, continuation=b.continuation_lines, unparsed=b.unparsed_lines)
-        if ctx.outer_offset_s is None and b.outer_offset_s is not None:
-            ctx.outer_offset_s = b.outer_offset_s
-            ctx.notes.extend(b.notes)
-        return out
-
-    # In an ingest worker process (small inputs, or --jobs) the other workers have the other
-    # cores: one block at a time, not grouped, keeps the whole tree's memory flat.
     import multiprocessing
 
+    # a worker process parsing a whole (small) input has one core, the others theirs: one block
+    # at a time, not grouped, keeps the whole tree's memory flat
     worker = multiprocessing.parent_process() is not None
-    threads = 1 if worker else PARSE_THREADS
     group = GROUP_BLOCKS if native.enabled() and not worker else 1
-    with ThreadPoolExecutor(threads, thread_name_prefix="parse") as pool:
-        queue: collections.deque = collections.deque()
-        first = True
+    pool = ctx.pool
+    if pool is None:
         for raws in _passes(blocks, group, PASS_LINES):
-            alone = first and any(_mentions(r, b" @ ") for r in raws)
-            first = False
-            bctx = dataclasses.replace(ctx, lines=0, parsed_lines=0, continuation_lines=0, unparsed_lines=0, notes=[])
-            queue.append(pool.submit(run, raws, bctx))
-            if alone or len(queue) >= threads:
-                yield merge(queue.popleft())
+            out = clock_pass(_parse_raws(raws, ctx, year, role, path), clock)
+            totals.add(tally(out))
+            yield out
+        return
+
+    def merge(part, fut):
+        got, info = fut.result()
+        ctx.account(parsed=info.parsed, continuation=info.continuation, unparsed=info.unparsed)
+        if ctx.outer_offset_s is None and info.outer_offset_s is not None:
+            ctx.outer_offset_s = info.outer_offset_s
+            ctx.notes.extend(info.notes)
+        if info.clock is None:
+            out = clock_pass(got, clock)
+            totals.add(tally(out))
+            return pool.write(part, out)
+        _follow(clock, info.clock)
+        totals.add(info.tally)
+        return got
+
+    # two passes more than workers in flight: a worker that finishes finds the next one waiting
+    # while this process reads the one after it
+    window = pool.workers + 2
+    queue: collections.deque = collections.deque()
+    try:
+        for part, raws in enumerate(_passes(blocks, group, PASS_LINES)):
+            alone = part == 0 and any(_mentions(r, b" @ ") for r in raws)
+            for r in raws:
+                r.body = bytes(r.body)  # a view of the read buffer does not pickle
+            bctx = dataclasses.replace(ctx, lines=0, parsed_lines=0, continuation_lines=0, unparsed_lines=0,
+                                       notes=[], pool=None, on_progress=None)
+            queue.append((part, pool.submit(part, pooled_pass, raws, bctx, year, role, path, clock.base, clock.tz)))
+            del raws
+            if alone or len(queue) >= window:
+                yield merge(*queue.popleft())
         while queue:
-            yield merge(queue.popleft())
+            yield merge(*queue.popleft())
+    finally:
+        # stopped early (a failed pass, a signal): the input's folder is removed next, so the
+        # passes still running finish first
+        for _, fut in queue:
+            if not fut.cancel():
+                fut.exception()
+
+
+def pooled_pass(raws: list[RawBlock], ctx: Context, year: int, role: str, path: str, base: dt.date, tz: str):
+    """One pass in a worker (`parse_blocks`): (batch, PassInfo, whether the worker writes it).
+
+    The pass is finished with a clock of its own. When none of its lines asked that clock for a
+    time (no time-only prefix, no bare stats line), the rows are what the file's clock would give
+    and the pass is written there; the clock it leaves goes back to be followed in order.
+    Otherwise its rows go back unfinished, for the clock of the passes before it.
+    """
+    out = _parse_raws(raws, ctx, year, role, path)
+    own = Clock(base, "", tz)
+    done = clock_pass(out, own)
+    asked = own.time_only or own.inherited or own.untimed
+    info = PassInfo(ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines, ctx.outer_offset_s, ctx.notes,
+                    None if asked else own, None if asked else tally(done))
+    return (out, info, False) if asked else (done, info, True)
+
+
+def _follow(clock: "Clock", after: "Clock") -> None:
+    """The file's clock after a pass that read no time from it and left `after`."""
+    if after.date is not None:
+        clock.date, clock.secs = after.date, after.secs
+    if after.last_ts is not None:
+        clock.last_ts = after.last_ts
 
 
 def _passes(blocks: Iterable[RawBlock], group: int, max_lines: int) -> Iterator[list[RawBlock]]:
@@ -158,7 +244,10 @@ def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int
         tail=pl.lit(None, dtype=pl.Utf8), truncated=pl.lit(False),
         host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path),
     )
-    other = _regex_thread("lines", lambda: _classify(_join_partials(_strip_wrappers(each(native.rest_frame))), ctx, year))
+    rest = each(native.rest_frame)
+    other = _classified_none(rest, ctx, year) if not rest.height else _regex_thread(
+        "lines", lambda r=rest: _classify(_join_partials(_strip_wrappers(r)), ctx, year))
+    del rest  # the lines' text goes as soon as they are classified
     sg = each(lambda d, raw: lines.with_flags(native.sglang_frame(d), raw))
     ds.clear()  # the scanner's buffers, the caller's reference too: the frames hold what they need
     sg = sg.with_columns(
@@ -184,6 +273,20 @@ def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int
     # a block's first line has no line above it: nothing folds across blocks
     classified = classified.with_columns(_brk=pl.col("_brk") | (pl.col("_blk") != pl.col("_blk").shift(1)))
     return _finish_block(classified, ctx, role, path, taken=nat, ready=sg.with_columns(_keep=read))
+
+
+_CLASSIFIED_NONE: dict[tuple, pl.DataFrame] = {}
+
+
+def _classified_none(rest: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
+    """`_classify` of no lines (the scanner read every line of the pass): its columns, computed
+    once per process, since its hundred polars calls cost as much on no rows as on a block's rest
+    and a small input is nothing else."""
+    key = (str(rest.schema), ctx.tz, year, ctx.outer_offset_s is None)
+    if key not in _CLASSIFIED_NONE:
+        _CLASSIFIED_NONE[key] = _regex_thread("lines", lambda: _classify(_join_partials(_strip_wrappers(rest)), ctx,
+                                                                          year))
+    return _CLASSIFIED_NONE[key]
 
 
 def _merge_by_line(frames: list[pl.DataFrame]) -> pl.DataFrame:
@@ -255,10 +358,10 @@ def _finish_block(df: pl.DataFrame, ctx: Context, role: str, path: str, taken: p
         # the scanner's rows are in line order; the few stats lines it left are merged in
         parts = [schema.conform("batches", taken)]
         if st.height:
-            parts.append(schema.conform("batches", _batches(_stats_lead(st)).sort("line_no")))
+            parts.append(schema.conform("batches", stats._batches(stats._stats_lead(st)).sort("line_no")))
         st = _merge_by_line(parts)
     else:
-        st = _batches(_stats_lead(st))
+        st = stats._batches(stats._stats_lead(st))
     un = df.filter(pl.col("_table") == "unparsed").with_columns(
         line=pl.col("line").str.slice(0, MAX_LINE_CHARS),
         reason=pl.when(pl.col("line").str.strip_chars() == "").then(pl.lit("blank"))
