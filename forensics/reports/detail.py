@@ -71,14 +71,21 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
     con = connect(store.require(), model["clock_offsets"], materialize=True)
     try:
         load = _load(store, con, {**filtered, "bucket_s": model["bucket_s"]})
-        room_counts = _run(store, con, ROOM_COUNTS, "room_spans", filtered, grid)
-        mark_counts = _run(store, con, MARK_COUNTS, "event_marks", filtered, grid)
-        n_rooms, n_marks = int(room_counts["n"].sum() or 0), int(mark_counts["n"].sum() or 0)
+        if plan["rows"] == "all":
+            rooms = queries.run(store, "room_spans", filtered, con=con)
+            marks = queries.run(store, "event_marks", filtered, con=con)
+            # the rows name the hosts, as the counts would
+            room_counts, mark_counts = rooms, marks
+        else:
+            room_counts = _run(store, con, ROOM_COUNTS, "room_spans", filtered, grid)
+            mark_counts = _run(store, con, MARK_COUNTS, "event_marks", filtered, grid)
+        n_rooms = int(room_counts["n"].sum() or 0) if limit else 0
+        n_marks = int(mark_counts["n"].sum() or 0) if limit else 0
         cut_rooms = limit and n_rooms > MAX_ROOMS
         cut_marks = limit and n_marks > MAX_MARKS
         if plan["rows"] == "none":
             rooms = marks = pl.DataFrame()
-        else:
+        elif limit:
             rooms = (_run(store, con, ROOM_PICK, "room_spans", filtered, {**grid, "cap": MAX_ROOMS}) if cut_rooms
                      else queries.run(store, "room_spans", filtered, con=con))
             marks = (_run(store, con, MARK_PICK, "event_marks", filtered, {**grid, "cap": MAX_MARKS}) if cut_marks
