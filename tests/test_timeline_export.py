@@ -288,6 +288,8 @@ def test_html_past_its_limits_draws_counts_and_the_rows_that_matter(incident, tm
     assert all(r["events"] == next(w["events"] for w in whole["replies"] if (w["source"], w["session"], w["turn"])
                                    == (r["source"], r["session"], r["turn"])) for r in data["replies"])
     assert sum(n for lane in data["replies_per_bucket"] for _, _, n in lane["counts"]) == len(whole["replies"])
+    n_corrupted = sum(1 for r in whole["replies"] if r["corrupted"])
+    assert f"{len(whole['replies'])} replies, {n_corrupted} corrupted" in data["page"]["summary"], "the window's, drawn or not"
 
     assert len(notes) == 3 and all(n.startswith("html: the page draws ") and "--since / --until" in n for n in notes)
     assert [n.removeprefix("html: ") for n in notes] == data["page"]["offsets"][-3:]

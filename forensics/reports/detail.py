@@ -109,7 +109,7 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
     if plan["rows"] == "none" or cut_marks:
         counts["marks"] = _by_bucket(mark_counts, "mark")
     if cut_replies:
-        counts["replies"] = _by_bucket(reply_counts, "cls")
+        counts["replies"] = _by_bucket(reply_counts.drop("corrupted"), "cls")
     if cut_rooms:
         notes.append(_cut_note(f"{rooms.height:,} of the window's {n_rooms:,} rooms",
                                "failed or with differing checksums first, then the slowest",
@@ -134,6 +134,9 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
         "offsets": dict(sorted(model["clock_offsets"].items())),
         "clock_warnings": safe(model.get("clock_warnings", [])),
         "notes": safe(notes),
+        # the window's replies, drawn or not
+        "n_replies": (int(reply_counts["n"].sum()), int(reply_counts.filter("corrupted")["n"].sum()))
+        if cut_replies else None,
     }
 
 
@@ -184,7 +187,7 @@ ORDER BY t_us, host, rank, kind, room, rid, message
 """
 
 REPLY_COUNTS = """
-SELECT host, corruption_class AS cls, (t0 - $lo_us) // $bucket_us AS k, count(*) AS n FROM q GROUP BY ALL
+SELECT host, corruption_class AS cls, corrupted, (t0 - $lo_us) // $bucket_us AS k, count(*) AS n FROM q GROUP BY ALL
 """
 
 

@@ -115,9 +115,9 @@ def fill(template: str, parts: dict[str, str]) -> str:
 def write(model: dict, d: dict, path: str) -> None:
     """Write the page of `model` and its detail `d` (reports.detail.gather, plus the store's name) to `path`."""
     data = page_data(model, d, d["store"])
-    n_corrupted = sum(1 for r in data["replies"] if r["corrupted"])
+    n_replies, n_corrupted = d.get("n_replies") or (len(data["replies"]), sum(1 for r in data["replies"] if r["corrupted"]))
     lo, hi = d["window"]
-    header = (f"{iso(lo)} to {iso(hi)} · {model['bucket_s']:g} s buckets · {len(data['replies'])} replies, "
+    header = (f"{iso(lo)} to {iso(hi)} · {model['bucket_s']:g} s buckets · {n_replies} replies, "
               f"{n_corrupted} corrupted · {len(data['wedges'])} wedges · {len(data['storms'])} abort storms"
               + (f" · host {model['host']}" if model["host"] else ""))
     data["page"] = {
