@@ -70,9 +70,9 @@ def main() -> None:
         store, counts = a.store, {}
     else:
         store, counts = run.build_store(a.transfers, a.batches, a.replies)
-    report = {"store": counts, "commands": measure(store, a.only)}
-    text = [table(report["commands"], "the large store (" + (", ".join(f"{k}={v:,}" for k, v in counts.items())
-                                                              or store) + ")")]
+    report = {"store": counts, "commands": measure(store, a.only, room=first_room(store) if a.store else BIGSTORE_ROOM)}
+    text = [table(report["commands"], f"the store {store}" if a.store else
+                  "the large store (" + ", ".join(f"{k}={v:,}" for k, v in counts.items()) + ")")]
     if a.log:
         report["log"] = from_log(a.log, a.only)
         text.append(table([report["log"]["ingest"], *report["log"]["commands"]],
