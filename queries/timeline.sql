@@ -34,9 +34,17 @@
 --   errors: lines of severity error or fatal
 --   wedged_hosts: hosts with a wedge during the bucket: no scheduler progress on the host or one of its ranks while requests were stuck (queries/wedges.sql)
 --   abort_storm_hosts: hosts in an abort storm during the bucket
-WITH params AS (
+WITH params0 AS (
     SELECT CAST($bucket_s AS DOUBLE) AS bucket_s, CAST($since AS TIMESTAMPTZ) AS since,
            CAST($until AS TIMESTAMPTZ) AS until, CAST($host AS VARCHAR) AS only_host
+),
+-- rows from the start of the first bucket shown to the end of the last (lo, hi: NULL when open):
+-- placing the whole store in buckets to keep a few is gigabytes in 1 s buckets over months of logs
+params AS (
+    SELECT *, time_bucket(to_microseconds(CAST(bucket_s * 1e6 AS BIGINT)), since) AS lo,
+           time_bucket(to_microseconds(CAST(bucket_s * 1e6 AS BIGINT)), until)
+               + to_microseconds(CAST(bucket_s * 1e6 AS BIGINT)) AS hi
+    FROM params0
 ),
 -- the whole span, so that silent buckets (a wedge) still get a row
 span AS (
@@ -55,7 +63,7 @@ grid AS (
 data_buckets AS (
     SELECT time_bucket(to_microseconds(CAST(p.bucket_s * 1e6 AS BIGINT)), t) AS bucket_start
     FROM params p, (SELECT ts AS t FROM batches UNION ALL SELECT ts FROM events UNION ALL SELECT t_start FROM replies) x
-    WHERE t IS NOT NULL
+    WHERE t IS NOT NULL AND (p.lo IS NULL OR t >= p.lo) AND (p.hi IS NULL OR t < p.hi)
 ),
 buckets AS (
     SELECT DISTINCT k.bucket_start, p.bucket_s
@@ -70,7 +78,7 @@ host_rooms AS (
 b AS (
     SELECT time_bucket(to_microseconds(CAST(p.bucket_s * 1e6 AS BIGINT)), ts) AS bucket_start, x.*
     FROM batches x, params p
-    WHERE ts IS NOT NULL AND (p.only_host IS NULL OR host = p.only_host)
+    WHERE ts IS NOT NULL AND (p.only_host IS NULL OR host = p.only_host) AND (p.lo IS NULL OR ts >= p.lo) AND (p.hi IS NULL OR ts < p.hi)
 ),
 -- ranks first (each DP rank reports its own queues), then summed per host and over hosts; in
 -- DECIMAL, so the sums do not depend on the order DuckDB's threads add them in (a 33.45 once
@@ -108,7 +116,7 @@ decode AS (
 e AS (
     SELECT time_bucket(to_microseconds(CAST(p.bucket_s * 1e6 AS BIGINT)), ts) AS bucket_start, x.*
     FROM events x, params p
-    WHERE ts IS NOT NULL AND (p.only_host IS NULL OR host = p.only_host)
+    WHERE ts IS NOT NULL AND (p.only_host IS NULL OR host = p.only_host) AND (p.lo IS NULL OR ts >= p.lo) AND (p.hi IS NULL OR ts < p.hi)
 ),
 ev AS (
     SELECT bucket_start,
@@ -129,7 +137,7 @@ tr AS (
            round(quantile_cont(duration_ms, 0.5), 3) AS p50, round(quantile_cont(duration_ms, 0.99), 3) AS p99,
            count(*) FILTER (WHERE status IN ('failed', 'aborted', 'timeout')) AS failed
     FROM transfers, params p
-    WHERE t_post IS NOT NULL AND (p.only_host IS NULL OR host = p.only_host OR bootstrap_room IN (SELECT bootstrap_room FROM host_rooms))
+    WHERE t_post IS NOT NULL AND (p.lo IS NULL OR t_post >= p.lo) AND (p.hi IS NULL OR t_post < p.hi) AND (p.only_host IS NULL OR host = p.only_host OR bootstrap_room IN (SELECT bootstrap_room FROM host_rooms))
     GROUP BY ALL
 ),
 rp AS (
@@ -143,7 +151,8 @@ rp AS (
            count(*) FILTER (WHERE corruption_class = 'transfer_error') AS transfer_error,
            count(*) FILTER (WHERE corrupted) AS corrupted
     FROM replies, params p
-    WHERE t_start IS NOT NULL AND (p.only_host IS NULL OR server_host = p.only_host
+    WHERE t_start IS NOT NULL AND (p.lo IS NULL OR t_start >= p.lo) AND (p.hi IS NULL OR t_start < p.hi)
+      AND (p.only_host IS NULL OR server_host = p.only_host
                                    OR server_bootstrap_room IN (SELECT bootstrap_room FROM host_rooms))
     GROUP BY ALL
 ),

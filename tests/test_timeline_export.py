@@ -249,6 +249,59 @@ def test_html_view_fragment_zooms(incident):
     assert 'data-band="abort-storm" data-host="decode-0"' in zoomed
 
 
+def test_html_past_its_limits_draws_counts_and_the_rows_that_matter(incident, tmp_path, monkeypatch):
+    """A window with more rooms, lines and replies than the page draws one by one: every bucket's
+    counts, the failed rooms, failures and corrupted replies first, and a note naming the way in."""
+    from forensics.reports import detail
+
+    store, model = incident["store"], incident["model"]
+    whole = _page_data(incident["files"]["html"].read_text(encoding="utf-8"))
+    monkeypatch.setattr(detail, "MAX_ROOMS", 60)
+    monkeypatch.setattr(detail, "MAX_MARKS", 40)
+    monkeypatch.setattr(detail, "MAX_REPLIES", 50)
+    out = tmp_path / "cut.html"
+    notes = timeline_export.write(model, "html", str(out), store)
+    data = _page_data(out.read_text(encoding="utf-8"))
+
+    rooms = {t["room"]: t["outcome"] for t in data["transfers"]}
+    all_rooms = {t["room"]: t["outcome"] for t in whole["transfers"]}
+    failed = set(run_sql(store, "SELECT CAST(bootstrap_room AS VARCHAR) AS r FROM rooms WHERE outcome NOT IN "
+                                "('ok', 'unknown') OR checksum_verdict = 'corrupted'")["r"]) & set(all_rooms)
+    assert len(rooms) == 60 < len(all_rooms) and len(failed) > 60
+    assert set(rooms) <= failed, "failed rooms and rooms whose checksums differ come first"
+    # every room is in the counts, on the same lanes as its drawn segments would be
+    drawn = collections.Counter((t["host"], t["outcome"]) for t in whole["transfers"])
+    counted = collections.Counter()
+    for lane in data["rooms_per_bucket"]:
+        for k, outcome, n in lane["counts"]:
+            counted[(lane["host"], outcome)] += n
+    assert counted == drawn
+
+    assert len(data["marks"]) == 40 < len(whole["marks"])
+    n_failures = sum(1 for m in whole["marks"] if m["mark"] == "failure")
+    assert all(m["mark"] == "failure" for m in data["marks"]) if n_failures >= 40 else (
+        sum(1 for m in data["marks"] if m["mark"] == "failure") == n_failures)
+    assert sum(n for lane in data["marks_per_bucket"] for _, _, n in lane["counts"]) == len(whole["marks"])
+
+    assert len(data["replies"]) == 50 < len(whole["replies"])
+    assert all(r["corrupted"] for r in data["replies"]), "81 corrupted replies: the 50 drawn are all corrupted"
+    assert all(r["events"] == next(w["events"] for w in whole["replies"] if (w["source"], w["session"], w["turn"])
+                                   == (r["source"], r["session"], r["turn"])) for r in data["replies"])
+    assert sum(n for lane in data["replies_per_bucket"] for _, _, n in lane["counts"]) == len(whole["replies"])
+    n_corrupted = sum(1 for r in whole["replies"] if r["corrupted"])
+    assert f"{len(whole['replies'])} replies, {n_corrupted} corrupted" in data["page"]["summary"], "the window's, drawn or not"
+
+    assert len(notes) == 3 and all(n.startswith("html: the page draws ") and "--since / --until" in n for n in notes)
+    assert [n.removeprefix("html: ") for n in notes] == data["page"]["offsets"][-3:]
+    assert "60 of the window's" in notes[0] and "40 of the window's" in notes[1] and "50 of the window's" in notes[2]
+
+    dom = _dom(tmp_path, out)
+    assert 'data-rendered="4"' in dom
+    assert dom.count('data-count="rooms"') >= len(data["rooms_per_bucket"])
+    assert 'data-count="replies"' in dom and 'data-count="failure, abort and error lines"' in dom
+    assert len(re.findall(r'data-room="', dom)) == len(data["transfers"])
+
+
 # -- hostile text -----------------------------------------------------------------------------------
 
 def test_hostile_text_is_inert_in_html(hostile):

@@ -42,6 +42,8 @@ def auto_bucket(span_s: float | None) -> float:
 
 # a chart draws every bucket: beyond this many it is a smear, and matplotlib runs out of memory
 MAX_CHART_BUCKETS = 20_000
+# every format holds a row per bucket: 1 s buckets over two months of logs would be gigabytes
+MAX_BUCKETS = 500_000
 
 _MAIN = "lines >= 0.01 * (SELECT sum(lines) FROM files)"
 
@@ -100,15 +102,16 @@ def _data_span(con, since: str | None, until: str | None) -> tuple[dt.datetime |
     return lo, hi
 
 
-def _fit(con, since, until, bucket_s: float, max_buckets: int) -> tuple[str | None, str | None, list[str]]:
+def _fit(con, since, until, bucket_s: float, max_buckets: int, what: str = "chart"
+         ) -> tuple[str | None, str | None, list[str]]:
     """A window of at most `max_buckets` buckets: a longer one keeps its last stretch (logs end with
     the incident that made someone read them), with a note naming what was cut and how to see it."""
     lo, hi = _data_span(con, since, until)
     if lo is None or hi is None or (hi - lo).total_seconds() / bucket_s <= max_buckets:
         return since, until, []
     start = hi - dt.timedelta(seconds=bucket_s * (max_buckets - 1))
-    note = (f"the chart shows {when.fmt(start)} to {when.fmt(hi)}: {when.fmt(lo)} to {when.fmt(hi)} in "
-            f"{bucket_s:g} s buckets would be {int((hi - lo).total_seconds() // bucket_s) + 1} of them, and a chart "
+    note = (f"the {what} shows {when.fmt(start)} to {when.fmt(hi)}: {when.fmt(lo)} to {when.fmt(hi)} in "
+            f"{bucket_s:g} s buckets would be {int((hi - lo).total_seconds() // bucket_s) + 1} of them, and a {what} "
             f"holds {max_buckets}; pass a wider --bucket, or --since / --until for another stretch")
     return start.isoformat(), hi.isoformat(), [note]
 
@@ -118,7 +121,8 @@ def build(store: Store, bucket: str = "auto", since: str | None = None, until: s
     """The timeline as a result model: params, clock offsets, bucket rows and the marker intervals.
 
     `since` / `until` take what `forensics.analysis.when` reads (ISO, or relative to the store's last
-    event); `max_buckets` narrows a longer window (charts). `notes` says how the window was chosen.
+    event); `max_buckets` narrows a longer window (charts), as MAX_BUCKETS does for every format.
+    `notes` says how the window was chosen.
     """
     offsets = store.clocks()
     con = connect(store.require(), offsets, materialize=True)
@@ -130,6 +134,9 @@ def build(store: Store, bucket: str = "auto", since: str | None = None, until: s
         bucket_s = auto_bucket(_span_s(since, until, con)) if bucket == "auto" else parse_duration(bucket)
         if max_buckets:
             since, until, more = _fit(con, since, until, bucket_s, max_buckets)
+            notes += more
+        elif (_span_s(since, until, con) or 0) / bucket_s > MAX_BUCKETS / 2:
+            since, until, more = _fit(con, since, until, bucket_s, MAX_BUCKETS, "timeline")
             notes += more
         rows = queries.run(store, "timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host},
                            con=con)

@@ -73,27 +73,34 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
             ax.text(x(t0 if label_at == "t0" else t1), height, " " + label, transform=ax.get_xaxis_transform(),
                     va="top", ha="left", fontsize=8, color=color, zorder=5)
 
+    def counted(rows):
+        """Counts per bucket index (reports.detail's counts) on the bucket grid."""
+        out = np.zeros(n)
+        for r in rows:
+            if r["k"] is not None and 0 <= r["k"] < n:
+                out[r["k"]] += r["n"]
+        return out
+
     for ax, h in zip(axes, hosts):
-        load = [r for r in d["load"] if r["host"] == h["name"]]
-        times = [r["t_us"] for r in load]
+        load = [part for part in d["load"] if part["host"] == h["name"]]
+        times = [t for part in load for t in part["t_us"]]
         series = [("queue_req", "#e8590c"), ("running_req", "#1c7ed6")]
         if h["role"] == "prefill":
             series += [("bootstrap_req", "#7048e8"), ("inflight_req", "#0ca678")]
         for name, color in series:
             # NaN in buckets without a stats line, so a silent host shows a gap, not a flat line
-            y = per_bucket(times, [r[name] for r in load])
+            y = per_bucket(times, [v for part in load for v in part[name]])
             if np.isfinite(y).any():
                 ax.plot(centers, y, color=color, lw=1.3, label=name)
         ax.set_ylabel("requests")
         tw = ax.twinx()
-        sent = [r["t0"] for r in d["rooms"] if r["prefill_host"] == h["name"] and r["t0"] is not None]
-        got = [r["recv_t0"] for r in d["rooms"] if r["decode_host"] == h["name"] and r["recv_t0"] is not None]
-        fails = [m["t_us"] for m in d["marks"] if m["host"] == h["name"] and m["mark"] == "failure"]
-        aborts = [m["t_us"] for m in d["marks"] if m["host"] == h["name"] and m["mark"] == "abort"]
-        for times, color, label, alpha in ((sent + got, "#adb5bd", "transfers", 0.6),
-                                           (fails, "#e03131", "failures", 0.9), (aborts, "#f59f00", "aborts", 0.9)):
-            if times:
-                tw.stairs(per_bucket(times), edges, fill=True, color=color, alpha=alpha, label=f"{label} / bucket")
+        transfers = [r for r in d["counts"]["rooms"] if r["host"] == h["name"]]
+        fails = [m for m in d["counts"]["marks"] if m["host"] == h["name"] and m["mark"] == "failure"]
+        aborts = [m for m in d["counts"]["marks"] if m["host"] == h["name"] and m["mark"] == "abort"]
+        for rows, color, label, alpha in ((transfers, "#adb5bd", "transfers", 0.6),
+                                          (fails, "#e03131", "failures", 0.9), (aborts, "#f59f00", "aborts", 0.9)):
+            if rows:
+                tw.stairs(counted(rows), edges, fill=True, color=color, alpha=alpha, label=f"{label} / bucket")
         tw.set_ylabel("per bucket")
         ax.set_zorder(tw.get_zorder() + 1)
         ax.patch.set_visible(False)

@@ -16,6 +16,7 @@ import polars as pl
 
 from forensics.catalog import connect
 from forensics.catalog import named as queries
+from forensics.catalog.sql import run_sql
 from forensics.ingest.store import Store
 from forensics.reports.escape import escape_control
 
@@ -31,42 +32,230 @@ _ROLE_ORDER = {"prefill": 0, "unified": 1, "decode": 2}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
-def gather(model: dict, store: Store) -> dict:
-    """The per-host detail behind the model's buckets, as lists of plain rows with safe text."""
+# A page draws each room, line mark and reply as an element of its own: a browser keeps up with a
+# few ten thousand, and a 2 M-room window would also be gigabytes of rows here. Past these, the page
+# draws every bucket's counts and, one by one, the rows a reader looks at (rooms that failed or
+# whose checksums differ, then the slowest; failures, then aborts, then errors; corrupted replies
+# first), spread over the window, and says what it left out.
+MAX_ROOMS = 20_000
+MAX_MARKS = 20_000
+MAX_REPLIES = 20_000
+
+# what each export draws: `rows` the rooms, marks and replies one by one ("capped" by the limits
+# above, "all", or "none": the counts per bucket only), `context` the server lines around each
+# corrupted reply, `clean` the replies that are not corrupted
+PLANS = {
+    "html": {"rows": "capped", "context": True, "clean": True},
+    "perfetto": {"rows": "all", "context": False, "clean": False},
+    "png": {"rows": "none", "context": False, "clean": False},
+    "svg": {"rows": "none", "context": False, "clean": False},
+}
+_FAILED = "(outcome NOT IN ('ok', 'unknown') OR checksum_verdict = 'corrupted')"
+
+
+def gather(model: dict, store: Store, fmt: str = "html") -> dict:
+    """The per-host detail behind the model's buckets for the export `fmt` (see PLANS), with safe text.
+
+    Counts per bucket come from DuckDB (`counts`: each host's rooms sent and received, its line
+    marks, its replies, by bucket index); rows are pulled into Python only as far as the plan says,
+    and a cut says so in `notes`.
+    """
+    plan = PLANS[fmt]
     lo, hi = _window(model)
     # the window is the model's buckets, so every file shows exactly what the bucket rows count; a
     # model without buckets draws nothing (an empty window: a NULL bound would mean the whole store)
     window = {"since": lo, "before": hi} if lo is not None else {"since": _EPOCH, "before": _EPOCH}
     filtered = {**window, "host": model["host"]}
+    grid = {"lo_us": us(window["since"]), "bucket_us": int(model["bucket_s"] * 1e6)}
+    limit = plan["rows"] == "capped"
     con = connect(store.require(), model["clock_offsets"], materialize=True)
     try:
-        load = queries.run(store, "host_load", {**filtered, "bucket_s": model["bucket_s"]}, con=con)
-        rooms = queries.run(store, "room_spans", filtered, con=con)
-        marks = queries.run(store, "event_marks", filtered, con=con)
-        replies = queries.run(store, "reply_hosts", window, con=con)
-        context = queries.run(store, "corrupted_context", con=con)
+        load = _load(store, con, {**filtered, "bucket_s": model["bucket_s"]})
+        if plan["rows"] == "all":
+            rooms = queries.run(store, "room_spans", filtered, con=con)
+            marks = queries.run(store, "event_marks", filtered, con=con)
+            # the rows name the hosts, as the counts would
+            room_counts, mark_counts = rooms, marks
+        else:
+            room_counts = _run(store, con, ROOM_COUNTS, "room_spans", filtered, grid)
+            mark_counts = _run(store, con, MARK_COUNTS, "event_marks", filtered, grid)
+        n_rooms = int(room_counts["n"].sum() or 0) if limit else 0
+        n_marks = int(mark_counts["n"].sum() or 0) if limit else 0
+        cut_rooms = limit and n_rooms > MAX_ROOMS
+        cut_marks = limit and n_marks > MAX_MARKS
+        if plan["rows"] == "none":
+            rooms = marks = pl.DataFrame()
+        elif limit:
+            rooms = (_run(store, con, ROOM_PICK, "room_spans", filtered, {**grid, "cap": MAX_ROOMS}) if cut_rooms
+                     else queries.run(store, "room_spans", filtered, con=con))
+            marks = (_run(store, con, MARK_PICK, "event_marks", filtered, {**grid, "cap": MAX_MARKS}) if cut_marks
+                     else queries.run(store, "event_marks", filtered, con=con))
+        reply_counts = pl.DataFrame()
+        cut_replies = False
+        replies = []
+        if plan["rows"] != "none":
+            if limit:
+                reply_counts = _run(store, con, REPLY_COUNTS, "reply_hosts", window, grid)
+                cut_replies = int(reply_counts["n"].sum() or 0) > MAX_REPLIES
+            replies = _replies(store, con, window, grid, plan, MAX_REPLIES if cut_replies else None)
         roles = dict(queries.run(store, "host_roles", con=con).iter_rows())
     finally:
         con.close()
-    events = {(r["source"], r["session_id"], r["turn_id"]): r["events"] for r in context.iter_rows(named=True)}
-    reply_rows = []
-    for r in replies.iter_rows(named=True):
-        near = events.get((r["source"], r["session_id"], r["turn_id"])) or []
-        r["events"] = [{**e, "t_us": us(e.pop("ts"))} for e in near]
-        reply_rows.append(r)
-    hosts = _hosts(model, load, rooms, marks, roles)
+    hosts = _hosts(model, load, room_counts, mark_counts, roles)
+    # counts go where the rows are not all drawn: a chart draws counts only, a cut page both
+    counts, notes = {}, []
+    if plan["rows"] == "none" or cut_rooms:
+        counts["rooms"] = _room_counts(room_counts)
+    if plan["rows"] == "none" or cut_marks:
+        counts["marks"] = _by_bucket(mark_counts, "mark")
+    if cut_replies:
+        counts["replies"] = _by_bucket(reply_counts.drop("corrupted"), "cls")
+    if cut_rooms:
+        notes.append(_cut_note(f"{rooms.height:,} of the window's {n_rooms:,} rooms",
+                               "failed or with differing checksums first, then the slowest",
+                               "the transfer lanes count every room per bucket", model))
+    if cut_marks:
+        notes.append(_cut_note(f"{marks.height:,} of the window's {n_marks:,} failure, abort and error lines",
+                               "failures first, then aborts, then errors",
+                               "the transfer lanes count every line per bucket", model))
+    if cut_replies:
+        notes.append(_cut_note(f"{len(replies):,} of the window's {int(reply_counts['n'].sum()):,} replies",
+                               "corrupted ones first", "the reply lanes count every reply per bucket", model))
     return {
         "window": (us(lo), us(hi)),
         "hosts": hosts,
-        "load": safe(load.to_dicts()),
+        "load": safe(load),
         "rooms": safe(rooms.to_dicts()),
         "marks": safe(marks.to_dicts()),
-        "replies": safe(reply_rows),
+        "replies": safe(replies),
+        "counts": safe(counts),
         "wedges": safe([{**w, "t0": us(w["t_start"]), "t1": us(w["t_end"])} for w in model["wedges"].to_dicts()]),
         "storms": safe(storm_bands(model["abort_storms"])),
         "offsets": dict(sorted(model["clock_offsets"].items())),
         "clock_warnings": safe(model.get("clock_warnings", [])),
+        "notes": safe(notes),
+        # the window's replies, drawn or not
+        "n_replies": (int(reply_counts["n"].sum()), int(reply_counts.filter("corrupted")["n"].sum()))
+        if cut_replies else None,
     }
+
+
+def _cut_note(what: str, order: str, counted: str, model: dict) -> str:
+    return (f"the page draws {what} one by one ({order}, spread over the window); {counted}. "
+            f"To see each one, narrow the window with --since / --until"
+            + ("" if model["host"] else " or --host"))
+
+
+# each room in the window counted per host, side, bucket and outcome: the transfer lanes and the
+# chart's transfers per bucket (a bucket index: the times before the window's start have none)
+ROOM_COUNTS = """
+SELECT prefill_host, decode_host, outcome,
+       CASE WHEN t0 >= $lo_us THEN (t0 - $lo_us) // $bucket_us END AS k_sent,
+       CASE WHEN recv_t0 >= $lo_us THEN (recv_t0 - $lo_us) // $bucket_us END AS k_received,
+       t0 IS NOT NULL AS has_sent, recv_t0 IS NOT NULL AS has_received, count(*) AS n
+FROM q GROUP BY ALL
+"""
+
+# the rooms drawn one by one when there are too many: failed or suspect ones first, then the
+# slowest, each class taken bucket by bucket (the first of every bucket, then the second, ...)
+ROOM_PICK = f"""
+SELECT * EXCLUDE (prio, k, dur, rn) FROM (
+    SELECT *, row_number() OVER (PARTITION BY prio, k ORDER BY dur DESC, room) AS rn
+    FROM (SELECT *, CASE WHEN {_FAILED} THEN 0 ELSE 1 END AS prio,
+                 (coalesce(t0, recv_t0) - $lo_us) // $bucket_us AS k,
+                 greatest(coalesce(t1 - t0, 0), coalesce(recv_t1 - recv_t0, 0)) AS dur
+          FROM q)
+    ORDER BY prio, rn, dur DESC, room
+    LIMIT $cap
+)
+ORDER BY coalesce(t0, recv_t0), room
+"""
+
+MARK_COUNTS = """
+SELECT host, mark, (t_us - $lo_us) // $bucket_us AS k, count(*) AS n FROM q GROUP BY ALL
+"""
+
+MARK_PICK = """
+SELECT * EXCLUDE (prio, k, rn) FROM (
+    SELECT *, row_number() OVER (PARTITION BY prio, k ORDER BY t_us, host, rank, kind, room, rid, message) AS rn
+    FROM (SELECT *, CASE mark WHEN 'failure' THEN 0 WHEN 'abort' THEN 1 ELSE 2 END AS prio,
+                 (t_us - $lo_us) // $bucket_us AS k FROM q)
+    ORDER BY prio, rn, t_us
+    LIMIT $cap
+)
+ORDER BY t_us, host, rank, kind, room, rid, message
+"""
+
+REPLY_COUNTS = """
+SELECT host, corruption_class AS cls, corrupted, (t0 - $lo_us) // $bucket_us AS k, count(*) AS n FROM q GROUP BY ALL
+"""
+
+
+def _run(store: Store, con, sql: str, name: str, params: dict, extra: dict) -> pl.DataFrame:
+    """`sql` over the rows of the named query `name` (as `q`), both with their parameters bound."""
+    q = queries.get(name)
+    return run_sql(store, f"WITH q AS (\n{q.sql}\n)\n{sql}", {**q.bind(params), **extra}, con=con)
+
+
+def _replies(store: Store, con, window: dict, grid: dict, plan: dict, cap: int | None) -> list[dict]:
+    """The window's replies (corrupted ones only without `clean`; at most `cap`, corrupted first),
+    each with the server lines around it when the plan has `context`."""
+    rh, ctx = queries.get("reply_hosts"), queries.get("corrupted_context")
+    params = dict(rh.bind(window))
+    pick = "SELECT * FROM q" + ("" if plan["clean"] else " WHERE corrupted")
+    if cap is not None:
+        # corrupted, then the other classes that are not clean, then clean; bucket by bucket
+        pick = """
+            SELECT * EXCLUDE (prio, rn) FROM (
+                SELECT *, row_number() OVER (PARTITION BY prio, (t0 - $lo_us) // $bucket_us
+                                             ORDER BY t0, source, session_id, turn_id) AS rn
+                FROM (SELECT *, CASE WHEN corrupted THEN 0 WHEN corruption_class <> 'clean' THEN 1 ELSE 2 END AS prio
+                      FROM q))
+            ORDER BY prio, rn, t0 LIMIT $cap"""
+        params.update(grid, cap=cap)
+    if plan["context"]:
+        sql = (f"WITH q AS (\n{rh.sql}\n), picked AS ({pick}), ctx AS (\n{ctx.sql}\n)\n"
+               "SELECT p.*, ctx.events FROM picked p LEFT JOIN ctx USING (source, session_id, turn_id) "
+               "ORDER BY p.t0, p.source, p.session_id, p.turn_id")
+        params.update(ctx.bind())
+    else:
+        sql = f"WITH q AS (\n{rh.sql}\n)\nSELECT * FROM ({pick}) ORDER BY t0, source, session_id, turn_id"
+    out = []
+    for r in run_sql(store, sql, params, con=con).iter_rows(named=True):
+        near = r.pop("events", None) or []
+        r["events"] = [{**e, "t_us": us(e.pop("ts"))} for e in near]
+        out.append(r)
+    return out
+
+
+def _load(store: Store, con, params: dict) -> list[dict]:
+    """Each host's load per bucket, one entry per host and role with a list per column (a rank's
+    stats in 1 s buckets over hours would be a million rows as dicts)."""
+    load = queries.run(store, "host_load", params, con=con)
+    out = []
+    for (host, role), part in load.group_by(["host", "role"], maintain_order=True):
+        out.append({"host": host, "role": role, **{c: part[c].to_list() for c in part.columns if c not in ("host", "role")}})
+    return out
+
+
+def _room_counts(counts: pl.DataFrame) -> list[dict]:
+    """Rooms per host, side, bucket index and outcome; `k` is None (or past the last bucket) for a
+    side whose time lies outside the window, so that a host's side is known even then."""
+    if counts.height == 0:
+        return []
+    sides = [counts.filter(pl.col("has_sent"))
+             .select(host="prefill_host", side=pl.lit("sent"), k="k_sent", outcome="outcome", n="n"),
+             counts.filter(pl.col("has_received"))
+             .select(host="decode_host", side=pl.lit("received"), k="k_received", outcome="outcome", n="n")]
+    return (pl.concat(sides).filter(pl.col("host").is_not_null())
+            .group_by("host", "side", "k", "outcome").agg(pl.col("n").sum())
+            .sort("host", "side", "k", "outcome", nulls_last=True).to_dicts())
+
+
+def _by_bucket(counts: pl.DataFrame, key: str) -> list[dict]:
+    if counts.height == 0:
+        return []
+    return counts.sort("host", key, "k", nulls_last=True).to_dicts()
 
 
 def storm_bands(storms: pl.DataFrame) -> list[dict]:
@@ -86,16 +275,16 @@ def _window(model: dict) -> tuple[dt.datetime | None, dt.datetime | None]:
     return rows["bucket_start"].min(), rows["bucket_start"].max() + dt.timedelta(seconds=model["bucket_s"])
 
 
-def _hosts(model, load, rooms, marks, roles) -> list[dict]:
+def _hosts(model, load, room_counts, mark_counts, roles) -> list[dict]:
     """Hosts with something to draw, prefill first (the order of the flow), then by name."""
-    seen = set(load["host"].to_list()) | set(marks["host"].to_list())
-    seen |= set(rooms["prefill_host"].drop_nulls().to_list()) | set(rooms["decode_host"].drop_nulls().to_list())
+    seen = {x["host"] for x in load} | set(mark_counts["host"].to_list())
+    seen |= set(room_counts["prefill_host"].drop_nulls().to_list()) | set(room_counts["decode_host"].drop_nulls().to_list())
     seen |= set(model["wedges"]["host"].to_list()) | {h for hs in model["abort_storms"]["hosts"].to_list() for h in hs}
     if model["host"]:
         seen &= {model["host"]}
     role_of = dict(roles)
-    for h, r in load.select("host", "role").unique().iter_rows():
-        role_of.setdefault(h, r)
+    for x in load:
+        role_of.setdefault(x["host"], x["role"])
     out = [{"name": h, "role": role_of.get(h) or "unknown"} for h in seen if h is not None]
     return safe(sorted(out, key=lambda h: (_ROLE_ORDER.get(h["role"], 3), h["name"])))
 

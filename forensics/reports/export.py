@@ -17,14 +17,15 @@ FORMATS = ("html", "png", "svg", "perfetto")
 
 def write(model: dict, fmt: str, output: str, store: Store, redactor=None) -> list[str]:
     """Write the timeline `model` as `fmt` (html, png, svg or perfetto) to `output`, masked by `redactor`;
-    return the notes to show (a Perfetto trace cut to a window that its UI can load)."""
+    return the notes to show (a Perfetto trace cut to a window that its UI can load, a page that
+    draws only some of the window's rooms, lines or replies one by one)."""
     if fmt not in FORMATS:
         raise UsageError(f"no timeline export format {fmt!r}", help=f"use one of {', '.join(FORMATS)}")
     note = None
     if fmt == "perfetto":
         model, note = perfetto.fit(model, store)
     stored = model  # host names and clock offsets as the store has them, for the counters' own query
-    detail = {**gather(model, store), "store": str(store.root)}
+    detail = {**gather(model, store, fmt), "store": str(store.root)}
     if redactor is not None:
         model, detail = redactor.value((model, detail))
     if fmt == "html":
@@ -34,4 +35,4 @@ def write(model: dict, fmt: str, output: str, store: Store, redactor=None) -> li
         perfetto.write(model, detail, output, counters, note)
     else:
         chart.write(model, detail, output, fmt)
-    return [note] if note else []
+    return ([note] if note else []) + [f"{fmt}: {n}" for n in detail["notes"]]

@@ -31,10 +31,11 @@ def page_data(model: dict, d: dict, store_name: str) -> dict:
 
     load = []
     for h in names:
-        rows = [r for r in d["load"] if r["host"] == h]
-        load.append({k: [r[c] for r in rows] for k, c in (("t", "t_us"), ("queue", "queue_req"),
-                                                         ("running", "running_req"), ("throughput", "throughput"),
-                                                         ("bootstrap", "bootstrap_req"))})
+        parts = [p for p in d["load"] if p["host"] == h]
+        load.append({k: [v for p in parts for v in p[c]] for k, c in (("t", "t_us"), ("queue", "queue_req"),
+                                                                      ("running", "running_req"),
+                                                                      ("throughput", "throughput"),
+                                                                      ("bootstrap", "bootstrap_req"))})
         load[-1]["t"] = [ms(v) for v in load[-1]["t"]]
     segments = []
     for r in d["rooms"]:
@@ -46,7 +47,7 @@ def page_data(model: dict, d: dict, store_name: str) -> dict:
             segments.append({"host": index[r["decode_host"]], "t0": ms(start), "t1": ms(r["recv_t1"]),
                              "room": r["room"], "outcome": r["outcome"], "peer": r["prefill_host"],
                              "side": "received"})
-    return {
+    data = {
         "store": escape_control(store_name),
         "bucket_s": model["bucket_s"],
         "window": [ms(d["window"][0]), ms(d["window"][1])],
@@ -76,6 +77,26 @@ def page_data(model: dict, d: dict, store_name: str) -> dict:
         "class_colors": CLASS_COLORS,
         "outcome_colors": OUTCOME_COLORS,
     }
+    data.update(_counts(d, index, int(model["bucket_s"] * 1e6)))
+    return data
+
+
+def _counts(d: dict, index: dict, bucket_us: int) -> dict:
+    """Per-bucket counts for the lanes whose rows are not all drawn (reports.detail): per host index,
+    [bucket index, what, count]; replies on no drawn host under -1, as the page's unlinked lane."""
+    n = None if d["window"][0] is None else -(-(d["window"][1] - d["window"][0]) // bucket_us)
+    out = {}
+    for key, what, hosted in (("rooms", "outcome", True), ("marks", "mark", True), ("replies", "cls", False)):
+        if key not in d["counts"]:
+            continue
+        lanes: dict[int, list] = {}
+        for r in d["counts"][key]:
+            i = index.get(r["host"], None if hosted else -1)
+            if i is None or r["k"] is None or not 0 <= r["k"] < n:
+                continue
+            lanes.setdefault(i, []).append([r["k"], r[what], r["n"]])
+        out[f"{key}_per_bucket"] = [{"host": i, "counts": c} for i, c in sorted(lanes.items())]
+    return out
 
 
 def _asset(name: str) -> str:
@@ -94,16 +115,16 @@ def fill(template: str, parts: dict[str, str]) -> str:
 def write(model: dict, d: dict, path: str) -> None:
     """Write the page of `model` and its detail `d` (reports.detail.gather, plus the store's name) to `path`."""
     data = page_data(model, d, d["store"])
-    n_corrupted = sum(1 for r in data["replies"] if r["corrupted"])
+    n_replies, n_corrupted = d.get("n_replies") or (len(data["replies"]), sum(1 for r in data["replies"] if r["corrupted"]))
     lo, hi = d["window"]
-    header = (f"{iso(lo)} to {iso(hi)} · {model['bucket_s']:g} s buckets · {len(data['replies'])} replies, "
+    header = (f"{iso(lo)} to {iso(hi)} · {model['bucket_s']:g} s buckets · {n_replies} replies, "
               f"{n_corrupted} corrupted · {len(data['wedges'])} wedges · {len(data['storms'])} abort storms"
               + (f" · host {model['host']}" if model["host"] else ""))
     data["page"] = {
         "title": f"forensics timeline — {escape_control(d['store'])}",
         "store": escape_control(d['store']),
         "summary": escape_control(header),
-        "offsets": [escape_control(t) for t in [describe_offsets(d["offsets"]), *d["clock_warnings"]]],
+        "offsets": [escape_control(t) for t in [describe_offsets(d["offsets"]), *d["clock_warnings"], *d["notes"]]],
         "legend_classes": list(CLASS_COLORS),
         "legend_outcomes": [k for k in OUTCOME_COLORS if k != "bootstrap_timeout"],
     }

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import decimal
+import itertools
 import json
 import os
 import shutil
@@ -152,7 +153,9 @@ def table_width(out) -> int | None:
 def table(df: pl.DataFrame, out=None, title: str | None = None, wrap: frozenset[str] = frozenset(),
           first: tuple[str, ...] = ()) -> None:
     """`df` as a table a person reads (print_table); lists shortened unless --wide."""
-    cells = [[_cell(v, whole=TABLE.wide) for v in row] for row in df.iter_rows()]
+    def cells():
+        return ([_cell(v, whole=TABLE.wide) for v in row] for row in df.iter_rows())
+
     print_table(out or sys.stdout, df.columns, cells, title=title, n_rows=df.height, wrap=wrap, first=first)
 
 
@@ -163,7 +166,12 @@ MAX_COL, HIDDEN_MARK = 40, "…"
 FOLD_COL = 24
 
 
-def print_table(out, headers: list[str], rows: list[list], *, title: str | None = None, styles=None,
+# a table longer than this is rendered a part at a time (rich holds every cell it renders at once,
+# and a replies table of a large store is a hundred thousand rows)
+CHUNK_ROWS = 500
+
+
+def print_table(out, headers: list[str], rows, *, title: str | None = None, styles=None,
                 wrap: frozenset[str] = frozenset(), n_rows: int | None = None, show_lines: bool = False,
                 ends: bool = True, first: tuple[str, ...] = ()) -> None:
     """Rows of cells (str, or rich Text for styled ones) as a box table no wider than table_width(out).
@@ -173,6 +181,8 @@ def print_table(out, headers: list[str], rows: list[list], *, title: str | None 
     line below says how many (`ends=False`: columns are kept from the left, for reports whose columns
     are in order of importance; `first`: columns kept before any other). Columns in `wrap` fold their text
     onto more lines instead of cutting it.
+    `rows`: a list, or a function giving a fresh iterator of them each call (called twice: the widths,
+    then the rendering, so no more than CHUNK_ROWS rows of cells exist at once).
     `styles`: one rich style (or None) per row. Nothing in a cell is read as markup or an emoji code.
     """
     from rich.cells import cell_len
@@ -182,8 +192,13 @@ def print_table(out, headers: list[str], rows: list[list], *, title: str | None 
     def length(c) -> int:
         return max((cell_len(x) for x in (c.plain if isinstance(c, Text) else c).split("\n")), default=0)
 
+    source = rows if callable(rows) else (lambda: rows)
     n = len(headers)
-    natural = [max([length(headers[i])] + [length(r[i]) for r in rows]) for i in range(n)]
+    natural = [length(h) for h in headers]
+    count = 0
+    for r in source():
+        natural = [max(w, length(c)) for w, c in zip(natural, r)]
+        count += 1
     natural = [max(1, w) for w in natural]
     limit = table_width(out)
     keep = list(range(n))
@@ -191,31 +206,64 @@ def print_table(out, headers: list[str], rows: list[list], *, title: str | None 
     if limit is not None:
         keep, widths = _fit(natural, [h in wrap for h in headers], limit, ends,
                             [headers.index(h) for h in first if h in headers])
-    t = Table(title=None if title is None else rich_text(title), header_style="bold", show_lines=show_lines,
-              collapse_padding=False)
     hidden = n - len(keep)
-    cut = False
-    for pos, i in enumerate(keep):
-        if hidden and pos == _split(keep):
-            t.add_column(HIDDEN_MARK, width=1, no_wrap=True)
-        folds = headers[i] in wrap
-        cut |= not folds and widths[pos] < natural[i]
-        t.add_column(rich_text(headers[i]), width=widths[pos], no_wrap=not folds,
-                     overflow="fold" if folds else "ellipsis")
-    for k, r in enumerate(rows):
-        cells = [c if isinstance(c, Text) else rich_text(c) for c in (r[i] for i in keep)]
-        if hidden:
-            cells.insert(_split(keep), Text(HIDDEN_MARK))
-        t.add_row(*cells, style=(styles[k] if styles else None))
+    cut = any(headers[i] not in wrap and widths[pos] < natural[i] for pos, i in enumerate(keep))
+
+    def make(part, at: int = 0) -> Table:
+        t = Table(title=None if title is None else rich_text(title), header_style="bold", show_lines=show_lines,
+                  collapse_padding=False)
+        for pos, i in enumerate(keep):
+            if hidden and pos == _split(keep):
+                t.add_column(HIDDEN_MARK, width=1, no_wrap=True)
+            folds = headers[i] in wrap
+            t.add_column(rich_text(headers[i]), width=widths[pos], no_wrap=not folds,
+                         overflow="fold" if folds else "ellipsis")
+        for k, r in enumerate(part, at):
+            cells = [c if isinstance(c, Text) else rich_text(c) for c in (r[i] for i in keep)]
+            if hidden:
+                cells.insert(_split(keep), Text(HIDDEN_MARK))
+            t.add_row(*cells, style=(styles[k] if styles else None))
+        return t
+
     total = sum(widths) + 3 * (len(keep) + (1 if hidden else 0)) + 1
     con = console(out, width=max(total, limit or 0, 20))
-    con.print(t)
+    if count <= CHUNK_ROWS:
+        con.print(make(source()))
+    else:
+        _print_in_parts(con, make, source(), n, show_lines)
     if hidden or cut:
-        rows_n = len(rows) if n_rows is None else n_rows
+        rows_n = count if n_rows is None else n_rows
         what = f"{rows_n} row{'s' * (rows_n != 1)}, {n} columns"
         what += f" ({n - hidden} shown)" if hidden else ""
         con.print(Text(f"{what}; … marks what is cut: --wide shows everything, --max-width N sets the width"),
                   soft_wrap=True)
+
+
+def _print_in_parts(con, make, rows, n_cols: int, show_lines: bool) -> None:
+    """The table `make(rows)` would print, rendered CHUNK_ROWS rows at a time: the widths are fixed,
+    so each part's rows render as they would in the whole; the parts are joined by cutting their
+    header and bottom edge off (and putting back the line between rows)."""
+    def lines(t) -> list[str]:
+        with con.capture() as cap:
+            con.print(t)
+        return cap.get().splitlines(keepends=True)
+
+    # a table of blank one-line rows: title, top edge, header and the rule under it, then the rows
+    # (with the line between them), then the bottom edge
+    blank = lines(make([[""] * n_cols] * 2))
+    head, bottom = blank[:-4 if show_lines else -3], blank[-1]
+    between = blank[-3] if show_lines else ""
+    at = 0
+    it = iter(rows)
+    while True:
+        part = list(itertools.islice(it, CHUNK_ROWS))
+        if not part:
+            break
+        body = lines(make(part, at))[len(head):-1]
+        con.file.write("".join(head) if at == 0 else between)
+        con.file.write("".join(body))
+        at += len(part)
+    con.file.write(bottom)
 
 
 def _split(keep: list[int]) -> int:

@@ -360,24 +360,26 @@ def print_replies(df: pl.DataFrame, out=None) -> None:
 
     styles = {"clean": "green", "parse_leak": "bold red", "incoherent": "bold magenta", "empty": "yellow",
               "config": "cyan", "transfer_error": "bold blue"}
-    rows = []
-    for row in df.iter_rows(named=True):
-        cells = []
-        for c, v in row.items():
-            if c == "evidence" and v:
-                text, pos = Text(), 0
-                ev = escape_control(v)
-                for m in _MARK.finditer(ev):
-                    text.append(ev[pos:m.start()])
-                    text.append(m.group(1), style="bold black on yellow")
-                    pos = m.end()
-                text.append(ev[pos:])
-                cells.append(text)
-            elif c == "corruption_class":
-                cells.append(rich_text(v, style=styles.get(v)))
-            else:
-                cells.append(_cell(v))
-        rows.append(cells)
+
+    def rows():
+        for row in df.iter_rows(named=True):
+            cells = []
+            for c, v in row.items():
+                if c == "evidence" and v:
+                    text, pos = Text(), 0
+                    ev = escape_control(v)
+                    for m in _MARK.finditer(ev):
+                        text.append(ev[pos:m.start()])
+                        text.append(m.group(1), style="bold black on yellow")
+                        pos = m.end()
+                    text.append(ev[pos:])
+                    cells.append(text)
+                elif c == "corruption_class":
+                    cells.append(rich_text(v, style=styles.get(v)))
+                else:
+                    cells.append(_cell(v))
+            yield cells
+
     # the evidence is what a reader came for: it wraps, whole, where other cells are cut
     print_table(out or sys.stdout, df.columns, rows, wrap=frozenset({"evidence", "session_id", "turn_id"}),
                 show_lines=True, first=("t_end", "corruption_class", "evidence", "session_id", "turn_id"))

@@ -85,7 +85,24 @@
     r.index = i;
     (r.host >= 0 ? groups[r.host] : unlinked).replies.push(r);
   });
-  if (unlinked.replies.length) { groups.push(unlinked); }
+  // a window with more rooms, lines or replies than the page draws one by one brings each lane's
+  // counts per bucket ([bucket, what, n]): drawn as bars behind the rows that are drawn
+  function bars(counts) {
+    var by = {}, out = [];
+    counts.forEach(function (c) {
+      var b = by[c[0]];
+      if (!b) { b = by[c[0]] = {k: c[0], parts: {}, total: 0}; out.push(b); }
+      b.parts[c[1]] = (b.parts[c[1]] || 0) + c[2];
+      b.total += c[2];
+    });
+    out.max = out.reduce(function (m, b) { return Math.max(m, b.total); }, 1);
+    return out;
+  }
+  [["rooms_per_bucket", "roomBars"], ["marks_per_bucket", "markBars"], ["replies_per_bucket", "replyBars"]]
+    .forEach(function (k) {
+      (D[k[0]] || []).forEach(function (c) { (c.host >= 0 ? groups[c.host] : unlinked)[k[1]] = bars(c.counts); });
+    });
+  if (unlinked.replies.length || unlinked.replyBars) { groups.push(unlinked); }
   groups.forEach(function (g) {
     pack(g.transfers, TRANSFER_ROWS);
     pack(g.replies, REPLY_ROWS);
@@ -98,7 +115,8 @@
       });
     }
     // a host that served no reply (a prefill host) has no replies lane
-    g.lanes = g.host ? LANES.filter(function (l) { return l[0] !== "replies" || g.replies.length; }) : [LANES[2]];
+    g.lanes = g.host ? LANES.filter(function (l) { return l[0] !== "replies" || g.replies.length || g.replyBars; })
+                     : [LANES[2]];
   });
 
   function render() {
@@ -193,8 +211,31 @@
           fmtNum(g.maxThr) + " tok/s", "lane-label");
   }
 
+  // stacked bars of a lane's counts per bucket, from the lane's bottom (or hanging from its top)
+  function drawBars(C, list, colors, noun, y, h, x, visible, fromTop) {
+    if (!list) { return; }
+    var bucket = D.bucket_s * 1000;
+    list.forEach(function (b) {
+      var t0 = D.window[0] + b.k * bucket, t1 = t0 + bucket;
+      if (!visible(t0, t1)) { return; }
+      var x0 = x(t0), w = Math.max(1, x(t1) - x0 - 0.5), at = 0, text = [];
+      Object.keys(b.parts).sort().forEach(function (what) {
+        var bh = b.parts[what] / list.max * (h - 4);
+        el("rect", {x: x0, y: fromTop ? y + 2 + at : y + h - 2 - at - bh, width: w, height: bh,
+                    fill: colors[what] || "#868e96", opacity: 0.35, "data-count": noun}, C);
+        at += bh;
+        text.push(what.replace(/_/g, " ") + " " + b.parts[what]);
+      });
+      var r = el("rect", {x: x0, y: y, width: w, height: h, fill: "transparent"}, C);
+      tip(r, b.total + " " + noun + " in " + fmtTime(t0) + " + " + fmtSpan(bucket) + ": " + text.join(", "));
+    });
+  }
+  var MARK_COLORS = {abort: "#f59f00", failure: "#e03131", error: "#495057"};
+
   function drawTransfers(C, g, y, h, x, visible) {
     var rowH = (h - 6) / TRANSFER_ROWS;
+    drawBars(C, g.roomBars, D.outcome_colors, "rooms", y, h, x, visible, false);
+    drawBars(C, g.markBars, MARK_COLORS, "failure, abort and error lines", y, h / 3, x, visible, true);
     g.transfers.forEach(function (t) {
       if (!visible(t.t0, t.t1)) { return; }
       var r = el("rect", {x: x(t.t0), y: y + 3 + t.row * rowH, width: Math.max(1.5, x(t.t1) - x(t.t0)),
@@ -206,7 +247,7 @@
     });
     g.marks.forEach(function (m) {
       if (!visible(m.t, m.t)) { return; }
-      var color = m.mark === "abort" ? "#f59f00" : (m.mark === "failure" ? "#e03131" : "#495057");
+      var color = MARK_COLORS[m.mark] || MARK_COLORS.error;
       var r = el("rect", {x: x(m.t) - 0.75, y: y + 1, width: 1.5, height: h - 2, fill: color, "data-mark": m.mark}, C);
       tip(r, fmtTime(m.t, true) + " " + m.kind + (m.reason ? " (" + m.reason + ")" : "") +
           (m.room ? " room " + m.room : "") + "\n" + (m.message || ""));
@@ -215,6 +256,7 @@
 
   function drawReplies(C, g, y, h, x, visible) {
     var rowH = (h - 4) / REPLY_ROWS;
+    drawBars(C, g.replyBars, D.class_colors, "replies", y, h, x, visible, false);
     // clean first, so corrupted replies are drawn on top and stay clickable
     var order = g.replies.filter(function (r) { return !r.corrupted; })
       .concat(g.replies.filter(function (r) { return r.corrupted; }));
