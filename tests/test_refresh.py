@@ -232,3 +232,22 @@ def test_moved_bounds_add_the_rooms_whose_failure_hosts_they_pair(tmp_path):
     assert inc.follow_bounds(new)
     assert sorted(r[0] for r in con.execute("SELECT bootstrap_room FROM _touched").fetchall()) == [1, 3]
     assert inc.touched == 2
+
+
+def test_a_view_that_does_not_fit_gets_the_query_limit_back(tmp_path, monkeypatch, capsys):
+    """DuckDB out of memory in one view (an operator that cannot spill) costs memory, not the set."""
+    from forensics import catalog
+
+    store = tmp_path / "store"
+    ingest_paths([INCIDENT / "prefill-0", INCIDENT / "decode-0", INCIDENT / "trace"], store)
+    monkeypatch.setattr(catalog, "VIEWS_MEMORY_LIMIT", "1MB")
+    capsys.readouterr()
+    got = _materialize(store)
+    err = capsys.readouterr().err
+    assert "note: derived view transfers did not fit in 1MB (Out of Memory Error" in err
+    assert "computed again within 4GB" in err
+    monkeypatch.undo()
+    whole_store = tmp_path / "whole"
+    shutil.copytree(store, whole_store)
+    shutil.rmtree(whole_store / "derived" / got.name)
+    _assert_same_sets(got, _materialize(whole_store))

@@ -108,9 +108,13 @@ def _with_analysis(t: schema.Table, files: list[str], verdicts: list[str]) -> st
     return f"SELECT {cols} FROM {raw} r LEFT JOIN {v} v ON {on}"
 
 
-# every command stays within 1 GiB of resident memory on a laptop after an incident: DuckDB spills
-# big joins and sorts to disk past this, which leaves room for Python, polars and Arrow buffers
-MEMORY_LIMIT = "700MB"
+# a laptop runs this after an incident: spill big joins to disk rather than eat all memory
+MEMORY_LIMIT = "4GB"
+# computing the derived views is the one step whose joins and sorts outgrow 1 GiB of resident
+# memory on a large store: it spills past this, leaving room for Python, polars and Arrow buffers.
+# An operator that cannot spill (the wedges' windows over tens of millions of stats lines) gets
+# MEMORY_LIMIT back for its view alone.
+VIEWS_MEMORY_LIMIT = "700MB"
 
 
 def connect(store: Store, offsets: dict[str, float] | None = None, materialize: bool = False
@@ -314,6 +318,7 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tu
     except OSError:
         return []  # a read-only store still answers, just without the cache
     base = refresh.find_base(cache.parent, basis, committed, views)
+    con.execute(f"SET memory_limit = '{VIEWS_MEMORY_LIMIT}'")
     try:
         try:
             _compute(con, store, views, build, base, committed)
@@ -337,6 +342,7 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tu
                        "the views are computed from the tables by every query")
         return []
     finally:
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         if base is not None:
             os.close(base[1])
     snapshots.keep_while(con, build.fd)
@@ -371,7 +377,7 @@ def _compute(con, store: Store, views: list[str], build: snapshots.Build,
         if inc is not None and name in refresh.ROOM_LOCAL and (bounds_followed or name not in refresh.NEEDS_BOUNDS):
             inc.write(name, path, done)
         else:
-            con.execute(f"COPY (SELECT * FROM \"{name}\") TO {_quote(str(path))} (FORMAT parquet)")
+            _copy_view(con, name, path)
         con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))})')
         build.add(name)
         if name in refresh.ROOM_LOCAL:
@@ -380,6 +386,20 @@ def _compute(con, store: Store, views: list[str], build: snapshots.Build,
             bounds_followed = inc.follow_bounds(path)
     if inc is not None:
         build.about["rooms_recomputed"] = inc.touched
+
+
+def _copy_view(con, name: str, path: Path) -> None:
+    sql = f"COPY (SELECT * FROM \"{name}\") TO {_quote(str(path))} (FORMAT parquet)"
+    try:
+        con.execute(sql)
+    except duckdb.OutOfMemoryException as e:
+        snapshots.note(f"derived view {name} did not fit in {VIEWS_MEMORY_LIMIT} ({str(e).splitlines()[0]}): "
+                       f"computed again within {MEMORY_LIMIT}")
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        try:
+            con.execute(sql)
+        finally:
+            con.execute(f"SET memory_limit = '{VIEWS_MEMORY_LIMIT}'")
 
 
 def _version() -> str:
