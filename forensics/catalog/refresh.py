@@ -10,13 +10,15 @@ wedges, storms) are computed whole, from the room-level snapshots.
 A set may be extended only when nothing else it depends on moved: same toolkit version, same
 clock offsets, same view SQL (its `basis`), and no input it covered has gone (a replaced piece
 of a grown file, say). `room_failures` orders failures with `clock_bounds`, which every room
-feeds: when the new bounds differ from the last set's, it and `rooms` are computed whole.
+feeds: the rooms with failures on both hosts of a pair whose bound moved are computed again too,
+and when that is most rooms, it and `rooms` are computed whole.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -36,7 +38,7 @@ ROOM_LOCAL: dict[str, str | None] = {
 NEEDS_BOUNDS = {"room_failures", "rooms"}
 # the base tables the room-local views read, and so the ones whose new rows name the touched rooms
 ROOM_TABLES = ("transfer_events", "events")
-# merged rows per snapshot file before the rooms of new inputs are worth recomputing alone
+# the share of the last set's rooms past which computing everything costs less than these rooms alone
 _MAX_SHARE = 0.5
 
 
@@ -78,7 +80,7 @@ def find_base(derived: Path, want_basis: str, inputs: set[str], views: list[str]
             continue
         if snapshots.check(folder, views) is None:
             return folder, fd, set(covered)
-        snapshots._close(fd)
+        os.close(fd)
     return None
 
 
