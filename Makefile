@@ -35,8 +35,9 @@ test: install
 goldens: install
 	$(PY) -m tests.goldens --update
 
-# --memory: peak RSS of every command on the large store (bench/memory.py); BENCH_ARGS= to skip it
-BENCH_ARGS ?= --memory
+# --memory: peak RSS of every command on the large store and on the store of a 4 GiB log
+# (bench/memory.py); BENCH_ARGS= to skip both
+BENCH_ARGS ?= --memory --memory-log 4G
 bench: install
 	$(PY) bench/run.py $(BENCH_ARGS)
 

@@ -541,7 +541,14 @@ def summary(results: dict) -> str:
     if results.get("memory"):
         import memory
 
-        lines.append(memory.table(results["memory"]["commands"], results["memory"]["store"]))
+        counts = results["memory"]["store"]
+        lines.append(memory.table(results["memory"]["commands"],
+                                  "the large store (" + ", ".join(f"{k}={v:,}" for k, v in counts.items()) + ")"))
+        lg = results["memory"].get("log")
+        if lg:
+            lines.append(memory.table([lg["ingest"], *lg["commands"]],
+                                      f"a store ingested from one {lg['bytes'] / 2**30:.1f} GiB decode log "
+                                      f"({lg['lines']:,} lines)"))
     return "\n".join(lines)
 
 
@@ -561,6 +568,9 @@ def main() -> None:
     ap.add_argument("--trace-only", action="store_true", help="only the transfer trace figure")
     ap.add_argument("--memory", action="store_true", help="also peak RSS of every command on the large store "
                     "(bench/memory.py; the first report there computes the derived views: tens of minutes under load)")
+    ap.add_argument("--memory-log", type=parse_size, default=None, metavar="SIZE",
+                    help="with --memory, also ingest one generated decode log of SIZE (e.g. 4G) and measure every "
+                    "command on its store (about half an hour on 2 cores)")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     size = parse_size(a.size)
@@ -614,6 +624,8 @@ def main() -> None:
 
         store, counts = build_store(a.transfers, a.batches, a.replies)
         results["memory"] = {"store": counts, "commands": memory.measure(store)}
+        if a.memory_log:
+            results["memory"]["log"] = memory.from_log(a.memory_log, [])
     json.dump(results, open(os.path.join(OUT, "results.json"), "w"), indent=1, default=str)
     text = summary(results)
     open(os.path.join(OUT, "summary.txt"), "w").write(text + "\n")
