@@ -168,7 +168,7 @@ def unset_offsets(store: Store, con=None) -> list[UnsetOffset]:
             con = connect(store, offsets, materialize=True)
         else:
             con = duckdb.connect(":memory:")
-            con.execute(f"CREATE VIEW clock_estimates AS SELECT * FROM read_parquet('{_sql_text(str(snap))}')")
+            con.execute(f"CREATE VIEW clock_estimates AS SELECT * FROM read_parquet('{_sql_text(str(snap))}', hive_partitioning = false)")
     try:
         rows = con.sql(_UNSET_SQL).fetchall()
     finally:

@@ -95,13 +95,13 @@ def verdict_files(store: Store) -> tuple[str | None, list[str]]:
 
 def _with_analysis(t: schema.Table, files: list[str], verdicts: list[str]) -> str:
     """The public view of a table whose analysis columns come from verdict files: NULL until there are some."""
-    raw = f"read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, filename = true)"
+    raw = f"read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, filename = true, hive_partitioning = false)"
     if not verdicts:
         cols = ", ".join(f'CAST(NULL AS {duck_type(c.dtype)}) AS "{c.name}"' if c.analysis else f'"{c.name}"'
                          for c in t.columns)
         return f"SELECT {cols} FROM {raw}"
     # a verdict file is named after its input, and the key is unique within one input
-    v = f"read_parquet([{', '.join(_quote(f) for f in verdicts)}], union_by_name = true, filename = true)"
+    v = f"read_parquet([{', '.join(_quote(f) for f in verdicts)}], union_by_name = true, filename = true, hive_partitioning = false)"
     cols = ", ".join(f'{"v" if c.analysis else "r"}."{c.name}"' for c in t.columns)
     on = " AND ".join(["parse_filename(v.filename, true) = parse_filename(parse_dirpath(r.filename))"]
                       + [f'v."{k}" IS NOT DISTINCT FROM r."{k}"' for k in schema.VERDICT_KEY])
@@ -143,7 +143,7 @@ def connect(store: Store, offsets: dict[str, float] | None = None, materialize: 
         readable += files
         if files:
             checks.require_readable(store, files)
-            src = f"SELECT * FROM read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true)"
+            src = f"SELECT * FROM read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, hive_partitioning = false)"
         else:
             src = _empty_select(t, t.stored)
         try:
@@ -266,7 +266,7 @@ def _point_at(con, views: list[str], folder: Path) -> list[str]:
     paths = []
     for name in views:
         path = folder / f"{name}.parquet"
-        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))})')
+        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))}, hive_partitioning = false)')
         paths.append(str(path))
     return paths
 
@@ -378,7 +378,7 @@ def _compute(con, store: Store, views: list[str], build: snapshots.Build,
             inc.write(name, path, done)
         else:
             _copy_view(con, name, path)
-        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))})')
+        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))}, hive_partitioning = false)')
         build.add(name)
         if name in refresh.ROOM_LOCAL:
             done[name] = path

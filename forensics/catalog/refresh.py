@@ -96,13 +96,13 @@ class Incremental:
         if new_files:
             files = ", ".join(_q(f) for f in new_files)
             con.execute("CREATE TEMP TABLE _touched AS SELECT DISTINCT bootstrap_room FROM "
-                        f"read_parquet([{files}], union_by_name = true) "
+                        f"read_parquet([{files}], union_by_name = true, hive_partitioning = false) "
                         "WHERE bootstrap_room IS NOT NULL AND bootstrap_room <> 0")
         else:
             con.execute("CREATE TEMP TABLE _touched (bootstrap_room BIGINT)")
         self.touched = con.execute("SELECT count(*) FROM _touched").fetchone()[0]
         self.rooms_before = con.execute(
-            f"SELECT count(*) FROM read_parquet({_q(base / 'rooms.parquet')})").fetchone()[0]
+            f"SELECT count(*) FROM read_parquet({_q(base / 'rooms.parquet')}, hive_partitioning = false)").fetchone()[0]
 
     def worth_it(self) -> bool:
         """Recomputing most rooms alone costs more than computing them all at once."""
@@ -121,10 +121,10 @@ class Incremental:
         try:
             # the room-local views already written read their new snapshots, restricted too
             for dep, dep_path in done.items():
-                con.execute(f'CREATE OR REPLACE VIEW "{dep}" AS SELECT * FROM read_parquet({_q(dep_path)}) '
+                con.execute(f'CREATE OR REPLACE VIEW "{dep}" AS SELECT * FROM read_parquet({_q(dep_path)}, hive_partitioning = false) '
                             "WHERE bootstrap_room IN (SELECT bootstrap_room FROM _touched)")
             order = ROOM_LOCAL[name]
-            kept = (f"SELECT * FROM read_parquet({_q(self.base / f'{name}.parquet')}) "
+            kept = (f"SELECT * FROM read_parquet({_q(self.base / f'{name}.parquet')}, hive_partitioning = false) "
                     "ANTI JOIN _touched USING (bootstrap_room)")
             if name == "transfers":
                 # its ORDER BY names a column of the view's own: a NULL chunk sorts first
@@ -139,7 +139,7 @@ class Incremental:
                 con.execute(f'DROP VIEW "{table}"')
                 con.execute(f'ALTER VIEW "_all_{table}" RENAME TO "{table}"')
             for dep, dep_path in done.items():
-                con.execute(f'CREATE OR REPLACE VIEW "{dep}" AS SELECT * FROM read_parquet({_q(dep_path)})')
+                con.execute(f'CREATE OR REPLACE VIEW "{dep}" AS SELECT * FROM read_parquet({_q(dep_path)}, hive_partitioning = false)')
 
     def follow_bounds(self, bounds: Path) -> bool:
         """Add the rooms whose failures the new clock bounds may order differently; False when
@@ -152,10 +152,10 @@ class Incremental:
         con.execute(f"""
             CREATE OR REPLACE TEMP TABLE _moved AS
             SELECT coalesce(n.host_a, b.host_a) AS host_a, coalesce(n.host_b, b.host_b) AS host_b
-            FROM read_parquet({_q(bounds)}) n
-            FULL JOIN read_parquet({base}) b ON n.host_a = b.host_a AND n.host_b = b.host_b
+            FROM read_parquet({_q(bounds)}, hive_partitioning = false) n
+            FULL JOIN read_parquet({base}, hive_partitioning = false) b ON n.host_a = b.host_a AND n.host_b = b.host_b
             WHERE coalesce(n.ahead_s, 0) IS DISTINCT FROM coalesce(b.ahead_s, 0)""")
-        failures = f"read_parquet({_q(self.base / 'room_failures.parquet')})"
+        failures = f"read_parquet({_q(self.base / 'room_failures.parquet')}, hive_partitioning = false)"
         con.execute(f"""
             INSERT INTO _touched
             SELECT DISTINCT fa.bootstrap_room
