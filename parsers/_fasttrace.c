@@ -912,6 +912,14 @@ static int scan_block(out_t *o, const char *body, Py_ssize_t len, int64_t first)
     return 0;
 }
 
+/* d[key] = v; -1 with the exception set when it cannot be */
+static int set_ssize(PyObject *d, const char *key, Py_ssize_t v) {
+    PyObject *x = PyLong_FromSsize_t(v);
+    int rc = x ? PyDict_SetItemString(d, key, x) : -1;
+    Py_XDECREF(x);
+    return rc;
+}
+
 /* the buffer at `p`, cut to `n` bytes, as d[key]; the dict takes it from `o` */
 static int set_bytes(out_t *o, PyObject *d, const char *key, const void *p, Py_ssize_t n) {
     for (int i = 0; i < o->nobj; i++) {
@@ -972,30 +980,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *d = PyDict_New();
     if (!d) goto fail;
     Py_ssize_t n = o.n, bm = (n + 7) / 8;
-    PyObject *x = PyLong_FromSsize_t(n);
-    if (!x || PyDict_SetItemString(d, "n", x)) {
-        Py_XDECREF(x);
+    if (set_ssize(d, "n", n) || set_ssize(d, "blank", o.blank) || set_ssize(d, "fb.n", o.nfb) ||
+        set_ssize(d, "bad.n", o.nbad))
         goto fail;
-    }
-    Py_DECREF(x);
-    x = PyLong_FromSsize_t(o.blank);
-    if (!x || PyDict_SetItemString(d, "blank", x)) {
-        Py_XDECREF(x);
-        goto fail;
-    }
-    Py_DECREF(x);
-    x = PyLong_FromSsize_t(o.nfb);
-    if (!x || PyDict_SetItemString(d, "fb.n", x)) {
-        Py_XDECREF(x);
-        goto fail;
-    }
-    Py_DECREF(x);
-    x = PyLong_FromSsize_t(o.nbad);
-    if (!x || PyDict_SetItemString(d, "bad.n", x)) {
-        Py_XDECREF(x);
-        goto fail;
-    }
-    Py_DECREF(x);
     if (set_bytes(&o, d, "line_no", o.line_no, n * 8) || set_bytes(&o, d, "fb.line_no", o.fb_line_no, o.nfb * 8) ||
         set_bytes(&o, d, "fb.start", o.fb_start, o.nfb * 8) || set_bytes(&o, d, "fb.end", o.fb_end, o.nfb * 8) ||
         set_bytes(&o, d, "bad.line_no", o.bad_line_no, o.nbad * 8) ||
