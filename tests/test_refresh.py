@@ -251,3 +251,20 @@ def test_a_view_that_does_not_fit_gets_the_query_limit_back(tmp_path, monkeypatc
     shutil.copytree(store, whole_store)
     shutil.rmtree(whole_store / "derived" / got.name)
     _assert_same_sets(got, _materialize(whole_store))
+
+
+def test_new_lines_naming_most_rooms_compute_everything(tmp_path):
+    """Past half of the last set's rooms, the whole store is computed (at the real threshold).
+
+    The same growth extends the set when the threshold is lifted (test_grown_logs_extend_the_last_set):
+    its last third of lines names about 250 of the first two thirds' 437 rooms.
+    """
+    grow = tmp_path / "incident"
+    _cut(INCIDENT, grow, 2 / 3)
+    store = tmp_path / "store"
+    ingest_paths([grow], store)
+    assert len(_rows(_materialize(store) / "rooms.parquet")) > 0
+    _grow(INCIDENT, grow)
+    ingest_paths([grow], store)
+    m = _manifest(_materialize(store))
+    assert "extends" not in m and "rooms_recomputed" not in m
