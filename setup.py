@@ -10,8 +10,17 @@ import os
 from setuptools import Extension, setup
 
 required = os.environ.get("FORENSICS_REQUIRE_NATIVE") == "1"
-setup(ext_modules=[Extension("forensics.parsers._fastlog", ["parsers/_fastlog.c"], extra_compile_args=["-O2"],
-                             optional=not required),
-                   Extension("forensics.parsers._fasttrace", ["parsers/_fasttrace.c"], extra_compile_args=["-O2"],
-                             libraries=["m"],
-                             optional=not required)])
+setup(
+    ext_modules=[
+        Extension(
+            "forensics.parsers._fastlog", ["parsers/_fastlog.c"], extra_compile_args=["-O2"], optional=not required
+        ),
+        Extension(
+            "forensics.parsers._fasttrace",
+            ["parsers/_fasttrace.c"],
+            extra_compile_args=["-O2"],
+            libraries=["m"],
+            optional=not required,
+        ),
+    ]
+)

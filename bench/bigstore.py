@@ -22,8 +22,18 @@ HOSTS = [f"decode-{i}" for i in range(8)] + [f"prefill-{i}" for i in range(8)]
 ROOMS = 2_000_000  # distinct bootstrap rooms
 T0 = dt.datetime(2026, 10, 30, 10, tzinfo=dt.timezone.utc)
 SPAN_S = 6 * 3600
-EVENT_KINDS = ["request_received", "request_finished", "http_access", "log", "transfer_failed", "abort",
-               "bootstrap_failed", "nixl_log", "ucx_error", "exception"]
+EVENT_KINDS = [
+    "request_received",
+    "request_finished",
+    "http_access",
+    "log",
+    "transfer_failed",
+    "abort",
+    "bootstrap_failed",
+    "nixl_log",
+    "ucx_error",
+    "exception",
+]
 EVENT_WEIGHTS = [30, 30, 30, 5, 2, 1, 1, 1, 1, 1]
 
 
@@ -83,8 +93,11 @@ def _column(name: str, dtype, n: int, host: str, table: str, salt: int) -> pl.Ex
         if name == "bytes":
             return (h % (64 << 20)).cast(pl.Int64)
     if table == "turns" and name in ("t_start", "t_end"):
-        return (pl.lit(int(T0.timestamp() * 1e6)) + (h % (SPAN_S * 1_000_000)).cast(pl.Int64)
-                + (30_000_000 if name == "t_end" else 0)).cast(pl.Datetime("us", "UTC"))
+        return (
+            pl.lit(int(T0.timestamp() * 1e6))
+            + (h % (SPAN_S * 1_000_000)).cast(pl.Int64)
+            + (30_000_000 if name == "t_end" else 0)
+        ).cast(pl.Datetime("us", "UTC"))
     # a turn is identified by (source, session_id, turn_id): keep it unique, as real transcripts do
     if table == "turns" and name == "turn_id":
         return pl.format("{}-turn-{}", pl.lit(host), i)
@@ -95,8 +108,12 @@ def _column(name: str, dtype, n: int, host: str, table: str, salt: int) -> pl.Ex
         return pl.lit(None, dtype=dtype)
     # one reply in 50 leaks raw DSML tool-call markup (S1), so the evidence has corrupted replies to rank
     if table == "turns" and name == "content":
-        leak = "Reading the file.\n<\uff5cDSML\uff5cfunction_calls>\n<\uff5cDSML\uff5cinvoke name=\"read\">"
-        return pl.when((h % 50) == 0).then(pl.lit(leak)).otherwise(pl.format("The reply number {}.", (h % 97).cast(pl.Utf8)))
+        leak = 'Reading the file.\n<\uff5cDSML\uff5cfunction_calls>\n<\uff5cDSML\uff5cinvoke name="read">'
+        return (
+            pl.when((h % 50) == 0)
+            .then(pl.lit(leak))
+            .otherwise(pl.format("The reply number {}.", (h % 97).cast(pl.Utf8)))
+        )
     if name == "kind" and table == "batches":
         return pl.lit("decode" if host.startswith("decode") else "prefill")
     if name.endswith("_rank"):
@@ -138,9 +155,12 @@ def build(root: str, transfers: int, batches: int, replies: int, events: int | N
             present[t] = n
         else:
             print(f"  table `{k}` is not registered in forensics.schema yet: not written")
-    sig = hashlib.sha256(json.dumps(
-        {k: [(c.name, str(c.dtype)) for c in schema.TABLES[k].stored] for k in present} | {"n": present, "gen": 4},
-        sort_keys=True).encode()).hexdigest()[:16]
+    sig = hashlib.sha256(
+        json.dumps(
+            {k: [(c.name, str(c.dtype)) for c in schema.TABLES[k].stored] for k in present} | {"n": present, "gen": 4},
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:16]
     marker = os.path.join(root, "bench-signature")
     if os.path.exists(marker) and open(marker).read() == sig:
         _verdicts(root)
@@ -154,10 +174,27 @@ def build(root: str, transfers: int, batches: int, replies: int, events: int | N
             n = total // len(HOSTS) + (1 if hi < total % len(HOSTS) else 0)
             df = frame(table, n, host, salt=hi * 1000 + len(table))
             pq.write_table(_to_arrow(table, df), os.path.join(d, f"{table}-00000.parquet"), compression="zstd")
-        files = pl.DataFrame([{"path": f"{host}.log", "sha256": key * 2, "bytes": 0, "format": "server_log", "host": host,
-                               "role": host.split("-")[0], "lines": 0, "parsed_lines": 0, "continuation_lines": 0,
-                               "unparsed_lines": 0, "first_ts": T0, "last_ts": T0 + dt.timedelta(seconds=SPAN_S),
-                               "tz": "UTC", "run": None, "ingested_at": T0}])
+        files = pl.DataFrame(
+            [
+                {
+                    "path": f"{host}.log",
+                    "sha256": key * 2,
+                    "bytes": 0,
+                    "format": "server_log",
+                    "host": host,
+                    "role": host.split("-")[0],
+                    "lines": 0,
+                    "parsed_lines": 0,
+                    "continuation_lines": 0,
+                    "unparsed_lines": 0,
+                    "first_ts": T0,
+                    "last_ts": T0 + dt.timedelta(seconds=SPAN_S),
+                    "tz": "UTC",
+                    "run": None,
+                    "ingested_at": T0,
+                }
+            ]
+        )
         pq.write_table(_to_arrow("files", files), os.path.join(d, "files-00000.parquet"), compression="zstd")
     os.makedirs(os.path.join(root, ".tmp"), exist_ok=True)
     open(marker, "w").write(sig)
@@ -192,11 +229,31 @@ def add_input(root: str, host: str = "decode-late", events: int = 20_000, transf
     os.makedirs(d, exist_ok=True)
     salt = 99_000
     for table, n in (("events", events), ("transfer_events", transfers)):
-        pq.write_table(_to_arrow(table, frame(table, n, host, salt=salt + len(table))),
-                       os.path.join(d, f"{table}-00000.parquet"), compression="zstd")
-    files = pl.DataFrame([{"path": f"{host}.log", "sha256": key * 2, "bytes": 0, "format": "server_log", "host": host,
-                           "role": "decode", "lines": 0, "parsed_lines": 0, "continuation_lines": 0,
-                           "unparsed_lines": 0, "first_ts": T0, "last_ts": T0 + dt.timedelta(seconds=SPAN_S),
-                           "tz": "UTC", "run": None, "ingested_at": T0}])
+        pq.write_table(
+            _to_arrow(table, frame(table, n, host, salt=salt + len(table))),
+            os.path.join(d, f"{table}-00000.parquet"),
+            compression="zstd",
+        )
+    files = pl.DataFrame(
+        [
+            {
+                "path": f"{host}.log",
+                "sha256": key * 2,
+                "bytes": 0,
+                "format": "server_log",
+                "host": host,
+                "role": "decode",
+                "lines": 0,
+                "parsed_lines": 0,
+                "continuation_lines": 0,
+                "unparsed_lines": 0,
+                "first_ts": T0,
+                "last_ts": T0 + dt.timedelta(seconds=SPAN_S),
+                "tz": "UTC",
+                "run": None,
+                "ingested_at": T0,
+            }
+        ]
+    )
     pq.write_table(_to_arrow("files", files), os.path.join(d, "files-00000.parquet"), compression="zstd")
     return key

@@ -35,7 +35,7 @@ def main() -> None:
     for _ in range(args.runs):
         t0 = time.perf_counter()
         for i in range(0, 1000, 50):
-            d.assess_session(batch[i:i + 50])
+            d.assess_session(batch[i : i + 50])
         det.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         for t in batch:
@@ -43,8 +43,10 @@ def main() -> None:
         ref.append(time.perf_counter() - t0)
     md, mr = statistics.median(det), statistics.median(ref)
     chars = sum(len(t.content or "") for t in batch)
-    print(f"detectors: {md * 1000:.0f} ms per 1,000 replies ({chars / 1000:.0f} chars each on average), "
-          f"median of {args.runs}")
+    print(
+        f"detectors: {md * 1000:.0f} ms per 1,000 replies ({chars / 1000:.0f} chars each on average), "
+        f"median of {args.runs}"
+    )
     print(f"reference (regex word count, same texts): {mr * 1000:.1f} ms; ratio {md / mr:.0f}x")
 
 

@@ -49,7 +49,7 @@ class _Sim:
         return _hex(self.rng, 30) + "ZZ"
 
     def room(self) -> str:
-        return str(self.rng.randint(1, 8)) + "%016d" % self.rng.randrange(10 ** 16) + "ZZ"
+        return str(self.rng.randint(1, 8)) + "%016d" % self.rng.randrange(10**16) + "ZZ"
 
     def hms(self) -> str:
         t = self.t
@@ -60,23 +60,41 @@ class _Sim:
 
     def emit(self, line: str) -> None:
         if self.cri:
-            ns = self.rng.randrange(10 ** 9)
-            line = loglines.cri(f"2026-QQ-QQT{self.hms()}.{ns:09d}", "stderr" if self.rng.random() < 0.9 else "stdout", line)
+            ns = self.rng.randrange(10**9)
+            line = loglines.cri(
+                f"2026-QQ-QQT{self.hms()}.{ns:09d}", "stderr" if self.rng.random() < 0.9 else "stdout", line
+            )
         self.out.append(line)
         self.size += len(line) + 1
 
     # -- line kinds -------------------------------------------------------------------------
     def startup(self) -> None:
-        self.sg("", loglines.server_args(model_path="deepseek-ai/DeepSeek-V3", tp_size=8, dp_size=8, enable_dp_attention=True,
-                                         disaggregation_mode=self.role, disaggregation_transfer_backend="nixl"))
+        self.sg(
+            "",
+            loglines.server_args(
+                model_path="deepseek-ai/DeepSeek-V3",
+                tp_size=8,
+                dp_size=8,
+                enable_dp_attention=True,
+                disaggregation_mode=self.role,
+                disaggregation_transfer_backend="nixl",
+            ),
+        )
         for dp in range(DP):
             self.sg(loglines.dp_tags(dp), "Init torch distributed begin.")
         for dp in range(DP):
-            self.sg(loglines.dp_tags(dp), "Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, "
-                    "avail mem=21.53 GB, mem usage=76.12 GB.")
+            self.sg(
+                loglines.dp_tags(dp),
+                "Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, "
+                "avail mem=21.53 GB, mem usage=76.12 GB.",
+            )
             self.sg(loglines.dp_tags(dp), loglines.memory_pool(412345, 16384, 16384, 256, 163840, 9.87))
         self.emit(loglines.nixl_backend("UCX"))
-        self.emit(loglines.nixl_agent(f"{_hex(self.rng, 8)}-{_hex(self.rng, 4)}-{_hex(self.rng, 4)}-{_hex(self.rng, 4)}-{_hex(self.rng, 12)}"))
+        self.emit(
+            loglines.nixl_agent(
+                f"{_hex(self.rng, 8)}-{_hex(self.rng, 4)}-{_hex(self.rng, 4)}-{_hex(self.rng, 4)}-{_hex(self.rng, 12)}"
+            )
+        )
         for msg in loglines.uvicorn_startup(self.rng.randint(1000, 99999)):
             self.sg("", loglines.uvicorn("INFO", msg))
         self.sg("", loglines.READY)
@@ -85,17 +103,38 @@ class _Sim:
         r = self.rng
         run = r.randint(8, 96)
         tok = run * r.randint(900, 4000)
-        self.sg(loglines.dp_tags(dp), loglines.decode_batch(
-            run, tok, tok / 412345, prealloc_usage=r.random() * 0.1, prealloc_req=r.randint(0, 6), transfer_req=r.randint(0, 12),
-            gen_throughput=r.uniform(200, 3200), queue_req=r.randint(0, 3)))
+        self.sg(
+            loglines.dp_tags(dp),
+            loglines.decode_batch(
+                run,
+                tok,
+                tok / 412345,
+                prealloc_usage=r.random() * 0.1,
+                prealloc_req=r.randint(0, 6),
+                transfer_req=r.randint(0, 12),
+                gen_throughput=r.uniform(200, 3200),
+                queue_req=r.randint(0, 3),
+            ),
+        )
 
     def prefill_stats(self, dp: int) -> None:
         r = self.rng
         seq = r.randint(1, 4)
-        self.sg(loglines.dp_tags(dp), loglines.prefill_batch(
-            seq, seq * r.randint(500, 8192), cached_token=r.randint(0, 4096), token_usage=r.random() * 0.3,
-            running_req=r.randint(0, 4), queue_req=r.randint(0, 5), pending_token=r.randint(0, 40000),
-            bootstrap_req=r.randint(0, 4), inflight_req=r.randint(0, 8), input_throughput=r.uniform(500, 20000)))
+        self.sg(
+            loglines.dp_tags(dp),
+            loglines.prefill_batch(
+                seq,
+                seq * r.randint(500, 8192),
+                cached_token=r.randint(0, 4096),
+                token_usage=r.random() * 0.3,
+                running_req=r.randint(0, 4),
+                queue_req=r.randint(0, 5),
+                pending_token=r.randint(0, 40000),
+                bootstrap_req=r.randint(0, 4),
+                inflight_req=r.randint(0, 8),
+                input_throughput=r.uniform(500, 20000),
+            ),
+        )
 
     def access(self, status: int = 200, path: str = "/generate", method: str = "POST") -> None:
         ip = f"10.{self.rng.randint(0, 255)}.{self.rng.randint(0, 255)}.{self.rng.randint(1, 254)}"
@@ -104,7 +143,9 @@ class _Sim:
     def receive(self) -> None:
         rid, room = self.rid(), self.room()
         self.pending.append((rid, room))
-        self.sg("", loglines.receive(loglines.req_input(rid, None, True, f"10.0.0.{self.rng.randint(1, 32)}", 8998, room)))
+        self.sg(
+            "", loglines.receive(loglines.req_input(rid, None, True, f"10.0.0.{self.rng.randint(1, 32)}", 8998, room))
+        )
 
     def finish(self, reason: str = "stop") -> None:
         if not self.pending:
@@ -112,38 +153,101 @@ class _Sim:
         rid, room = self.pending.pop(self.rng.randrange(len(self.pending)))
         r = self.rng
         fr = loglines.FINISH_STOP if reason == "stop" else loglines.finish_abort(loglines.ABORTED, 500)
-        self.sg("", loglines.finish(loglines.req_input_brief(rid, room), loglines.meta_info(
-            rid, fr, prompt_tokens=r.randint(100, 30000), reasoning_tokens=None, completion_tokens=r.randint(1, 4000),
-            cached_tokens=r.randint(0, 8192), e2e_latency=f"{r.uniform(0.2, 90):.4f}")))
+        self.sg(
+            "",
+            loglines.finish(
+                loglines.req_input_brief(rid, room),
+                loglines.meta_info(
+                    rid,
+                    fr,
+                    prompt_tokens=r.randint(100, 30000),
+                    reasoning_tokens=None,
+                    completion_tokens=r.randint(1, 4000),
+                    cached_tokens=r.randint(0, 8192),
+                    e2e_latency=f"{r.uniform(0.2, 90):.4f}",
+                ),
+            ),
+        )
 
     def nixl_info(self) -> None:
         r = self.rng
-        us = r.randrange(10 ** 6)
-        self.emit(loglines.glog("I", "QQQQ", self.hms(), us, r.randint(1000, 99999), "nixl_agent.cpp", r.choice([92, 301, 877]),
-                                r.choice(["Loaded remote agent metadata", "NIXL ETCD is disabled",
-                                          "Registered memory region, 512 descriptors"]), tid_width=8))
+        us = r.randrange(10**6)
+        self.emit(
+            loglines.glog(
+                "I",
+                "QQQQ",
+                self.hms(),
+                us,
+                r.randint(1000, 99999),
+                "nixl_agent.cpp",
+                r.choice([92, 301, 877]),
+                r.choice(
+                    [
+                        "Loaded remote agent metadata",
+                        "NIXL ETCD is disabled",
+                        "Registered memory region, 512 descriptors",
+                    ]
+                ),
+                tid_width=8,
+            )
+        )
 
     def ucx(self, level: str = "ERROR") -> None:
         r = self.rng
-        us = r.randrange(10 ** 6)
-        msg = ("send completion[0] with error on rdmap132s0/0x55cf4425cfb0: Work Request Flushed Error, vendor_err 0x1 "
-               f"wr_id 0x{_hex(r, 12)}" if level == "ERROR" else "UCP version is incompatible, required: 1.18, actual: 1.12 (release 1)")
+        us = r.randrange(10**6)
+        msg = (
+            "send completion[0] with error on rdmap132s0/0x55cf4425cfb0: Work Request Flushed Error, vendor_err 0x1 "
+            f"wr_id 0x{_hex(r, 12)}"
+            if level == "ERROR"
+            else "UCP version is incompatible, required: 1.18, actual: 1.12 (release 1)"
+        )
         # two spaces after the level whatever its width, where UCX pads it to 5
-        self.emit(loglines.ucx(f"EEEEE{self.t:05d}", us, f"{self.role}-pod-{r.randint(0, 7)}", r.randint(100, 999), r.randint(0, 3),
-                               "srd_iface.c", 221, level, msg, level_width=len(level) + 1))
+        self.emit(
+            loglines.ucx(
+                f"EEEEE{self.t:05d}",
+                us,
+                f"{self.role}-pod-{r.randint(0, 7)}",
+                r.randint(100, 999),
+                r.randint(0, 3),
+                "srd_iface.c",
+                221,
+                level,
+                msg,
+                level_width=len(level) + 1,
+            )
+        )
 
     def failure_burst(self) -> None:
         r = self.rng
-        rid, room = (self.pending.pop() if self.pending else (self.rid(), self.room()))
-        reason = r.choice([loglines.ABORTED, loglines.waiting_timeout(room),
-                           "Failed to get kvcache from prefill instance, it might be dead", loglines.nixl_transfer_err(room)])
+        rid, room = self.pending.pop() if self.pending else (self.rid(), self.room())
+        reason = r.choice(
+            [
+                loglines.ABORTED,
+                loglines.waiting_timeout(room),
+                "Failed to get kvcache from prefill instance, it might be dead",
+                loglines.nixl_transfer_err(room),
+            ]
+        )
         for _ in range(r.randint(2, 8)):
             self.ucx("ERROR")
-        self.emit(loglines.glog("E", "QQQQ", self.hms(), r.randrange(10 ** 6), r.randint(1000, 99999), "nixl_agent.cpp", 92,
-                                "postXferReq: remote agent disconnected", tid_width=8))
+        self.emit(
+            loglines.glog(
+                "E",
+                "QQQQ",
+                self.hms(),
+                r.randrange(10**6),
+                r.randint(1000, 99999),
+                "nixl_agent.cpp",
+                92,
+                "postXferReq: remote agent disconnected",
+                tid_width=8,
+            )
+        )
         for tp in r.sample(range(DP), r.randint(1, 4)):
-            self.sg(loglines.dp_tags(tp), loglines.transfer_failed(self.role, tp, rid, room,
-                                                                   loglines.kv_transfer_error(room, reason)))
+            self.sg(
+                loglines.dp_tags(tp),
+                loglines.transfer_failed(self.role, tp, rid, room, loglines.kv_transfer_error(room, reason)),
+            )
         self.pending.append((rid, room))
         self.finish("abort")
         self.access(500)
@@ -152,9 +256,15 @@ class _Sim:
         r = self.rng
         room = self.room()
         when = f"2026-QQ-QQ {self.hms()}"
-        head = r.choice([loglines.sglang(when, "", loglines.worker_error(room)),
-                         loglines.sglang(when, loglines.dp_tags(r.randrange(DP)), f"Scheduler hit an exception: {loglines.TRACEBACK}"),
-                         loglines.sglang(when, "", "Error in request: No tool calls but found tool output")])
+        head = r.choice(
+            [
+                loglines.sglang(when, "", loglines.worker_error(room)),
+                loglines.sglang(
+                    when, loglines.dp_tags(r.randrange(DP)), f"Scheduler hit an exception: {loglines.TRACEBACK}"
+                ),
+                loglines.sglang(when, "", "Error in request: No tool calls but found tool output"),
+            ]
+        )
         self.emit(head)
         if "Traceback" not in head:
             self.emit(loglines.TRACEBACK)
@@ -168,13 +278,19 @@ class _Sim:
         r = self.rng
         k = r.random()
         if k < 0.4:
-            self.sg(loglines.dp_tags(r.randrange(DP)), "KV cache pool is full. Retract requests. #retracted_reqs: 1, "
-                    f"#new_tokens_gained: {r.randint(100, 9000)}, #new_token_ratio: 0.4512 -> 0.5512")
+            self.sg(
+                loglines.dp_tags(r.randrange(DP)),
+                "KV cache pool is full. Retract requests. #retracted_reqs: 1, "
+                f"#new_tokens_gained: {r.randint(100, 9000)}, #new_token_ratio: 0.4512 -> 0.5512",
+            )
         elif k < 0.7:
             self.sg("", loglines.uvicorn("WARNING", "Invalid HTTP request received."))
         else:
-            self.sg(loglines.dp_tags(r.randrange(DP)), f"Deferred KV release for room {self.room()} timed out after 30.0s "
-                    "without a full drain ack from prefill; releasing anyway.")
+            self.sg(
+                loglines.dp_tags(r.randrange(DP)),
+                f"Deferred KV release for room {self.room()} timed out after 30.0s "
+                "without a full drain ack from prefill; releasing anyway.",
+            )
 
     def chatty_second(self) -> None:
         """A second of a server that mostly answers health checks (write_short_lines)."""
@@ -182,12 +298,28 @@ class _Sim:
         for _ in range(r.randint(20, 40)):
             k = r.random()
             if k < 0.4:
-                self.sg("", loglines.access(f"10.0.{r.randrange(4)}.{r.randrange(255)}", r.randint(30000, 60000), "GET", "/health", 200))
+                self.sg(
+                    "",
+                    loglines.access(
+                        f"10.0.{r.randrange(4)}.{r.randrange(255)}", r.randint(30000, 60000), "GET", "/health", 200
+                    ),
+                )
             elif k < 0.7:
                 self.sg(f" TP{r.randrange(8)}", r.choice(["Cache flushed", "heartbeat ok", "tick"]))
             else:
-                self.emit(loglines.glog("I", "QQQQ", self.hms(), r.randrange(10 ** 6), r.randint(1000, 9999), "nixl_agent.cpp",
-                                        r.randint(100, 999), r.choice(["xfer posted", "notif sent", "md loaded"]), tid_width=0))
+                self.emit(
+                    loglines.glog(
+                        "I",
+                        "QQQQ",
+                        self.hms(),
+                        r.randrange(10**6),
+                        r.randint(1000, 9999),
+                        "nixl_agent.cpp",
+                        r.randint(100, 999),
+                        r.choice(["xfer posted", "notif sent", "md loaded"]),
+                        tid_width=0,
+                    )
+                )
         self.t = (self.t + 1) % 86400
 
     # -- one simulated second ----------------------------------------------------------------
@@ -236,8 +368,12 @@ def chunk(role: str, seed: int, cri: bool = False, nbytes: int = CHUNK_BYTES) ->
 
 def _fill(b: bytes, rep: int) -> bytes:
     day = BASE_DAY + dt.timedelta(days=rep)
-    return (b.replace(b"QQ-QQ", b"%02d-%02d" % (day.month, day.day)).replace(b"QQQQ", b"%02d%02d" % (day.month, day.day))
-            .replace(b"EEEEE", b"%05d" % ((BASE_EPOCH + rep * 86400) // 100000)).replace(b"ZZ", b"%02d" % (rep % 100)))
+    return (
+        b.replace(b"QQ-QQ", b"%02d-%02d" % (day.month, day.day))
+        .replace(b"QQQQ", b"%02d%02d" % (day.month, day.day))
+        .replace(b"EEEEE", b"%05d" % ((BASE_EPOCH + rep * 86400) // 100000))
+        .replace(b"ZZ", b"%02d" % (rep % 100))
+    )
 
 
 def write_log(path: str, role: str, size: int, seed: int, cri: bool = False) -> tuple[int, int]:
@@ -292,11 +428,20 @@ def write_trace(path: str, size: int, seed: int) -> tuple[int, int]:
         room = rng.randrange(1, 1 << 63)
         rank = rng.randrange(8)
         chunks = rng.randint(1, 4)
-        p = {"host": "node-p%d" % (rank // 4), "pid": 184000 + rank, "side": "prefill", "engine_rank": rank,
-             "dp_rank": rank}
+        p = {
+            "host": "node-p%d" % (rank // 4),
+            "pid": 184000 + rank,
+            "side": "prefill",
+            "engine_rank": rank,
+            "dp_rank": rank,
+        }
         dd = {"host": "node-d%d" % (rank // 4), "pid": 90400 + rank, "side": "decode", "engine_rank": rank}
-        prid, drid, peer_p, peer_d = _hex(rng, 32), _hex(rng, 32), "8f3e2a1c-5b7d-4e9f-a0b1-%012x" % rank, \
-            "def7d2f1-d482-4cd2-b6de-%012x" % rank
+        prid, drid, peer_p, peer_d = (
+            _hex(rng, 32),
+            _hex(rng, 32),
+            "8f3e2a1c-5b7d-4e9f-a0b1-%012x" % rank,
+            "def7d2f1-d482-4cd2-b6de-%012x" % rank,
+        )
         iso_d = rng.random() < 0.3
         for c in range(chunks):
             last = c == chunks - 1
@@ -304,26 +449,110 @@ def write_trace(path: str, size: int, seed: int) -> tuple[int, int]:
             ck = _hex(rng, 16)
             unit = {"kind": "kv", "chunk": c, "is_last": last}
             t += 0.0003
-            out.append(dump({"ts": round(t, 6), **p, "room": room, "rid": prid, **unit, "event": "checksum",
-                             "bytes": nb, "checksum": ck, "checksum_algo": "xxh64"}))
-            out.append(dump({"ts": round(t + 0.0001, 6), **p, "room": room, "rid": prid, **unit, "event": "post",
-                             "bytes": nb, "peer": peer_d}))
+            out.append(
+                dump(
+                    {
+                        "ts": round(t, 6),
+                        **p,
+                        "room": room,
+                        "rid": prid,
+                        **unit,
+                        "event": "checksum",
+                        "bytes": nb,
+                        "checksum": ck,
+                        "checksum_algo": "xxh64",
+                    }
+                )
+            )
+            out.append(
+                dump(
+                    {
+                        "ts": round(t + 0.0001, 6),
+                        **p,
+                        "room": room,
+                        "rid": prid,
+                        **unit,
+                        "event": "post",
+                        "bytes": nb,
+                        "peer": peer_d,
+                    }
+                )
+            )
             fail = rng.random() < 0.002
             if fail:
-                out.append(dump({"ts": round(t + 0.002, 6), **p, "room": room, **unit, "event": "fail",
-                                 "status": -3 if rng.random() < 0.5 else "NIXL_ERR_BACKEND", "peer": peer_d,
-                                 "error": "getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND"}))
-                out.append(dump({"ts": round(t + 5, 6), **dd, "room": str(room), "kind": "kv", "event": "abort",
-                                 "error": f"KVTransferError(bootstrap_room={room}): NIXL transfer encountered ERR"}))
+                out.append(
+                    dump(
+                        {
+                            "ts": round(t + 0.002, 6),
+                            **p,
+                            "room": room,
+                            **unit,
+                            "event": "fail",
+                            "status": -3 if rng.random() < 0.5 else "NIXL_ERR_BACKEND",
+                            "peer": peer_d,
+                            "error": "getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND",
+                        }
+                    )
+                )
+                out.append(
+                    dump(
+                        {
+                            "ts": round(t + 5, 6),
+                            **dd,
+                            "room": str(room),
+                            "kind": "kv",
+                            "event": "abort",
+                            "error": f"KVTransferError(bootstrap_room={room}): NIXL transfer encountered ERR",
+                        }
+                    )
+                )
                 break
-            out.append(dump({"ts": round(t + 0.002, 6), **p, "room": room, **unit, "event": "done",
-                             "status": "NIXL_SUCCESS", "peer": peer_d}))
-            ts_d = (dt.datetime.fromtimestamp(t + 0.0021, dt.timezone.utc).isoformat().replace("+00:00", "Z")
-                    if iso_d else round(t + 0.0021, 6))
-            out.append(dump({"ts": ts_d, **dd, "room": str(room) if iso_d else room, "rid": drid, **unit,
-                             "event": "notif", "peer": peer_p, "notif": f"{room}:kv:{c}"}))
-            out.append(dump({"ts": ts_d, **dd, "room": room, **unit, "event": "checksum", "bytes": nb,
-                             "checksum": "0x" + ck.upper() if rng.random() < 0.5 else ck, "checksum_algo": "xxh64"}))
+            out.append(
+                dump(
+                    {
+                        "ts": round(t + 0.002, 6),
+                        **p,
+                        "room": room,
+                        **unit,
+                        "event": "done",
+                        "status": "NIXL_SUCCESS",
+                        "peer": peer_d,
+                    }
+                )
+            )
+            ts_d = (
+                dt.datetime.fromtimestamp(t + 0.0021, dt.timezone.utc).isoformat().replace("+00:00", "Z")
+                if iso_d
+                else round(t + 0.0021, 6)
+            )
+            out.append(
+                dump(
+                    {
+                        "ts": ts_d,
+                        **dd,
+                        "room": str(room) if iso_d else room,
+                        "rid": drid,
+                        **unit,
+                        "event": "notif",
+                        "peer": peer_p,
+                        "notif": f"{room}:kv:{c}",
+                    }
+                )
+            )
+            out.append(
+                dump(
+                    {
+                        "ts": ts_d,
+                        **dd,
+                        "room": room,
+                        **unit,
+                        "event": "checksum",
+                        "bytes": nb,
+                        "checksum": "0x" + ck.upper() if rng.random() < 0.5 else ck,
+                        "checksum_algo": "xxh64",
+                    }
+                )
+            )
         if rng.random() < 0.001:
             out.append(out[-1][: len(out[-1]) // 2])
         n = sum(map(len, out[-64:])) * len(out) // min(len(out), 64)

@@ -26,10 +26,16 @@ import sys
 import tempfile
 import time
 
-LINE = ("[2026-10-30 10:{m:02d}:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
-        "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n")
-CASES = {"inline_sigint": ((), signal.SIGINT), "inline_sigterm": ((), signal.SIGTERM),
-         "pool_sigint": (("--jobs", "2"), signal.SIGINT), "pool_sigterm": (("--jobs", "2"), signal.SIGTERM)}
+LINE = (
+    "[2026-10-30 10:{m:02d}:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
+    "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n"
+)
+CASES = {
+    "inline_sigint": ((), signal.SIGINT),
+    "inline_sigterm": ((), signal.SIGTERM),
+    "pool_sigint": (("--jobs", "2"), signal.SIGINT),
+    "pool_sigterm": (("--jobs", "2"), signal.SIGTERM),
+}
 
 
 def _log(lines: int, h: int, hosts: int, first: int = 0) -> str:
@@ -61,9 +67,16 @@ def _session(sid: int) -> list[int]:
 def _consistent(store: str) -> bool:
     import duckdb
 
-    files = [os.path.join(store, "data", k, f) for k in os.listdir(os.path.join(store, "data"))
-             for f in os.listdir(os.path.join(store, "data", k)) if f.startswith("files-")] \
-        if os.path.isdir(os.path.join(store, "data")) else []
+    files = (
+        [
+            os.path.join(store, "data", k, f)
+            for k in os.listdir(os.path.join(store, "data"))
+            for f in os.listdir(os.path.join(store, "data", k))
+            if f.startswith("files-")
+        ]
+        if os.path.isdir(os.path.join(store, "data"))
+        else []
+    )
     tmp = os.path.join(store, ".tmp")
     if os.path.isdir(tmp) and os.listdir(tmp):
         return False
@@ -76,8 +89,12 @@ def _consistent(store: str) -> bool:
 def run_case(py: str, dump: str, work: str, extra: tuple, sig: int) -> tuple[float, int, bool]:
     store = os.path.join(work, "store")
     shutil.rmtree(store, ignore_errors=True)
-    proc = subprocess.Popen([py, "-m", "forensics.cli", "ingest", dump, "--store", store, *extra],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [py, "-m", "forensics.cli", "ingest", dump, "--store", store, *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     tmp = os.path.join(store, ".tmp")
     end = time.monotonic() + 300
     while time.monotonic() < end and proc.poll() is None:
@@ -106,8 +123,9 @@ def grown(py: str, work: str) -> None:
             with open(log, "a") as f:
                 f.write(_log(more, 0, 1, first=120_000))
         t0 = time.monotonic()
-        subprocess.run([py, "-m", "forensics.cli", "ingest", os.path.dirname(d), "--store", store], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [py, "-m", "forensics.cli", "ingest", os.path.dirname(d), "--store", store], check=True, capture_output=True
+        )
         print(f"  {label:<22} {time.monotonic() - t0:6.2f} s")
 
 
@@ -129,8 +147,10 @@ def main() -> None:
             extra, sig = CASES[name]
             got = [run_case(a.python, dump, work, extra, sig) for _ in range(a.runs)]
             lat = [g[0] for g in got]
-            print(f"{name:<16} {statistics.median(lat):9.3f} {max(lat):7.3f}  {sorted({g[1] for g in got})!s:<10}  "
-                  f"{all(g[2] for g in got)}")
+            print(
+                f"{name:<16} {statistics.median(lat):9.3f} {max(lat):7.3f}  {sorted({g[1] for g in got})!s:<10}  "
+                f"{all(g[2] for g in got)}"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -26,8 +26,10 @@ import sys
 import tempfile
 import time
 
-GOOD = ("[2026-10-30 10:00:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
-        "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n")
+GOOD = (
+    "[2026-10-30 10:00:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
+    "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n"
+)
 
 
 def _good(n: int, start: int = 0) -> bytes:
@@ -65,19 +67,39 @@ def long_line_200mb(d: str) -> str:
 def proxy_reply_50mb(d: str) -> str:
     path = os.path.join(d, "proxy", "proxy.jsonl")
     os.makedirs(os.path.dirname(path))
-    req = {"ts": "2026-10-30T10:00:00.004Z", "dir": "req", "conn": "c-1",
-           "body": {"model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]}}
+    req = {
+        "ts": "2026-10-30T10:00:00.004Z",
+        "dir": "req",
+        "conn": "c-1",
+        "body": {"model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]},
+    }
     with open(path, "w") as f:
         for i in range(200):
             f.write(json.dumps({**req, "conn": f"c-{i}"}) + "\n")
-            f.write(json.dumps({"ts": "2026-10-30T10:00:01.000Z", "dir": "resp", "conn": f"c-{i}", "status": 200,
-                                "body": {"id": f"r{i}", "object": "chat.completion", "choices": [
-                                    {"index": 0, "message": {"role": "assistant", "content": "ok"},
-                                     "finish_reason": "stop"}]}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "ts": "2026-10-30T10:00:01.000Z",
+                        "dir": "resp",
+                        "conn": f"c-{i}",
+                        "status": 200,
+                        "body": {
+                            "id": f"r{i}",
+                            "object": "chat.completion",
+                            "choices": [
+                                {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+                            ],
+                        },
+                    }
+                )
+                + "\n"
+            )
         f.write(json.dumps({**req, "conn": "c-big"}) + "\n")
-        f.write('{"ts":"2026-10-30T10:00:02.000Z","dir":"resp","conn":"c-big","status":200,"body":{"id":"big",'
-                '"object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":'
-                '{"role":"assistant","content":"')
+        f.write(
+            '{"ts":"2026-10-30T10:00:02.000Z","dir":"resp","conn":"c-big","status":200,"body":{"id":"big",'
+            '"object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":'
+            '{"role":"assistant","content":"'
+        )
         f.write("lorem ipsum " * (50_000_000 // 12))
         f.write('"}}]}}\n')
     return path
@@ -112,14 +134,27 @@ def main() -> None:
             for i in range(args.runs):
                 ref.append(_run(["wc", "-l", path], d)[1])
                 store = os.path.join(d, f"store{i}")
-                s, m, code = _run([args.python, "-c", "from forensics.cli import main; main()", "ingest",
-                                   os.path.dirname(path), "--store", store], d)
+                s, m, code = _run(
+                    [
+                        args.python,
+                        "-c",
+                        "from forensics.cli import main; main()",
+                        "ingest",
+                        os.path.dirname(path),
+                        "--store",
+                        store,
+                    ],
+                    d,
+                )
                 rss.append(m)
                 secs.append(s)
                 codes.append(code)
                 shutil.rmtree(store, ignore_errors=True)
-            print(f"{name:<18} {statistics.median(ref):>10.0f} {statistics.median(rss):>11.0f} "
-                  f"{statistics.median(secs):>9.1f} {','.join(map(str, sorted(set(codes)))):>5}", flush=True)
+            print(
+                f"{name:<18} {statistics.median(ref):>10.0f} {statistics.median(rss):>11.0f} "
+                f"{statistics.median(secs):>9.1f} {','.join(map(str, sorted(set(codes)))):>5}",
+                flush=True,
+            )
         finally:
             shutil.rmtree(d, ignore_errors=True)
 

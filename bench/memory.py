@@ -37,13 +37,25 @@ def commands(store: str, out: str, room: str = BIGSTORE_ROOM) -> list[tuple[str,
     s = ["--store", store]
     cmds = [("timeline (first report)", ["timeline", *s])]
     for fmt in ("markdown", "csv", "json"):
-        cmds.append((f"timeline --format {fmt}", ["timeline", "--format", fmt, *s, "-o", os.path.join(out, f"t.{fmt}")]))
+        cmds.append(
+            (f"timeline --format {fmt}", ["timeline", "--format", fmt, *s, "-o", os.path.join(out, f"t.{fmt}")])
+        )
     for fmt, ext in (("html", "html"), ("png", "png"), ("svg", "svg"), ("perfetto", "json")):
-        cmds.append((f"timeline --format {fmt}", ["timeline", "--format", fmt, *s, "-o", os.path.join(out, f"t-{fmt}.{ext}")]))
-    cmds.append(("timeline --format perfetto --bucket 1s",
-                 ["timeline", "--format", "perfetto", "--bucket", "1s", *s, "-o", os.path.join(out, "t-1s.json")]))
-    cmds.append(("timeline --format html --bucket 1s",
-                 ["timeline", "--format", "html", "--bucket", "1s", *s, "-o", os.path.join(out, "t-1s.html")]))
+        cmds.append(
+            (f"timeline --format {fmt}", ["timeline", "--format", fmt, *s, "-o", os.path.join(out, f"t-{fmt}.{ext}")])
+        )
+    cmds.append(
+        (
+            "timeline --format perfetto --bucket 1s",
+            ["timeline", "--format", "perfetto", "--bucket", "1s", *s, "-o", os.path.join(out, "t-1s.json")],
+        )
+    )
+    cmds.append(
+        (
+            "timeline --format html --bucket 1s",
+            ["timeline", "--format", "html", "--bucket", "1s", *s, "-o", os.path.join(out, "t-1s.html")],
+        )
+    )
     cmds += [
         ("evidence", ["evidence", *s]),
         ("replies", ["replies", *s]),
@@ -60,10 +72,19 @@ def main() -> None:
     ap.add_argument("--transfers", type=int, default=10_000_000)
     ap.add_argument("--batches", type=int, default=1_000_000)
     ap.add_argument("--replies", type=int, default=100_000)
-    ap.add_argument("--store", help="measure this store as it is (no build): e.g. a copy whose derived views are cached")
-    ap.add_argument("--only", action="append", default=[], help="only the commands whose label contains this (repeatable)")
-    ap.add_argument("--log", type=run.parse_size, default=None, metavar="SIZE",
-                    help="also ingest one generated decode log of SIZE (e.g. 4G) and measure every command on its store")
+    ap.add_argument(
+        "--store", help="measure this store as it is (no build): e.g. a copy whose derived views are cached"
+    )
+    ap.add_argument(
+        "--only", action="append", default=[], help="only the commands whose label contains this (repeatable)"
+    )
+    ap.add_argument(
+        "--log",
+        type=run.parse_size,
+        default=None,
+        metavar="SIZE",
+        help="also ingest one generated decode log of SIZE (e.g. 4G) and measure every command on its store",
+    )
     a = ap.parse_args()
     os.makedirs(run.OUT, exist_ok=True)
     if a.store:
@@ -71,13 +92,23 @@ def main() -> None:
     else:
         store, counts = run.build_store(a.transfers, a.batches, a.replies)
     report = {"store": counts, "commands": measure(store, a.only, room=first_room(store) if a.store else BIGSTORE_ROOM)}
-    text = [table(report["commands"], f"the store {store}" if a.store else
-                  "the large store (" + ", ".join(f"{k}={v:,}" for k, v in counts.items()) + ")")]
+    text = [
+        table(
+            report["commands"],
+            f"the store {store}"
+            if a.store
+            else "the large store (" + ", ".join(f"{k}={v:,}" for k, v in counts.items()) + ")",
+        )
+    ]
     if a.log:
         report["log"] = from_log(a.log, a.only)
-        text.append(table([report["log"]["ingest"], *report["log"]["commands"]],
-                          f"a store ingested from one {report['log']['bytes'] / 2**30:.1f} GiB decode log "
-                          f"({report['log']['lines']:,} lines)"))
+        text.append(
+            table(
+                [report["log"]["ingest"], *report["log"]["commands"]],
+                f"a store ingested from one {report['log']['bytes'] / 2**30:.1f} GiB decode log "
+                f"({report['log']['lines']:,} lines)",
+            )
+        )
     json.dump(report, open(os.path.join(run.OUT, "memory.json"), "w"), indent=1)
     print("\n\n".join(text))
 
@@ -96,10 +127,18 @@ def from_log(size: int, only: list[str]) -> dict:
     store = os.path.join(d, "store")
     print(f"  generated {nbytes / 2**30:.2f} GiB, {lines:,} lines", flush=True)
     r = run.run_proc(run.forensics_cmd() + ["ingest", path, "--store", store], cwd=run.ROOT)
-    ingest = {"command": "ingest (with its store summary)", "wall_s": r["wall_s"], "rc": r["rc"],
-              "peak_rss_mib": r["peak_rss_mib"], "peak_tree_rss_mib": r["peak_tree_rss_mib"], "output_bytes": None}
-    print(f"  ingest: {r['wall_s']:.1f} s, peak {max(r['peak_rss_mib'], r['peak_tree_rss_mib']):.0f} MiB, exit {r['rc']}",
-          flush=True)
+    ingest = {
+        "command": "ingest (with its store summary)",
+        "wall_s": r["wall_s"],
+        "rc": r["rc"],
+        "peak_rss_mib": r["peak_rss_mib"],
+        "peak_tree_rss_mib": r["peak_tree_rss_mib"],
+        "output_bytes": None,
+    }
+    print(
+        f"  ingest: {r['wall_s']:.1f} s, peak {max(r['peak_rss_mib'], r['peak_tree_rss_mib']):.0f} MiB, exit {r['rc']}",
+        flush=True,
+    )
     os.remove(path)
     results = measure(store, only, room=first_room(store))
     return {"bytes": nbytes, "lines": lines, "ingest": ingest, "commands": results}
@@ -107,9 +146,13 @@ def from_log(size: int, only: list[str]) -> dict:
 
 def first_room(store: str) -> str:
     """A room of the store, for `forensics room`."""
-    r = subprocess.run(run.forensics_cmd() + ["sql", "--store", store, "--format", "csv",
-                                              "SELECT min(bootstrap_room) AS room FROM rooms"],
-                       capture_output=True, text=True, cwd=run.ROOT)
+    r = subprocess.run(
+        run.forensics_cmd()
+        + ["sql", "--store", store, "--format", "csv", "SELECT min(bootstrap_room) AS room FROM rooms"],
+        capture_output=True,
+        text=True,
+        cwd=run.ROOT,
+    )
     lines = r.stdout.split()
     return lines[1] if r.returncode == 0 and len(lines) > 1 and lines[1] else BIGSTORE_ROOM
 
@@ -128,19 +171,30 @@ def measure(store: str, only: list[str] = (), room: str = BIGSTORE_ROOM) -> list
         size = None
         if "-o" in argv and os.path.exists(argv[argv.index("-o") + 1]):
             size = os.path.getsize(argv[argv.index("-o") + 1])
-        row = {"command": label, "wall_s": r["wall_s"], "rc": r["rc"], "peak_rss_mib": r["peak_rss_mib"],
-               "peak_tree_rss_mib": r["peak_tree_rss_mib"], "output_bytes": size}
+        row = {
+            "command": label,
+            "wall_s": r["wall_s"],
+            "rc": r["rc"],
+            "peak_rss_mib": r["peak_rss_mib"],
+            "peak_tree_rss_mib": r["peak_tree_rss_mib"],
+            "output_bytes": size,
+        }
         if r["rc"] != 0:
             row["stderr"] = open(os.path.join(run.OUT, "last_stderr.txt")).read().strip().splitlines()[-1:]
         results.append(row)
-        print(f"  {label}: {r['wall_s']:.1f} s, peak {max(r['peak_rss_mib'], r['peak_tree_rss_mib']):.0f} MiB, "
-              f"exit {r['rc']}" + (f", {size / 1e6:.1f} MB written" if size is not None else ""), flush=True)
+        print(
+            f"  {label}: {r['wall_s']:.1f} s, peak {max(r['peak_rss_mib'], r['peak_tree_rss_mib']):.0f} MiB, "
+            f"exit {r['rc']}" + (f", {size / 1e6:.1f} MB written" if size is not None else ""),
+            flush=True,
+        )
     return results
 
 
 def table(results: list[dict], what: str) -> str:
-    lines = [f"peak RSS on {what}; limit {LIMIT_MIB} MiB",
-             f"{'command':<42}{'wall s':>8}{'RSS MiB':>9}{'limit':>7}{'x limit':>9}{'output MB':>11}  exit"]
+    lines = [
+        f"peak RSS on {what}; limit {LIMIT_MIB} MiB",
+        f"{'command':<42}{'wall s':>8}{'RSS MiB':>9}{'limit':>7}{'x limit':>9}{'output MB':>11}  exit",
+    ]
     for r in results:
         if "skipped" in r:
             lines.append(f"{r['command']:<42}  skipped ({r['skipped']})")
@@ -148,8 +202,10 @@ def table(results: list[dict], what: str) -> str:
         rss = max(r["peak_rss_mib"], r["peak_tree_rss_mib"])
         size = f"{r['output_bytes'] / 1e6:.1f}" if r.get("output_bytes") is not None else ""
         flag = "  OVER" if rss > LIMIT_MIB else ""
-        lines.append(f"{r['command']:<42}{r['wall_s']:>8.1f}{rss:>9.0f}{LIMIT_MIB:>7}{rss / LIMIT_MIB:>9.2f}{size:>11}"
-                     f"  {r['rc']}{flag}")
+        lines.append(
+            f"{r['command']:<42}{r['wall_s']:>8.1f}{rss:>9.0f}{LIMIT_MIB:>7}{rss / LIMIT_MIB:>9.2f}{size:>11}"
+            f"  {r['rc']}{flag}"
+        )
     return "\n".join(lines)
 
 

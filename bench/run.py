@@ -36,8 +36,12 @@ sys.path.insert(0, ROOT)
 import gen  # noqa: E402
 
 # several files of one PD dump: share of the total size, role, seed, CRI wrapper
-DUMP = [("decode-0.log", 0.35, "decode", 11, False), ("decode-1-k8s.log", 0.25, "decode", 12, True),
-        ("prefill-0.log", 0.25, "prefill", 13, False), ("prefill-1.log", 0.15, "prefill", 14, False)]
+DUMP = [
+    ("decode-0.log", 0.35, "decode", 11, False),
+    ("decode-1-k8s.log", 0.25, "decode", 12, True),
+    ("prefill-0.log", 0.25, "prefill", 13, False),
+    ("prefill-1.log", 0.15, "prefill", 14, False),
+]
 SINGLE = ("decode-big.log", "decode", 7, False)
 # one file of short lines, a quarter of --size: the memory case (RSS follows lines, not bytes)
 SHORT = ("short-lines.log", 0.25, 15)
@@ -56,14 +60,19 @@ def forensics_cmd() -> list[str]:
     """The installed console script when it runs this checkout (what a user runs), else `python -m`."""
     if not _CMD:
         script = os.path.join(sysconfig.get_path("scripts"), "forensics")
-        where = subprocess.run([sys.executable, "-c", "import forensics; print(forensics.__file__)"],
-                               capture_output=True, text=True, cwd="/").stdout.strip()
+        where = subprocess.run(
+            [sys.executable, "-c", "import forensics; print(forensics.__file__)"],
+            capture_output=True,
+            text=True,
+            cwd="/",
+        ).stdout.strip()
         mine = os.path.realpath(where).startswith(os.path.realpath(ROOT) + os.sep)
         _CMD.extend([script] if os.path.exists(script) and mine else [sys.executable, "-m", "forensics.cli"])
     return _CMD
 
 
 # -- data -------------------------------------------------------------------------------------
+
 
 def make_data(size: int) -> dict:
     """Generate (or reuse) the single big file and the several-files dump; return the manifest."""
@@ -76,8 +85,11 @@ def make_data(size: int) -> dict:
     version = h.hexdigest()[:12]
     if os.path.exists(mpath):
         m = json.load(open(mpath))
-        if m.get("gen") == version and "short" in m and all(os.path.exists(os.path.join(d, f["name"]))
-                                                            for f in m["single"] + m["dump"] + m["short"]):
+        if (
+            m.get("gen") == version
+            and "short" in m
+            and all(os.path.exists(os.path.join(d, f["name"])) for f in m["single"] + m["dump"] + m["short"])
+        ):
             return m
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "dump"))
@@ -93,14 +105,22 @@ def make_data(size: int) -> dict:
     name, share, seed = SHORT
     b, n = gen.write_short_lines(os.path.join(d, name), int(size * share), seed)
     short = [{"name": name, "bytes": b, "lines": n}]
-    m = {"gen": version, "size": size, "dir": d, "single": single, "dump": dump, "short": short,
-         "generated_s": round(time.perf_counter() - t0, 1)}
+    m = {
+        "gen": version,
+        "size": size,
+        "dir": d,
+        "single": single,
+        "dump": dump,
+        "short": short,
+        "generated_s": round(time.perf_counter() - t0, 1),
+    }
     json.dump(m, open(mpath, "w"), indent=1)
     print(f"generated {2.25 * size / 1e6:.0f} MB of logs in {m['generated_s']} s -> {d}", flush=True)
     return m
 
 
 # -- measuring a process ------------------------------------------------------------------------
+
 
 def _tree_rss_kib(root: int) -> int:
     """Sum of VmRSS over `root` and its descendants (from /proc)."""
@@ -152,8 +172,13 @@ def run_proc(cmd: list[str], cwd: str | None = None, env=None) -> dict:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     out.close()
     err.close()
-    return {"wall_s": wall, "rc": p.returncode, "peak_rss_mib": ru.ru_maxrss / 1024, "peak_tree_rss_mib": peak_tree / 1024,
-            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+    return {
+        "wall_s": wall,
+        "rc": p.returncode,
+        "peak_rss_mib": ru.ru_maxrss / 1024,
+        "peak_tree_rss_mib": peak_tree / 1024,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+    }
 
 
 def _subreaper() -> None:
@@ -180,7 +205,6 @@ def _reap_tree(timeout: float = 60) -> None:
             time.sleep(0.02)
 
 
-
 def grep_time(paths: list[str]) -> float:
     t0 = time.perf_counter()
     # into a pipe, not /dev/null: GNU grep stops at the first match when its output is /dev/null
@@ -200,25 +224,40 @@ def bench_ingest(label: str, paths: list[str], nbytes: int, nlines: int, runs: i
             sys.exit(f"error: ingest failed (exit {r['rc']}); see {OUT}/last_stderr.txt")
         r["grep_s"] = g
         rows.append(r)
-        print(f"  {label} run {i + 1}: {r['wall_s']:.2f} s, {nbytes / r['wall_s'] / 1e6:.0f} MB/s, "
-              f"peak {r['peak_rss_mib']:.0f} MiB/process, {r['peak_tree_rss_mib']:.0f} MiB/tree, grep {g:.3f} s", flush=True)
+        print(
+            f"  {label} run {i + 1}: {r['wall_s']:.2f} s, {nbytes / r['wall_s'] / 1e6:.0f} MB/s, "
+            f"peak {r['peak_rss_mib']:.0f} MiB/process, {r['peak_tree_rss_mib']:.0f} MiB/tree, grep {g:.3f} s",
+            flush=True,
+        )
     shutil.rmtree(store, ignore_errors=True)
     wall = statistics.median(r["wall_s"] for r in rows)
     grep = statistics.median(r["grep_s"] for r in rows)
     return {
-        "label": label, "files": len(paths), "bytes": nbytes, "lines": nlines, "runs": runs,
-        "wall_s": wall, "mb_s": nbytes / wall / 1e6, "lines_s": nlines / wall,
+        "label": label,
+        "files": len(paths),
+        "bytes": nbytes,
+        "lines": nlines,
+        "runs": runs,
+        "wall_s": wall,
+        "mb_s": nbytes / wall / 1e6,
+        "lines_s": nlines / wall,
         "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in rows),
         "peak_tree_rss_mib": statistics.median(r["peak_tree_rss_mib"] for r in rows),
         "cpu_s": statistics.median(r["cpu_s"] for r in rows),
-        "grep_s": grep, "x_grep": wall / grep, "all_runs": rows,
+        "grep_s": grep,
+        "x_grep": wall / grep,
+        "all_runs": rows,
     }
 
 
 def parser_path() -> str:
     """Which path the server-log parser takes here: the native scanner needs a C compiler at install."""
-    r = subprocess.run([sys.executable, "-c", "from parsers import native; print(native.enabled())"],
-                       capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-c", "from parsers import native; print(native.enabled())"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     if r.stdout.strip() == "True":
         return "native scanner (parsers/_fastlog.c) + polars"
     return "polars only (the native scanner was not built, or FORENSICS_NATIVE=0)"
@@ -234,13 +273,17 @@ def bench_help(runs: int) -> dict:
 
 # -- against lnav and the transfer trace ------------------------------------------------------------
 
+
 def ensure_lnav() -> str | None:
     """lnav on PATH, installing the Debian package (0.11) when it is missing and we may."""
     path = shutil.which("lnav")
     if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
         print("installing lnav (apt-get install -y lnav) ...", flush=True)
-        subprocess.run(["apt-get", "install", "-y", "-q", "lnav"], capture_output=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        subprocess.run(
+            ["apt-get", "install", "-y", "-q", "lnav"],
+            capture_output=True,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        )
         path = shutil.which("lnav")
     return path
 
@@ -270,14 +313,32 @@ def bench_lnav(path: str, nlines: int, runs: int) -> dict:
         fx = run_proc(forensics_cmd() + ["ingest", path, "--store", store], cwd=ROOT)
         if fx["rc"] != 0:
             sys.exit(f"error: ingest failed (exit {fx['rc']}); see {OUT}/last_stderr.txt")
-        rows.append({"wc_s": wc, "lnav_s": ln["wall_s"], "lnav_cpu_s": ln["cpu_s"], "lnav_lines": counted,
-                     "ingest_s": fx["wall_s"], "ingest_cpu_s": fx["cpu_s"]})
-        print(f"  lnav run {i + 1}: lnav {ln['wall_s']:.2f} s ({ln['cpu_s']:.2f} s CPU), forensics ingest "
-              f"{fx['wall_s']:.2f} s ({fx['cpu_s']:.2f} s CPU), wc -l {wc:.3f} s", flush=True)
+        rows.append(
+            {
+                "wc_s": wc,
+                "lnav_s": ln["wall_s"],
+                "lnav_cpu_s": ln["cpu_s"],
+                "lnav_lines": counted,
+                "ingest_s": fx["wall_s"],
+                "ingest_cpu_s": fx["cpu_s"],
+            }
+        )
+        print(
+            f"  lnav run {i + 1}: lnav {ln['wall_s']:.2f} s ({ln['cpu_s']:.2f} s CPU), forensics ingest "
+            f"{fx['wall_s']:.2f} s ({fx['cpu_s']:.2f} s CPU), wc -l {wc:.3f} s",
+            flush=True,
+        )
     shutil.rmtree(store, ignore_errors=True)
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-    return {**med, "bytes": os.path.getsize(path), "lines": nlines, "runs": runs, "all_runs": rows,
-            "x_lnav": med["lnav_s"] / med["ingest_s"], "x_lnav_cpu": med["lnav_cpu_s"] / med["ingest_cpu_s"]}
+    return {
+        **med,
+        "bytes": os.path.getsize(path),
+        "lines": nlines,
+        "runs": runs,
+        "all_runs": rows,
+        "x_lnav": med["lnav_s"] / med["ingest_s"],
+        "x_lnav_cpu": med["lnav_cpu_s"] / med["ingest_cpu_s"],
+    }
 
 
 # the trace parser alone, in a process of its own: what ingest spends beyond it is the store's
@@ -307,8 +368,10 @@ def _tree_cpu(cmd: list[str], cwd: str) -> tuple[float, float, int]:
     return r["wall_s"], r["cpu_s"], r["rc"]
 
 
-_PIPELINE_ONLY = ("import sys; from forensics.ingest import pipeline as p; "
-                  "r = p.run([sys.argv[1]], sys.argv[2], p.Options()); sys.exit(r[0].status != 'ingested')")
+_PIPELINE_ONLY = (
+    "import sys; from forensics.ingest import pipeline as p; "
+    "r = p.run([sys.argv[1]], sys.argv[2], p.Options()); sys.exit(r[0].status != 'ingested')"
+)
 
 
 def bench_scaling(path: str, runs: int) -> dict:
@@ -322,8 +385,10 @@ def bench_scaling(path: str, runs: int) -> dict:
     if taskset is None or len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
         return {"skipped": "needs taskset and cores 0 and 1"}
     store = os.path.join(OUT, "store-scaling")
-    cases = {"ingest": forensics_cmd() + ["ingest", path, "--store", store],
-             "parse": [sys.executable, "-c", _PIPELINE_ONLY, path, store]}
+    cases = {
+        "ingest": forensics_cmd() + ["ingest", path, "--store", store],
+        "parse": [sys.executable, "-c", _PIPELINE_ONLY, path, store],
+    }
     rows: dict[str, dict[str, list[float]]] = {c: {"1": [], "2": []} for c in cases}
     cpu: dict[str, dict[str, list[float]]] = {c: {"1": [], "2": []} for c in cases}
     loads = []
@@ -337,19 +402,33 @@ def bench_scaling(path: str, runs: int) -> dict:
                     sys.exit(f"error: {case} on {n} core(s) failed (exit {rc})")
                 rows[case][n].append(wall)
                 cpu[case][n].append(used)
-        print(f"  scaling run {i + 1}: ingest 1 core {rows['ingest']['1'][-1]:.2f} s, 2 cores "
-              f"{rows['ingest']['2'][-1]:.2f} s; parse+commit 1 core {rows['parse']['1'][-1]:.2f} s "
-              f"({cpu['parse']['1'][-1]:.2f} s CPU), 2 cores {rows['parse']['2'][-1]:.2f} s "
-              f"({cpu['parse']['2'][-1]:.2f} s CPU); load {loads[-1]:.1f}", flush=True)
+        print(
+            f"  scaling run {i + 1}: ingest 1 core {rows['ingest']['1'][-1]:.2f} s, 2 cores "
+            f"{rows['ingest']['2'][-1]:.2f} s; parse+commit 1 core {rows['parse']['1'][-1]:.2f} s "
+            f"({cpu['parse']['1'][-1]:.2f} s CPU), 2 cores {rows['parse']['2'][-1]:.2f} s "
+            f"({cpu['parse']['2'][-1]:.2f} s CPU); load {loads[-1]:.1f}",
+            flush=True,
+        )
     shutil.rmtree(store, ignore_errors=True)
-    out = {"bytes": os.path.getsize(path), "runs": runs, "load_avg": statistics.median(loads),
-           "all_runs": rows, "all_cpu": cpu}
+    out = {
+        "bytes": os.path.getsize(path),
+        "runs": runs,
+        "load_avg": statistics.median(loads),
+        "all_runs": rows,
+        "all_cpu": cpu,
+    }
     for case in cases:
         one, two = statistics.median(rows[case]["1"]), statistics.median(rows[case]["2"])
         c1, c2 = statistics.median(cpu[case]["1"]), statistics.median(cpu[case]["2"])
         # what 2 cores would give if they were the run's alone: its CPU spread over both
-        out[case] = {"1core_s": one, "2core_s": two, "x": one / two, "1core_cpu_s": c1, "2core_cpu_s": c2,
-                     "x_cpu_bound": c1 / (c2 / 2)}
+        out[case] = {
+            "1core_s": one,
+            "2core_s": two,
+            "x": one / two,
+            "1core_cpu_s": c1,
+            "2core_cpu_s": c2,
+            "x_cpu_bound": c1 / (c2 / 2),
+        }
     return out
 
 
@@ -377,35 +456,63 @@ def bench_trace(size: int, runs: int) -> dict:
         if p["rc"] != 0:
             sys.exit(f"error: the trace parser failed (exit {p['rc']}); see {OUT}/last_stderr.txt")
         imp, parse_s, parsed, unparsed, fast = open(os.path.join(OUT, "last_stdout.txt")).read().split()
-        rows.append({"load": load, "grep_s": g, "ingest_s": r["wall_s"], "ingest_cpu_s": r["cpu_s"],
-                     "peak_rss_mib": r["peak_rss_mib"], "parse_proc_s": p["wall_s"], "parse_s": float(parse_s),
-                     "parse_cpu_s": p["cpu_s"], "import_s": float(imp)})
-        print(f"  trace run {i + 1}: ingest {r['wall_s']:.2f} s ({nbytes / r['wall_s'] / 1e6:.0f} MB/s, "
-              f"{r['cpu_s']:.2f} s CPU), parser alone {p['wall_s']:.2f} s as a process ({p['cpu_s']:.2f} s CPU) "
-              f"({nbytes / p['wall_s'] / 1e6:.0f} MB/s; its loop {float(parse_s):.2f} s), grep -c {g:.3f} s "
-              f"({nbytes / g / 1e6:.0f} MB/s), load {load:.1f}", flush=True)
+        rows.append(
+            {
+                "load": load,
+                "grep_s": g,
+                "ingest_s": r["wall_s"],
+                "ingest_cpu_s": r["cpu_s"],
+                "peak_rss_mib": r["peak_rss_mib"],
+                "parse_proc_s": p["wall_s"],
+                "parse_s": float(parse_s),
+                "parse_cpu_s": p["cpu_s"],
+                "import_s": float(imp),
+            }
+        )
+        print(
+            f"  trace run {i + 1}: ingest {r['wall_s']:.2f} s ({nbytes / r['wall_s'] / 1e6:.0f} MB/s, "
+            f"{r['cpu_s']:.2f} s CPU), parser alone {p['wall_s']:.2f} s as a process ({p['cpu_s']:.2f} s CPU) "
+            f"({nbytes / p['wall_s'] / 1e6:.0f} MB/s; its loop {float(parse_s):.2f} s), grep -c {g:.3f} s "
+            f"({nbytes / g / 1e6:.0f} MB/s), load {load:.1f}",
+            flush=True,
+        )
     shutil.rmtree(store, ignore_errors=True)
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-    return {**med, "label": "transfer trace", "bytes": nbytes, "lines": nlines, "runs": runs, "all_runs": rows,
-            "parsed": int(parsed), "unparsed": int(unparsed), "fast_path": fast == "1",
-            "wall_s": med["ingest_s"], "mb_s": nbytes / med["ingest_s"] / 1e6,
-            "parse_mb_s": nbytes / med["parse_proc_s"] / 1e6, "grep_mb_s": nbytes / med["grep_s"] / 1e6,
-            "x_grep": med["ingest_s"] / med["grep_s"], "target_mb_s": 150}
+    return {
+        **med,
+        "label": "transfer trace",
+        "bytes": nbytes,
+        "lines": nlines,
+        "runs": runs,
+        "all_runs": rows,
+        "parsed": int(parsed),
+        "unparsed": int(unparsed),
+        "fast_path": fast == "1",
+        "wall_s": med["ingest_s"],
+        "mb_s": nbytes / med["ingest_s"] / 1e6,
+        "parse_mb_s": nbytes / med["parse_proc_s"] / 1e6,
+        "grep_mb_s": nbytes / med["grep_s"] / 1e6,
+        "x_grep": med["ingest_s"] / med["grep_s"],
+        "target_mb_s": 150,
+    }
 
 
 def trace_line(tr: dict) -> str:
     """The transfer trace's figures, the reference beside them, in one line."""
-    return (f"transfer trace ({tr['bytes'] / 1e6:.0f} MB, {tr['lines']:,} lines, median of {tr['runs']}, load "
-            f"{tr['load']:.1f}): ingest {tr['mb_s']:.0f} MB/s ({tr['wall_s']:.2f} s, {tr['ingest_cpu_s']:.2f} s "
-            f"CPU), parser alone {tr['parse_mb_s']:.0f} MB/s ({tr['parse_proc_s']:.2f} s as a process, "
-            f"{tr['parse_cpu_s']:.2f} s CPU, imports {tr['import_s']:.2f} s of its wall); grep -c "
-            f"{tr['grep_mb_s']:.0f} MB/s ({tr['grep_s']:.3f} s), ingest {tr['x_grep']:.1f}x grep; peak "
-            f"{tr['peak_rss_mib']:.0f} MiB; target >= {tr['target_mb_s']} MB/s: "
-            + ("met" if tr["mb_s"] >= tr["target_mb_s"] else f"missed ({tr['mb_s'] / tr['target_mb_s']:.2f}x)")
-            + ("" if tr["fast_path"] else " [field splitter not built: reference path]"))
+    return (
+        f"transfer trace ({tr['bytes'] / 1e6:.0f} MB, {tr['lines']:,} lines, median of {tr['runs']}, load "
+        f"{tr['load']:.1f}): ingest {tr['mb_s']:.0f} MB/s ({tr['wall_s']:.2f} s, {tr['ingest_cpu_s']:.2f} s "
+        f"CPU), parser alone {tr['parse_mb_s']:.0f} MB/s ({tr['parse_proc_s']:.2f} s as a process, "
+        f"{tr['parse_cpu_s']:.2f} s CPU, imports {tr['import_s']:.2f} s of its wall); grep -c "
+        f"{tr['grep_mb_s']:.0f} MB/s ({tr['grep_s']:.3f} s), ingest {tr['x_grep']:.1f}x grep; peak "
+        f"{tr['peak_rss_mib']:.0f} MiB; target >= {tr['target_mb_s']} MB/s: "
+        + ("met" if tr["mb_s"] >= tr["target_mb_s"] else f"missed ({tr['mb_s'] / tr['target_mb_s']:.2f}x)")
+        + ("" if tr["fast_path"] else " [field splitter not built: reference path]")
+    )
 
 
 # -- the large store ----------------------------------------------------------------------------
+
 
 def _has_command(name: str) -> bool:
     r = subprocess.run(forensics_cmd() + [name, "--help"], capture_output=True, cwd=ROOT)
@@ -478,77 +585,104 @@ def bench_refresh(store: str) -> dict:
         res["one_more"]["extended"] = "extends" in m
         res["one_more"]["rooms"] = m.get("rooms_recomputed")
         res["first_reports_after_one_more"] = {
-            name: run_proc(forensics_cmd() + [name, "--store", plus], cwd=ROOT)["wall_s"] for name in ("timeline", "evidence")}
+            name: run_proc(forensics_cmd() + [name, "--store", plus], cwd=ROOT)["wall_s"]
+            for name in ("timeline", "evidence")
+        }
     finally:
         shutil.rmtree(plus, ignore_errors=True)
     for k in ("whole", "one_more"):
         r = res[k]
-        print(f"  {k}: {r['wall_s']:.1f} s, peak {max(r['peak_rss_mib'], r['peak_tree_rss_mib']):.0f} MiB, exit {r['rc']}"
-              + (f", {r['rooms']:,} rooms computed again" if r.get("rooms") else ""), flush=True)
+        print(
+            f"  {k}: {r['wall_s']:.1f} s, peak {max(r['peak_rss_mib'], r['peak_tree_rss_mib']):.0f} MiB, exit {r['rc']}"
+            + (f", {r['rooms']:,} rooms computed again" if r.get("rooms") else ""),
+            flush=True,
+        )
     return res
 
 
 # -- report -------------------------------------------------------------------------------------
 
+
 def summary(results: dict) -> str:
     t = results["targets"]
-    lines = [f"forensics bench  {results['date']}  {results['machine']}",
-             f"server-log parser: {results['parser']}",
-             f"{'case':<28}{'MB/s':>8}{'Mlines/s':>10}{'wall s':>8}{'x grep':>8}{'RSS/proc':>10}{'RSS/tree':>10}"]
+    lines = [
+        f"forensics bench  {results['date']}  {results['machine']}",
+        f"server-log parser: {results['parser']}",
+        f"{'case':<28}{'MB/s':>8}{'Mlines/s':>10}{'wall s':>8}{'x grep':>8}{'RSS/proc':>10}{'RSS/tree':>10}",
+    ]
     for r in results["ingest"]:
-        lines.append(f"{r['label']:<28}{r['mb_s']:>8.0f}{r['lines_s'] / 1e6:>10.2f}{r['wall_s']:>8.2f}{r['x_grep']:>8.1f}"
-                     f"{r['peak_rss_mib']:>8.0f}Mi{r['peak_tree_rss_mib']:>8.0f}Mi")
-    lines.append(f"targets: >= {t['mb_s']} MB/s, <= {t['x_grep']}x grep -c, RSS <= {t['rss_mib']} MiB, "
-                 f"--help <= {t['help_s']} s, timeline/evidence <= {t['query_s']} s")
+        lines.append(
+            f"{r['label']:<28}{r['mb_s']:>8.0f}{r['lines_s'] / 1e6:>10.2f}{r['wall_s']:>8.2f}{r['x_grep']:>8.1f}"
+            f"{r['peak_rss_mib']:>8.0f}Mi{r['peak_tree_rss_mib']:>8.0f}Mi"
+        )
+    lines.append(
+        f"targets: >= {t['mb_s']} MB/s, <= {t['x_grep']}x grep -c, RSS <= {t['rss_mib']} MiB, "
+        f"--help <= {t['help_s']} s, timeline/evidence <= {t['query_s']} s"
+    )
     lines.append(f"forensics --help: {results['help']['help_s']:.3f} s")
     for name, q in results.get("queries", {}).items():
-        lines.append(f"forensics {name}: " + (f"skipped ({q['skipped']})" if "skipped" in q
-                                              else f"{q['wall_s']:.2f} s (exit {q['rc']})"))
+        lines.append(
+            f"forensics {name}: "
+            + (f"skipped ({q['skipped']})" if "skipped" in q else f"{q['wall_s']:.2f} s (exit {q['rc']})")
+        )
     if results.get("store"):
         lines.append("large store rows: " + ", ".join(f"{k}={v:,}" for k, v in results["store"].items()))
     rf = results.get("refresh")
     if rf:
         w, o = rf["whole"], rf["one_more"]
         peak = lambda r: max(r["peak_rss_mib"], r["peak_tree_rss_mib"])  # noqa: E731
-        lines.append(f"derived views at the end of an ingest (large store): whole store {w['wall_s']:.1f} s, peak "
-                     f"{peak(w):.0f} MiB; one more input {o['wall_s']:.1f} s, peak {peak(o):.0f} MiB "
-                     f"({'extended' if o.get('extended') else 'NOT extended'}, {o.get('rooms') or 0:,} rooms computed "
-                     f"again), {o['wall_s'] / w['wall_s']:.2f}x the whole; first reports after it: "
-                     + ", ".join(f"{k} {v:.2f} s" for k, v in rf["first_reports_after_one_more"].items())
-                     + " (targets: <= 5 s, <= 1024 MiB)")
+        lines.append(
+            f"derived views at the end of an ingest (large store): whole store {w['wall_s']:.1f} s, peak "
+            f"{peak(w):.0f} MiB; one more input {o['wall_s']:.1f} s, peak {peak(o):.0f} MiB "
+            f"({'extended' if o.get('extended') else 'NOT extended'}, {o.get('rooms') or 0:,} rooms computed "
+            f"again), {o['wall_s'] / w['wall_s']:.2f}x the whole; first reports after it: "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in rf["first_reports_after_one_more"].items())
+            + " (targets: <= 5 s, <= 1024 MiB)"
+        )
     ln = results.get("lnav")
     if ln and "skipped" in ln:
         lines.append(f"against lnav: skipped ({ln['skipped']})")
     elif ln:
-        lines.append(f"against lnav ({ln['bytes'] / 1e6:.0f} MB decode log, median of {ln['runs']}): forensics ingest "
-                     f"{ln['ingest_s']:.2f} s ({ln['ingest_cpu_s']:.2f} s CPU), lnav -n {ln['lnav_s']:.2f} s "
-                     f"({ln['lnav_cpu_s']:.2f} s CPU, {ln['lnav_lines']:,} records), wc -l {ln['wc_s']:.3f} s; "
-                     f"speed vs lnav {ln['x_lnav']:.2f}x wall (target >= 1), {ln['x_lnav_cpu']:.2f}x CPU (ingest's whole "
-                     f"process tree, its workers too)")
+        lines.append(
+            f"against lnav ({ln['bytes'] / 1e6:.0f} MB decode log, median of {ln['runs']}): forensics ingest "
+            f"{ln['ingest_s']:.2f} s ({ln['ingest_cpu_s']:.2f} s CPU), lnav -n {ln['lnav_s']:.2f} s "
+            f"({ln['lnav_cpu_s']:.2f} s CPU, {ln['lnav_lines']:,} records), wc -l {ln['wc_s']:.3f} s; "
+            f"speed vs lnav {ln['x_lnav']:.2f}x wall (target >= 1), {ln['x_lnav_cpu']:.2f}x CPU (ingest's whole "
+            f"process tree, its workers too)"
+        )
     sc = results.get("scaling")
     if sc and "skipped" in sc:
         lines.append(f"scaling: skipped ({sc['skipped']})")
     elif sc:
         ig, pa = sc["ingest"], sc["parse"]
-        lines.append(f"scaling ({sc['bytes'] / 1e6:.0f} MB decode log, median of {sc['runs']}, load average "
-                     f"{sc['load_avg']:.1f}): forensics ingest 1 core {ig['1core_s']:.2f} s, 2 cores {ig['2core_s']:.2f} s, "
-                     f"{ig['x']:.2f}x; its parse+commit alone 1 core {pa['1core_s']:.2f} s, 2 cores {pa['2core_s']:.2f} s, "
-                     f"{pa['x']:.2f}x (target >= 1.8x; taskset -c 0 vs 0,1); CPU of the process tree 1 core "
-                     f"{pa['1core_cpu_s']:.2f} s, 2 cores {pa['2core_cpu_s']:.2f} s: at best {pa['x_cpu_bound']:.2f}x "
-                     f"on 2 idle cores (the 1-core CPU over half the 2-core CPU)")
+        lines.append(
+            f"scaling ({sc['bytes'] / 1e6:.0f} MB decode log, median of {sc['runs']}, load average "
+            f"{sc['load_avg']:.1f}): forensics ingest 1 core {ig['1core_s']:.2f} s, 2 cores {ig['2core_s']:.2f} s, "
+            f"{ig['x']:.2f}x; its parse+commit alone 1 core {pa['1core_s']:.2f} s, 2 cores {pa['2core_s']:.2f} s, "
+            f"{pa['x']:.2f}x (target >= 1.8x; taskset -c 0 vs 0,1); CPU of the process tree 1 core "
+            f"{pa['1core_cpu_s']:.2f} s, 2 cores {pa['2core_cpu_s']:.2f} s: at best {pa['x_cpu_bound']:.2f}x "
+            f"on 2 idle cores (the 1-core CPU over half the 2-core CPU)"
+        )
     if results.get("trace"):
         lines.append(trace_line(results["trace"]))
     if results.get("memory"):
         import memory
 
         counts = results["memory"]["store"]
-        lines.append(memory.table(results["memory"]["commands"],
-                                  "the large store (" + ", ".join(f"{k}={v:,}" for k, v in counts.items()) + ")"))
+        lines.append(
+            memory.table(
+                results["memory"]["commands"],
+                "the large store (" + ", ".join(f"{k}={v:,}" for k, v in counts.items()) + ")",
+            )
+        )
         lg = results["memory"].get("log")
         if lg:
-            lines.append(memory.table([lg["ingest"], *lg["commands"]],
-                                      f"a store ingested from one {lg['bytes'] / 2**30:.1f} GiB decode log "
-                                      f"({lg['lines']:,} lines)"))
+            lines.append(
+                memory.table(
+                    [lg["ingest"], *lg["commands"]],
+                    f"a store ingested from one {lg['bytes'] / 2**30:.1f} GiB decode log ({lg['lines']:,} lines)",
+                )
+            )
     return "\n".join(lines)
 
 
@@ -566,11 +700,20 @@ def main() -> None:
     ap.add_argument("--lnav-size", default="256M", help="bytes of PD decode log for the lnav comparison (default 256M)")
     ap.add_argument("--trace-size", default="256M", help="bytes of transfer trace (default 256M)")
     ap.add_argument("--trace-only", action="store_true", help="only the transfer trace figure")
-    ap.add_argument("--memory", action="store_true", help="also peak RSS of every command on the large store "
-                    "(bench/memory.py; the first report there computes the derived views: tens of minutes under load)")
-    ap.add_argument("--memory-log", type=parse_size, default=None, metavar="SIZE",
-                    help="with --memory, also ingest one generated decode log of SIZE (e.g. 4G) and measure every "
-                    "command on its store (about half an hour on 2 cores)")
+    ap.add_argument(
+        "--memory",
+        action="store_true",
+        help="also peak RSS of every command on the large store "
+        "(bench/memory.py; the first report there computes the derived views: tens of minutes under load)",
+    )
+    ap.add_argument(
+        "--memory-log",
+        type=parse_size,
+        default=None,
+        metavar="SIZE",
+        help="with --memory, also ingest one generated decode log of SIZE (e.g. 4G) and measure every "
+        "command on its store (about half an hour on 2 cores)",
+    )
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     size = parse_size(a.size)
@@ -578,10 +721,13 @@ def main() -> None:
         print(trace_line(bench_trace(parse_size(a.trace_size), a.runs)))
         return
     results = {
-        "date": time.strftime("%Y-%m-%d %H:%M"), "machine": f"{platform.node()} {os.cpu_count()} cores "
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": f"{platform.node()} {os.cpu_count()} cores "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, Python {platform.python_version()}",
-        "size": size, "targets": {"mb_s": 250, "x_grep": 10, "rss_mib": 1024, "help_s": 0.3, "query_s": 5},
-        "ingest": [], "parser": parser_path(),
+        "size": size,
+        "targets": {"mb_s": 250, "x_grep": 10, "rss_mib": 1024, "help_s": 0.3, "query_s": 5},
+        "ingest": [],
+        "parser": parser_path(),
     }
     if not a.skip_ingest:
         m = make_data(size)
@@ -589,13 +735,19 @@ def main() -> None:
         dump = [os.path.join(m["dir"], f["name"]) for f in m["dump"]]
         sb, sl = sum(f["bytes"] for f in m["single"]), sum(f["lines"] for f in m["single"])
         db, dl = sum(f["bytes"] for f in m["dump"]), sum(f["lines"] for f in m["dump"])
-        print(f"ingest: one file ({sb / 1e6:.0f} MB, {sl:,} lines) vs {len(dump)} files in parallel "
-              f"({db / 1e6:.0f} MB, {dl:,} lines), {a.runs} runs each", flush=True)
+        print(
+            f"ingest: one file ({sb / 1e6:.0f} MB, {sl:,} lines) vs {len(dump)} files in parallel "
+            f"({db / 1e6:.0f} MB, {dl:,} lines), {a.runs} runs each",
+            flush=True,
+        )
         results["ingest"].append(bench_ingest("one file", single, sb, sl, a.runs, None))
         results["ingest"].append(bench_ingest(f"{len(dump)} files, all cores", dump, db, dl, a.runs, None))
         f = m["short"][0]
-        results["ingest"].append(bench_ingest("short lines (memory)", [os.path.join(m["dir"], f["name"])],
-                                              f["bytes"], f["lines"], a.runs, None))
+        results["ingest"].append(
+            bench_ingest(
+                "short lines (memory)", [os.path.join(m["dir"], f["name"])], f["bytes"], f["lines"], a.runs, None
+            )
+        )
     if not a.skip_ingest:
         lsize = parse_size(a.lnav_size)
         ld = os.path.join(OUT, "data", f"lnav-{lsize}")
@@ -605,7 +757,10 @@ def main() -> None:
             gen.write_log(lpath, "decode", lsize, 7)
         with open(lpath, "rb") as f:
             lines = sum(b.count(b"\n") for b in iter(lambda: f.read(1 << 24), b""))
-        print(f"against lnav: one decode log ({os.path.getsize(lpath) / 1e6:.0f} MB, {lines:,} lines), {a.runs} runs", flush=True)
+        print(
+            f"against lnav: one decode log ({os.path.getsize(lpath) / 1e6:.0f} MB, {lines:,} lines), {a.runs} runs",
+            flush=True,
+        )
         results["lnav"] = bench_lnav(lpath, lines, a.runs)
         print(f"scaling: the one-file case's decode log on 1 core and on 2, {a.runs} runs", flush=True)
         results["scaling"] = bench_scaling(single[0], a.runs)
@@ -617,8 +772,9 @@ def main() -> None:
         store, counts = build_store(a.transfers, a.batches, a.replies)
         results["store"] = counts
         results["refresh"] = bench_refresh(store)
-        results["queries"] = bench_queries(store, a.runs, {"timeline": a.timeline_args.split(),
-                                                           "evidence": a.evidence_args.split()})
+        results["queries"] = bench_queries(
+            store, a.runs, {"timeline": a.timeline_args.split(), "evidence": a.evidence_args.split()}
+        )
     if a.memory:
         import memory
 

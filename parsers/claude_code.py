@@ -26,8 +26,11 @@ _API_ERROR = re.compile(r"^API Error:?\s*(\d{3})?")
 
 
 def sniff(head: bytes, path: str) -> float:
-    return sniff_jsonl(head, {"type"}, lambda o: o.get("type") in _TYPES
-                       and ("sessionId" in o or "leafUuid" in o or "messageId" in o or "uuid" in o))
+    return sniff_jsonl(
+        head,
+        {"type"},
+        lambda o: o.get("type") in _TYPES and ("sessionId" in o or "leafUuid" in o or "messageId" in o or "uuid" in o),
+    )
 
 
 def _user_text(obj: dict) -> str | None:
@@ -84,16 +87,37 @@ def _turn(path: str, lines: list[tuple[int, dict]], prev_user_ts, user_text) -> 
     msg_id = msg.get("id")
     req_id = first.get("requestId")
     rid = next((x for x in (req_id, msg_id) if isinstance(x, str) and _RID.fullmatch(x)), None)
-    prompt = sum(as_int(usage.get(k)) or 0 for k in ("input_tokens", "cache_read_input_tokens",
-                                                      "cache_creation_input_tokens")) if usage else None
+    prompt = (
+        sum(
+            as_int(usage.get(k)) or 0
+            for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        )
+        if usage
+        else None
+    )
     return Turn(
-        source=name, session_id=_session(first), turn_id=str(msg_id or first.get("uuid")), source_file=path,
-        line_no=lines[0][0], parent_id=first.get("parentUuid"),
-        t_start=prev_user_ts or parse_time(first.get("timestamp")), t_end=parse_time(last.get("timestamp")),
-        model=msg.get("model"), content=content, reasoning="\n".join(thinking), tool_calls=calls,
-        finish_reason=normalise_finish(stop), http_status=status, error_text=error_text, prompt_tokens=prompt,
-        completion_tokens=as_int(usage.get("output_tokens")), cached_tokens=as_int(usage.get("cache_read_input_tokens")),
-        response_id=msg_id or req_id, rid=rid, tools_offered=True, user_text=user_text,
+        source=name,
+        session_id=_session(first),
+        turn_id=str(msg_id or first.get("uuid")),
+        source_file=path,
+        line_no=lines[0][0],
+        parent_id=first.get("parentUuid"),
+        t_start=prev_user_ts or parse_time(first.get("timestamp")),
+        t_end=parse_time(last.get("timestamp")),
+        model=msg.get("model"),
+        content=content,
+        reasoning="\n".join(thinking),
+        tool_calls=calls,
+        finish_reason=normalise_finish(stop),
+        http_status=status,
+        error_text=error_text,
+        prompt_tokens=prompt,
+        completion_tokens=as_int(usage.get("output_tokens")),
+        cached_tokens=as_int(usage.get("cache_read_input_tokens")),
+        response_id=msg_id or req_id,
+        rid=rid,
+        tools_offered=True,
+        user_text=user_text,
     )
 
 
@@ -148,86 +172,261 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
 
 
 def _line(**kw) -> str:
-    base = {"parentUuid": "5d0e", "isSidechain": False, "userType": "external", "cwd": "/home/dev/app",
-            "sessionId": "3c9a7f52-0e41-4b8d-9d6a-1f2e3d4c5b6a", "version": "2.0.61", "gitBranch": "main"}
+    base = {
+        "parentUuid": "5d0e",
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/home/dev/app",
+        "sessionId": "3c9a7f52-0e41-4b8d-9d6a-1f2e3d4c5b6a",
+        "version": "2.0.61",
+        "gitBranch": "main",
+    }
     return json.dumps({**base, **kw}, ensure_ascii=False)
 
 
-_USER = _line(type="user", uuid="u1", timestamp="2026-10-30T10:02:01.000Z",
-              message={"role": "user", "content": "list the app folder"})
+_USER = _line(
+    type="user",
+    uuid="u1",
+    timestamp="2026-10-30T10:02:01.000Z",
+    message={"role": "user", "content": "list the app folder"},
+)
 
 
 def _asst(uuid, ts, content, stop, mid="msg_01Hq", usage=None):
-    return _line(type="assistant", uuid=uuid, timestamp=ts, requestId="req_2f7b91c0", message={
-        "id": mid, "type": "message", "role": "assistant", "model": "deepseek-v3.2", "content": content,
-        "stop_reason": stop, "usage": usage or {"input_tokens": 9120, "output_tokens": 38}})
+    return _line(
+        type="assistant",
+        uuid=uuid,
+        timestamp=ts,
+        requestId="req_2f7b91c0",
+        message={
+            "id": mid,
+            "type": "message",
+            "role": "assistant",
+            "model": "deepseek-v3.2",
+            "content": content,
+            "stop_reason": stop,
+            "usage": usage or {"input_tokens": 9120, "output_tokens": 38},
+        },
+    )
 
 
 samples = [
     Sample(
         "bare_invoke_in_text",
-        _USER + "\n" + _asst("a81c", "2026-10-30T10:02:11.874Z", [{"type": "text", "text":
-            "<｜DSML｜invoke name=\"Bash\">\n<｜DSML｜parameter name=\"command\" string=\"true\">ls app</｜DSML｜parameter>\n"
-            "</｜DSML｜invoke>"}], "end_turn") + "\n",
-        {"turns": [{"turn_id": "msg_01Hq", "finish_reason": "stop", "signatures": ["S1", "S4", "S10"],
-                    "corruption_class": "parse_leak", "prompt_tokens": 9120, "completion_tokens": 38,
-                    "t_start": parse_time("2026-10-30T10:02:01.000Z"), "rid": None}]},
+        _USER
+        + "\n"
+        + _asst(
+            "a81c",
+            "2026-10-30T10:02:11.874Z",
+            [
+                {
+                    "type": "text",
+                    "text": '<｜DSML｜invoke name="Bash">\n<｜DSML｜parameter name="command" string="true">ls app</｜DSML｜parameter>\n'
+                    "</｜DSML｜invoke>",
+                }
+            ],
+            "end_turn",
+        )
+        + "\n",
+        {
+            "turns": [
+                {
+                    "turn_id": "msg_01Hq",
+                    "finish_reason": "stop",
+                    "signatures": ["S1", "S4", "S10"],
+                    "corruption_class": "parse_leak",
+                    "prompt_tokens": 9120,
+                    "completion_tokens": 38,
+                    "t_start": parse_time("2026-10-30T10:02:01.000Z"),
+                    "rid": None,
+                }
+            ]
+        },
     ),
     Sample(
         "blocks_of_one_message_folded",
-        _USER + "\n"
-        + _asst("a1", "2026-10-30T10:03:00.000Z", [{"type": "thinking", "thinking": "List it.", "signature": ""}], None,
-                mid="msg_02") + "\n"
+        _USER
+        + "\n"
+        + _asst(
+            "a1",
+            "2026-10-30T10:03:00.000Z",
+            [{"type": "thinking", "thinking": "List it.", "signature": ""}],
+            None,
+            mid="msg_02",
+        )
+        + "\n"
         + _asst("a2", "2026-10-30T10:03:01.000Z", [{"type": "text", "text": "Listing the folder."}], None, mid="msg_02")
         + "\n"
-        + _asst("a3", "2026-10-30T10:03:02.000Z", [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
-                                                    "input": {"command": "ls app"}}], "tool_use", mid="msg_02") + "\n"
-        + _line(type="user", uuid="u2", timestamp="2026-10-30T10:03:03.000Z", message={"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "main.py"}]}) + "\n"
-        + _line(type="summary", summary="Listing", leafUuid="a3") + "\n",
-        {"turns": [{"turn_id": "msg_02", "reasoning": "List it.", "content": "Listing the folder.", "n_tool_calls": 1,
-                    "finish_reason": "tool_calls", "line_no": 2, "corruption_class": "clean", "signatures": []}]},
+        + _asst(
+            "a3",
+            "2026-10-30T10:03:02.000Z",
+            [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls app"}}],
+            "tool_use",
+            mid="msg_02",
+        )
+        + "\n"
+        + _line(
+            type="user",
+            uuid="u2",
+            timestamp="2026-10-30T10:03:03.000Z",
+            message={
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "main.py"}],
+            },
+        )
+        + "\n"
+        + _line(type="summary", summary="Listing", leafUuid="a3")
+        + "\n",
+        {
+            "turns": [
+                {
+                    "turn_id": "msg_02",
+                    "reasoning": "List it.",
+                    "content": "Listing the folder.",
+                    "n_tool_calls": 1,
+                    "finish_reason": "tool_calls",
+                    "line_no": 2,
+                    "corruption_class": "clean",
+                    "signatures": [],
+                }
+            ]
+        },
     ),
     Sample(
         # as Claude Code 2.1 writes a parallel call: a line per block, the first tool's result and a
         # hook's progress line between the two tool_use lines, stop_reason null everywhere, and only
         # the last line carrying the final output count
         "parallel_calls_interleaved_with_results",
-        _USER + "\n"
-        + _asst("b1", "2026-10-30T10:05:00.000Z", [{"type": "text", "text": "Reading both files."}], None, mid="msg_03",
-                usage={"input_tokens": 4, "cache_read_input_tokens": 9000, "output_tokens": 2}) + "\n"
-        + _asst("b2", "2026-10-30T10:05:01.000Z", [{"type": "tool_use", "id": "toolu_a", "name": "Read",
-                                                    "input": {"file_path": "a.py"}}], None, mid="msg_03",
-                usage={"input_tokens": 4, "cache_read_input_tokens": 9000, "output_tokens": 2}) + "\n"
-        + _line(type="progress", uuid="p1", timestamp="2026-10-30T10:05:01.100Z",
-                data={"type": "hook_progress", "hookEvent": "PostToolUse"}) + "\n"
-        + _line(type="user", uuid="u3", timestamp="2026-10-30T10:05:01.200Z", message={"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_a", "content": "x = 1"}]}) + "\n"
-        + _asst("b3", "2026-10-30T10:05:02.000Z", [{"type": "tool_use", "id": "toolu_b", "name": "Read",
-                                                    "input": {"file_path": "b.py"}}], None, mid="msg_03",
-                usage={"input_tokens": 4, "cache_read_input_tokens": 9000, "output_tokens": 57}) + "\n"
-        + _line(type="user", uuid="u4", timestamp="2026-10-30T10:05:02.200Z", message={"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_b", "content": "y = 2"}]}) + "\n"
-        + _asst("b4", "2026-10-30T10:05:04.000Z", [{"type": "text", "text": "Both set it."}], None, mid="msg_04",
-                usage={"input_tokens": 1, "cache_read_input_tokens": 9100, "output_tokens": 6}) + "\n",
-        {"turns": [{"turn_id": "msg_03", "line_no": 2, "content": "Reading both files.", "n_tool_calls": 2,
-                    "t_start": parse_time("2026-10-30T10:02:01.000Z"), "t_end": parse_time("2026-10-30T10:05:02.000Z"),
-                    "prompt_tokens": 9004, "completion_tokens": 57, "cached_tokens": 9000, "finish_reason": None,
-                    "corruption_class": "clean"},
-                   {"turn_id": "msg_04", "line_no": 8, "content": "Both set it.", "n_tool_calls": 0,
-                    "t_start": parse_time("2026-10-30T10:05:02.200Z"), "completion_tokens": 6}]},
+        _USER
+        + "\n"
+        + _asst(
+            "b1",
+            "2026-10-30T10:05:00.000Z",
+            [{"type": "text", "text": "Reading both files."}],
+            None,
+            mid="msg_03",
+            usage={"input_tokens": 4, "cache_read_input_tokens": 9000, "output_tokens": 2},
+        )
+        + "\n"
+        + _asst(
+            "b2",
+            "2026-10-30T10:05:01.000Z",
+            [{"type": "tool_use", "id": "toolu_a", "name": "Read", "input": {"file_path": "a.py"}}],
+            None,
+            mid="msg_03",
+            usage={"input_tokens": 4, "cache_read_input_tokens": 9000, "output_tokens": 2},
+        )
+        + "\n"
+        + _line(
+            type="progress",
+            uuid="p1",
+            timestamp="2026-10-30T10:05:01.100Z",
+            data={"type": "hook_progress", "hookEvent": "PostToolUse"},
+        )
+        + "\n"
+        + _line(
+            type="user",
+            uuid="u3",
+            timestamp="2026-10-30T10:05:01.200Z",
+            message={
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "x = 1"}],
+            },
+        )
+        + "\n"
+        + _asst(
+            "b3",
+            "2026-10-30T10:05:02.000Z",
+            [{"type": "tool_use", "id": "toolu_b", "name": "Read", "input": {"file_path": "b.py"}}],
+            None,
+            mid="msg_03",
+            usage={"input_tokens": 4, "cache_read_input_tokens": 9000, "output_tokens": 57},
+        )
+        + "\n"
+        + _line(
+            type="user",
+            uuid="u4",
+            timestamp="2026-10-30T10:05:02.200Z",
+            message={
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_b", "content": "y = 2"}],
+            },
+        )
+        + "\n"
+        + _asst(
+            "b4",
+            "2026-10-30T10:05:04.000Z",
+            [{"type": "text", "text": "Both set it."}],
+            None,
+            mid="msg_04",
+            usage={"input_tokens": 1, "cache_read_input_tokens": 9100, "output_tokens": 6},
+        )
+        + "\n",
+        {
+            "turns": [
+                {
+                    "turn_id": "msg_03",
+                    "line_no": 2,
+                    "content": "Reading both files.",
+                    "n_tool_calls": 2,
+                    "t_start": parse_time("2026-10-30T10:02:01.000Z"),
+                    "t_end": parse_time("2026-10-30T10:05:02.000Z"),
+                    "prompt_tokens": 9004,
+                    "completion_tokens": 57,
+                    "cached_tokens": 9000,
+                    "finish_reason": None,
+                    "corruption_class": "clean",
+                },
+                {
+                    "turn_id": "msg_04",
+                    "line_no": 8,
+                    "content": "Both set it.",
+                    "n_tool_calls": 0,
+                    "t_start": parse_time("2026-10-30T10:05:02.200Z"),
+                    "completion_tokens": 6,
+                },
+            ]
+        },
     ),
     Sample(
         "api_error_500",
-        _USER + "\n" + _line(type="assistant", uuid="e1", timestamp="2026-10-30T10:04:00.000Z", isApiErrorMessage=True,
-                             message={"id": "e1", "role": "assistant", "model": "<synthetic>", "content": [
-                                 {"type": "text", "text": "API Error: 500 {\"object\":\"error\",\"message\":\"Prefill "
-                                  "bootstrap failed for request rank=0 req.rid='5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4' "
-                                  "req.bootstrap_room=9223372036854775807 with exception KVTransferError(bootstrap_room="
-                                  "9223372036854775807): Request 9223372036854775807 timed out after 300.0s in "
-                                  "KVPoll.Bootstrapping\",\"code\":500}"}], "stop_reason": "stop_sequence",
-                                 "usage": {"input_tokens": 0, "output_tokens": 0}}) + "\n",
-        {"turns": [{"http_status": 500, "content_chars": 0, "signatures": ["S16"], "corruption_class": "transfer_error",
-                    "error_rid": "5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4", "error_bootstrap_room": 9223372036854775807}]},
+        _USER
+        + "\n"
+        + _line(
+            type="assistant",
+            uuid="e1",
+            timestamp="2026-10-30T10:04:00.000Z",
+            isApiErrorMessage=True,
+            message={
+                "id": "e1",
+                "role": "assistant",
+                "model": "<synthetic>",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": 'API Error: 500 {"object":"error","message":"Prefill '
+                        "bootstrap failed for request rank=0 req.rid='5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4' "
+                        "req.bootstrap_room=9223372036854775807 with exception KVTransferError(bootstrap_room="
+                        "9223372036854775807): Request 9223372036854775807 timed out after 300.0s in "
+                        'KVPoll.Bootstrapping","code":500}',
+                    }
+                ],
+                "stop_reason": "stop_sequence",
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+            },
+        )
+        + "\n",
+        {
+            "turns": [
+                {
+                    "http_status": 500,
+                    "content_chars": 0,
+                    "signatures": ["S16"],
+                    "corruption_class": "transfer_error",
+                    "error_rid": "5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4",
+                    "error_bootstrap_room": 9223372036854775807,
+                }
+            ]
+        },
     ),
 ]

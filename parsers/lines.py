@@ -17,8 +17,10 @@ import polars as pl
 try:
     from forensics.parsers._fastlog import count_newlines
 except ImportError:  # the native scanner is optional (parsers/native.py)
+
     def count_newlines(b) -> int:
         return bytes(b).count(b"\n")
+
 
 BLOCK_BYTES = 12 << 20  # see parsers/server_log/__init__.py, `parse`
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
@@ -42,8 +44,9 @@ class RawBlock:
     last: bool  # the last block of the stream
 
 
-def read_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=None
-                ) -> Iterator[tuple[pl.DataFrame, bool]]:
+def read_blocks(
+    stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=None
+) -> Iterator[tuple[pl.DataFrame, bool]]:
     """Yield (frame of line_no, line, unterminated, last_line) and whether it is the last block.
 
     Invalid UTF-8 is kept as `\\xNN` escapes so no byte is lost and the text stays valid.
@@ -57,10 +60,15 @@ def frame(raw: RawBlock) -> pl.DataFrame:
     """The lines of a block as a frame of line_no, line, unterminated, last_line."""
     text = str(raw.body, "utf-8", "backslashreplace")
     lines = pl.Series("line", [text], dtype=pl.Utf8).str.split("\n").explode()
-    return with_flags(pl.DataFrame({
-        "line_no": pl.int_range(raw.line_no, raw.line_no + raw.lines, dtype=pl.Int64, eager=True),
-        "line": lines.str.strip_suffix("\r"),
-    }), raw)
+    return with_flags(
+        pl.DataFrame(
+            {
+                "line_no": pl.int_range(raw.line_no, raw.line_no + raw.lines, dtype=pl.Int64, eager=True),
+                "line": lines.str.strip_suffix("\r"),
+            }
+        ),
+        raw,
+    )
 
 
 def with_flags(df: pl.DataFrame, raw: RawBlock) -> pl.DataFrame:
@@ -69,8 +77,13 @@ def with_flags(df: pl.DataFrame, raw: RawBlock) -> pl.DataFrame:
     return df.with_columns(unterminated=at_end & raw.unterminated, last_line=at_end & raw.last)
 
 
-def read_raw_blocks(stream: IO[bytes], block_bytes: int = BLOCK_BYTES, on_progress=None,
-                    continues: Pattern[bytes] | None = None, max_lines: int = MAX_BLOCK_LINES) -> Iterator[RawBlock]:
+def read_raw_blocks(
+    stream: IO[bytes],
+    block_bytes: int = BLOCK_BYTES,
+    on_progress=None,
+    continues: Pattern[bytes] | None = None,
+    max_lines: int = MAX_BLOCK_LINES,
+) -> Iterator[RawBlock]:
     """Blocks of whole lines, each knowing whether it is the last one (one block of look-ahead).
 
     A block has at most `block_bytes` (unless one line is longer) and `max_lines` lines.
@@ -104,8 +117,13 @@ def read_upto(stream: IO[bytes], n: int, prefix: bytes = b"") -> bytes:
     return b"".join(parts)
 
 
-def _blocks(stream: IO[bytes], block_bytes: int, on_progress, continues: Pattern[bytes] | None = None,
-            max_lines: int = MAX_BLOCK_LINES) -> Iterator[RawBlock]:
+def _blocks(
+    stream: IO[bytes],
+    block_bytes: int,
+    on_progress,
+    continues: Pattern[bytes] | None = None,
+    max_lines: int = MAX_BLOCK_LINES,
+) -> Iterator[RawBlock]:
     line_no = 1
     rest = b""
     while True:
@@ -144,7 +162,7 @@ def _blocks(stream: IO[bytes], block_bytes: int, on_progress, continues: Pattern
             if not capped:
                 if eof:
                     return
-                rest = buf[end + 1:]
+                rest = buf[end + 1 :]
                 break
             start = end + 1
 
@@ -279,7 +297,7 @@ class TextStream:
         head = self._more_of_line(data[:first]) + self._line_end()
         # lines wholly inside one chunk are no longer than a chunk, which is at most max_line
         self._line = 0
-        return head + data[first:last + 1] + self._more_of_line(data[last + 1:])
+        return head + data[first : last + 1] + self._more_of_line(data[last + 1 :])
 
     def _more_of_line(self, part: bytes) -> bytes:
         if self._cutting:
@@ -304,14 +322,18 @@ class TextStream:
         """What was dropped or changed, in words, for the input's notes."""
         out = []
         if self.nul_runs:
-            out.append(f"{self.nul_runs} run{'s' if self.nul_runs != 1 else ''} of NULs skipped ({self.nul_bytes} "
-                       "bytes: a copytruncate hole or a preallocated tail, no log text)")
+            out.append(
+                f"{self.nul_runs} run{'s' if self.nul_runs != 1 else ''} of NULs skipped ({self.nul_bytes} "
+                "bytes: a copytruncate hole or a preallocated tail, no log text)"
+            )
         if self.cr_only:
             out.append("lines end in CR alone: read as line ends")
         if self.cut_lines:
-            out.append(f"{self.cut_lines} line{'s' if self.cut_lines != 1 else ''} longer than "
-                       f"{self.max_line} bytes kept their first {self.max_line} bytes and their length "
-                       f"(longest {self.longest_cut} bytes)")
+            out.append(
+                f"{self.cut_lines} line{'s' if self.cut_lines != 1 else ''} longer than "
+                f"{self.max_line} bytes kept their first {self.max_line} bytes and their length "
+                f"(longest {self.longest_cut} bytes)"
+            )
         return out
 
     @property
@@ -343,8 +365,8 @@ class TextStream:
         while self._fill():
             at = self._buf.find(b"\n")
             if at >= 0:
-                parts.append(self._buf[:at + 1])
-                self._buf = self._buf[at + 1:]
+                parts.append(self._buf[: at + 1])
+                self._buf = self._buf[at + 1 :]
                 break
             parts.append(self._buf)
             self._buf = b""

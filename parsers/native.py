@@ -28,14 +28,23 @@ def enabled() -> bool:
     return _fastlog is not None and os.environ.get("FORENSICS_NATIVE", "1") != "0"
 
 
-def config(keys: list[tuple[str, int, int, str]], types: str, ranks: tuple[str, ...], literals: list[tuple[str, int]],
-           leaders: list[tuple[str, int]]):
+def config(
+    keys: list[tuple[str, int, int, str]],
+    types: str,
+    ranks: tuple[str, ...],
+    literals: list[tuple[str, int]],
+    leaders: list[tuple[str, int]],
+):
     """The tables `scan` matches by, as one immutable object (see `Config` in parsers/_fastlog.c):
     stats keys as (key, column on the prefill side, on the decode side, -1 none; graph backend or
     ""), one type letter per column, the rank tags, (literal, flags) and (request leader, kind)."""
-    return _fastlog.Config([(k.encode(), p, d, g.encode()) for k, p, d, g in keys], types.encode(),
-                           [r.encode() for r in ranks], [(x.encode(), f) for x, f in literals],
-                           [(x.encode(), k) for x, k in leaders])
+    return _fastlog.Config(
+        [(k.encode(), p, d, g.encode()) for k, p, d, g in keys],
+        types.encode(),
+        [r.encode() for r in ranks],
+        [(x.encode(), f) for x, f in literals],
+        [(x.encode(), k) for x, k in leaders],
+    )
 
 
 def scan(config, raw: RawBlock, year: int) -> dict:
@@ -47,7 +56,8 @@ def _str(d: dict, name: str, n: int):
     import pyarrow as pa
 
     return pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(d[f"{name}.off"]), pa.py_buffer(d[f"{name}.data"]), pa.py_buffer(d[f"{name}.valid"]))
+        n, pa.py_buffer(d[f"{name}.off"]), pa.py_buffer(d[f"{name}.data"]), pa.py_buffer(d[f"{name}.valid"])
+    )
 
 
 def _prim(d: dict, name: str, n: int, typ):
@@ -59,10 +69,12 @@ def _prim(d: dict, name: str, n: int, typ):
 def rest_frame(d: dict, raw: RawBlock) -> pl.DataFrame:
     """The lines the scanner left, as `parsers.lines.frame` gives them, and `_brk` (line above taken)."""
     n = d["rest.n"]
-    df = pl.DataFrame({
-        "line_no": np.frombuffer(d["rest.line_no"], dtype=np.int64),
-        "line": pl.from_arrow(_str(d, "rest.line", n)).cast(pl.Utf8),
-    })
+    df = pl.DataFrame(
+        {
+            "line_no": np.frombuffer(d["rest.line_no"], dtype=np.int64),
+            "line": pl.from_arrow(_str(d, "rest.line", n)).cast(pl.Utf8),
+        }
+    )
     return with_flags(df, raw).with_columns(_brk=pl.Series(np.frombuffer(d["rest.brk"], dtype=np.uint8) > 0))
 
 
@@ -116,6 +128,7 @@ def stats_frame(d: dict, columns: list[tuple[str, str]]) -> pl.DataFrame:
         # a column no row has comes without buffers
         cols[name] = pa.nulls(n, typ[t]) if d[f"st.col{i}"] is None else _prim(d, f"st.col{i}", n, typ[t])
     entries = pa.StructArray.from_arrays(
-        [_str(d, "st.extra_key", d["st.extra_n"]), _str(d, "st.extra_value", d["st.extra_n"])], names=["key", "value"])
+        [_str(d, "st.extra_key", d["st.extra_n"]), _str(d, "st.extra_value", d["st.extra_n"])], names=["key", "value"]
+    )
     cols["extra"] = pa.ListArray.from_arrays(pa.array(np.frombuffer(d["st.extra_off"], dtype=np.int32)), entries)
     return pl.from_arrow(pa.table(cols))

@@ -20,19 +20,51 @@ from forensics.parsers.base import Batch, Context, Sample, Source
 name = "nixl_telemetry"
 description = "NIXL telemetry ring buffer (binary, NIXL_TELEMETRY_DIR/<agent>), format versions 1-4"
 
-HEADER = np.dtype([("write_pos", "<u8"), ("read_pos", "<u8"), ("version", "<i4"), ("expected_version", "<i4"),
-                   ("capacity", "<u8"), ("mask", "<u8")])
+HEADER = np.dtype(
+    [
+        ("write_pos", "<u8"),
+        ("read_pos", "<u8"),
+        ("version", "<i4"),
+        ("expected_version", "<i4"),
+        ("capacity", "<u8"),
+        ("mask", "<u8"),
+    ]
+)
 EVENT_V1 = np.dtype([("ts_us", "<u8"), ("category", "<i4"), ("name", "S32"), ("pad", "<u4"), ("value", "<u8")])
 EVENT_V2 = np.dtype([("category", "<u4"), ("event_type", "<u4"), ("value", "<u8")])
 EVENT_V3 = np.dtype([("event_type", "<u4"), ("pad", "<u4"), ("value", "<u8")])
 LAYOUTS = {1: EVENT_V1, 2: EVENT_V2, 3: EVENT_V3, 4: EVENT_V3}
 CATEGORIES = ["MEMORY", "TRANSFER", "CONNECTION", "BACKEND", "ERROR", "PERFORMANCE", "SYSTEM", "CUSTOM"]
-EVENT_TYPES = (["agent_tx_bytes", "agent_rx_bytes", "agent_tx_requests_num", "agent_rx_requests_num",
-                "agent_memory_registered", "agent_memory_deregistered", "agent_xfer_time", "agent_xfer_post_time"]
-               + [f"agent_err_{s}" for s in ("not_posted", "invalid_param", "backend", "not_found", "mismatch",
-                                              "not_allowed", "repost_active", "unknown", "not_supported",
-                                              "remote_disconnect", "canceled", "no_telemetry")]
-               + ["agent_telemetry_events_dropped"])
+EVENT_TYPES = (
+    [
+        "agent_tx_bytes",
+        "agent_rx_bytes",
+        "agent_tx_requests_num",
+        "agent_rx_requests_num",
+        "agent_memory_registered",
+        "agent_memory_deregistered",
+        "agent_xfer_time",
+        "agent_xfer_post_time",
+    ]
+    + [
+        f"agent_err_{s}"
+        for s in (
+            "not_posted",
+            "invalid_param",
+            "backend",
+            "not_found",
+            "mismatch",
+            "not_allowed",
+            "repost_active",
+            "unknown",
+            "not_supported",
+            "remote_disconnect",
+            "canceled",
+            "no_telemetry",
+        )
+    ]
+    + ["agent_telemetry_events_dropped"]
+)
 # v3+ stores no category: derive it from the type, as the v1/v2 writers assigned them (NIXL.md §8).
 CATEGORY_OF_TYPE = ["TRANSFER"] * 4 + ["MEMORY"] * 2 + ["PERFORMANCE"] * 2 + ["ERROR"] * 12 + ["SYSTEM"]
 DROPPED_TYPE = 20
@@ -42,7 +74,7 @@ MAX_CAPACITY = 1 << 32  # a header claiming more slots is not a telemetry file
 def _header(head: bytes) -> dict | None:
     if len(head) < HEADER.itemsize:
         return None
-    h = np.frombuffer(head[:HEADER.itemsize], dtype=HEADER)[0]
+    h = np.frombuffer(head[: HEADER.itemsize], dtype=HEADER)[0]
     out = {k: int(h[k]) for k in HEADER.names}
     cap = out["capacity"]
     if out["version"] not in LAYOUTS or not (0 < cap <= MAX_CAPACITY) or cap & (cap - 1) or out["mask"] != cap - 1:
@@ -77,12 +109,15 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
         data = f.read()
     h = _header(data)
     if h is None:
-        raise InputError("not a NIXL telemetry ring buffer (bad header)", file=source.path,
-                         help="the header needs version 1-4, a power-of-2 capacity and mask = capacity - 1")
+        raise InputError(
+            "not a NIXL telemetry ring buffer (bad header)",
+            file=source.path,
+            help="the header needs version 1-4, a power-of-2 capacity and mask = capacity - 1",
+        )
     layout = LAYOUTS[h["version"]]
     cap = h["capacity"]
     expected = HEADER.itemsize + cap * layout.itemsize
-    body = data[HEADER.itemsize:]
+    body = data[HEADER.itemsize :]
     n_slots = min(cap, len(body) // layout.itemsize)
     if len(data) != expected:
         ctx.notes.append(f"file is {len(data)} bytes, the header implies {expected}: {n_slots} of {cap} slots read")
@@ -100,13 +135,17 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
         ev = slots[order]
         names = np.char.decode(np.char.rstrip(ev["name"], b"\0"), "utf-8", "replace")
         cat = ev["category"]
-        df = pl.DataFrame({
-            "ts": _plausible_time(ev["ts_us"]),
-            "slot": order, "seq": np.concatenate([np.arange(live.size), np.arange(stale.size)]),
-            "category": [CATEGORIES[c] if 0 <= c < len(CATEGORIES) else str(c) for c in cat.tolist()],
-            "event": names.tolist(), "value": ev["value"].astype(np.int64),
-            "stale": np.arange(order.size) >= live.size,
-        }).with_columns(event_type=pl.lit(None, dtype=pl.Int32))
+        df = pl.DataFrame(
+            {
+                "ts": _plausible_time(ev["ts_us"]),
+                "slot": order,
+                "seq": np.concatenate([np.arange(live.size), np.arange(stale.size)]),
+                "category": [CATEGORIES[c] if 0 <= c < len(CATEGORIES) else str(c) for c in cat.tolist()],
+                "event": names.tolist(),
+                "value": ev["value"].astype(np.int64),
+                "stale": np.arange(order.size) >= live.size,
+            }
+        ).with_columns(event_type=pl.lit(None, dtype=pl.Int32))
     else:
         ev = slots[live]
         types = ev["event_type"].astype(np.int64)
@@ -115,26 +154,37 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
             cats = [CATEGORIES[c] if c < len(CATEGORIES) else str(c) for c in ev["category"].tolist()]
         else:
             cats = [CATEGORY_OF_TYPE[t] if k else None for t, k in zip(types.tolist(), known.tolist())]
-        df = pl.DataFrame({
-            "ts": pl.Series([None] * live.size, dtype=pl.Datetime("us", "UTC")),
-            "slot": live, "seq": np.arange(live.size), "category": pl.Series(cats, dtype=pl.Utf8),
-            "event": [EVENT_TYPES[t] if k else f"type_{t}" for t, k in zip(types.tolist(), known.tolist())],
-            "event_type": types.astype(np.int32), "value": ev["value"].astype(np.int64),
-            "stale": np.zeros(live.size, dtype=bool),
-        })
+        df = pl.DataFrame(
+            {
+                "ts": pl.Series([None] * live.size, dtype=pl.Datetime("us", "UTC")),
+                "slot": live,
+                "seq": np.arange(live.size),
+                "category": pl.Series(cats, dtype=pl.Utf8),
+                "event": [EVENT_TYPES[t] if k else f"type_{t}" for t, k in zip(types.tolist(), known.tolist())],
+                "event_type": types.astype(np.int32),
+                "value": ev["value"].astype(np.int64),
+                "stale": np.zeros(live.size, dtype=bool),
+            }
+        )
     dropped = None
     if ver >= 4:
         dropped = int(df.filter(pl.col("event_type") == DROPPED_TYPE)["value"].sum())
-    df = df.with_columns(host=pl.lit(ctx.host), agent=pl.lit(agent), version=pl.lit(ver, dtype=pl.Int32),
-                         buffer_full=pl.lit(full), dropped_events=pl.lit(dropped, dtype=pl.Int64),
-                         source_file=pl.lit(source.path))
+    df = df.with_columns(
+        host=pl.lit(ctx.host),
+        agent=pl.lit(agent),
+        version=pl.lit(ver, dtype=pl.Int32),
+        buffer_full=pl.lit(full),
+        dropped_events=pl.lit(dropped, dtype=pl.Int64),
+        source_file=pl.lit(source.path),
+    )
     n_live = int(live.size)
     ctx.notes.append(
         f"telemetry v{ver}, {cap} slots, {n_live} live events"
         + (f", {df.height - n_live} stale v1 events salvaged" if df.height > n_live else "")
         + (", ring FULL: events after the last slot were dropped by the writer" if full else "")
         + (f", agent reported {dropped} dropped events" if dropped else "")
-        + ("" if ver >= 4 else "; dropped-event count not recorded before v4"))
+        + ("" if ver >= 4 else "; dropped-event count not recorded before v4")
+    )
     ctx.account(parsed=df.height)
     ts = df["ts"].drop_nulls()
     if ts.len():
@@ -149,8 +199,14 @@ def _plausible_time(us: np.ndarray) -> pl.Series:
     return pl.select(pl.when(s.is_between(0, 7_258_118_400_000_000)).then(s)).to_series().cast(pl.Datetime("us", "UTC"))
 
 
-def build(version: int, events: list[tuple], capacity: int = 8, read_pos: int = 0,
-          write_pos: int | None = None, stale: list[tuple] = ()) -> bytes:
+def build(
+    version: int,
+    events: list[tuple],
+    capacity: int = 8,
+    read_pos: int = 0,
+    write_pos: int | None = None,
+    stale: list[tuple] = (),
+) -> bytes:
     """A telemetry file of `version` holding `events` from `read_pos` on (for samples and tests).
 
     v1 events are (ts_us, category, name, value); v2 (category, type, value); v3/v4 (type, value).
@@ -183,26 +239,48 @@ def _sample_text(b: bytes) -> str:
 samples = [
     Sample(
         "v1_prefill_kv_then_backend_error",
-        _sample_text(build(1, [
-            (1764765303046144 + 5, 5, "agent_xfer_post_time", 41),
-            (1764765303046144 + 10, 1, "agent_tx_bytes", 603979776),
-            (1764765303046144 + 90, 4, "NIXL_ERR_BACKEND", 1),
-        ], capacity=4, read_pos=3)),
-        {"telemetry": [
-            {"event": "agent_xfer_post_time", "category": "PERFORMANCE", "value": 41, "slot": 3, "stale": False,
-             "ts": dt.datetime(2025, 12, 3, 12, 35, 3, 46149, tzinfo=dt.timezone.utc)},
-            {"event": "agent_tx_bytes", "value": 603979776, "slot": 0},
-            {"event": "NIXL_ERR_BACKEND", "category": "ERROR", "slot": 1, "buffer_full": True,
-             "dropped_events": None},
-        ]},
+        _sample_text(
+            build(
+                1,
+                [
+                    (1764765303046144 + 5, 5, "agent_xfer_post_time", 41),
+                    (1764765303046144 + 10, 1, "agent_tx_bytes", 603979776),
+                    (1764765303046144 + 90, 4, "NIXL_ERR_BACKEND", 1),
+                ],
+                capacity=4,
+                read_pos=3,
+            )
+        ),
+        {
+            "telemetry": [
+                {
+                    "event": "agent_xfer_post_time",
+                    "category": "PERFORMANCE",
+                    "value": 41,
+                    "slot": 3,
+                    "stale": False,
+                    "ts": dt.datetime(2025, 12, 3, 12, 35, 3, 46149, tzinfo=dt.timezone.utc),
+                },
+                {"event": "agent_tx_bytes", "value": 603979776, "slot": 0},
+                {
+                    "event": "NIXL_ERR_BACKEND",
+                    "category": "ERROR",
+                    "slot": 1,
+                    "buffer_full": True,
+                    "dropped_events": None,
+                },
+            ]
+        },
     ),
     Sample(
         "v4_dropped_events",
         _sample_text(build(4, [(0, 4096), (6, 1873), (20, 17)], capacity=8)),
-        {"telemetry": [
-            {"event": "agent_tx_bytes", "category": "TRANSFER", "value": 4096, "ts": None},
-            {"event": "agent_xfer_time", "category": "PERFORMANCE"},
-            {"event": "agent_telemetry_events_dropped", "value": 17, "dropped_events": 17, "version": 4},
-        ]},
+        {
+            "telemetry": [
+                {"event": "agent_tx_bytes", "category": "TRANSFER", "value": 4096, "ts": None},
+                {"event": "agent_xfer_time", "category": "PERFORMANCE"},
+                {"event": "agent_telemetry_events_dropped", "value": 17, "dropped_events": 17, "version": 4},
+            ]
+        },
     ),
 ]

@@ -23,8 +23,10 @@ from forensics.parsers.base import Batch, Context, Sample, Source
 from forensics.parsers.transcript import batch, json_lines, sniff_jsonl, text_of
 
 name = "openai_proxy"
-description = ("OpenAI-compatible proxy JSONL (request/response pairs, SSE streams reassembled, HTTP error bodies); "
-               "captured SSE bodies, chunk JSON Lines and chat.completion JSON Lines")
+description = (
+    "OpenAI-compatible proxy JSONL (request/response pairs, SSE streams reassembled, HTTP error bodies); "
+    "captured SSE bodies, chunk JSON Lines and chat.completion JSON Lines"
+)
 
 _RID = re.compile(r"[0-9a-f]{32}")
 
@@ -130,8 +132,10 @@ def reassemble(lines: list[str]) -> tuple[dict, bool]:
                 if delta.get(k):
                     msg[k] = (msg[k] or "") + delta[k]
             for tc in delta.get("tool_calls") or []:
-                slot = calls.setdefault(tc.get("index", len(calls)), {"id": None, "type": "function",
-                                                                      "function": {"name": None, "arguments": ""}})
+                slot = calls.setdefault(
+                    tc.get("index", len(calls)),
+                    {"id": None, "type": "function", "function": {"name": None, "arguments": ""}},
+                )
                 if tc.get("id"):
                     slot["id"] = tc["id"]
                 fn = tc.get("function") or {}
@@ -206,8 +210,15 @@ def _response(rrec: dict) -> tuple[dict, bool]:
     return (body if isinstance(body, dict) else {}), truncated
 
 
-def _turn(path: str, conn: str, req: dict | None, resp: dict | None, req_line: int | None,
-          resp_line: int | None, reply: tuple[dict, bool] | None = None) -> Turn:
+def _turn(
+    path: str,
+    conn: str,
+    req: dict | None,
+    resp: dict | None,
+    req_line: int | None,
+    resp_line: int | None,
+    reply: tuple[dict, bool] | None = None,
+) -> Turn:
     """The turn of one exchange; `reply` is the body already read (a capture has no response record)."""
     qbody = (req or {}).get("body") if isinstance((req or {}).get("body"), dict) else {}
     rrec = resp or {}
@@ -232,21 +243,42 @@ def _turn(path: str, conn: str, req: dict | None, resp: dict | None, req_line: i
         t_start = t_end - dt.timedelta(milliseconds=float(rrec["latency_ms"]))
     resp_id = body.get("id")
     rid = qbody.get("rid") or (resp_id if isinstance(resp_id, str) and _RID.fullmatch(resp_id) else None)
-    calls = [{"id": c.get("id"), "name": (c.get("function") or {}).get("name"),
-              "arguments": (c.get("function") or {}).get("arguments")} for c in (msg.get("tool_calls") or [])]
+    calls = [
+        {
+            "id": c.get("id"),
+            "name": (c.get("function") or {}).get("name"),
+            "arguments": (c.get("function") or {}).get("arguments"),
+        }
+        for c in (msg.get("tool_calls") or [])
+    ]
     details = usage.get("completion_tokens_details") or {}
     return Turn(
-        source=name, session_id=_session(req or rrec, qbody, path), turn_id=str(conn), source_file=path,
-        line_no=resp_line or req_line, t_start=t_start, t_end=t_end,
-        model=body.get("model") or qbody.get("model"), content=text_of(msg.get("content")),
-        reasoning=msg.get("reasoning_content") or msg.get("reasoning") or "", tool_calls=calls,
-        finish_reason=normalise_finish(choice.get("finish_reason")), http_status=status, error_text=error_text,
-        prompt_tokens=as_int(usage.get("prompt_tokens")), completion_tokens=as_int(usage.get("completion_tokens")),
+        source=name,
+        session_id=_session(req or rrec, qbody, path),
+        turn_id=str(conn),
+        source_file=path,
+        line_no=resp_line or req_line,
+        t_start=t_start,
+        t_end=t_end,
+        model=body.get("model") or qbody.get("model"),
+        content=text_of(msg.get("content")),
+        reasoning=msg.get("reasoning_content") or msg.get("reasoning") or "",
+        tool_calls=calls,
+        finish_reason=normalise_finish(choice.get("finish_reason")),
+        http_status=status,
+        error_text=error_text,
+        prompt_tokens=as_int(usage.get("prompt_tokens")),
+        completion_tokens=as_int(usage.get("completion_tokens")),
         reasoning_tokens=as_int(usage.get("reasoning_tokens") or details.get("reasoning_tokens")),
         cached_tokens=as_int((usage.get("prompt_tokens_details") or {}).get("cached_tokens")),
-        response_id=resp_id, rid=str(rid) if rid else None, bootstrap_room=as_int(qbody.get("bootstrap_room")),
-        offered_tools=_offered(qbody.get("tools")), tools_offered=bool(qbody.get("tools")) if req else None,
-        user_text=_user_text(qbody.get("messages")), parent_id=None, truncated=truncated,
+        response_id=resp_id,
+        rid=str(rid) if rid else None,
+        bootstrap_room=as_int(qbody.get("bootstrap_room")),
+        offered_tools=_offered(qbody.get("tools")),
+        tools_offered=bool(qbody.get("tools")) if req else None,
+        user_text=_user_text(qbody.get("messages")),
+        parent_id=None,
+        truncated=truncated,
     )
 
 
@@ -377,77 +409,220 @@ def _parse_proxy_log(source: Source) -> tuple[list[Turn], list, int]:
     return turns, unparsed, parsed
 
 
-_TOOLS = [{"type": "function", "function": {"name": "read", "parameters": {
-    "type": "object", "properties": {"filePath": {"type": "string"}}, "required": ["filePath"]}}}]
-_REQ = json.dumps({"ts": "2026-10-30T10:00:00.004Z", "dir": "req", "conn": "c-204",
-                   "upstream": "http://pd-router:8000/v1/chat/completions",
-                   "body": {"model": "deepseek-v3.2", "stream": True, "bootstrap_room": 4793981895866140836,
-                            "messages": [{"role": "user", "content": "Why does config loading fail?"}],
-                            "tools": _TOOLS}})
-_CHUNK = {"id": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1", "object": "chat.completion.chunk", "created": 1793354401,
-          "model": "deepseek-v3.2"}
+_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read",
+            "parameters": {"type": "object", "properties": {"filePath": {"type": "string"}}, "required": ["filePath"]},
+        },
+    }
+]
+_REQ = json.dumps(
+    {
+        "ts": "2026-10-30T10:00:00.004Z",
+        "dir": "req",
+        "conn": "c-204",
+        "upstream": "http://pd-router:8000/v1/chat/completions",
+        "body": {
+            "model": "deepseek-v3.2",
+            "stream": True,
+            "bootstrap_room": 4793981895866140836,
+            "messages": [{"role": "user", "content": "Why does config loading fail?"}],
+            "tools": _TOOLS,
+        },
+    }
+)
+_CHUNK = {
+    "id": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1",
+    "object": "chat.completion.chunk",
+    "created": 1793354401,
+    "model": "deepseek-v3.2",
+}
 
 
 def _sse(*deltas_and_finish) -> list[str]:
     out = []
     for delta, finish in deltas_and_finish:
-        out.append("data: " + json.dumps({**_CHUNK, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}))
+        out.append(
+            "data: " + json.dumps({**_CHUNK, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        )
     return out
 
 
 samples = [
     Sample(
         "stream_tool_call",
-        _REQ + "\n" + json.dumps({"ts": "2026-10-30T10:00:14.380Z", "dir": "resp", "conn": "c-204", "status": 200,
-                                  "latency_ms": 14376, "raw": _sse(
-                                      ({"role": "assistant", "reasoning_content": "Two call"}, None),
-                                      ({"reasoning_content": " sites."}, None),
-                                      ({"tool_calls": [{"index": 0, "id": "call_7e2a", "type": "function",
-                                                        "function": {"name": "read", "arguments": "{\"filePath\": "}}]},
-                                       None),
-                                      ({"tool_calls": [{"index": 0, "function": {"arguments": "\"config.py\"}"}}]},
-                                       "tool_calls"),
-                                  ) + ["data: " + json.dumps({**_CHUNK, "choices": [], "usage": {
-                                      "prompt_tokens": 8192, "completion_tokens": 509}}), "data: [DONE]"]}) + "\n",
-        {"turns": [{"turn_id": "c-204", "rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1", "n_tool_calls": 1,
-                    "finish_reason": "tool_calls", "reasoning": "Two call sites.", "prompt_tokens": 8192,
-                    "completion_tokens": 509, "bootstrap_room": 4793981895866140836, "corruption_class": "clean",
-                    "signatures": [], "truncated": False, "tool_calls":
-                        '[{"id": "call_7e2a", "name": "read", "arguments": "{\\"filePath\\": \\"config.py\\"}"}]'}]},
+        _REQ
+        + "\n"
+        + json.dumps(
+            {
+                "ts": "2026-10-30T10:00:14.380Z",
+                "dir": "resp",
+                "conn": "c-204",
+                "status": 200,
+                "latency_ms": 14376,
+                "raw": _sse(
+                    ({"role": "assistant", "reasoning_content": "Two call"}, None),
+                    ({"reasoning_content": " sites."}, None),
+                    (
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "call_7e2a",
+                                    "type": "function",
+                                    "function": {"name": "read", "arguments": '{"filePath": '},
+                                }
+                            ]
+                        },
+                        None,
+                    ),
+                    ({"tool_calls": [{"index": 0, "function": {"arguments": '"config.py"}'}}]}, "tool_calls"),
+                )
+                + [
+                    "data: "
+                    + json.dumps({**_CHUNK, "choices": [], "usage": {"prompt_tokens": 8192, "completion_tokens": 509}}),
+                    "data: [DONE]",
+                ],
+            }
+        )
+        + "\n",
+        {
+            "turns": [
+                {
+                    "turn_id": "c-204",
+                    "rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1",
+                    "n_tool_calls": 1,
+                    "finish_reason": "tool_calls",
+                    "reasoning": "Two call sites.",
+                    "prompt_tokens": 8192,
+                    "completion_tokens": 509,
+                    "bootstrap_room": 4793981895866140836,
+                    "corruption_class": "clean",
+                    "signatures": [],
+                    "truncated": False,
+                    "tool_calls": '[{"id": "call_7e2a", "name": "read", "arguments": "{\\"filePath\\": \\"config.py\\"}"}]',
+                }
+            ]
+        },
     ),
     Sample(
         "nonstream_dsml_leak",
-        json.dumps({"ts": 1793354400.5, "dir": "req", "conn": "c-7", "body": {
-            "model": "deepseek-v3.2", "tools": _TOOLS, "messages": [{"role": "user", "content": "read config"}]}}) + "\n"
-        + json.dumps({"ts": 1793354402.25, "dir": "resp", "conn": "c-7", "status": 200, "body": {
-            "id": "chatcmpl-1", "object": "chat.completion", "model": "deepseek-v3.2", "choices": [{
-                "index": 0, "finish_reason": "stop", "message": {
-                    "role": "assistant", "content": "Reading it.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read\">\n"
-                    "<｜DSML｜parameter name=\"filePath\" string=\"true\">config.py</｜DSML｜parameter>\n</｜DSML｜invoke>"}}],
-            "usage": {"prompt_tokens": 900, "completion_tokens": 41}}}) + "\n",
-        {"turns": [{"finish_reason": "stop", "rid": None, "response_id": "chatcmpl-1", "n_tool_calls": 0,
-                    "signatures": ["S1", "S3", "S10"], "corruption_class": "parse_leak", "corrupted": True}]},
+        json.dumps(
+            {
+                "ts": 1793354400.5,
+                "dir": "req",
+                "conn": "c-7",
+                "body": {
+                    "model": "deepseek-v3.2",
+                    "tools": _TOOLS,
+                    "messages": [{"role": "user", "content": "read config"}],
+                },
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "ts": 1793354402.25,
+                "dir": "resp",
+                "conn": "c-7",
+                "status": 200,
+                "body": {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "model": "deepseek-v3.2",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {
+                                "role": "assistant",
+                                "content": 'Reading it.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="read">\n'
+                                '<｜DSML｜parameter name="filePath" string="true">config.py</｜DSML｜parameter>\n</｜DSML｜invoke>',
+                            },
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 900, "completion_tokens": 41},
+                },
+            }
+        )
+        + "\n",
+        {
+            "turns": [
+                {
+                    "finish_reason": "stop",
+                    "rid": None,
+                    "response_id": "chatcmpl-1",
+                    "n_tool_calls": 0,
+                    "signatures": ["S1", "S3", "S10"],
+                    "corruption_class": "parse_leak",
+                    "corrupted": True,
+                }
+            ]
+        },
     ),
     Sample(
         "http_500_kvtransfer",
-        json.dumps({"ts": "2026-10-30T10:01:02.511Z", "dir": "req", "conn": "c-231",
-                    "body": {"model": "deepseek-v3.2", "messages": [{"role": "user", "content": "go on"}]}}) + "\n"
-        + json.dumps({"ts": "2026-10-30T10:06:02.511Z", "dir": "resp", "conn": "c-231", "status": 500, "latency_ms": 300087,
-                      "body": {"object": "error", "message": "Decode transfer failed for request rank=2 "
-                               "decode_req.req.rid='c3a81f0e6b2d4f57a9e0d1c2b3a49586' "
-                               "decode_req.req.bootstrap_room=6593551520068383758 with exception KVTransferError("
-                               "bootstrap_room=6593551520068383758): Request 6593551520068383758 timed out after 300.0s"
-                               " in KVPoll.WaitingForInput", "type": "InternalServerError", "param": None, "code": 500}})
+        json.dumps(
+            {
+                "ts": "2026-10-30T10:01:02.511Z",
+                "dir": "req",
+                "conn": "c-231",
+                "body": {"model": "deepseek-v3.2", "messages": [{"role": "user", "content": "go on"}]},
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "ts": "2026-10-30T10:06:02.511Z",
+                "dir": "resp",
+                "conn": "c-231",
+                "status": 500,
+                "latency_ms": 300087,
+                "body": {
+                    "object": "error",
+                    "message": "Decode transfer failed for request rank=2 "
+                    "decode_req.req.rid='c3a81f0e6b2d4f57a9e0d1c2b3a49586' "
+                    "decode_req.req.bootstrap_room=6593551520068383758 with exception KVTransferError("
+                    "bootstrap_room=6593551520068383758): Request 6593551520068383758 timed out after 300.0s"
+                    " in KVPoll.WaitingForInput",
+                    "type": "InternalServerError",
+                    "param": None,
+                    "code": 500,
+                },
+            }
+        )
         + "\nnot json\n",
-        {"turns": [{"http_status": 500, "signatures": ["S16"], "corruption_class": "transfer_error",
-                    "corrupted": False, "content_chars": 0, "rid": None, "bootstrap_room": None,
-                    "error_rid": "c3a81f0e6b2d4f57a9e0d1c2b3a49586", "error_bootstrap_room": 6593551520068383758}],
-         "unparsed": [{"line_no": 3, "reason": "invalid_json", "line": "not json"}]},
+        {
+            "turns": [
+                {
+                    "http_status": 500,
+                    "signatures": ["S16"],
+                    "corruption_class": "transfer_error",
+                    "corrupted": False,
+                    "content_chars": 0,
+                    "rid": None,
+                    "bootstrap_room": None,
+                    "error_rid": "c3a81f0e6b2d4f57a9e0d1c2b3a49586",
+                    "error_bootstrap_room": 6593551520068383758,
+                }
+            ],
+            "unparsed": [{"line_no": 3, "reason": "invalid_json", "line": "not json"}],
+        },
     ),
     Sample(
         "stream_without_done_is_truncated",
-        json.dumps({"ts": "2026-10-30T10:00:00Z", "dir": "resp", "conn": "c-9", "status": 200,
-                    "raw": _sse(({"role": "assistant", "content": "The answer is"}, None))}) + "\n",
+        json.dumps(
+            {
+                "ts": "2026-10-30T10:00:00Z",
+                "dir": "resp",
+                "conn": "c-9",
+                "status": 200,
+                "raw": _sse(({"role": "assistant", "content": "The answer is"}, None)),
+            }
+        )
+        + "\n",
         {"turns": [{"content": "The answer is", "truncated": True, "finish_reason": None, "t_start": None}]},
     ),
 ]
@@ -463,63 +638,165 @@ samples += [
         # a body saved as it came over the wire: an event line and keep-alive comments around the chunks
         "captured_sse_body",
         "event: message\n: keep-alive\n\n"
-        + "\n\n".join("data: " + c for c in (
-            _chunk({"role": "assistant", "reasoning_content": "It is read"}),
-            _chunk({"reasoning_content": " twice."}),
-            _chunk({"content": "Config loads in"}),
-        )) + "\n\n: keep-alive\n\n"
-        + "\n\n".join("data: " + c for c in (
-            _chunk({"content": " two places."}, "stop"),
-            _chunk(None, usage={"prompt_tokens": 640, "completion_tokens": 12}),
-        )) + "\n\ndata: [DONE]\n\n",
-        {"turns": [{"turn_id": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1", "rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1",
-                    "content": "Config loads in two places.", "reasoning": "It is read twice.", "finish_reason": "stop",
-                    "prompt_tokens": 640, "completion_tokens": 12, "truncated": False, "t_start": None,
-                    "t_end": parse_time(1793354401), "model": "deepseek-v3.2", "corruption_class": "clean",
-                    "line_no": 4}]},
+        + "\n\n".join(
+            "data: " + c
+            for c in (
+                _chunk({"role": "assistant", "reasoning_content": "It is read"}),
+                _chunk({"reasoning_content": " twice."}),
+                _chunk({"content": "Config loads in"}),
+            )
+        )
+        + "\n\n: keep-alive\n\n"
+        + "\n\n".join(
+            "data: " + c
+            for c in (
+                _chunk({"content": " two places."}, "stop"),
+                _chunk(None, usage={"prompt_tokens": 640, "completion_tokens": 12}),
+            )
+        )
+        + "\n\ndata: [DONE]\n\n",
+        {
+            "turns": [
+                {
+                    "turn_id": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1",
+                    "rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1",
+                    "content": "Config loads in two places.",
+                    "reasoning": "It is read twice.",
+                    "finish_reason": "stop",
+                    "prompt_tokens": 640,
+                    "completion_tokens": 12,
+                    "truncated": False,
+                    "t_start": None,
+                    "t_end": parse_time(1793354401),
+                    "model": "deepseek-v3.2",
+                    "corruption_class": "clean",
+                    "line_no": 4,
+                }
+            ]
+        },
     ),
     Sample(
         # chunk objects without their SSE prefix, two streams one after the other (told apart by id);
         # the second has no finish reason: it was cut
         "captured_chunk_jsonl",
-        "\n".join((
-            _chunk({"role": "assistant", "content": ""}, id="chatcmpl-a1"),
-            _chunk({"tool_calls": [{"index": 0, "id": "call_9", "type": "function",
-                                    "function": {"name": "read", "arguments": "{\"filePath\": "}}]}, id="chatcmpl-a1"),
-            _chunk({"tool_calls": [{"index": 0, "function": {"arguments": "\"a.py\"}"}}]}, "tool_calls",
-                   id="chatcmpl-a1"),
-            _chunk({"role": "assistant", "content": "Partial ans"}, id="chatcmpl-a2", created=1793354460),
-        )) + "\n",
-        {"turns": [{"turn_id": "chatcmpl-a1", "rid": None, "n_tool_calls": 1, "finish_reason": "tool_calls",
-                    "truncated": False, "line_no": 1, "t_end": parse_time(1793354401),
-                    "tool_calls": '[{"id": "call_9", "name": "read", "arguments": "{\\"filePath\\": \\"a.py\\"}"}]'},
-                   {"turn_id": "chatcmpl-a2", "content": "Partial ans", "truncated": True, "line_no": 4,
-                    "t_end": parse_time(1793354460)}]},
+        "\n".join(
+            (
+                _chunk({"role": "assistant", "content": ""}, id="chatcmpl-a1"),
+                _chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_9",
+                                "type": "function",
+                                "function": {"name": "read", "arguments": '{"filePath": '},
+                            }
+                        ]
+                    },
+                    id="chatcmpl-a1",
+                ),
+                _chunk(
+                    {"tool_calls": [{"index": 0, "function": {"arguments": '"a.py"}'}}]}, "tool_calls", id="chatcmpl-a1"
+                ),
+                _chunk({"role": "assistant", "content": "Partial ans"}, id="chatcmpl-a2", created=1793354460),
+            )
+        )
+        + "\n",
+        {
+            "turns": [
+                {
+                    "turn_id": "chatcmpl-a1",
+                    "rid": None,
+                    "n_tool_calls": 1,
+                    "finish_reason": "tool_calls",
+                    "truncated": False,
+                    "line_no": 1,
+                    "t_end": parse_time(1793354401),
+                    "tool_calls": '[{"id": "call_9", "name": "read", "arguments": "{\\"filePath\\": \\"a.py\\"}"}]',
+                },
+                {
+                    "turn_id": "chatcmpl-a2",
+                    "content": "Partial ans",
+                    "truncated": True,
+                    "line_no": 4,
+                    "t_end": parse_time(1793354460),
+                },
+            ]
+        },
     ),
     Sample(
         # whole replies, one per line: a leak, a clean answer, an HTTP 500 body, and a line that is not a reply
         "captured_completion_jsonl",
-        "\n".join(json.dumps(x, ensure_ascii=False) for x in (
-            {"id": "chatcmpl-b1", "object": "chat.completion", "created": 1793354500, "model": "deepseek-v3.2",
-             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content":
-                          "Reading.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read\">\n<｜DSML｜parameter "
-                          "name=\"filePath\" string=\"true\">a.py</｜DSML｜parameter>\n</｜DSML｜invoke>"}}],
-             "usage": {"prompt_tokens": 700, "completion_tokens": 40}},
-            {"id": "chatcmpl-b2", "object": "chat.completion", "created": 1793354510, "model": "deepseek-v3.2",
-             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
-                                                                          "content": "It is set in a.py."}}],
-             "usage": {"prompt_tokens": 760, "completion_tokens": 9}},
-            {"object": "error", "message": "Prefill transfer failed for request rank=0 KVTransferError("
-             "bootstrap_room=77): timed out", "type": "InternalServerError", "param": None, "code": 500},
-            {"note": "not a reply"},
-        )) + "\n",
+        "\n".join(
+            json.dumps(x, ensure_ascii=False)
+            for x in (
+                {
+                    "id": "chatcmpl-b1",
+                    "object": "chat.completion",
+                    "created": 1793354500,
+                    "model": "deepseek-v3.2",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {
+                                "role": "assistant",
+                                "content": 'Reading.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="read">\n<｜DSML｜parameter '
+                                'name="filePath" string="true">a.py</｜DSML｜parameter>\n</｜DSML｜invoke>',
+                            },
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 700, "completion_tokens": 40},
+                },
+                {
+                    "id": "chatcmpl-b2",
+                    "object": "chat.completion",
+                    "created": 1793354510,
+                    "model": "deepseek-v3.2",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": "It is set in a.py."},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 760, "completion_tokens": 9},
+                },
+                {
+                    "object": "error",
+                    "message": "Prefill transfer failed for request rank=0 KVTransferError("
+                    "bootstrap_room=77): timed out",
+                    "type": "InternalServerError",
+                    "param": None,
+                    "code": 500,
+                },
+                {"note": "not a reply"},
+            )
+        )
+        + "\n",
         # rows come in time order: the error body has no `created`, and a sample has no mtime
-        {"turns": [{"turn_id": "line3", "http_status": 500, "signatures": ["S16"], "error_bootstrap_room": 77,
-                    "error_rid": None, "bootstrap_room": None,
-                    "corruption_class": "transfer_error", "t_end": None},
-                   {"turn_id": "chatcmpl-b1", "signatures": ["S1", "S3", "S10"], "corruption_class": "parse_leak",
-                    "prompt_tokens": 700, "t_end": parse_time(1793354500)},
-                   {"turn_id": "chatcmpl-b2", "corruption_class": "clean", "content": "It is set in a.py."}],
-         "unparsed": [{"line_no": 4, "reason": "schema:not_a_reply"}]},
+        {
+            "turns": [
+                {
+                    "turn_id": "line3",
+                    "http_status": 500,
+                    "signatures": ["S16"],
+                    "error_bootstrap_room": 77,
+                    "error_rid": None,
+                    "bootstrap_room": None,
+                    "corruption_class": "transfer_error",
+                    "t_end": None,
+                },
+                {
+                    "turn_id": "chatcmpl-b1",
+                    "signatures": ["S1", "S3", "S10"],
+                    "corruption_class": "parse_leak",
+                    "prompt_tokens": 700,
+                    "t_end": parse_time(1793354500),
+                },
+                {"turn_id": "chatcmpl-b2", "corruption_class": "clean", "content": "It is set in a.py."},
+            ],
+            "unparsed": [{"line_no": 4, "reason": "schema:not_a_reply"}],
+        },
     ),
 ]

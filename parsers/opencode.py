@@ -25,8 +25,10 @@ from forensics.parsers.base import Batch, Context, Sample, Source
 from forensics.parsers.transcript import batch
 
 name = "opencode"
-description = ("opencode sessions: opencode.db (SQLite), the storage/ JSON tree, `opencode export` JSON, "
-               "the server API's session.json + messages.json")
+description = (
+    "opencode sessions: opencode.db (SQLite), the storage/ JSON tree, `opencode export` JSON, "
+    "the server API's session.json + messages.json"
+)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -41,7 +43,12 @@ def sniff(head: bytes, path: str) -> float:
     text = head.lstrip()[:4096].decode("utf-8", "replace")
     if text.startswith("Exporting session:"):
         text = text.split("\n", 1)[-1].lstrip()
-    if text.startswith("{") and '"info"' in text and '"messages"' in text and ('"ses_' in text or '"sessionID"' in text):
+    if (
+        text.startswith("{")
+        and '"info"' in text
+        and '"messages"' in text
+        and ('"ses_' in text or '"sessionID"' in text)
+    ):
         return 0.95
     if _is_messages_array(text):
         return 0.95
@@ -57,8 +64,12 @@ _API_FILES = {"session.json", "messages.json"}
 
 def _is_messages_array(text: str) -> bool:
     """The head of the server API's messages.json: an array of {"info": Message, "parts": [...]}."""
-    return (re.match(r'\[\s*\{\s*"(?:info|parts)"\s*:', text) is not None and '"parts"' in text
-            and '"role"' in text and ('"ses_' in text or '"sessionID"' in text))
+    return (
+        re.match(r'\[\s*\{\s*"(?:info|parts)"\s*:', text) is not None
+        and '"parts"' in text
+        and '"role"' in text
+        and ('"ses_' in text or '"sessionID"' in text)
+    )
 
 
 def sniff_dir(path: str) -> float:
@@ -92,8 +103,11 @@ def _turns(path: str, session: dict | None, messages: list[dict]) -> list[Turn]:
         if info.get("role") != "assistant":
             continue
         parts = m.get("parts") or []
-        texts = [p.get("text") or "" for p in parts if p.get("type") == "text" and not p.get("synthetic")
-                 and not p.get("ignored")]
+        texts = [
+            p.get("text") or ""
+            for p in parts
+            if p.get("type") == "text" and not p.get("synthetic") and not p.get("ignored")
+        ]
         reasoning = [p.get("text") or "" for p in parts if p.get("type") == "reasoning"]
         calls = []
         for p in parts:
@@ -112,23 +126,44 @@ def _turns(path: str, session: dict | None, messages: list[dict]) -> list[Turn]:
         if err:
             error_text = " ".join(str(x) for x in (err.get("name"), data.get("message"), data.get("responseBody")) if x)
         parent = by_id.get(info.get("parentID"))
-        user_text = "\n".join(p.get("text") or "" for p in (parent or {}).get("parts") or []
-                              if p.get("type") == "text" and not p.get("synthetic")) if parent else None
+        user_text = (
+            "\n".join(
+                p.get("text") or ""
+                for p in (parent or {}).get("parts") or []
+                if p.get("type") == "text" and not p.get("synthetic")
+            )
+            if parent
+            else None
+        )
         t = info.get("time") or {}
         # §10.3: the server counts cached prompt tokens and reasoning tokens in its totals
         prompt = as_int(tok.get("input"))
         completion = as_int(tok.get("output"))
-        turns.append(Turn(
-            source=name, session_id=str(info.get("sessionID") or (session or {}).get("id") or ""),
-            turn_id=str(info.get("id")), source_file=path, line_no=m.get("_record", i + 1),
-            parent_id=info.get("parentID"), t_start=parse_time(t.get("created")), t_end=parse_time(t.get("completed")),
-            model=info.get("modelID"), content="".join(texts), reasoning="".join(reasoning), tool_calls=calls,
-            finish_reason=normalise_finish(finish), http_status=as_int(data.get("statusCode")), error_text=error_text,
-            prompt_tokens=None if prompt is None else prompt + (as_int(cache.get("read")) or 0),
-            completion_tokens=None if completion is None else completion + (as_int(tok.get("reasoning")) or 0),
-            reasoning_tokens=as_int(tok.get("reasoning")), cached_tokens=as_int(cache.get("read")),
-            tools_offered=True, user_text=user_text,
-        ))
+        turns.append(
+            Turn(
+                source=name,
+                session_id=str(info.get("sessionID") or (session or {}).get("id") or ""),
+                turn_id=str(info.get("id")),
+                source_file=path,
+                line_no=m.get("_record", i + 1),
+                parent_id=info.get("parentID"),
+                t_start=parse_time(t.get("created")),
+                t_end=parse_time(t.get("completed")),
+                model=info.get("modelID"),
+                content="".join(texts),
+                reasoning="".join(reasoning),
+                tool_calls=calls,
+                finish_reason=normalise_finish(finish),
+                http_status=as_int(data.get("statusCode")),
+                error_text=error_text,
+                prompt_tokens=None if prompt is None else prompt + (as_int(cache.get("read")) or 0),
+                completion_tokens=None if completion is None else completion + (as_int(tok.get("reasoning")) or 0),
+                reasoning_tokens=as_int(tok.get("reasoning")),
+                cached_tokens=as_int(cache.get("read")),
+                tools_offered=True,
+                user_text=user_text,
+            )
+        )
     return turns
 
 
@@ -139,8 +174,9 @@ def _group(msgs: list[tuple[int, dict]], parts: list[dict]) -> dict[str, list[di
         by_msg.setdefault(p.get("messageID"), []).append(p)
     out: dict[str, list[dict]] = {}
     for rec, info in sorted(msgs, key=lambda x: str(x[1].get("id"))):
-        out.setdefault(info.get("sessionID"), []).append({"info": info, "parts": by_msg.get(info.get("id"), []),
-                                                          "_record": rec})
+        out.setdefault(info.get("sessionID"), []).append(
+            {"info": info, "parts": by_msg.get(info.get("id"), []), "_record": rec}
+        )
     return out
 
 
@@ -299,9 +335,11 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
                 turns = _parse_db(source, ctx, unparsed)
             except sqlite3.DatabaseError as e:
                 # a half-copied or corrupt database: refuse it by name rather than crash the ingest
-                raise InputError(f"{source.path} is an unreadable SQLite database: {e}", file=source.path,
-                                 help="copy opencode.db again together with its -wal file, or open it "
-                                      "with sqlite3 and run .recover") from None
+                raise InputError(
+                    f"{source.path} is an unreadable SQLite database: {e}",
+                    file=source.path,
+                    help="copy opencode.db again together with its -wal file, or open it with sqlite3 and run .recover",
+                ) from None
         elif base.endswith(("-wal", "-shm")):
             ctx.notes.append("write-ahead log: read together with its opencode.db")
             turns = []
@@ -313,23 +351,48 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
 
 
 def _export(*messages) -> str:
-    return json.dumps({"info": {"id": "ses_4b21c07aa0ffe1Qm", "title": "Fix config loading", "directory": "/home/dev/app",
-                                "time": {"created": 1793354100112, "updated": 1793354415870}},
-                       "messages": list(messages)}, ensure_ascii=False, indent=2)
+    return json.dumps(
+        {
+            "info": {
+                "id": "ses_4b21c07aa0ffe1Qm",
+                "title": "Fix config loading",
+                "directory": "/home/dev/app",
+                "time": {"created": 1793354100112, "updated": 1793354415870},
+            },
+            "messages": list(messages),
+        },
+        ensure_ascii=False,
+        indent=2,
+    )
 
 
-_USER_MSG = {"info": {"id": "msg_4b21c9c11001Pa", "sessionID": "ses_4b21c07aa0ffe1Qm", "role": "user",
-                      "time": {"created": 1793354400100}, "agent": "build",
-                      "model": {"providerID": "sglang-pd", "modelID": "deepseek-v3.2"}},
-             "parts": [{"id": "prt_1", "type": "text", "text": "Why does config loading fail?"}]}
+_USER_MSG = {
+    "info": {
+        "id": "msg_4b21c9c11001Pa",
+        "sessionID": "ses_4b21c07aa0ffe1Qm",
+        "role": "user",
+        "time": {"created": 1793354400100},
+        "agent": "build",
+        "model": {"providerID": "sglang-pd", "modelID": "deepseek-v3.2"},
+    },
+    "parts": [{"id": "prt_1", "type": "text", "text": "Why does config loading fail?"}],
+}
 
 
 def _asst(mid, parts, finish="stop", tokens=None, error=None, created=1793354400210, completed=1793354414377):
-    info = {"id": mid, "sessionID": "ses_4b21c07aa0ffe1Qm", "role": "assistant", "parentID": "msg_4b21c9c11001Pa",
-            "time": {"created": created, "completed": completed}, "modelID": "deepseek-v3.2",
-            "providerID": "sglang-pd", "agent": "build", "cost": 0,
-            "tokens": tokens or {"input": 8192, "output": 97, "reasoning": 412, "cache": {"read": 0, "write": 0}},
-            "finish": finish}
+    info = {
+        "id": mid,
+        "sessionID": "ses_4b21c07aa0ffe1Qm",
+        "role": "assistant",
+        "parentID": "msg_4b21c9c11001Pa",
+        "time": {"created": created, "completed": completed},
+        "modelID": "deepseek-v3.2",
+        "providerID": "sglang-pd",
+        "agent": "build",
+        "cost": 0,
+        "tokens": tokens or {"input": 8192, "output": 97, "reasoning": 412, "cache": {"read": 0, "write": 0}},
+        "finish": finish,
+    }
     if error:
         info["error"] = error
     return {"info": info, "parts": parts}
@@ -338,50 +401,151 @@ def _asst(mid, parts, finish="stop", tokens=None, error=None, created=1793354400
 samples = [
     Sample(
         "export_text_part_leak",
-        _export(_USER_MSG, _asst("msg_4b21c9e05001Zt", [
-            {"id": "prt_4b21c9e06002Lk", "type": "reasoning", "text": "Two call sites…",
-             "time": {"start": 1793354401020, "end": 1793354409950}},
-            {"id": "prt_4b21c9e07003Hv", "type": "text", "text": "Reading both.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke "
-             "name=\"read\">\n<｜DSML｜parameter name=\"filePath\" string=\"true\">/home/dev/app/config.py</｜DSML｜parameter>"
-             "\n</｜DSML｜invoke>"},
-            {"id": "prt_4b21c9e08004Qe", "type": "step-finish", "reason": "stop", "cost": 0}])),
-        {"turns": [{"session_id": "ses_4b21c07aa0ffe1Qm", "turn_id": "msg_4b21c9e05001Zt", "finish_reason": "stop",
-                    "prompt_tokens": 8192, "completion_tokens": 509, "reasoning_tokens": 412,
-                    "t_start": parse_time(1793354400210), "t_end": parse_time(1793354414377),
-                    "signatures": ["S1", "S3", "S10"], "corruption_class": "parse_leak", "corrupted": True,
-                    "parent_id": "msg_4b21c9c11001Pa"}]},
+        _export(
+            _USER_MSG,
+            _asst(
+                "msg_4b21c9e05001Zt",
+                [
+                    {
+                        "id": "prt_4b21c9e06002Lk",
+                        "type": "reasoning",
+                        "text": "Two call sites…",
+                        "time": {"start": 1793354401020, "end": 1793354409950},
+                    },
+                    {
+                        "id": "prt_4b21c9e07003Hv",
+                        "type": "text",
+                        "text": "Reading both.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke "
+                        'name="read">\n<｜DSML｜parameter name="filePath" string="true">/home/dev/app/config.py</｜DSML｜parameter>'
+                        "\n</｜DSML｜invoke>",
+                    },
+                    {"id": "prt_4b21c9e08004Qe", "type": "step-finish", "reason": "stop", "cost": 0},
+                ],
+            ),
+        ),
+        {
+            "turns": [
+                {
+                    "session_id": "ses_4b21c07aa0ffe1Qm",
+                    "turn_id": "msg_4b21c9e05001Zt",
+                    "finish_reason": "stop",
+                    "prompt_tokens": 8192,
+                    "completion_tokens": 509,
+                    "reasoning_tokens": 412,
+                    "t_start": parse_time(1793354400210),
+                    "t_end": parse_time(1793354414377),
+                    "signatures": ["S1", "S3", "S10"],
+                    "corruption_class": "parse_leak",
+                    "corrupted": True,
+                    "parent_id": "msg_4b21c9c11001Pa",
+                }
+            ]
+        },
     ),
     Sample(
         "export_tool_part_clean",
-        _export(_USER_MSG, _asst("msg_5", [
-            {"id": "prt_a", "type": "text", "text": "Reading the config."},
-            {"id": "prt_b", "type": "tool", "callID": "call_1", "tool": "read",
-             "state": {"status": "completed", "input": {"filePath": "config.py"}, "output": "…", "title": "config.py",
-                       "metadata": {}, "time": {"start": 1, "end": 2}}}], finish="tool-calls",
-            tokens={"input": 1000, "output": 20, "reasoning": 0, "cache": {"read": 7000, "write": 0}})),
-        {"turns": [{"finish_reason": "tool_calls", "n_tool_calls": 1, "prompt_tokens": 8000, "cached_tokens": 7000,
-                    "completion_tokens": 20, "corruption_class": "clean", "signatures": []}]},
+        _export(
+            _USER_MSG,
+            _asst(
+                "msg_5",
+                [
+                    {"id": "prt_a", "type": "text", "text": "Reading the config."},
+                    {
+                        "id": "prt_b",
+                        "type": "tool",
+                        "callID": "call_1",
+                        "tool": "read",
+                        "state": {
+                            "status": "completed",
+                            "input": {"filePath": "config.py"},
+                            "output": "…",
+                            "title": "config.py",
+                            "metadata": {},
+                            "time": {"start": 1, "end": 2},
+                        },
+                    },
+                ],
+                finish="tool-calls",
+                tokens={"input": 1000, "output": 20, "reasoning": 0, "cache": {"read": 7000, "write": 0}},
+            ),
+        ),
+        {
+            "turns": [
+                {
+                    "finish_reason": "tool_calls",
+                    "n_tool_calls": 1,
+                    "prompt_tokens": 8000,
+                    "cached_tokens": 7000,
+                    "completion_tokens": 20,
+                    "corruption_class": "clean",
+                    "signatures": [],
+                }
+            ]
+        },
     ),
     Sample(
         "export_api_error_500",
-        _export(_USER_MSG, _asst("msg_6", [], finish=None, tokens={"input": 0, "output": 0, "reasoning": 0,
-                                                                   "cache": {"read": 0, "write": 0}},
-                                 error={"name": "APIError", "data": {
-                                     "message": "Internal Server Error", "statusCode": 500, "isRetryable": True,
-                                     "responseBody": "{\"object\":\"error\",\"message\":\"KVTransferError(bootstrap_room="
-                                                     "1): Request 1 timed out in KVPoll.WaitingForInput\"}"}})),
-        {"turns": [{"http_status": 500, "signatures": ["S16"], "corruption_class": "transfer_error",
-                    "corrupted": False, "error_bootstrap_room": 1, "error_rid": None}]},
+        _export(
+            _USER_MSG,
+            _asst(
+                "msg_6",
+                [],
+                finish=None,
+                tokens={"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+                error={
+                    "name": "APIError",
+                    "data": {
+                        "message": "Internal Server Error",
+                        "statusCode": 500,
+                        "isRetryable": True,
+                        "responseBody": '{"object":"error","message":"KVTransferError(bootstrap_room='
+                        '1): Request 1 timed out in KVPoll.WaitingForInput"}',
+                    },
+                },
+            ),
+        ),
+        {
+            "turns": [
+                {
+                    "http_status": 500,
+                    "signatures": ["S16"],
+                    "corruption_class": "transfer_error",
+                    "corrupted": False,
+                    "error_bootstrap_room": 1,
+                    "error_rid": None,
+                }
+            ]
+        },
     ),
     Sample(
         # the server API's messages.json on its own: the export's messages array without its wrapper
         "api_messages_array",
-        json.dumps([_USER_MSG, _asst("msg_7", [
-            {"id": "prt_c", "type": "reasoning", "text": "Check the loader."},
-            {"id": "prt_d", "type": "text", "text": "It loads once per import."},
-            {"id": "prt_e", "type": "step-finish", "reason": "stop", "cost": 0}])], ensure_ascii=False),
-        {"turns": [{"session_id": "ses_4b21c07aa0ffe1Qm", "turn_id": "msg_7", "content": "It loads once per import.",
-                    "reasoning": "Check the loader.", "finish_reason": "stop", "line_no": 2,
-                    "corruption_class": "clean"}]},
+        json.dumps(
+            [
+                _USER_MSG,
+                _asst(
+                    "msg_7",
+                    [
+                        {"id": "prt_c", "type": "reasoning", "text": "Check the loader."},
+                        {"id": "prt_d", "type": "text", "text": "It loads once per import."},
+                        {"id": "prt_e", "type": "step-finish", "reason": "stop", "cost": 0},
+                    ],
+                ),
+            ],
+            ensure_ascii=False,
+        ),
+        {
+            "turns": [
+                {
+                    "session_id": "ses_4b21c07aa0ffe1Qm",
+                    "turn_id": "msg_7",
+                    "content": "It loads once per import.",
+                    "reasoning": "Check the loader.",
+                    "finish_reason": "stop",
+                    "line_no": 2,
+                    "corruption_class": "clean",
+                }
+            ]
+        },
     ),
 ]

@@ -24,10 +24,15 @@ description = "folder of generated outputs (*.md, *.txt), one turn per file, tim
 EXTENSIONS = (".md", ".markdown", ".txt")
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.S)
 _TIME_KEYS = ("generated_at", "generated", "created_at", "created", "date", "timestamp", "time")
-_LEAD_TIME = re.compile(r"\A\s*(?:\*\*)?(?:Generated|Created|Date|Timestamp)(?:\*\*)?\s*(?:at)?\s*:\s*(?:\*\*)?\s*"
-                        r"(\d{4}-\d{2}-\d{2}[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)", re.I)
+_LEAD_TIME = re.compile(
+    r"\A\s*(?:\*\*)?(?:Generated|Created|Date|Timestamp)(?:\*\*)?\s*(?:at)?\s*:\s*(?:\*\*)?\s*"
+    r"(\d{4}-\d{2}-\d{2}[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)",
+    re.I,
+)
 # a line that starts with a date-time is a log line, not prose
-_LOG_LINE = re.compile(r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[\d{2}-\d{2} \d{2}:|[IWEF]\d{4} \d{2}:|\{\")", re.M)
+_LOG_LINE = re.compile(
+    r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[\d{2}-\d{2} \d{2}:|[IWEF]\d{4} \d{2}:|\{\")", re.M
+)
 
 
 def sniff(head: bytes, path: str) -> float:
@@ -74,7 +79,7 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
         k, sep, v = line.partition(":")
         if sep and k.strip() and not k.startswith((" ", "\t")):
             meta[k.strip().lower()] = v.strip().strip("\"'")
-    return meta, text[m.end():]
+    return meta, text[m.end() :]
 
 
 def output_turn(path: str, session: str, data: bytes, mtime: float | None, ordinal: int) -> Turn:
@@ -88,8 +93,17 @@ def output_turn(path: str, session: str, data: bytes, mtime: float | None, ordin
         when = parse_time(m.group(1)) if m else None
     if when is None and mtime is not None:
         when = dt.datetime.fromtimestamp(mtime, dt.timezone.utc)
-    return Turn(source=name, session_id=session, turn_id=os.path.basename(path), source_file=path, line_no=ordinal,
-                t_end=when, model=meta.get("model"), content=body, tools_offered=False)
+    return Turn(
+        source=name,
+        session_id=session,
+        turn_id=os.path.basename(path),
+        source_file=path,
+        line_no=ordinal,
+        t_end=when,
+        model=meta.get("model"),
+        content=body,
+        tools_offered=False,
+    )
 
 
 def parse(source: Source, ctx: Context) -> Iterator[Batch]:
@@ -118,16 +132,28 @@ samples = [
         "front_matter_time",
         "---\ntitle: KV caches explained\ndate: 2026-10-30T09:12:00Z\nmodel: deepseek-v3.2\n---\n"
         "# KV caches explained\n\nA KV cache keeps the keys and values of past tokens so decode does not recompute them.\n",
-        {"turns": [{"t_end": parse_time("2026-10-30T09:12:00Z"), "model": "deepseek-v3.2", "corruption_class": "clean",
+        {
+            "turns": [
+                {
+                    "t_end": parse_time("2026-10-30T09:12:00Z"),
+                    "model": "deepseek-v3.2",
+                    "corruption_class": "clean",
                     "content": "# KV caches explained\n\nA KV cache keeps the keys and values of past tokens so decode "
-                               "does not recompute them.\n"}]},
+                    "does not recompute them.\n",
+                }
+            ]
+        },
     ),
     Sample(
         "leaked_markup_in_article",
         "Generated: 2026-10-30 09:40:00+00:00\n\nThe benchmark numbers follow.\n\n<｜DSML｜function_calls>\n"
-        "<｜DSML｜invoke name=\"web_search\">\n<｜DSML｜parameter name=\"query\" string=\"true\">H100 KV bandwidth"
+        '<｜DSML｜invoke name="web_search">\n<｜DSML｜parameter name="query" string="true">H100 KV bandwidth'
         "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>\n",
-        {"turns": [{"t_end": parse_time("2026-10-30T09:40:00Z"), "signatures": ["S1"], "corruption_class": "parse_leak"}]},
+        {
+            "turns": [
+                {"t_end": parse_time("2026-10-30T09:40:00Z"), "signatures": ["S1"], "corruption_class": "parse_leak"}
+            ]
+        },
     ),
     Sample(
         "empty_output",

@@ -64,8 +64,10 @@ def sniff_jsonl(head: bytes, keys: set[str], test) -> float:
 def batch(turns: list[Turn], unparsed: list[tuple[str, int | None, str, str]], fmt: str) -> Batch:
     """The rows of one input: its turns (verdicts are an analysis step), and the records nobody could read."""
     un = pl.DataFrame(
-        [{"source_file": f, "line_no": n, "line": line[:MAX_LINE_CHARS], "reason": r, "format": fmt}
-         for f, n, line, r in unparsed],
+        [
+            {"source_file": f, "line_no": n, "line": line[:MAX_LINE_CHARS], "reason": r, "format": fmt}
+            for f, n, line, r in unparsed
+        ],
         schema=schema.UNPARSED.polars_schema,
     )
     return {"turns": frame(turns), "unparsed": un}
@@ -78,5 +80,7 @@ def text_of(content) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") in ("text", None))
+        return "\n".join(
+            p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") in ("text", None)
+        )
     return str(content)

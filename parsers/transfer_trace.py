@@ -36,18 +36,58 @@ description = "KV transfer trace (JSON Lines, TRANSFER_TRACE.md): post/done/fail
 
 KINDS = ("kv", "aux", "state", "index_k")
 EVENTS = ("post", "done", "fail", "notif", "abort", "checksum")
-KNOWN_FIELDS = ("ts", "host", "pid", "side", "engine_rank", "dp_rank", "room", "rid", "kind", "chunk", "is_last",
-                "event", "bytes", "status", "peer", "checksum", "error")
+KNOWN_FIELDS = (
+    "ts",
+    "host",
+    "pid",
+    "side",
+    "engine_rank",
+    "dp_rank",
+    "room",
+    "rid",
+    "kind",
+    "chunk",
+    "is_last",
+    "event",
+    "bytes",
+    "status",
+    "peer",
+    "checksum",
+    "error",
+)
 # NIXL.md §7: old NIXL builds print statuses as integers.
 STATUS_NAMES = {
-    1: "NIXL_IN_PROG", 0: "NIXL_SUCCESS", -1: "NIXL_ERR_NOT_POSTED", -2: "NIXL_ERR_INVALID_PARAM",
-    -3: "NIXL_ERR_BACKEND", -4: "NIXL_ERR_NOT_FOUND", -5: "NIXL_ERR_MISMATCH", -6: "NIXL_ERR_NOT_ALLOWED",
-    -7: "NIXL_ERR_REPOST_ACTIVE", -8: "NIXL_ERR_UNKNOWN", -9: "NIXL_ERR_NOT_SUPPORTED",
-    -10: "NIXL_ERR_REMOTE_DISCONNECT", -11: "NIXL_ERR_CANCELED", -12: "NIXL_ERR_NO_TELEMETRY",
+    1: "NIXL_IN_PROG",
+    0: "NIXL_SUCCESS",
+    -1: "NIXL_ERR_NOT_POSTED",
+    -2: "NIXL_ERR_INVALID_PARAM",
+    -3: "NIXL_ERR_BACKEND",
+    -4: "NIXL_ERR_NOT_FOUND",
+    -5: "NIXL_ERR_MISMATCH",
+    -6: "NIXL_ERR_NOT_ALLOWED",
+    -7: "NIXL_ERR_REPOST_ACTIVE",
+    -8: "NIXL_ERR_UNKNOWN",
+    -9: "NIXL_ERR_NOT_SUPPORTED",
+    -10: "NIXL_ERR_REMOTE_DISCONNECT",
+    -11: "NIXL_ERR_CANCELED",
+    -12: "NIXL_ERR_NO_TELEMETRY",
 }
 # The order in which a line's fields are checked: the reason names the first one that fails.
-CHECK_ORDER = ("ts", "host", "side", "engine_rank", "room", "kind", "event", "pid", "dp_rank", "chunk", "is_last",
-               "bytes", "checksum")
+CHECK_ORDER = (
+    "ts",
+    "host",
+    "side",
+    "engine_rank",
+    "room",
+    "kind",
+    "event",
+    "pid",
+    "dp_rank",
+    "chunk",
+    "is_last",
+    "bytes",
+    "checksum",
+)
 
 
 def _sql_list(items) -> str:
@@ -56,13 +96,17 @@ def _sql_list(items) -> str:
 
 def _int_ok(f: str) -> str:
     """SQL: the field is absent/null, a JSON integer, or a float with an integral value."""
-    return (f"(t_{f} IS NULL OR t_{f} = 'NULL' OR t_{f} IN ('BIGINT', 'UBIGINT') "
-            f"OR (t_{f} = 'DOUBLE' AND TRY_CAST(s_{f} AS DOUBLE) = floor(TRY_CAST(s_{f} AS DOUBLE))))")
+    return (
+        f"(t_{f} IS NULL OR t_{f} = 'NULL' OR t_{f} IN ('BIGINT', 'UBIGINT') "
+        f"OR (t_{f} = 'DOUBLE' AND TRY_CAST(s_{f} AS DOUBLE) = floor(TRY_CAST(s_{f} AS DOUBLE))))"
+    )
 
 
 def _int_val(f: str, typ: str) -> str:
-    return (f"CASE WHEN t_{f} IN ('BIGINT', 'UBIGINT') THEN TRY_CAST(s_{f} AS {typ}) "
-            f"WHEN t_{f} = 'DOUBLE' THEN TRY_CAST(TRY_CAST(s_{f} AS DOUBLE) AS {typ}) END")
+    return (
+        f"CASE WHEN t_{f} IN ('BIGINT', 'UBIGINT') THEN TRY_CAST(s_{f} AS {typ}) "
+        f"WHEN t_{f} = 'DOUBLE' THEN TRY_CAST(TRY_CAST(s_{f} AS DOUBLE) AS {typ}) END"
+    )
 
 
 def _query() -> str:
@@ -87,7 +131,9 @@ def _query() -> str:
         "bytes": f"NOT {present('bytes')} OR bytes IS NOT NULL",
         "checksum": f"CASE WHEN {present('checksum')} THEN checksum IS NOT NULL ELSE s_event IS DISTINCT FROM 'checksum' END",
     }
-    reason = "CASE " + " ".join(f"WHEN NOT coalesce({checks[f]}, false) THEN 'schema:{f}'" for f in CHECK_ORDER) + " END"
+    reason = (
+        "CASE " + " ".join(f"WHEN NOT coalesce({checks[f]}, false) THEN 'schema:{f}'" for f in CHECK_ORDER) + " END"
+    )
     return f"""
 WITH raw AS MATERIALIZED (
   SELECT line_no, line, json_type(line, [{paths}]) AS _t, json_extract_string(line, [{paths}]) AS _s FROM objs
@@ -107,13 +153,13 @@ c AS MATERIALIZED (
     CASE WHEN t_room IN ('BIGINT', 'UBIGINT') THEN TRY_CAST(s_room AS HUGEINT)
          WHEN t_room = 'VARCHAR' AND regexp_matches(s_room, '^[0-9]{{1,19}}$') THEN TRY_CAST(s_room AS HUGEINT)
     END AS room_h,
-    {_int_val('engine_rank', 'INTEGER')} AS engine_rank,
-    {_int_val('pid', 'BIGINT')} AS pid,
-    {_int_val('dp_rank', 'INTEGER')} AS dp_rank,
-    {_int_val('chunk', 'INTEGER')} AS chunk,
+    {_int_val("engine_rank", "INTEGER")} AS engine_rank,
+    {_int_val("pid", "BIGINT")} AS pid,
+    {_int_val("dp_rank", "INTEGER")} AS dp_rank,
+    {_int_val("chunk", "INTEGER")} AS chunk,
     CASE WHEN t_is_last = 'BOOLEAN' THEN s_is_last = 'true'
          WHEN t_is_last IN ('BIGINT', 'UBIGINT') AND s_is_last IN ('0', '1') THEN s_is_last = '1' END AS is_last,
-    CASE WHEN t_bytes IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN {_int_val('bytes', 'BIGINT')}
+    CASE WHEN t_bytes IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN {_int_val("bytes", "BIGINT")}
          WHEN t_bytes = 'VARCHAR' AND regexp_matches(s_bytes, '^[0-9]{{1,19}}$') THEN TRY_CAST(s_bytes AS BIGINT)
     END AS bytes,
     CASE WHEN t_checksum = 'VARCHAR' AND regexp_matches(s_checksum, '^(0[xX])?[0-9a-fA-F]+$')
@@ -161,25 +207,38 @@ def _block(con: "duckdb.DuckDBPyConnection", df: pl.DataFrame, ctx: Context, pat
     blank = df["line"].str.strip_chars() == ""
     df = df.filter(~blank)
     n_blank = int(blank.sum())
-    valid = con.sql("SELECT line_no, json_valid(line) AS ok, CASE WHEN json_valid(line) THEN json_type(line) END AS jt "
-                    "FROM df ORDER BY line_no").pl()
+    valid = con.sql(
+        "SELECT line_no, json_valid(line) AS ok, CASE WHEN json_valid(line) THEN json_type(line) END AS jt "
+        "FROM df ORDER BY line_no"
+    ).pl()
     df = df.join(valid, on="line_no", how="left")
     bad = df.filter(~pl.col("ok") | (pl.col("jt") != "OBJECT")).with_columns(
-        reason=pl.when(~pl.col("ok") & pl.col("line").str.contains(CUT_LINE)).then(pl.lit("line_too_long"))
-        .when(~pl.col("ok") & pl.col("unterminated")).then(pl.lit("truncated"))
-        .when(~pl.col("ok")).then(pl.lit("invalid_json")).otherwise(pl.lit("not_object")))
+        reason=pl.when(~pl.col("ok") & pl.col("line").str.contains(CUT_LINE))
+        .then(pl.lit("line_too_long"))
+        .when(~pl.col("ok") & pl.col("unterminated"))
+        .then(pl.lit("truncated"))
+        .when(~pl.col("ok"))
+        .then(pl.lit("invalid_json"))
+        .otherwise(pl.lit("not_object"))
+    )
     objs = df.filter(pl.col("ok") & (pl.col("jt") == "OBJECT")).select("line_no", "line")  # noqa: F841 (DuckDB scans it)
     rows = con.sql(QUERY).pl()
     wide = rows.filter(pl.col("checksum").is_not_null() & pl.col("checksum_int").is_null() & pl.col("reason").is_null())
     if wide.height:
         # checksums wider than 128 bits (sha256 kept whole): the only per-row Python, on rare rows
         ints = {r: str(int(c, 16)) for r, c in zip(wide["line_no"], wide["checksum"])}
-        rows = rows.with_columns(checksum_int=pl.coalesce(
-            pl.col("checksum_int"), pl.col("line_no").replace_strict(ints, default=None, return_dtype=pl.Utf8)))
+        rows = rows.with_columns(
+            checksum_int=pl.coalesce(
+                pl.col("checksum_int"), pl.col("line_no").replace_strict(ints, default=None, return_dtype=pl.Utf8)
+            )
+        )
     schema_bad = rows.filter(pl.col("reason").is_not_null()).select("line_no", "line", "reason")
     good = rows.filter(pl.col("reason").is_null()).drop("line", "reason").with_columns(source_file=pl.lit(path))
-    unparsed = pl.concat([bad.select("line_no", "line", "reason"), schema_bad]).sort("line_no").with_columns(
-        line=pl.col("line").str.slice(0, MAX_LINE_CHARS), source_file=pl.lit(path), format=pl.lit(name))
+    unparsed = (
+        pl.concat([bad.select("line_no", "line", "reason"), schema_bad])
+        .sort("line_no")
+        .with_columns(line=pl.col("line").str.slice(0, MAX_LINE_CHARS), source_file=pl.lit(path), format=pl.lit(name))
+    )
     # §7 skips blank lines without a row or an error; they count as continuation so lines add up.
     ctx.account(parsed=good.height, continuation=n_blank, unparsed=unparsed.height)
     if good.height:
@@ -194,11 +253,31 @@ def fast_enabled() -> bool:
 
 
 # the splitter's columns, in the reference query's order, with their Arrow types
-_FAST_COLS = (("ts", "ts"), ("ts_raw", "s"), ("ts_naive", "b"), ("host", "s"), ("pid", "i64"), ("side", "s"),
-              ("engine_rank", "i32"), ("dp_rank", "i32"), ("bootstrap_room", "i64"), ("rid", "s"), ("kind", "s"),
-              ("chunk", "i32"), ("is_last", "b"), ("event", "s"), ("unknown_enum", "b"), ("bytes", "i64"),
-              ("status", "s"), ("status_raw", "s"), ("peer", "s"), ("error", "s"), ("checksum", "s"),
-              ("checksum_int", "s"), ("extra", "s"))
+_FAST_COLS = (
+    ("ts", "ts"),
+    ("ts_raw", "s"),
+    ("ts_naive", "b"),
+    ("host", "s"),
+    ("pid", "i64"),
+    ("side", "s"),
+    ("engine_rank", "i32"),
+    ("dp_rank", "i32"),
+    ("bootstrap_room", "i64"),
+    ("rid", "s"),
+    ("kind", "s"),
+    ("chunk", "i32"),
+    ("is_last", "b"),
+    ("event", "s"),
+    ("unknown_enum", "b"),
+    ("bytes", "i64"),
+    ("status", "s"),
+    ("status_raw", "s"),
+    ("peer", "s"),
+    ("error", "s"),
+    ("checksum", "s"),
+    ("checksum_int", "s"),
+    ("extra", "s"),
+)
 
 
 def _fast_rows(d: dict) -> pl.DataFrame:
@@ -211,8 +290,11 @@ def _fast_rows(d: dict) -> pl.DataFrame:
     for col, kind in _FAST_COLS:
         valid = pa.py_buffer(d[f"{col}.valid"])
         if kind == "s":
-            arrays.append(pa.Array.from_buffers(pa.string(), n, [valid, pa.py_buffer(d[f"{col}.off"]),
-                                                                 pa.py_buffer(d[f"{col}.data"])]))
+            arrays.append(
+                pa.Array.from_buffers(
+                    pa.string(), n, [valid, pa.py_buffer(d[f"{col}.off"]), pa.py_buffer(d[f"{col}.data"])]
+                )
+            )
         else:
             arrays.append(pa.Array.from_buffers(types[kind], n, [valid, pa.py_buffer(d[col])]))
     return pl.from_arrow(pa.Table.from_arrays(arrays, names=["line_no", *(c for c, _ in _FAST_COLS)]))
@@ -227,10 +309,15 @@ def _lines_at(d: dict, key: str, raw: RawBlock) -> pl.DataFrame:
     ends = np.frombuffer(d[f"{key}.end"], dtype=np.int64).tolist()
     text = str(b"\n".join(body[s:e] for s, e in zip(starts, ends)), "utf-8", "backslashreplace")
     lines = pl.Series("line", [text], dtype=pl.Utf8).str.split("\n").explode()
-    return with_flags(pl.DataFrame({
-        "line_no": pl.Series(np.frombuffer(d[f"{key}.line_no"], dtype=np.int64)),
-        "line": lines.str.strip_suffix("\r"),
-    }), raw)
+    return with_flags(
+        pl.DataFrame(
+            {
+                "line_no": pl.Series(np.frombuffer(d[f"{key}.line_no"], dtype=np.int64)),
+                "line": lines.str.strip_suffix("\r"),
+            }
+        ),
+        raw,
+    )
 
 
 class _Reference:
@@ -259,9 +346,12 @@ def _fast_block(ref: _Reference, d: dict, raw: RawBlock, ctx: Context, path: str
     unparsed = _NO_UNPARSED
     if d["bad.n"]:
         unparsed = _lines_at(d, "bad", raw).select(
-            "line_no", line=pl.col("line").str.slice(0, MAX_LINE_CHARS),
+            "line_no",
+            line=pl.col("line").str.slice(0, MAX_LINE_CHARS),
             reason=pl.when(pl.col("unterminated")).then(pl.lit("truncated")).otherwise(pl.lit("invalid_json")),
-            source_file=pl.lit(path), format=pl.lit(name))
+            source_file=pl.lit(path),
+            format=pl.lit(name),
+        )
     ctx.account(parsed=good.height, continuation=d["blank"], unparsed=unparsed.height)
     if good.height:
         lo, hi = good["ts"].min(), good["ts"].max()
@@ -270,12 +360,15 @@ def _fast_block(ref: _Reference, d: dict, raw: RawBlock, ctx: Context, path: str
     if not d["fb.n"]:
         return {"transfer_events": good, "unparsed": unparsed}
     out = _block(ref.con, _lines_at(d, "fb", raw), ctx, path)
-    return {"transfer_events": pl.concat([good, out["transfer_events"]]).sort("line_no"),
-            "unparsed": pl.concat([unparsed, out["unparsed"]]).sort("line_no")}
+    return {
+        "transfer_events": pl.concat([good, out["transfer_events"]]).sort("line_no"),
+        "unparsed": pl.concat([unparsed, out["unparsed"]]).sort("line_no"),
+    }
 
 
-_NO_UNPARSED = pl.DataFrame(schema={"line_no": pl.Int64, "line": pl.Utf8, "reason": pl.Utf8, "source_file": pl.Utf8,
-                                    "format": pl.Utf8})
+_NO_UNPARSED = pl.DataFrame(
+    schema={"line_no": pl.Int64, "line": pl.Utf8, "reason": pl.Utf8, "source_file": pl.Utf8, "format": pl.Utf8}
+)
 
 
 def _batches(stream, ctx: Context, path: str, ref: _Reference) -> Iterator[Batch]:
@@ -329,23 +422,46 @@ samples = [
         '"event":"checksum","bytes":603979776,"checksum":"9a41c07e55d2b3f1","checksum_algo":"xxh64"}\n'
         f'{{"ts":"2026-10-30T10:00:00.533102+00:00",{_D},"room":"4127750395128840213","kind":"kv","chunk":0,'
         '"is_last":true,"event":"checksum","bytes":603979776,"checksum":"0x9A41C07E55D2B3F1","checksum_algo":"xxh64"}\n',
-        {"transfer_events": [
-            {"bootstrap_room": 4127750395128840213, "event": "checksum", "checksum": "9a41c07e55d2b3f1",
-             "checksum_int": "11115377004165379057", "extra": '{"checksum_algo":"xxh64"}', "ts_naive": False,
-             "engine_rank": 3, "is_last": True, "unknown_enum": False},
-            {"bootstrap_room": 4127750395128840213, "checksum": "9a41c07e55d2b3f1",
-             "checksum_int": "11115377004165379057", "side": "decode", "dp_rank": None},
-        ]},
+        {
+            "transfer_events": [
+                {
+                    "bootstrap_room": 4127750395128840213,
+                    "event": "checksum",
+                    "checksum": "9a41c07e55d2b3f1",
+                    "checksum_int": "11115377004165379057",
+                    "extra": '{"checksum_algo":"xxh64"}',
+                    "ts_naive": False,
+                    "engine_rank": 3,
+                    "is_last": True,
+                    "unknown_enum": False,
+                },
+                {
+                    "bootstrap_room": 4127750395128840213,
+                    "checksum": "9a41c07e55d2b3f1",
+                    "checksum_int": "11115377004165379057",
+                    "side": "decode",
+                    "dp_rank": None,
+                },
+            ]
+        },
     ),
     Sample(
         "spec_fail_int_status_unknown_enum",
         f'{{"ts":1793354401.41899,{_P},"room":6593551520068383758,"kind":"kv","chunk":0,"is_last":1,"event":"fail",'
         '"status":-3,"error":"getXferStatus: backend \'UCX\' returned error status NIXL_ERR_BACKEND"}\n'
         f'{{"ts":"2026-10-30T10:00:01",{_D},"room":6593551520068383758,"kind":"mamba","event":"notif"}}\n',
-        {"transfer_events": [
-            {"event": "fail", "status": "NIXL_ERR_BACKEND", "status_raw": "-3", "is_last": True, "unknown_enum": False},
-            {"kind": "mamba", "unknown_enum": True, "ts_naive": True, "chunk": None},
-        ]},
+        {
+            "transfer_events": [
+                {
+                    "event": "fail",
+                    "status": "NIXL_ERR_BACKEND",
+                    "status_raw": "-3",
+                    "is_last": True,
+                    "unknown_enum": False,
+                },
+                {"kind": "mamba", "unknown_enum": True, "ts_naive": True, "chunk": None},
+            ]
+        },
     ),
     Sample(
         "reader_rules_unparsed_reasons",
@@ -360,13 +476,19 @@ samples = [
         f'{{"ts":true,{_P},"room":1,"kind":"kv","event":"post"}}\n'
         f'{{"ts":1793354400.5,{_P},"room":1,"kind":"kv","event":"post","bytes":"12"}}\n'
         f'{{"ts":1793354400.5,{_P},"room":1,"kind":"kv"',
-        {"transfer_events": [{"bytes": 12, "bootstrap_room": 1}],
-         "unparsed": [
-             {"line_no": 2, "reason": "invalid_json"}, {"line_no": 3, "reason": "not_object"},
-             {"line_no": 4, "reason": "schema:room"}, {"line_no": 5, "reason": "schema:room"},
-             {"line_no": 6, "reason": "schema:room"}, {"line_no": 7, "reason": "schema:side"},
-             {"line_no": 8, "reason": "schema:checksum"}, {"line_no": 9, "reason": "schema:ts"},
-             {"line_no": 11, "reason": "truncated", "format": "transfer_trace"},
-         ]},
+        {
+            "transfer_events": [{"bytes": 12, "bootstrap_room": 1}],
+            "unparsed": [
+                {"line_no": 2, "reason": "invalid_json"},
+                {"line_no": 3, "reason": "not_object"},
+                {"line_no": 4, "reason": "schema:room"},
+                {"line_no": 5, "reason": "schema:room"},
+                {"line_no": 6, "reason": "schema:room"},
+                {"line_no": 7, "reason": "schema:side"},
+                {"line_no": 8, "reason": "schema:checksum"},
+                {"line_no": 9, "reason": "schema:ts"},
+                {"line_no": 11, "reason": "truncated", "format": "transfer_trace"},
+            ],
+        },
     ),
 ]

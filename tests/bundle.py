@@ -55,12 +55,30 @@ def write_bundle(root: Path, n_rooms: int = 30, decode_offset_s: float = -2.5, s
         plog.append((t_true, f"[{_stamp(t_true)}{ranks}] {text}"))
 
     def pt(t: float, room: int, **kw) -> None:
-        ptrace.append({"ts": round(t, 6), "host": PREFILL, "pid": 1842217, "side": "prefill", "engine_rank": 0,
-                       "room": room, **kw})
+        ptrace.append(
+            {
+                "ts": round(t, 6),
+                "host": PREFILL,
+                "pid": 1842217,
+                "side": "prefill",
+                "engine_rank": 0,
+                "room": room,
+                **kw,
+            }
+        )
 
     def dtr(t_true: float, room: int, **kw) -> None:
-        dtrace.append({"ts": round(t_true + off, 6), "host": DECODE, "pid": 90412, "side": "decode",
-                       "engine_rank": 0, "room": str(room), **kw})
+        dtrace.append(
+            {
+                "ts": round(t_true + off, 6),
+                "host": DECODE,
+                "pid": 90412,
+                "side": "decode",
+                "engine_rank": 0,
+                "room": str(room),
+                **kw,
+            }
+        )
 
     # warmup: room 0 on both sides, must never reach `rooms`
     pl_(t_base - 5, "Receive: obj=GenerateReqInput(rid='warm', bootstrap_host='2.2.2.2', bootstrap_room=0)", "")
@@ -68,15 +86,26 @@ def write_bundle(root: Path, n_rooms: int = 30, decode_offset_s: float = -2.5, s
     for i, room in enumerate(rooms):
         t0 = t_base + i * 0.77 + rnd.random() * 0.2
         rid_p, rid_d = rids[room]
-        dl(t0, f"Receive: obj=GenerateReqInput(rid='{rid_d}', bootstrap_host='10.0.0.1', bootstrap_port=8998, "
-               f"bootstrap_room={room}, bootstrap_pair_key=None)", "")
+        dl(
+            t0,
+            f"Receive: obj=GenerateReqInput(rid='{rid_d}', bootstrap_host='10.0.0.1', bootstrap_port=8998, "
+            f"bootstrap_room={room}, bootstrap_pair_key=None)",
+            "",
+        )
         if room in decode_only:
-            dl(t0 + 300, f"Decode transfer failed for request rank=0 decode_req.req.rid='{rid_d}' "
-                         f"decode_req.req.bootstrap_room={room} with exception KVTransferError(bootstrap_room={room}): "
-                         f"Request {room} timed out after 300.0s in KVPoll.WaitingForInput")
+            dl(
+                t0 + 300,
+                f"Decode transfer failed for request rank=0 decode_req.req.rid='{rid_d}' "
+                f"decode_req.req.bootstrap_room={room} with exception KVTransferError(bootstrap_room={room}): "
+                f"Request {room} timed out after 300.0s in KVPoll.WaitingForInput",
+            )
             continue
-        pl_(t0 + 0.01, f"Receive: obj=GenerateReqInput(rid='{rid_p}', bootstrap_host='10.0.0.1', bootstrap_port=8998, "
-                       f"bootstrap_room={room}, bootstrap_pair_key=None)", "")
+        pl_(
+            t0 + 0.01,
+            f"Receive: obj=GenerateReqInput(rid='{rid_p}', bootstrap_host='10.0.0.1', bootstrap_port=8998, "
+            f"bootstrap_room={room}, bootstrap_pair_key=None)",
+            "",
+        )
         t_boot = t0 + 0.04 + rnd.random() * 0.03
         pl_(t_boot, f"got info room={room} agent_name='{D_AGENT}' required_dst_info_num=1")
         t = t_boot + 0.05
@@ -84,34 +113,73 @@ def write_bundle(root: Path, n_rooms: int = 30, decode_offset_s: float = -2.5, s
         for c in range(n_chunks):
             last = c == n_chunks - 1
             ck = f"{rnd.getrandbits(64):016x}"
-            pt(t - 0.001, room, kind="kv", chunk=c, is_last=last, event="checksum", bytes=1 << 20, checksum=ck,
-               checksum_algo="xxh64")
+            pt(
+                t - 0.001,
+                room,
+                kind="kv",
+                chunk=c,
+                is_last=last,
+                event="checksum",
+                bytes=1 << 20,
+                checksum=ck,
+                checksum_algo="xxh64",
+            )
             pt(t, room, rid=rid_p, kind="kv", chunk=c, is_last=last, event="post", bytes=1 << 20, peer=D_AGENT)
             pl_(t, f"sending kvcache to {D_AGENT} with notif {room}_kv_{c}_{int(last)}_0")
             lat = 0.001 + rnd.random() * 0.02
             if room in failed and last:
-                pt(t + lat, room, kind="kv", chunk=c, is_last=last, event="fail", status="NIXL_ERR_BACKEND",
-                   peer=D_AGENT, error="getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND")
+                pt(
+                    t + lat,
+                    room,
+                    kind="kv",
+                    chunk=c,
+                    is_last=last,
+                    event="fail",
+                    status="NIXL_ERR_BACKEND",
+                    peer=D_AGENT,
+                    error="getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND",
+                )
                 pl_(t + lat, f"NIXL transfer encountered ERR room={room}")
-                dtr(t + 5, room, kind="kv", event="abort",
-                    error=f"KVTransferError(bootstrap_room={room}): Aborted by AbortReq.")
-                dl(t + 5, f"Decode transfer failed for request rank=0 decode_req.req.rid='{rid_d}' "
-                          f"decode_req.req.bootstrap_room={room} with exception "
-                          f"KVTransferError(bootstrap_room={room}): Aborted by AbortReq.")
+                dtr(
+                    t + 5,
+                    room,
+                    kind="kv",
+                    event="abort",
+                    error=f"KVTransferError(bootstrap_room={room}): Aborted by AbortReq.",
+                )
+                dl(
+                    t + 5,
+                    f"Decode transfer failed for request rank=0 decode_req.req.rid='{rid_d}' "
+                    f"decode_req.req.bootstrap_room={room} with exception "
+                    f"KVTransferError(bootstrap_room={room}): Aborted by AbortReq.",
+                )
                 break
             pt(t + lat * 0.5, room, kind="kv", chunk=c, is_last=last, event="done", status="NIXL_SUCCESS", peer=D_AGENT)
             dtr(t + lat, room, rid=rid_d, kind="kv", chunk=c, is_last=last, event="notif", peer=P_AGENT)
             dck = ck if room not in mismatched or c != 0 else f"{(int(ck, 16) ^ 0xFF):016x}"
-            dtr(t + lat + 0.002, room, kind="kv", chunk=c, is_last=last, event="checksum", bytes=1 << 20,
-                checksum="0x" + dck.upper(), checksum_algo="xxh64")
+            dtr(
+                t + lat + 0.002,
+                room,
+                kind="kv",
+                chunk=c,
+                is_last=last,
+                event="checksum",
+                bytes=1 << 20,
+                checksum="0x" + dck.upper(),
+                checksum_algo="xxh64",
+            )
             t += 0.03
         else:
             pt(t, room, kind="aux", is_last=True, event="post", bytes=5120, peer=D_AGENT)
             pt(t + 0.0005, room, kind="aux", is_last=True, event="done", status="NIXL_SUCCESS", peer=D_AGENT)
             dtr(t + 0.001, room, kind="aux", event="notif", peer=P_AGENT)
-            dl(t0 + 1.5, f"Finish: obj=GenerateReqInput(rid='{rid_d}', bootstrap_room={room}), out={{'meta_info': "
-                         f"{{'id': '{rid_d}', 'finish_reason': {{'type': 'stop', 'matched': 1}}, 'prompt_tokens': 100, "
-                         f"'completion_tokens': 20, 'cached_tokens': 0, 'e2e_latency': 1.5}}}}", "")
+            dl(
+                t0 + 1.5,
+                f"Finish: obj=GenerateReqInput(rid='{rid_d}', bootstrap_room={room}), out={{'meta_info': "
+                f"{{'id': '{rid_d}', 'finish_reason': {{'type': 'stop', 'matched': 1}}, 'prompt_tokens': 100, "
+                f"'completion_tokens': 20, 'cached_tokens': 0, 'e2e_latency': 1.5}}}}",
+                "",
+            )
     for host, log, trace in ((PREFILL, plog, ptrace), (DECODE, dlog, dtrace)):
         d = root / host
         d.mkdir(parents=True, exist_ok=True)

@@ -28,12 +28,18 @@ FILE_PARSERS = [p for p in PARSERS if p.name != "outputs_dir"]
 def _inputs(parser):
     pieces = [s.text for s in parser.samples] or ["x"]
     frag = st.sampled_from(pieces).flatmap(
-        lambda t: st.tuples(st.integers(0, len(t)), st.integers(0, len(t))).map(lambda ab: t[min(ab):max(ab)]))
+        lambda t: st.tuples(st.integers(0, len(t)), st.integers(0, len(t))).map(lambda ab: t[min(ab) : max(ab)])
+    )
     line = st.one_of(frag, st.text(max_size=60), st.sampled_from(pieces))
     text = st.lists(line, max_size=25).map("\n".join)
     as_bytes = text.map(lambda s: s.encode("utf-8", "surrogatepass"))
-    return st.one_of(as_bytes, st.binary(max_size=2000), st.tuples(as_bytes, st.binary(max_size=40)).map(
-        lambda ab: ab[0][: len(ab[0]) // 2] + ab[1] + ab[0][len(ab[0]) // 2:]))
+    return st.one_of(
+        as_bytes,
+        st.binary(max_size=2000),
+        st.tuples(as_bytes, st.binary(max_size=40)).map(
+            lambda ab: ab[0][: len(ab[0]) // 2] + ab[1] + ab[0][len(ab[0]) // 2 :]
+        ),
+    )
 
 
 def check(parser, data: bytes) -> None:
@@ -42,7 +48,12 @@ def check(parser, data: bytes) -> None:
     except ForensicsError:
         return  # a clean, one-line refusal is an allowed outcome
     assert ctx.lines == ctx.parsed_lines + ctx.continuation_lines + ctx.unparsed_lines, (
-        parser.name, ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines)
+        parser.name,
+        ctx.lines,
+        ctx.parsed_lines,
+        ctx.continuation_lines,
+        ctx.unparsed_lines,
+    )
     unparsed = tables.get("unparsed")
     assert (0 if unparsed is None else unparsed.height) == ctx.unparsed_lines, parser.name
 
@@ -57,8 +68,7 @@ def main() -> int:
         n = 0
         deadline = time.monotonic() + budget
 
-        @settings(max_examples=200, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
         @given(_inputs(parser))
         def run(data):
             nonlocal n

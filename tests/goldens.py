@@ -94,7 +94,7 @@ def cli_snapshot(store, args: list[str]) -> str:
     finally:
         os.chdir(cwd)
         render.TABLE.max_width, render.TABLE.wide = None, False
-    text = (f"args: {' '.join(args)}\nexit: {r.exit_code}\n--- stdout\n{r.stdout}--- stderr\n{r.stderr}")
+    text = f"args: {' '.join(args)}\nexit: {r.exit_code}\n--- stdout\n{r.stdout}--- stderr\n{r.stderr}"
     return text.replace(str(store), "STORE")
 
 

@@ -57,15 +57,19 @@ class Host:
 
 
 def _receive(rid: str, room: int) -> str:
-    return (f"Receive: obj=GenerateReqInput(rid='{rid}', text=None, stream=True, bootstrap_host='10.0.0.1', "
-            f"bootstrap_port=8998, bootstrap_room={room}, bootstrap_pair_key=None, decode_tp_size=None, "
-            "routed_dp_rank=None, data_parallel_rank=None, disagg_prefill_dp_rank=None)")
+    return (
+        f"Receive: obj=GenerateReqInput(rid='{rid}', text=None, stream=True, bootstrap_host='10.0.0.1', "
+        f"bootstrap_port=8998, bootstrap_room={room}, bootstrap_pair_key=None, decode_tp_size=None, "
+        "routed_dp_rank=None, data_parallel_rank=None, disagg_prefill_dp_rank=None)"
+    )
 
 
 def _finish(rid: str, room: int, reason: str) -> str:
-    return (f"Finish: obj=GenerateReqInput(rid='{rid}', bootstrap_host='10.0.0.1', bootstrap_port=8998, "
-            f"bootstrap_room={room}), out={{'meta_info': {{'id': '{rid}', 'finish_reason': {reason}, "
-            "'prompt_tokens': 8192, 'completion_tokens': 0, 'cached_tokens': 0, 'e2e_latency': 4.2}}")
+    return (
+        f"Finish: obj=GenerateReqInput(rid='{rid}', bootstrap_host='10.0.0.1', bootstrap_port=8998, "
+        f"bootstrap_room={room}), out={{'meta_info': {{'id': '{rid}', 'finish_reason': {reason}, "
+        "'prompt_tokens': 8192, 'completion_tokens': 0, 'cached_tokens': 0, 'e2e_latency': 4.2}}"
+    )
 
 
 ABORTED = "{'type': 'abort', 'message': 'Aborted by AbortReq.', 'status_code': None, 'err_type': None}"
@@ -88,9 +92,25 @@ def write_incident(root) -> dict:
         pre.log(t + dt.timedelta(seconds=0.05), f"room={room} is bootstrapped")
         for side, host, dt_s, event in (("prefill", "prefill-0", 0.1, "post"), ("decode", decode, 0.13, "notif")):
             ts = (t + dt.timedelta(seconds=dt_s + SKEW[host])).timestamp()
-            trace.append((host, {"ts": round(ts, 6), "host": host, "pid": 100, "side": side, "engine_rank": 0,
-                                 "room": room, "rid": rid_p if side == "prefill" else rid_d, "kind": "kv", "chunk": 0,
-                                 "is_last": True, "event": event, "bytes": 1 << 20}))
+            trace.append(
+                (
+                    host,
+                    {
+                        "ts": round(ts, 6),
+                        "host": host,
+                        "pid": 100,
+                        "side": side,
+                        "engine_rank": 0,
+                        "room": room,
+                        "rid": rid_p if side == "prefill" else rid_d,
+                        "kind": "kv",
+                        "chunk": 0,
+                        "is_last": True,
+                        "event": event,
+                        "bytes": 1 << 20,
+                    },
+                )
+            )
         return rid_d, room, rid_p
 
     # steady traffic: the pairs the clock estimate reads
@@ -106,9 +126,12 @@ def write_incident(root) -> dict:
             for _ in range(n):
                 rid_d, room, rid_p = request(t_kill - dt.timedelta(seconds=20 + 10 * rng.random()), decode)
                 t = t_kill + dt.timedelta(seconds=2.5 * rng.random())
-                hosts[decode].log(t, f"Decode transfer failed for request rank=0 decode_req.req.rid='{rid_d}' "
-                                     f"decode_req.req.bootstrap_room={room} with exception "
-                                     f"KVTransferError(bootstrap_room={room}): Aborted by AbortReq.")
+                hosts[decode].log(
+                    t,
+                    f"Decode transfer failed for request rank=0 decode_req.req.rid='{rid_d}' "
+                    f"decode_req.req.bootstrap_room={room} with exception "
+                    f"KVTransferError(bootstrap_room={room}): Aborted by AbortReq.",
+                )
                 hosts[decode].request_log(t, _finish(rid_d, room, ABORTED))
                 hosts[decode].log(t, f"Sent abort notification for room {room} to 10.0.0.1:17000")
                 tp = t_kill + dt.timedelta(seconds=0.3 + 1.5 * rng.random())
@@ -127,18 +150,28 @@ def write_incident(root) -> dict:
     for _ in range(24):
         rid_d, room, _ = request(TIMEOUTS - dt.timedelta(seconds=300), "decode-0")
         why = f"Request {room} timed out after 300.0s in KVPoll.WaitingForInput"
-        hosts["decode-0"].log(TIMEOUTS, f"Decode transfer failed for request rank=0 decode_req.req.rid='{rid_d}' "
-                                        f"decode_req.req.bootstrap_room={room} with exception "
-                                        f"KVTransferError(bootstrap_room={room}): {why}")
-        hosts["decode-0"].request_log(TIMEOUTS, _finish(
-            rid_d, room, f"{{'type': 'abort', 'message': 'KVTransferError(bootstrap_room={room}): {why}', "
-                         "'status_code': 500, 'err_type': None}"))
+        hosts["decode-0"].log(
+            TIMEOUTS,
+            f"Decode transfer failed for request rank=0 decode_req.req.rid='{rid_d}' "
+            f"decode_req.req.bootstrap_room={room} with exception "
+            f"KVTransferError(bootstrap_room={room}): {why}",
+        )
+        hosts["decode-0"].request_log(
+            TIMEOUTS,
+            _finish(
+                rid_d,
+                room,
+                f"{{'type': 'abort', 'message': 'KVTransferError(bootstrap_room={room}): {why}', "
+                "'status_code': 500, 'err_type': None}",
+            ),
+        )
     for name, h in hosts.items():
         h.write(root / name)
     (root / "trace").mkdir()
     for host in SKEW:
         (root / "trace" / f"kvtrace-{host}-100-20261030T100000Z.jsonl").write_text(
-            "".join(json.dumps(r) + "\n" for h, r in sorted(trace, key=lambda x: x[1]["ts"]) if h == host))
+            "".join(json.dumps(r) + "\n" for h, r in sorted(trace, key=lambda x: x[1]["ts"]) if h == host)
+        )
     write_agent(root / "agent" / "proxy.jsonl", 40, KILL1)
     return {"storm1": storm1, "storm2": storm2}
 
@@ -152,19 +185,37 @@ def write_agent(path, sessions: int, t_kill: dt.datetime) -> None:
     def rec(**kw):
         lines.append(json.dumps(kw))
 
-    chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": int(t_kill.timestamp()),
-             "model": "deepseek-v3.2", "choices": [{"index": 0, "delta": {"content": "Reading"}, "finish_reason": None}]}
+    chunk = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": int(t_kill.timestamp()),
+        "model": "deepseek-v3.2",
+        "choices": [{"index": 0, "delta": {"content": "Reading"}, "finish_reason": None}],
+    }
     for s in range(sessions):
         start = t_kill - dt.timedelta(seconds=60 - s * 0.5)
         conn = f"c-{s:03d}"
-        body = {"model": "deepseek-v3.2", "stream": True, "user": f"session-{s:02d}",
-                "messages": [{"role": "user", "content": "go on"}]}
+        body = {
+            "model": "deepseek-v3.2",
+            "stream": True,
+            "user": f"session-{s:02d}",
+            "messages": [{"role": "user", "content": "go on"}],
+        }
         rec(ts=start.isoformat().replace("+00:00", "Z"), dir="req", conn=f"{conn}a", body=body)
         done = {**chunk, "choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}]}
-        rec(ts=(start + dt.timedelta(seconds=20)).isoformat().replace("+00:00", "Z"), dir="resp", conn=f"{conn}a",
-            status=200, raw=["data: " + json.dumps(done), "data: [DONE]"])
-        rec(ts=(start + dt.timedelta(seconds=30)).isoformat().replace("+00:00", "Z"), dir="req", conn=f"{conn}b",
-            body=body)
+        rec(
+            ts=(start + dt.timedelta(seconds=20)).isoformat().replace("+00:00", "Z"),
+            dir="resp",
+            conn=f"{conn}a",
+            status=200,
+            raw=["data: " + json.dumps(done), "data: [DONE]"],
+        )
+        rec(
+            ts=(start + dt.timedelta(seconds=30)).isoformat().replace("+00:00", "Z"),
+            dir="req",
+            conn=f"{conn}b",
+            body=body,
+        )
         end = (t_kill + dt.timedelta(seconds=0.2)).isoformat().replace("+00:00", "Z")
         if s % 4 == 0:
             rec(ts=end, dir="resp", conn=f"{conn}b", status=499, body={"object": "error", "message": "client closed"})
@@ -179,7 +230,9 @@ def incident(tmp_path_factory):
     planted = write_incident(tmp / "dump")
     store = tmp / "store"
     for name in SKEW:
-        ingest_paths([tmp / "dump" / name], store, host=name, role="prefill" if name.startswith("prefill") else "decode")
+        ingest_paths(
+            [tmp / "dump" / name], store, host=name, role="prefill" if name.startswith("prefill") else "decode"
+        )
     ingest_paths([tmp / "dump" / "trace", tmp / "dump" / "agent"], store)
     return {"store": Store(store), "planted": planted}
 
@@ -219,8 +272,12 @@ def test_a_second_kill_minutes_later_is_a_storm_of_its_own(incident):
 def test_scattered_aborts_and_a_mass_timeout_are_no_storm(incident):
     storms = _storms(incident["store"])
     for t in (*SCATTER, TIMEOUTS):
-        assert storms.filter((pl.col("t_start") <= t + dt.timedelta(seconds=5))
-                             & (pl.col("t_end") >= t - dt.timedelta(seconds=5))).height == 0, t
+        assert (
+            storms.filter(
+                (pl.col("t_start") <= t + dt.timedelta(seconds=5)) & (pl.col("t_end") >= t - dt.timedelta(seconds=5))
+            ).height
+            == 0
+        ), t
     # the same scattered aborts at a lower density threshold still chain into nothing of 20
     loose = queries.run(incident["store"], "abort_storms", {"min_near": "1", "window_s": "5"})
     assert loose.height == 2

@@ -66,8 +66,11 @@ def build_cases(root):
     cutz = zs[: len(zs) * 6 // 10]
     put("truncated_zst", "decode.log.zst", cutz, lines_in=_count_lines(_readable_zstd(cutz)))
     put("invalid_utf8", "decode.log", good(3).encode() + b"\xff\xfe broken \xc3(\n" + good(2).encode())
-    put("nul_bytes", "decode.log", good(2).encode() + b"\x00\x00\x00 crash\n" + GOOD.format(s=1, n=1).replace(
-        "Decode", "De\x00code").encode())
+    put(
+        "nul_bytes",
+        "decode.log",
+        good(2).encode() + b"\x00\x00\x00 crash\n" + GOOD.format(s=1, n=1).replace("Decode", "De\x00code").encode(),
+    )
     put("huge_line_50mb", "decode.log", good(2).encode() + b"x" * (50 << 20) + b"\n" + good(2).encode())
     put("crlf_mixed", "decode.log", good(3).replace("\n", "\r\n").encode() + good(3).encode())
     put("empty", "decode.log", b"", outcome="skipped")  # listed in files as not a log, no lines counted
@@ -109,9 +112,14 @@ def test_bad_input_corpus(tmp_path, capsys):
     for case, (paths, expected, lines_in) in sorted(cases.items()):
         store = tmp_path / "stores" / case
         results = ingest_paths(paths, store, jobs=1)
-        outcome = "+".join(sorted({r.status for r in results}, key=["ingested", "duplicate", "failed", "skipped"].index))
-        files = sql(store, "SELECT sum(lines) l, sum(parsed_lines + continuation_lines + unparsed_lines) a FROM files") \
-            if (store / "data").exists() else None
+        outcome = "+".join(
+            sorted({r.status for r in results}, key=["ingested", "duplicate", "failed", "skipped"].index)
+        )
+        files = (
+            sql(store, "SELECT sum(lines) l, sum(parsed_lines + continuation_lines + unparsed_lines) a FROM files")
+            if (store / "data").exists()
+            else None
+        )
         accounted = int(files["a"][0] or 0) if files is not None else 0
         lines = int(files["l"][0] or 0) if files is not None else 0
         report.append((case, outcome, lines_in, accounted))
@@ -122,12 +130,16 @@ def test_bad_input_corpus(tmp_path, capsys):
         for r in results:
             if r.status == "failed":
                 # one clear error naming the file and the fix
-                assert r.error.startswith("error: ") and "help:" in r.error and os.path.basename(
-                    str(r.path)) in r.error, r.error
+                assert (
+                    r.error.startswith("error: ") and "help:" in r.error and os.path.basename(str(r.path)) in r.error
+                ), r.error
         if files is not None:
-            rows = sql(store, "SELECT (SELECT count(*) FROM batches) + (SELECT count(*) FROM events) "
-                              "+ (SELECT count(*) FROM unparsed) n, (SELECT coalesce(sum(parsed_lines + unparsed_lines), 0) "
-                              "FROM files) m")
+            rows = sql(
+                store,
+                "SELECT (SELECT count(*) FROM batches) + (SELECT count(*) FROM events) "
+                "+ (SELECT count(*) FROM unparsed) n, (SELECT coalesce(sum(parsed_lines + unparsed_lines), 0) "
+                "FROM files) m",
+            )
             assert rows["n"][0] == rows["m"][0], case
     with capsys.disabled():
         print("\n{:<22} {:<20} {:>9} {:>15}".format("case", "outcome", "lines in", "lines accounted"))

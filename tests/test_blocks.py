@@ -12,8 +12,10 @@ from forensics.parsers.lines import _line_cap, _record_cut
 from forensics.parsers.server_log import passes as log_passes
 from tests.helpers import parse_text
 
-STATS = ("[2026-10-30 10:00:{s:02d} DP0 TP0] Decode batch, #running-req: 64, #token: 120000, token usage: 0.45, "
-         "cuda graph: True, gen throughput (token/s): 2450.12, #queue-req: 0")
+STATS = (
+    "[2026-10-30 10:00:{s:02d} DP0 TP0] Decode batch, #running-req: 64, #token: 120000, token usage: 0.45, "
+    "cuda graph: True, gen throughput (token/s): 2450.12, #queue-req: 0"
+)
 TRACEBACK = [
     "[2026-10-30 10:00:30 DP0 TP0] Scheduler hit an exception: Traceback (most recent call last):",
     '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2981, in run_scheduler_process',
@@ -66,7 +68,10 @@ def test_any_block_size_gives_the_tables_of_one_block(monkeypatch, native):
         monkeypatch.setattr(lines, "BLOCK_BYTES", size)
         got, ctx = parse_text(server_log, LOG)
         assert (ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines) == (
-            whole_ctx.parsed_lines, whole_ctx.continuation_lines, whole_ctx.unparsed_lines), size
+            whole_ctx.parsed_lines,
+            whole_ctx.continuation_lines,
+            whole_ctx.unparsed_lines,
+        ), size
         for t in whole:
             assert_frame_equal(schema.conform(t, got[t]), schema.conform(t, whole[t]))
 
@@ -97,16 +102,22 @@ def test_formats_with_no_record_grammar_are_cut_at_the_last_newline():
 LINE_KINDS = [STATS.format(s=7), "x", "", "    at frame()", TRACEBACK[0], "KeyError: 'rid'", "é" * 40]
 
 
-@given(st.lists(st.sampled_from(LINE_KINDS), max_size=60), st.booleans(),
-       st.integers(16, 600), st.integers(1, 9), st.booleans())
+@given(
+    st.lists(st.sampled_from(LINE_KINDS), max_size=60),
+    st.booleans(),
+    st.integers(16, 600),
+    st.integers(1, 9),
+    st.booleans(),
+)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_blocks_keep_every_line_once_within_their_byte_and_line_bounds(rows, final_newline, size, max_lines, grammar):
     import io
 
     text = "\n".join(rows) + ("\n" if final_newline and rows else "")
     data = text.encode()
-    blocks = list(lines.read_raw_blocks(io.BytesIO(data), size, None, server_log.CONTINUES if grammar else None,
-                                        max_lines))
+    blocks = list(
+        lines.read_raw_blocks(io.BytesIO(data), size, None, server_log.CONTINUES if grammar else None, max_lines)
+    )
     if not data:
         assert blocks == []
         return
@@ -130,7 +141,11 @@ def test_a_cap_on_lines_gives_the_tables_of_one_block(monkeypatch, native):
         got, ctx = parse_text(server_log, LOG)
         assert (cap in capped) == (cap < LOG.count("\n")), cap  # the parser's blocks were cut by lines
         assert (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines) == (
-            whole_ctx.lines, whole_ctx.parsed_lines, whole_ctx.continuation_lines, whole_ctx.unparsed_lines), cap
+            whole_ctx.lines,
+            whole_ctx.parsed_lines,
+            whole_ctx.continuation_lines,
+            whole_ctx.unparsed_lines,
+        ), cap
         for t in whole:
             assert_frame_equal(schema.conform(t, got[t]), schema.conform(t, whole[t]))
 
@@ -166,7 +181,11 @@ def test_a_bound_on_the_lines_of_a_pass_gives_the_tables_of_one_block(monkeypatc
         assert sum(map(sum, seen)) == LOG.count("\n") and all(sum(p) <= bound or len(p) == 1 for p in seen), bound
         grouped |= {len(p) for p in seen}
         assert (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines) == (
-            whole_ctx.lines, whole_ctx.parsed_lines, whole_ctx.continuation_lines, whole_ctx.unparsed_lines), bound
+            whole_ctx.lines,
+            whole_ctx.parsed_lines,
+            whole_ctx.continuation_lines,
+            whole_ctx.unparsed_lines,
+        ), bound
         for t in whole:
             assert_frame_equal(schema.conform(t, got[t]), schema.conform(t, whole[t]))
     assert grouped == ({1, 2, 3} if native == "1" else {1})  # the polars path reads a block a pass

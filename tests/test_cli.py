@@ -44,72 +44,111 @@ def incident(tmp_path_factory):
 
 # --- mistakes are usage errors -------------------------------------------------------------------------
 
-TIME_HELP = ("  = help: write an ISO time (2026-11-20T14:00:00, UTC unless it carries a zone), or one relative to "
-             "the store's last event: -30m, 1h, 2h ago, yesterday 14:00, 14:00\n")
+TIME_HELP = (
+    "  = help: write an ISO time (2026-11-20T14:00:00, UTC unless it carries a zone), or one relative to "
+    "the store's last event: -30m, 1h, 2h ago, yesterday 14:00, 14:00\n"
+)
 
 
-@pytest.mark.parametrize("args, stderr", [
-    (("timeline", "--since", "soon"), "error: cannot read the time --since 'soon'\n" + TIME_HELP),
-    (("timeline", "--until", "25:00"), "error: cannot read the time --until '25:00'\n" + TIME_HELP),
-    (("timeline", "--since", "-5m", "--until", "1h"),
-     "error: --since -5m (2026-11-20 14:16:28 UTC) is after --until 1h (2026-11-20 13:21:28 UTC)\n"
-     "  = help: swap them, or widen the window\n"),
-    (("timeline", "--host", "nosuch"),
-     "error: --host nosuch: no such host in the store\n"
-     "  = help: known hosts: agent, decode-0, decode-1, prefill-0\n"),
-    (("clocks", "set", "nosuch", "1.0"),
-     "error: clocks set nosuch: no such host in the store\n"
-     "  = help: known hosts: agent, decode-0, decode-1, prefill-0; add --force to record it for a host not "
-     "ingested yet\n"),
-    (("clocks", "unset", "decode-0"),
-     "error: clocks unset decode-0: no offset is set for it\n  = help: offsets set: none\n"),
-    (("timeline", "--format", "png"), "error: --format png writes a file\n  = help: add -o FILE\n"),
-    # click's own usage errors, in the same shape
-    (("timeline", "--nosuch"), "error: No such option '--nosuch'.\n  = help: `main timeline --help` lists what it takes\n"),
-    (("timelinex",), "error: No such command 'timelinex'. Did you mean 'timeline'?\n"
-                     "  = help: `main --help` lists what it takes\n"),
-    (("sql", "SELECT 1", "--format", "png"),
-     "error: Invalid value for '--format': 'png' is not one of 'table', 'csv', 'tsv', 'json', 'jsonl', 'markdown', "
-     "'parquet'.\n  = help: `main sql --help` lists what it takes\n"),
-])
+@pytest.mark.parametrize(
+    "args, stderr",
+    [
+        (("timeline", "--since", "soon"), "error: cannot read the time --since 'soon'\n" + TIME_HELP),
+        (("timeline", "--until", "25:00"), "error: cannot read the time --until '25:00'\n" + TIME_HELP),
+        (
+            ("timeline", "--since", "-5m", "--until", "1h"),
+            "error: --since -5m (2026-11-20 14:16:28 UTC) is after --until 1h (2026-11-20 13:21:28 UTC)\n"
+            "  = help: swap them, or widen the window\n",
+        ),
+        (
+            ("timeline", "--host", "nosuch"),
+            "error: --host nosuch: no such host in the store\n"
+            "  = help: known hosts: agent, decode-0, decode-1, prefill-0\n",
+        ),
+        (
+            ("clocks", "set", "nosuch", "1.0"),
+            "error: clocks set nosuch: no such host in the store\n"
+            "  = help: known hosts: agent, decode-0, decode-1, prefill-0; add --force to record it for a host not "
+            "ingested yet\n",
+        ),
+        (
+            ("clocks", "unset", "decode-0"),
+            "error: clocks unset decode-0: no offset is set for it\n  = help: offsets set: none\n",
+        ),
+        (("timeline", "--format", "png"), "error: --format png writes a file\n  = help: add -o FILE\n"),
+        # click's own usage errors, in the same shape
+        (
+            ("timeline", "--nosuch"),
+            "error: No such option '--nosuch'.\n  = help: `main timeline --help` lists what it takes\n",
+        ),
+        (
+            ("timelinex",),
+            "error: No such command 'timelinex'. Did you mean 'timeline'?\n"
+            "  = help: `main --help` lists what it takes\n",
+        ),
+        (
+            ("sql", "SELECT 1", "--format", "png"),
+            "error: Invalid value for '--format': 'png' is not one of 'table', 'csv', 'tsv', 'json', 'jsonl', 'markdown', "
+            "'parquet'.\n  = help: `main sql --help` lists what it takes\n",
+        ),
+    ],
+)
 def test_mistake_is_a_usage_error(incident, args, stderr):
     code, out, err = run(*args, store=incident)
     assert (code, out, err) == (2, "", stderr)
 
 
-@pytest.mark.parametrize("cmd", [("timeline",), ("timeline", "--format", "svg"), ("evidence",), ("summary",),
-                                 ("sql", "SELECT 1"), ("query", "run", "wedges")])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ("timeline",),
+        ("timeline", "--format", "svg"),
+        ("evidence",),
+        ("summary",),
+        ("sql", "SELECT 1"),
+        ("query", "run", "wedges"),
+    ],
+)
 def test_missing_output_folder_is_a_usage_error(incident, tmp_path, cmd):
     target = tmp_path / "no" / "such" / "out.txt"
     code, out, err = run(*cmd, "-o", target, store=incident)
     assert (code, out) == (2, "")
-    assert err == (f"error: -o {target}: no folder {target.parent}\n"
-                   f"  = help: create it first (mkdir -p {target.parent}) or write elsewhere\n")
+    assert err == (
+        f"error: -o {target}: no folder {target.parent}\n"
+        f"  = help: create it first (mkdir -p {target.parent}) or write elsewhere\n"
+    )
 
 
 def test_unknown_zone_is_refused_before_a_store_exists(tmp_path):
     store = tmp_path / "store"
     code, out, err = run("ingest", INCIDENT / "decode-0", "--tz", "Mars/Olympus", store=store)
     assert (code, out) == (2, "")
-    assert err == ("error: --tz Mars/Olympus: no such time zone\n"
-                   "  = help: give an IANA zone name, e.g. UTC, Asia/Shanghai, America/Los_Angeles\n")
+    assert err == (
+        "error: --tz Mars/Olympus: no such time zone\n"
+        "  = help: give an IANA zone name, e.g. UTC, Asia/Shanghai, America/Los_Angeles\n"
+    )
     assert not store.exists()
 
 
 def test_missing_input_is_refused_before_a_store_exists(tmp_path):
     store = tmp_path / "store"
     code, out, err = run("ingest", tmp_path / "no-such-dump", store=store)
-    assert (code, out, err) == (2, "", f"error: no such file or directory: {tmp_path / 'no-such-dump'}\n"
-                                       "  = help: check the path given to ingest\n")
+    assert (code, out, err) == (
+        2,
+        "",
+        f"error: no such file or directory: {tmp_path / 'no-such-dump'}\n  = help: check the path given to ingest\n",
+    )
     assert not store.exists()
 
 
 def test_compare_with_one_run_is_a_usage_error(incident):
     code, out, err = run("compare", incident)
     assert (code, out) == (2, "")
-    assert err == (f"error: compare needs two runs, and {incident} holds one (store)\n"
-                   "  = help: give a second store (`forensics compare BASELINE_STORE OTHER_STORE`), or ingest each "
-                   "run into one store with `ingest --run LABEL`\n")
+    assert err == (
+        f"error: compare needs two runs, and {incident} holds one (store)\n"
+        "  = help: give a second store (`forensics compare BASELINE_STORE OTHER_STORE`), or ingest each "
+        "run into one store with `ingest --run LABEL`\n"
+    )
 
 
 def test_broken_pipe_ends_quietly():
@@ -119,20 +158,30 @@ def test_broken_pipe_ends_quietly():
     before the reader goes and no write ever fails."""
     cmd = f"{sys.executable} -m forensics.cli tables"
     assert len(subprocess.run(cmd, shell=True, capture_output=True, cwd=ROOT).stdout) > 65536
-    p = subprocess.run(f"{cmd} | head -c 10 > /dev/null; exit ${{PIPESTATUS[0]}}", shell=True,
-                       executable="/bin/bash", capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(
+        f"{cmd} | head -c 10 > /dev/null; exit ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert (p.returncode, p.stderr) == (1, "")
 
 
 # --- relative times ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("since, when, how", [
-    ("1h", "2026-11-20 13:21:28 UTC", "1 h before"),
-    ("-30m", "2026-11-20 13:51:28 UTC", "30 m before"),
-    ("2h ago", "2026-11-20 12:21:28 UTC", "2 h before"),
-    ("yesterday 14:00", "2026-11-19 14:00:00 UTC", "the day before"),
-    ("14:05", "2026-11-20 14:05:00 UTC", "the latest such time up to"),
-])
+
+@pytest.mark.parametrize(
+    "since, when, how",
+    [
+        ("1h", "2026-11-20 13:21:28 UTC", "1 h before"),
+        ("-30m", "2026-11-20 13:51:28 UTC", "30 m before"),
+        ("2h ago", "2026-11-20 12:21:28 UTC", "2 h before"),
+        ("yesterday 14:00", "2026-11-19 14:00:00 UTC", "the day before"),
+        ("14:05", "2026-11-20 14:05:00 UTC", "the latest such time up to"),
+    ],
+)
 def test_relative_since_is_read_from_the_stores_last_event(incident, since, when, how):
     code, out, err = run("timeline", "--since", since, "--bucket", "1m", "--format", "json", store=incident)
     assert code == 0, err
@@ -141,12 +190,14 @@ def test_relative_since_is_read_from_the_stores_last_event(incident, since, when
     doc = json.loads(out)
     since_t = dt.datetime.fromisoformat(doc["since"])
     assert since_t.replace(microsecond=0) == dt.datetime.strptime(when, "%Y-%m-%d %H:%M:%S UTC").replace(
-        tzinfo=dt.timezone.utc)
+        tzinfo=dt.timezone.utc
+    )
     # the first 1 min bucket is the one holding the instant
     assert doc["rows"][0]["bucket_start"][:16] == when[:16].replace(" ", "T")
 
 
 # --- names are checked ---------------------------------------------------------------------------------
+
 
 def test_clocks_set_force_then_unset(tmp_path, incident):
     store = tmp_path / "store"
@@ -155,8 +206,10 @@ def test_clocks_set_force_then_unset(tmp_path, incident):
     code, out, err = run("clocks", "set", "decode-9", "1.5", "--force", store=store)
     assert (code, out, err) == (0, "clock offsets applied: decode-9 +1.5 s\n", "")
     code, out, _ = run("summary", "--format", "json", store=store)
-    assert json.loads(out)["warnings"][-1] == ("warning: clocks.json sets an offset for decode-9, a host the store "
-                                               "holds no rows of (`forensics clocks unset decode-9` removes it)")
+    assert json.loads(out)["warnings"][-1] == (
+        "warning: clocks.json sets an offset for decode-9, a host the store "
+        "holds no rows of (`forensics clocks unset decode-9` removes it)"
+    )
     assert run("clocks", "unset", "decode-9", store=store)[:2] == (0, "clock offsets: none applied\n")
     assert json.loads((store / "clocks.json").read_text()) == {}
 
@@ -170,7 +223,8 @@ def test_ingest_that_recognises_nothing_fails_and_says_what_it_saw(tmp_path):
     assert err.splitlines()[-2:] == [
         f"error: nothing recognised as a log or transcript in {tmp_path / 'dump'}: saw 2 files that are not logs: "
         "1 json, 1 markdown (see `files`, status 'skipped', for each one's skip_reason)",
-        "  = help: point ingest at the dump's folder, or read the inputs with `--parser NAME` (see `forensics formats`)"]
+        "  = help: point ingest at the dump's folder, or read the inputs with `--parser NAME` (see `forensics formats`)",
+    ]
 
 
 def test_two_machines_under_one_host_name_get_a_warning(tmp_path):
@@ -180,8 +234,10 @@ def test_two_machines_under_one_host_name_get_a_warning(tmp_path):
     code, _, err = run("ingest", *files, store=tmp_path / "store")
     assert code == 0, err
     # ingest ends with the store's summary, which says it (and so does `summary` for whoever opens the store later)
-    said = (f"warning: host sglang holds files of the same name from 2 folders ({files[0].parent}, {files[1].parent}): "
-            "if they are different machines, their rows are merged; ingest each machine's inputs with `--host NAME`")
+    said = (
+        f"warning: host sglang holds files of the same name from 2 folders ({files[0].parent}, {files[1].parent}): "
+        "if they are different machines, their rows are merged; ingest each machine's inputs with `--host NAME`"
+    )
     assert err.splitlines().count(said) == 1
     code, out, _ = run("summary", "--format", "json", store=tmp_path / "store")
     assert said in json.loads(out)["warnings"]
@@ -194,9 +250,14 @@ def test_one_folder_of_two_roles_gets_a_warning(tmp_path):
         shutil.copy(INCIDENT / side / "sglang.log", node / f"{side}.log")
     code, _, err = run("ingest", tmp_path / "dump", store=tmp_path / "store")
     assert code == 0, err
-    assert err.splitlines().count("warning: host node-a holds inputs of 2 roles (decode, prefill): if they are "
-                                  "different machines, their rows are merged; ingest each machine's inputs with "
-                                  "`--host NAME`") == 1
+    assert (
+        err.splitlines().count(
+            "warning: host node-a holds inputs of 2 roles (decode, prefill): if they are "
+            "different machines, their rows are merged; ingest each machine's inputs with "
+            "`--host NAME`"
+        )
+        == 1
+    )
 
 
 def test_timeline_host_counts_its_transfers_on_either_side_and_only_its_replies(incident):
@@ -215,6 +276,7 @@ def test_timeline_host_counts_its_transfers_on_either_side_and_only_its_replies(
 
 # --- summary -------------------------------------------------------------------------------------------
 
+
 def _summary_text(store) -> str:
     code, out, err = run("summary", store=store)
     assert (code, err) == (0, "")
@@ -230,10 +292,19 @@ def test_summary_json_agrees_with_the_store(incident):
     code, out, _ = run("summary", "--format", "json", store=incident)
     doc = json.loads(out)
     assert doc["kind"] == "forensics.summary" and [h["host"] for h in doc["hosts"]] == [
-        "agent", "decode-0", "decode-1", "prefill-0"]
+        "agent",
+        "decode-0",
+        "decode-1",
+        "prefill-0",
+    ]
     rows = {t["table"]: t["rows"] for t in doc["tables"]}
-    code, out, _ = run("sql", "SELECT (SELECT count(*) FROM replies) r, (SELECT count(*) FROM files) f",
-                       "--format", "json", store=incident)
+    code, out, _ = run(
+        "sql",
+        "SELECT (SELECT count(*) FROM replies) r, (SELECT count(*) FROM files) f",
+        "--format",
+        "json",
+        store=incident,
+    )
     assert [rows["replies"], rows["files"]] == [json.loads(out)[0]["r"], json.loads(out)[0]["f"]]
     assert {e["host_b"] for e in doc["clock_estimates"]} == {"decode-0", "decode-1"}
 
@@ -248,15 +319,22 @@ def test_ingest_ends_with_the_summary_and_tables_shows_row_counts(incident):
 
 # --- the demo's timelines ------------------------------------------------------------------------------
 
-INCIDENT_DAY = (dt.datetime(2026, 11, 20, 13, 50, tzinfo=dt.timezone.utc),
-                dt.datetime(2026, 11, 20, 14, 30, tzinfo=dt.timezone.utc))
+INCIDENT_DAY = (
+    dt.datetime(2026, 11, 20, 13, 50, tzinfo=dt.timezone.utc),
+    dt.datetime(2026, 11, 20, 14, 30, tzinfo=dt.timezone.utc),
+)
 
 
 @pytest.fixture(scope="module")
 def demo_files(incident, tmp_path_factory):
     out = tmp_path_factory.mktemp("demo-out")
-    for fmt, name in (("markdown", "timeline.md"), ("html", "timeline.html"), ("png", "timeline.png"),
-                      ("svg", "timeline.svg"), ("table", "timeline.txt")):
+    for fmt, name in (
+        ("markdown", "timeline.md"),
+        ("html", "timeline.html"),
+        ("png", "timeline.png"),
+        ("svg", "timeline.svg"),
+        ("table", "timeline.txt"),
+    ):
         code, _, err = run("timeline", "--format", fmt, "-o", out / name, store=incident)
         assert code == 0, err
     return out
@@ -303,16 +381,32 @@ def test_eras_in_the_same_store_stay_out_of_the_chart(sample_store, tmp_path):
     assert code == 0, err
     assert err.splitlines()[0] == (
         "note: window 2026-11-20 13:58:25 UTC to 2026-11-20 14:21:28 UTC, the span of the inputs holding most lines: "
-        "6 small inputs far outside it left out (host eras); pass --since / --until to see them")
-    ticks = [t.text for t in ET.parse(tmp_path / "t.svg").getroot().iter("{http://www.w3.org/2000/svg}text")
-             if t.text and re.fullmatch(r"\d\d:\d\d:\d\d", t.text)]
+        "6 small inputs far outside it left out (host eras); pass --since / --until to see them"
+    )
+    ticks = [
+        t.text
+        for t in ET.parse(tmp_path / "t.svg").getroot().iter("{http://www.w3.org/2000/svg}text")
+        if t.text and re.fullmatch(r"\d\d:\d\d:\d\d", t.text)
+    ]
     assert ticks and all("13:50:00" <= t <= "14:30:00" for t in ticks)
-    code, _, err = run("timeline", "--format", "png", "--bucket", "10s", "--since", "2024-01-01",
-                       "-o", tmp_path / "t.png", store=sample_store)
+    code, _, err = run(
+        "timeline",
+        "--format",
+        "png",
+        "--bucket",
+        "10s",
+        "--since",
+        "2024-01-01",
+        "-o",
+        tmp_path / "t.png",
+        store=sample_store,
+    )
     assert code == 0, err
-    assert ("note: the chart shows 2026-11-18 06:48:18 UTC to 2026-11-20 14:21:28 UTC: 2024-01-01 00:00:00 UTC to "
-            "2026-11-20 14:21:28 UTC in 10 s buckets would be 9111729 of them, and a chart holds 20000; pass a wider "
-            "--bucket, or --since / --until for another stretch") in err.splitlines()
+    assert (
+        "note: the chart shows 2026-11-18 06:48:18 UTC to 2026-11-20 14:21:28 UTC: 2024-01-01 00:00:00 UTC to "
+        "2026-11-20 14:21:28 UTC in 10 s buckets would be 9111729 of them, and a chart holds 20000; pass a wider "
+        "--bucket, or --since / --until for another stretch"
+    ) in err.splitlines()
 
 
 def update() -> None:

@@ -10,8 +10,10 @@ from forensics.ingest.store import Store
 from tests.bundle import DECODE, PREFILL, write_bundle
 from tests.conftest import ingest_paths, sql
 
-VIOLATIONS = ("SELECT count(*) FILTER (WHERE t_notif < t_post) AS notif, count(*) FILTER (WHERE t_done < t_post) AS done "
-              "FROM transfers")
+VIOLATIONS = (
+    "SELECT count(*) FILTER (WHERE t_notif < t_post) AS notif, count(*) FILTER (WHERE t_done < t_post) AS done "
+    "FROM transfers"
+)
 
 
 @pytest.fixture

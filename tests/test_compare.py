@@ -27,14 +27,20 @@ def test_rates_intervals_and_verdict(stores):
     c = res["corruption"]
     assert c["run"].to_list() == ["before", "after"]
     for store, row in zip(stores, c.iter_rows(named=True)):
-        truth = sql(store, "SELECT count(*) n, count(*) FILTER (WHERE corrupted) k FROM replies "
-                           "WHERE corruption_class <> 'config'")
+        truth = sql(
+            store,
+            "SELECT count(*) n, count(*) FILTER (WHERE corrupted) k FROM replies WHERE corruption_class <> 'config'",
+        )
         assert (row["replies"], row["corrupted"]) == (truth["n"][0], truth["k"][0])
         assert (row["ci_low"], row["ci_high"]) == stats.wilson(row["corrupted"], row["replies"])
     base, other = c.row(0, named=True), c.row(1, named=True)
     assert base["verdict"] == "baseline"
-    p = stats.fisher_exact(other["corrupted"], other["replies"] - other["corrupted"],
-                           base["corrupted"], base["replies"] - base["corrupted"])
+    p = stats.fisher_exact(
+        other["corrupted"],
+        other["replies"] - other["corrupted"],
+        base["corrupted"],
+        base["replies"] - base["corrupted"],
+    )
     assert other["p_value"] == p
     assert other["verdict"] == ("significant" if p < 0.05 else "within noise")
 
@@ -53,10 +59,19 @@ def test_throughput_bands_and_cli(stores):
     assert "Corruption rate per run" in r.output and "Decode throughput by concurrency band" in r.output
 
 
-_LEAK = ("Reading it.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read\">\n<｜DSML｜parameter "
-         "name=\"filePath\" string=\"true\">config.py</｜DSML｜parameter>\n</｜DSML｜invoke>")
-_TOOLS = [{"type": "function", "function": {"name": "read", "parameters": {
-    "type": "object", "properties": {"filePath": {"type": "string"}}, "required": ["filePath"]}}}]
+_LEAK = (
+    'Reading it.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="read">\n<｜DSML｜parameter '
+    'name="filePath" string="true">config.py</｜DSML｜parameter>\n</｜DSML｜invoke>'
+)
+_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read",
+            "parameters": {"type": "object", "properties": {"filePath": {"type": "string"}}, "required": ["filePath"]},
+        },
+    }
+]
 
 
 def _proxy_run(path, replies, corrupted):
@@ -66,17 +81,42 @@ def _proxy_run(path, replies, corrupted):
     lines = []
     for i in range(replies):
         t0 = 1793354400 + 20 * i
-        body = {"model": "deepseek-v3.2", "tools": _TOOLS,
-                "messages": [{"role": "user", "content": f"question {i}"}]}
+        body = {"model": "deepseek-v3.2", "tools": _TOOLS, "messages": [{"role": "user", "content": f"question {i}"}]}
         # the clean replies call the tool properly, so the leaks are not a session-wide template problem
-        msg, finish = ({"role": "assistant", "content": _LEAK}, "stop") if i in leaks else (
-            {"role": "assistant", "content": "Reading it.", "tool_calls": [{"id": f"call_{i}", "type": "function",
-             "function": {"name": "read", "arguments": json.dumps({"filePath": f"m{i}.py"})}}]}, "tool_calls")
+        msg, finish = (
+            ({"role": "assistant", "content": _LEAK}, "stop")
+            if i in leaks
+            else (
+                {
+                    "role": "assistant",
+                    "content": "Reading it.",
+                    "tool_calls": [
+                        {
+                            "id": f"call_{i}",
+                            "type": "function",
+                            "function": {"name": "read", "arguments": json.dumps({"filePath": f"m{i}.py"})},
+                        }
+                    ],
+                },
+                "tool_calls",
+            )
+        )
         lines.append({"ts": t0, "dir": "req", "conn": f"c-{i}", "body": body})
-        lines.append({"ts": t0 + 5, "dir": "resp", "conn": f"c-{i}", "status": 200, "body": {
-            "id": f"chatcmpl-{i}", "object": "chat.completion", "model": "deepseek-v3.2",
-            "choices": [{"index": 0, "finish_reason": finish, "message": msg}],
-            "usage": {"prompt_tokens": 900, "completion_tokens": 41}}})
+        lines.append(
+            {
+                "ts": t0 + 5,
+                "dir": "resp",
+                "conn": f"c-{i}",
+                "status": 200,
+                "body": {
+                    "id": f"chatcmpl-{i}",
+                    "object": "chat.completion",
+                    "model": "deepseek-v3.2",
+                    "choices": [{"index": 0, "finish_reason": finish, "message": msg}],
+                    "usage": {"prompt_tokens": 900, "completion_tokens": 41},
+                },
+            }
+        )
     path.mkdir(parents=True)
     (path / "proxy.jsonl").write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
 

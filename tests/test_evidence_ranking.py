@@ -22,12 +22,16 @@ def _features(seed=4, n=900):
         rate = rnd.uniform(0, 30000)
         running = rnd.randint(0, 60)
         p = (0.25 if rate > 20000 else 0.05) + (0.04 if running > 40 else 0.0)
-        rows.append({
-            "corruption_class": "parse_leak" if rnd.random() < p else "clean",
-            "prefill_new_tokens_per_s": rate, "decode_running_req": running,
-            "decode_rank": str(rnd.randrange(4)), "decode_host": f"decode-{rnd.randrange(2)}",
-            "aborts_before": rnd.choice([0, 0, 0, 1]),
-        })
+        rows.append(
+            {
+                "corruption_class": "parse_leak" if rnd.random() < p else "clean",
+                "prefill_new_tokens_per_s": rate,
+                "decode_running_req": running,
+                "decode_rank": str(rnd.randrange(4)),
+                "decode_host": f"decode-{rnd.randrange(2)}",
+                "aborts_before": rnd.choice([0, 0, 0, 1]),
+            }
+        )
     df = pl.DataFrame(rows)
     return df.with_columns(corrupted=pl.col("corruption_class") != "clean")
 
@@ -82,7 +86,8 @@ def test_order_is_raising_then_protective_each_by_q_then_effect(comp):
         g = comp.filter(pl.col("effect") == effect).rows(named=True)
         for a, b in zip(g, g[1:]):
             assert a["q_value"] < b["q_value"] or (
-                a["q_value"] == b["q_value"] and abs(a["difference"]) >= abs(b["difference"]))
+                a["q_value"] == b["q_value"] and abs(a["difference"]) >= abs(b["difference"])
+            )
     for r in comp.iter_rows(named=True):
         assert (r["difference"] > 0) == (r["effect"] == "raises")
         assert r["difference_low"] <= r["difference"] <= r["difference_high"]
@@ -107,17 +112,28 @@ def test_summary_and_markdown_say_how_many_comparisons():
     assert summary["comparisons"] == comp.height
     assert summary["significant"] == int(comp["significant"].sum()) >= 2
     assert summary["significant_raising"] == comp.filter(pl.col("significant") & (pl.col("effect") == "raises")).height
-    report = {"clock_offsets": {}, "summary": {**summary, "corrupted_rate": summary["corrupted"] / 900},
-              "comparisons": comp, "corrupted_replies": pl.DataFrame(), "wedges": pl.DataFrame(),
-              "abort_storms": pl.DataFrame(), "checksum_mismatches": pl.DataFrame()}
+    report = {
+        "clock_offsets": {},
+        "summary": {**summary, "corrupted_rate": summary["corrupted"] / 900},
+        "comparisons": comp,
+        "corrupted_replies": pl.DataFrame(),
+        "wedges": pl.DataFrame(),
+        "abort_storms": pl.DataFrame(),
+        "checksum_mismatches": pl.DataFrame(),
+    }
     out = io.StringIO()
     render_evidence(report, "markdown", out)
     text = out.getvalue()
-    assert (f"{comp.height} comparisons made (each bucket of a dimension against the rest); "
-            f"{summary['significant']} significant at Benjamini–Hochberg q < 0.05") in text
+    assert (
+        f"{comp.height} comparisons made (each bucket of a dimension against the rest); "
+        f"{summary['significant']} significant at Benjamini–Hochberg q < 0.05"
+    ) in text
     assert "| BH q |" in text and "| Fisher p |" in text
-    table = [ln for ln in text.splitlines() if ln.startswith("| prefill") or ln.startswith("| decode")
-             or ln.startswith("| aborts")]
+    table = [
+        ln
+        for ln in text.splitlines()
+        if ln.startswith("| prefill") or ln.startswith("| decode") or ln.startswith("| aborts")
+    ]
     assert table[0].startswith("| prefill new-token rate") and "| raises * |" in table[0]
     first_protective = next(i for i, ln in enumerate(table) if "| protective" in ln)
     assert all("| raises" in ln for ln in table[:first_protective])

@@ -48,11 +48,14 @@ def test_every_failure_reason_rule_has_a_sample(reason, pattern):
     assert reason in _parsed()[1], f"failure reason rule {reason!r} ({pattern}) does not match any samples: {HELP}"
 
 
-@pytest.mark.parametrize("rule, pattern", grammar.WRAPPERS + grammar.FAMILIES,
-                         ids=[n for n, _ in grammar.WRAPPERS + grammar.FAMILIES])
+@pytest.mark.parametrize(
+    "rule, pattern", grammar.WRAPPERS + grammar.FAMILIES, ids=[n for n, _ in grammar.WRAPPERS + grammar.FAMILIES]
+)
 def test_every_wrapper_and_line_family_has_a_sample(rule, pattern):
-    assert _lines().str.contains(pattern).any(), f"wrapper or line family {rule!r} ({pattern}) does not match any " \
-                                                 f"samples: add a sample line it matches to parsers/server_log/samples.py"
+    assert _lines().str.contains(pattern).any(), (
+        f"wrapper or line family {rule!r} ({pattern}) does not match any "
+        f"samples: add a sample line it matches to parsers/server_log/samples.py"
+    )
 
 
 def test_a_rule_without_a_sample_is_named():

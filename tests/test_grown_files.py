@@ -7,8 +7,10 @@ import json
 
 from tests.conftest import ingest_paths, sql
 
-STATS = ("[2026-10-30 10:{m:02d}:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
-         "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n")
+STATS = (
+    "[2026-10-30 10:{m:02d}:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
+    "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n"
+)
 TIME_ONLY = "[10:{m:02d}:{s:02d} TP0] Decode batch, #running-req: {n}, #token: 10, token usage: 0.01, #queue-req: 0\n"
 
 
@@ -28,19 +30,26 @@ def _wc_l(path) -> int:
 
 def _no_duplicate_lines(store) -> None:
     for t in ("batches", "events", "unparsed"):
-        d = sql(store, f"SELECT count(*) n FROM (SELECT source_file, line_no FROM {t} "
-                       "GROUP BY ALL HAVING count(*) > 1)")
+        d = sql(
+            store, f"SELECT count(*) n FROM (SELECT source_file, line_no FROM {t} GROUP BY ALL HAVING count(*) > 1)"
+        )
         assert d["n"][0] == 0, t
     # a line is a row of one table only
-    d = sql(store, "SELECT count(*) n FROM (SELECT source_file, line_no FROM (SELECT source_file, line_no FROM batches "
-                   "UNION ALL SELECT source_file, line_no FROM events UNION ALL SELECT source_file, line_no FROM "
-                   "unparsed) GROUP BY ALL HAVING count(*) > 1)")
+    d = sql(
+        store,
+        "SELECT count(*) n FROM (SELECT source_file, line_no FROM (SELECT source_file, line_no FROM batches "
+        "UNION ALL SELECT source_file, line_no FROM events UNION ALL SELECT source_file, line_no FROM "
+        "unparsed) GROUP BY ALL HAVING count(*) > 1)",
+    )
     assert d["n"][0] == 0
 
 
 def _pieces(store):
-    return sql(store, "SELECT piece, byte_start, byte_end, line_start, line_end, grown, lines, bytes, sha256, "
-                      "replaced_sha256, replaced_bytes FROM files WHERE status = 'ingested' ORDER BY byte_start")
+    return sql(
+        store,
+        "SELECT piece, byte_start, byte_end, line_start, line_end, grown, lines, bytes, sha256, "
+        "replaced_sha256, replaced_bytes FROM files WHERE status = 'ingested' ORDER BY byte_start",
+    )
 
 
 def test_a_log_appended_twice_gives_every_line_once(tmp_path):
@@ -84,12 +93,17 @@ def test_an_unchanged_file_ingested_again_adds_nothing(tmp_path):
 def test_the_new_lines_keep_the_clock_of_the_old_ones(tmp_path):
     """Time-only prefixes (2024 builds) take the date of the dated line above them, across pieces."""
     log = tmp_path / "prefill-0.log"
-    log.write_text(stats(0, 5) + "[2026-03-04 23:59:50] Prefill batch. #new-seq: 1, #new-token: 8, #cached-token: 0, "
-                   "token usage: 0.00, #running-req: 0, #queue-req: 0\n")
+    log.write_text(
+        stats(0, 5) + "[2026-03-04 23:59:50] Prefill batch. #new-seq: 1, #new-token: 8, #cached-token: 0, "
+        "token usage: 0.00, #running-req: 0, #queue-req: 0\n"
+    )
     store = tmp_path / "s"
     ingest_paths([log], store, date=None)
-    _append(log, "[23:59:58 TP0] Decode batch, #running-req: 1, #token: 10, token usage: 0.01, #queue-req: 0\n"
-                 "[00:00:03 TP0] Decode batch, #running-req: 2, #token: 10, token usage: 0.01, #queue-req: 0\n")
+    _append(
+        log,
+        "[23:59:58 TP0] Decode batch, #running-req: 1, #token: 10, token usage: 0.01, #queue-req: 0\n"
+        "[00:00:03 TP0] Decode batch, #running-req: 2, #token: 10, token usage: 0.01, #queue-req: 0\n",
+    )
     ingest_paths([log], store)
     got = sql(store, "SELECT line_no, strftime(ts, '%Y-%m-%d %H:%M:%S') t FROM batches WHERE line_no > 6 ORDER BY 1")
     assert got["line_no"].to_list() == [7, 8]
@@ -99,13 +113,18 @@ def test_the_new_lines_keep_the_clock_of_the_old_ones(tmp_path):
 
 def test_a_traceback_across_the_boundary_is_read_whole(tmp_path):
     log = tmp_path / "decode-0.log"
-    head = stats(0, 50) + ("[2026-10-30 10:01:00 DP0 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
-                           '  File "/sgl/scheduler.py", line 10, in event_loop\n')
+    head = stats(0, 50) + (
+        "[2026-10-30 10:01:00 DP0 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl/scheduler.py", line 10, in event_loop\n'
+    )
     log.write_text(head)
     store = tmp_path / "s"
     ingest_paths([log], store)
-    _append(log, '    self.process_batch()\n  File "/sgl/disagg.py", line 20, in process_batch\n'
-                 "    raise RuntimeError('boom')\nRuntimeError: boom\n" + stats(100, 20))
+    _append(
+        log,
+        '    self.process_batch()\n  File "/sgl/disagg.py", line 20, in process_batch\n'
+        "    raise RuntimeError('boom')\nRuntimeError: boom\n" + stats(100, 20),
+    )
     r = ingest_paths([log], store)
     assert r[0].status == "ingested", r[0].error
     _no_duplicate_lines(store)
@@ -162,7 +181,9 @@ def test_a_rewritten_file_is_a_new_input(tmp_path):
     log.write_text(stats(1000, 150))
     ingest_paths([log], store)
     f = sql(store, "SELECT piece, grown, lines FROM files ORDER BY ingested_at")
-    assert f["piece"].to_list() == [1, 1] and f["grown"].to_list() == [None, None] and f["lines"].to_list() == [100, 150]
+    assert (
+        f["piece"].to_list() == [1, 1] and f["grown"].to_list() == [None, None] and f["lines"].to_list() == [100, 150]
+    )
     assert sql(store, "SELECT count(*) n FROM batches")["n"][0] == 250
     # it grows on from its new version
     _append(log, stats(1150, 10))
@@ -197,8 +218,10 @@ def test_a_grown_gzip_replaces_its_earlier_version(tmp_path):
 
 
 def test_a_grown_transfer_trace_adds_its_new_lines(tmp_path):
-    line = ('{{"ts":{t}.5,"host":"node-p0","pid":1842217,"side":"prefill","engine_rank":3,"dp_rank":3,'
-            '"room":{r},"rid":"r{r}","kind":"kv","chunk":0,"is_last":true,"event":"post","bytes":4096}}\n')
+    line = (
+        '{{"ts":{t}.5,"host":"node-p0","pid":1842217,"side":"prefill","engine_rank":3,"dp_rank":3,'
+        '"room":{r},"rid":"r{r}","kind":"kv","chunk":0,"is_last":true,"event":"post","bytes":4096}}\n'
+    )
     trace = tmp_path / "node-p0" / "transfer_trace.jsonl"
     trace.parent.mkdir()
     trace.write_text("".join(line.format(t=1761818400 + i, r=i + 1) for i in range(40)))
@@ -220,20 +243,34 @@ def test_a_grown_claude_code_transcript_gives_each_turn_once(tmp_path):
         return json.dumps(o) + "\n"
 
     def block(i: int, mid: str, content: list, stop=None) -> str:
-        return rec(i, "assistant", message={"id": mid, "role": "assistant", "model": "claude-x", "content": content,
-                                            "stop_reason": stop, "usage": {"input_tokens": 10, "output_tokens": i}})
+        return rec(
+            i,
+            "assistant",
+            message={
+                "id": mid,
+                "role": "assistant",
+                "model": "claude-x",
+                "content": content,
+                "stop_reason": stop,
+                "usage": {"input_tokens": 10, "output_tokens": i},
+            },
+        )
 
     path = tmp_path / "agent" / f"{session}.jsonl"
     path.parent.mkdir()
-    first = (rec(0, "user", message={"role": "user", "content": "hello"})
-             + block(1, "msg_1", [{"type": "thinking", "thinking": "hm"}]))
+    first = rec(0, "user", message={"role": "user", "content": "hello"}) + block(
+        1, "msg_1", [{"type": "thinking", "thinking": "hm"}]
+    )
     path.write_text(first)
     store = tmp_path / "s"
     ingest_paths([tmp_path / "agent"], store)
     before = sql(store, "SELECT count(*) n FROM turns")["n"][0]
-    _append(path, block(2, "msg_1", [{"type": "text", "text": "hi there"}], stop="end_turn")
-            + rec(3, "user", message={"role": "user", "content": "again"})
-            + block(4, "msg_2", [{"type": "text", "text": "sure"}], stop="end_turn"))
+    _append(
+        path,
+        block(2, "msg_1", [{"type": "text", "text": "hi there"}], stop="end_turn")
+        + rec(3, "user", message={"role": "user", "content": "again"})
+        + block(4, "msg_2", [{"type": "text", "text": "sure"}], stop="end_turn"),
+    )
     ingest_paths([tmp_path / "agent"], store)
     turns = sql(store, "SELECT count(*) n, count(DISTINCT line_no) d FROM turns")
     assert before >= 1 and turns["n"][0] == turns["d"][0] == before + 1

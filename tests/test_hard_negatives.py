@@ -25,12 +25,22 @@ from tests.conftest import ROOT
 from tests.corpus.texts import CLEAN_PROSE
 
 REPLIES = pathlib.Path(__file__).parent / "replies"
-REAL_LOGS = next((p for p in (ROOT.parent / "shared" / "real_logs", ROOT.parent.parent / "shared" / "real_logs")
-                  if p.is_dir()), ROOT.parent / "shared" / "real_logs")
+REAL_LOGS = next(
+    (p for p in (ROOT.parent / "shared" / "real_logs", ROOT.parent.parent / "shared" / "real_logs") if p.is_dir()),
+    ROOT.parent / "shared" / "real_logs",
+)
 # the shared folder sits beside the checkout (../shared), or beside the folder of worktrees
-REAL = next((p for p in (ROOT.parent / "shared" / "real_transcripts" / "claude_code",
-                          ROOT.parent.parent / "shared" / "real_transcripts" / "claude_code") if p.is_dir()),
-            ROOT.parent / "shared" / "real_transcripts" / "claude_code")
+REAL = next(
+    (
+        p
+        for p in (
+            ROOT.parent / "shared" / "real_transcripts" / "claude_code",
+            ROOT.parent.parent / "shared" / "real_transcripts" / "claude_code",
+        )
+        if p.is_dir()
+    ),
+    ROOT.parent / "shared" / "real_transcripts" / "claude_code",
+)
 
 MAX_NEGATIVE_FLAG_RATE = 0.01
 MIN_PRECISION = 0.97
@@ -52,12 +62,22 @@ def load_case(path: pathlib.Path) -> Case:
         key, _, value = lines.pop(0)[1:].partition(":")
         meta[key.strip()] = value.strip()
     body = "\n".join(lines).rstrip("\n")
-    content, _, reasoning = body.partition("\n@@@ reasoning\n") if "\n@@@ reasoning\n" in body \
-        else body.partition("@@@ reasoning\n")
-    t = Turn(source="fixture", session_id=path.stem, turn_id=path.stem, source_file=str(path),
-             content=content.rstrip("\n"), reasoning=reasoning.rstrip("\n"),
-             finish_reason=meta.get("finish", "stop"), model=meta.get("model", "deepseek-v3.2"),
-             completion_tokens=int(meta.get("completion", 40)), tools_offered=True, user_text=meta.get("user"))
+    content, _, reasoning = (
+        body.partition("\n@@@ reasoning\n") if "\n@@@ reasoning\n" in body else body.partition("@@@ reasoning\n")
+    )
+    t = Turn(
+        source="fixture",
+        session_id=path.stem,
+        turn_id=path.stem,
+        source_file=str(path),
+        content=content.rstrip("\n"),
+        reasoning=reasoning.rstrip("\n"),
+        finish_reason=meta.get("finish", "stop"),
+        model=meta.get("model", "deepseek-v3.2"),
+        completion_tokens=int(meta.get("completion", 40)),
+        tools_offered=True,
+        user_text=meta.get("user"),
+    )
     return Case(path.stem, t, meta.get("expect"))
 
 
@@ -68,9 +88,19 @@ def load_dir(name: str) -> list[Case]:
 def _baseline() -> list[Turn]:
     # two short replies make one of the length the entropy rule compares (200 chars or more)
     texts = [CLEAN_PROSE[i] + "\n\n" + CLEAN_PROSE[i + 1] for i in range(0, 20, 2)]
-    return [Turn(source="fixture", session_id="baseline", turn_id=f"b{i}", source_file="-", content=text,
-                 finish_reason="stop", completion_tokens=60, tools_offered=True)
-            for i, text in enumerate(texts)]
+    return [
+        Turn(
+            source="fixture",
+            session_id="baseline",
+            turn_id=f"b{i}",
+            source_file="-",
+            content=text,
+            finish_reason="stop",
+            completion_tokens=60,
+            tools_offered=True,
+        )
+        for i, text in enumerate(texts)
+    ]
 
 
 def in_session(turn: Turn) -> d.Verdict:
@@ -165,15 +195,30 @@ def test_real_log_lines_quoted_in_replies_are_not_corruption():
     for path in sorted(REAL_LOGS.rglob("*.log")):
         lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
         for k in range(0, len(lines), 3):
-            chunk = lines[k:k + 3]
+            chunk = lines[k : k + 3]
             for how, template in QUOTINGS.items():
-                text = template.format(lines="\n".join(chunk), quoted="\n".join("> " + ln for ln in chunk),
-                                       first=chunk[0].strip())
-                replies.append((f"{path.name}:{k + 1} {how}", Turn(
-                    source="fixture", session_id="logs", turn_id=f"{path.name}-{k}-{how}", source_file=str(path),
-                    content=text, finish_reason="stop", completion_tokens=60, tools_offered=True)))
+                text = template.format(
+                    lines="\n".join(chunk), quoted="\n".join("> " + ln for ln in chunk), first=chunk[0].strip()
+                )
+                replies.append(
+                    (
+                        f"{path.name}:{k + 1} {how}",
+                        Turn(
+                            source="fixture",
+                            session_id="logs",
+                            turn_id=f"{path.name}-{k}-{how}",
+                            source_file=str(path),
+                            content=text,
+                            finish_reason="stop",
+                            completion_tokens=60,
+                            tools_offered=True,
+                        ),
+                    )
+                )
     flagged = [(name, v.evidence) for name, t in replies if (v := in_session(t)).corrupted]
-    print(f"\nreal log lines quoted: {len(replies)} replies, flagged {len(flagged)} ({len(flagged) / len(replies):.1%})")
+    print(
+        f"\nreal log lines quoted: {len(replies)} replies, flagged {len(flagged)} ({len(flagged) / len(replies):.1%})"
+    )
     for name, ev in flagged:
         print("FALSE ALARM", name, (ev or "")[:160])
     assert len(replies) >= 100
@@ -203,9 +248,24 @@ def test_real_tool_output_pasted_into_a_reply_is_not_corruption():
         excerpt = "\n".join(body.splitlines()[:40])  # an agent pastes the part that matters, not all of it
         replies.append(f"The output:\n\n{excerpt}\n\nThat is the part that matters.")
         replies.append(f"The output:\n\n```\n{excerpt}\n```\n\nThat is the part that matters.")
-    flagged = [v.evidence for text in replies if (v := in_session(Turn(
-        source="fixture", session_id="tools", turn_id="t", source_file="-", content=text, finish_reason="stop",
-        completion_tokens=60, tools_offered=True))).corrupted]
+    flagged = [
+        v.evidence
+        for text in replies
+        if (
+            v := in_session(
+                Turn(
+                    source="fixture",
+                    session_id="tools",
+                    turn_id="t",
+                    source_file="-",
+                    content=text,
+                    finish_reason="stop",
+                    completion_tokens=60,
+                    tools_offered=True,
+                )
+            )
+        ).corrupted
+    ]
     print(f"\nreal tool output pasted: {len(replies)} replies, flagged {len(flagged)}")
     for ev in flagged:
         print("FALSE ALARM", (ev or "")[:160])
@@ -220,8 +280,8 @@ BESIDE = {
     "switch": "The decode worker then waits for the 预填充服务器 to resend the cache before retrying.",
     "loop": "The prefill side never sent the cache. " * 12,
     "dsml": f'Let me check.\n\n<{d.DSML}function_calls>\n<{d.DSML}invoke name="read">\n'
-            f'<{d.DSML}parameter name="path" string="true">a.py</{d.DSML}parameter>\n</{d.DSML}invoke>\n'
-            f"</{d.DSML}function_calls>",
+    f'<{d.DSML}parameter name="path" string="true">a.py</{d.DSML}parameter>\n</{d.DSML}invoke>\n'
+    f"</{d.DSML}function_calls>",
     "think": "</think>So that is the answer.",
     "replacement_char": "The loader ret\ufffdurns the dict.",
 }

@@ -40,7 +40,9 @@ def tl(store):
 
 
 def _window(rows, start, end):
-    return rows.filter((pl.col("bucket_start") >= t(start) - dt.timedelta(seconds=10)) & (pl.col("bucket_start") < t(end)))
+    return rows.filter(
+        (pl.col("bucket_start") >= t(start) - dt.timedelta(seconds=10)) & (pl.col("bucket_start") < t(end))
+    )
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +80,11 @@ EDGE_S = 15
 
 def _planted_wedge_rows(df: pl.DataFrame) -> pl.DataFrame:
     """Wedge rows of the planted host that overlap the planted window."""
-    return df.filter((pl.col("host") == WEDGE["host"]) & (pl.col("t_start") < t(WEDGE["end"]))
-                     & (pl.col("t_end") > t(WEDGE["start"])))
+    return df.filter(
+        (pl.col("host") == WEDGE["host"])
+        & (pl.col("t_start") < t(WEDGE["end"]))
+        & (pl.col("t_end") > t(WEDGE["start"]))
+    )
 
 
 def _check_wedge_row(row: dict) -> None:
@@ -133,7 +138,7 @@ def test_evidence_shows_the_wedge(report, store):
     _check_wedge_row(w.row(0, named=True))
     r = CliRunner().invoke(main, ["evidence", "--store", str(store.root)])
     assert r.exit_code == 0, r.output
-    section = r.output[r.output.lower().index("wedge"):]
+    section = r.output[r.output.lower().index("wedge") :]
     assert WEDGE["host"] in section
 
 
@@ -167,7 +172,9 @@ def test_evidence_ties_corruption_to_prefill_load(report):
     # the strongest difference is about prefill load, and it is significant
     assert top["column"] in ("prefill_queue_req", "prefill_new_tokens_per_s") and top["p_value"] < 0.001
     # heavier prefill against lighter: the strongest split of the prefill rate, read as a risk
-    split = comp.filter((pl.col("column") == "prefill_new_tokens_per_s") & (pl.col("effect") == "raises")).row(0, named=True)
+    split = comp.filter((pl.col("column") == "prefill_new_tokens_per_s") & (pl.col("effect") == "raises")).row(
+        0, named=True
+    )
     assert split["bucket"].startswith("above") and split["rate"] > 2 * split["rest_rate"]
     for r in comp.iter_rows(named=True):
         assert r["ci_low"] <= r["rate"] <= r["ci_high"] and 0 <= r["p_value"] <= 1
@@ -180,7 +187,10 @@ def test_evidence_ties_corruption_to_failures_on_the_same_host(report):
     assert yes["rate"] > yes["rest_rate"]
     win = next(w for w in PLANTED["windows"]["elevated_corruption"] if w["reason"] == "after_transfer_failures")
     ctx = report["corrupted_replies"].filter(
-        (pl.col("t_start") >= t(win["start"])) & (pl.col("t_start") <= t(win["end"])) & (pl.col("decode_host") == win["host"]))
+        (pl.col("t_start") >= t(win["start"]))
+        & (pl.col("t_start") <= t(win["end"]))
+        & (pl.col("decode_host") == win["host"])
+    )
     assert ctx.height >= 1
     for evs in ctx["events"].to_list():
         assert any(e["kind"] == "transfer_failed" for e in evs)
@@ -201,9 +211,13 @@ def test_quoted_log_reply_is_not_corrupted(store):
 
 def test_hard_negatives_stay_clean(store):
     kinds = {h["reply_id"]: h["kind"] for h in PLANTED["hard_negatives"]}
-    rep = run_sql(store, "SELECT turn_id, corrupted, signatures FROM replies").filter(pl.col("turn_id").is_in(list(kinds)))
+    rep = run_sql(store, "SELECT turn_id, corrupted, signatures FROM replies").filter(
+        pl.col("turn_id").is_in(list(kinds))
+    )
     assert rep.height == len(kinds)
-    flagged = {r["turn_id"]: (kinds[r["turn_id"]], r["signatures"]) for r in rep.iter_rows(named=True) if r["corrupted"]}
+    flagged = {
+        r["turn_id"]: (kinds[r["turn_id"]], r["signatures"]) for r in rep.iter_rows(named=True) if r["corrupted"]
+    }
     assert flagged == {}
 
 
@@ -219,13 +233,24 @@ def test_json_shapes_are_stable(store, tmp_path):
     doc = json.loads(r.output)
     assert doc["kind"] == "forensics.timeline" and doc["version"] == 1
     assert doc["clock_offsets"] == {"decode-1": 2.5}
-    assert {"bucket_start", "replies", "corrupted_rate", "decode_hosts", "wedged_hosts", "anomaly"} <= set(doc["columns"])
+    assert {"bucket_start", "replies", "corrupted_rate", "decode_hosts", "wedged_hosts", "anomaly"} <= set(
+        doc["columns"]
+    )
     assert doc["wedges"] and doc["abort_storms"]
     r = CliRunner().invoke(main, ["evidence", "--store", str(store.root), "--format", "json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert set(doc) >= {"kind", "version", "clock_offsets", "summary", "comparisons", "corrupted_replies", "wedges",
-                        "abort_storms", "checksum_mismatches"}
+    assert set(doc) >= {
+        "kind",
+        "version",
+        "clock_offsets",
+        "summary",
+        "comparisons",
+        "corrupted_replies",
+        "wedges",
+        "abort_storms",
+        "checksum_mismatches",
+    }
     assert all(isinstance(x["bootstrap_room"], str) for x in doc["checksum_mismatches"])
 
 

@@ -32,8 +32,18 @@ ESC_CLEAR = "\x1b[2J"
 OSC8 = "\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07"
 RLO = "\u202etxt.exe"
 FORMULAS = ['=HYPERLINK("http://x")', "+cmd|' /C calc'!A0", "@SUM(1)", "-2+3+cmd|' /C calc'!A0", "\t=1+2"]
-MARKDOWN = ["**bold**", "[x](javascript:alert(1))", "![img](http://x/y.png)", "<script>alert(1)</script>",
-            "_it_", "`code`", "~~gone~~", "# heading", "<img src=x onerror=alert(2)>", "[d](data:text/html,x)"]
+MARKDOWN = [
+    "**bold**",
+    "[x](javascript:alert(1))",
+    "![img](http://x/y.png)",
+    "<script>alert(1)</script>",
+    "_it_",
+    "`code`",
+    "~~gone~~",
+    "# heading",
+    "<img src=x onerror=alert(2)>",
+    "[d](data:text/html,x)",
+]
 PAGE = ["%DATA%", "%JS%", "%CSS%"]
 RICH = [":x:", ":ok:", ":b:", "[bold]x[/bold]", "[link=http://evil.example]y[/link]", "$x^2$"]
 PAYLOADS = [ESC_CLEAR, OSC8, RLO, *FORMULAS, *MARKDOWN, *PAGE, *RICH]
@@ -64,43 +74,79 @@ def hostile(tmp_path_factory):
     prefill = "prefill-0" + _pick(rng, NAME_SAFE, 2)
     rid = _pick(rng, PAYLOADS, 3)
     reason = _pick(rng, PAYLOADS, 3)
-    log = (dump / decode / (_pick(rng, NAME_SAFE, 1) + "sglang.log"))
+    log = dump / decode / (_pick(rng, NAME_SAFE, 1) + "sglang.log")
     log.parent.mkdir(parents=True)
-    lines = [f"[2026-11-20 14:00:{s:02d} DP0 TP0 EP0] Decode batch, #running-req: 1, #token: 100, token usage: 0.01, "
-             f"#prealloc-req: 0, #transfer-req: 0, cuda graph: True, gen throughput (token/s): 50.0, #queue-req: 0"
-             for s in range(0, 40, 2)]
-    lines.insert(5, "[2026-11-20 14:00:09 DP0 TP0 EP0] Decode transfer failed for request rank=0 "
-                    f"decode_req.req.rid='{rid}' decode_req.req.bootstrap_room=42 with exception "
-                    f"KVTransferError(bootstrap_room=42): {reason} peer [{IPV6}]:5757 {PASSWD}")
+    lines = [
+        f"[2026-11-20 14:00:{s:02d} DP0 TP0 EP0] Decode batch, #running-req: 1, #token: 100, token usage: 0.01, "
+        f"#prealloc-req: 0, #transfer-req: 0, cuda graph: True, gen throughput (token/s): 50.0, #queue-req: 0"
+        for s in range(0, 40, 2)
+    ]
+    lines.insert(
+        5,
+        "[2026-11-20 14:00:09 DP0 TP0 EP0] Decode transfer failed for request rank=0 "
+        f"decode_req.req.rid='{rid}' decode_req.req.bootstrap_room=42 with exception "
+        f"KVTransferError(bootstrap_room=42): {reason} peer [{IPV6}]:5757 {PASSWD}",
+    )
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
     (dump / prefill).mkdir()
     (dump / prefill / "sglang.log").write_text(
-        "".join(f"[2026-11-20 14:00:{s:02d} DP0 TP0 EP0] Prefill batch, #new-seq: 1, #new-token: 512, "
-                f"#cached-token: 0, token usage: 0.02, #running-req: 0, #queue-req: {s % 3}, "
-                f"#prealloc-req: 0, #inflight-req: 0, input throughput (token/s): 1000.0\n" for s in range(0, 40, 2)),
-        encoding="utf-8")
+        "".join(
+            f"[2026-11-20 14:00:{s:02d} DP0 TP0 EP0] Prefill batch, #new-seq: 1, #new-token: 512, "
+            f"#cached-token: 0, token usage: 0.02, #running-req: 0, #queue-req: {s % 3}, "
+            f"#prealloc-req: 0, #inflight-req: 0, input throughput (token/s): 1000.0\n"
+            for s in range(0, 40, 2)
+        ),
+        encoding="utf-8",
+    )
     (dump / "agent").mkdir()
     conn = _pick(rng, PAYLOADS, 2)
     reply = _pick(rng, PAYLOADS, 4) + f" {IPV6} {PASSWD} " + _pick(rng, PAYLOADS, 4)
     leak = '\n<｜DSML｜invoke name="edit">\n<｜DSML｜parameter name="filePath" string="true">/x</｜DSML｜parameter>'
     records = [
-        {"ts": "2026-11-20T14:00:10.000Z", "dir": "req", "conn": conn, "upstream": "http://router/v1/chat/completions",
-         "body": {"model": _pick(rng, PAYLOADS, 1) + "m", "stream": False,
-                  "messages": [{"role": "user", "content": _pick(rng, PAYLOADS, 3)}]}},
-        {"ts": "2026-11-20T14:00:15.000Z", "dir": "resp", "conn": conn, "status": 200, "latency_ms": 5000,
-         "body": {"id": "chatcmpl-x", "object": "chat.completion", "model": "m",
-                  "choices": [{"index": 0, "message": {"role": "assistant", "content": reply + leak},
-                               "finish_reason": "stop"}],
-                  "usage": {"prompt_tokens": 10, "completion_tokens": 50, "total_tokens": 60}}},
+        {
+            "ts": "2026-11-20T14:00:10.000Z",
+            "dir": "req",
+            "conn": conn,
+            "upstream": "http://router/v1/chat/completions",
+            "body": {
+                "model": _pick(rng, PAYLOADS, 1) + "m",
+                "stream": False,
+                "messages": [{"role": "user", "content": _pick(rng, PAYLOADS, 3)}],
+            },
+        },
+        {
+            "ts": "2026-11-20T14:00:15.000Z",
+            "dir": "resp",
+            "conn": conn,
+            "status": 200,
+            "latency_ms": 5000,
+            "body": {
+                "id": "chatcmpl-x",
+                "object": "chat.completion",
+                "model": "m",
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": reply + leak}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 50, "total_tokens": 60},
+            },
+        },
     ]
     (dump / "agent" / (_pick(rng, NAME_SAFE, 1) + "proxy.jsonl")).write_text(
-        "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8"
+    )
     # glob characters in the store's own path are left out: readers of the store's Parquet files glob
     # their paths (a separate defect, not one of output)
     store = base / ("store" + _pick(rng, [p for p in NAME_SAFE if not re.search(r"[\[\]*?]", p)], 2))
     r = CliRunner().invoke(main, ["ingest", str(dump), "--store", str(store)])
-    return {"store": str(store), "base": base, "decode": decode, "prefill": prefill, "rid": rid, "reply": reply,
-            "ingest": r}
+    return {
+        "store": str(store),
+        "base": base,
+        "decode": decode,
+        "prefill": prefill,
+        "rid": rid,
+        "reply": reply,
+        "ingest": r,
+    }
 
 
 def _run(*args) -> str:
@@ -116,12 +162,15 @@ def _invoke(*args):
 
 # -- what each consumer sees ---------------------------------------------------------------------------
 
+
 def assert_terminal_safe(out: str, what: str) -> None:
     """Nothing a terminal acts on: no escape, control or bidi character (tab and newline are text)."""
     bad = sorted({f"U+{ord(c):04X}" for c in CONTROL.findall(out)})
     assert not bad, why(f"{what}: raw control characters {bad}")
     # rich's emoji codes and markup: `:b:` in an IPv6 address, `[bold]`
-    assert not re.search("[\U0001F170-\U0001F251\u274c\u2705\U0001F197]", out), why(f"{what}: an emoji code was rendered")
+    assert not re.search("[\U0001f170-\U0001f251\u274c\u2705\U0001f197]", out), why(
+        f"{what}: an emoji code was rendered"
+    )
 
 
 def assert_csv_inert(out: str, what: str, numeric: set[str] = frozenset()) -> None:
@@ -130,8 +179,9 @@ def assert_csv_inert(out: str, what: str, numeric: set[str] = frozenset()) -> No
     for row in rows[1:]:
         for name, cell in zip(header, row):
             if cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
-                assert name in numeric and re.fullmatch(r"-?\d+(\.\d+)?(e[+-]?\d+)?", cell), \
-                    why(f"{what}: CSV cell {name}={cell!r} starts a formula")
+                assert name in numeric and re.fullmatch(r"-?\d+(\.\d+)?(e[+-]?\d+)?", cell), why(
+                    f"{what}: CSV cell {name}={cell!r} starts a formula"
+                )
 
 
 def _markdown_tokens(text: str):
@@ -153,10 +203,16 @@ def _markdown_tokens(text: str):
 def assert_markdown_inert(out: str, what: str) -> None:
     tokens = _markdown_tokens(out)
     # the reports' own section headings are words; code spans (a command, a store path) hold text only
-    ours = [nxt for t, nxt in zip(tokens, tokens[1:]) if t.type == "heading_open"
-            and re.fullmatch(r"[\w ,;()\u2013-]+", nxt.content)]
-    live = [(t.type, t.content or t.attrs) for t in tokens
-            if t.type in ("link_open", "image", "html_inline", "html_block", "s_open")]
+    ours = [
+        nxt
+        for t, nxt in zip(tokens, tokens[1:])
+        if t.type == "heading_open" and re.fullmatch(r"[\w ,;()\u2013-]+", nxt.content)
+    ]
+    live = [
+        (t.type, t.content or t.attrs)
+        for t in tokens
+        if t.type in ("link_open", "image", "html_inline", "html_block", "s_open")
+    ]
     assert sum(t.type == "heading_open" for t in tokens) == len(ours), why(f"{what}: a heading from the data")
     assert not live, why(f"{what}: live Markdown {live[:5]}")
     # our own emphasis is around our own words; none of the planted emphasis formed
@@ -170,6 +226,7 @@ def assert_markdown_inert(out: str, what: str) -> None:
 
 
 # -- the commands -----------------------------------------------------------------------------------------
+
 
 def test_ingest_output_is_inert(hostile):
     r = hostile["ingest"]
@@ -197,8 +254,9 @@ def assert_tsv_inert(out: str, what: str, numeric: set[str] = frozenset()) -> No
         assert len(cells) == len(header), why(f"{what}: a TSV row of {len(cells)} cells under {len(header)}")
         for name, cell in zip(header, cells):
             if cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
-                assert name in numeric and re.fullmatch(r"-?\d+(\.\d+)?(e[+-]?\d+)?", cell), \
-                    why(f"{what}: TSV cell {name}={cell!r} starts a formula")
+                assert name in numeric and re.fullmatch(r"-?\d+(\.\d+)?(e[+-]?\d+)?", cell), why(
+                    f"{what}: TSV cell {name}={cell!r} starts a formula"
+                )
 
 
 def _check(r, fmt: str, what: str, numeric=frozenset()) -> None:
@@ -248,8 +306,12 @@ def test_replies_room_clocks(hostile, fmt):
 
 @pytest.mark.parametrize("fmt", REPORT_FORMATS)
 def test_timeline_text_formats(hostile, fmt):
-    _check(_invoke("timeline", "--store", hostile["store"], "--format", fmt, "--bucket", "5s"), fmt,
-           f"timeline --format {fmt}", {"replies", "corrupted_rate", "transfers", "aborts", "errors"})
+    _check(
+        _invoke("timeline", "--store", hostile["store"], "--format", fmt, "--bucket", "5s"),
+        fmt,
+        f"timeline --format {fmt}",
+        {"replies", "corrupted_rate", "transfers", "aborts", "errors"},
+    )
 
 
 @pytest.mark.parametrize("fmt", ("markdown", "json"))
@@ -261,9 +323,13 @@ def test_evidence_and_compare(hostile, fmt):
 
 def test_ipv6_and_passwd_print_exactly(hostile):
     """rich turns `:b:` into 🅱 and `:x:` into ❌ unless told not to: the text prints as it is."""
-    out = _run("sql", "--store", hostile["store"],
-               f"SELECT '{IPV6}' AS literal, regexp_extract(message, '2001:[0-9a-f:]+') AS ip, "
-               "regexp_extract(message, 'root:[^ ]+') AS passwd FROM events WHERE message LIKE '%2001:db8%'")
+    out = _run(
+        "sql",
+        "--store",
+        hostile["store"],
+        f"SELECT '{IPV6}' AS literal, regexp_extract(message, '2001:[0-9a-f:]+') AS ip, "
+        "regexp_extract(message, 'root:[^ ]+') AS passwd FROM events WHERE message LIKE '%2001:db8%'",
+    )
     assert out.count(IPV6) == 2 and PASSWD in out, why(out)
     evidence = _run("sql", "--store", hostile["store"], "SELECT evidence FROM replies")
     assert_terminal_safe(evidence, "replies evidence")
@@ -353,6 +419,7 @@ def test_perfetto(hostile, tmp_path):
 
 # -- the escapers themselves ----------------------------------------------------------------------------
 
+
 def test_csv_decides_by_column_type():
     df = pl.DataFrame({"n": [-3.5, 2.0], "i": [-1, 3], "t": ["-3.5", "=1+2"]})
     out = list(csv.reader(io.StringIO(csv_frame(df).write_csv())))
@@ -363,18 +430,35 @@ def test_csv_decides_by_column_type():
     assert csv_cell("\r=x") == "\\x0d=x" and csv_cell("ok") == "ok"
 
 
-@pytest.mark.parametrize("payload", PAYLOADS + [IPV6, PASSWD, "3. item", "> quote", "a_b_c", "x | y", "&amp;", "* item",
-                                     "raises *", "***", "_ _ _"])
+@pytest.mark.parametrize(
+    "payload",
+    PAYLOADS + [IPV6, PASSWD, "3. item", "> quote", "a_b_c", "x | y", "&amp;", "* item", "raises *", "***", "_ _ _"],
+)
 def test_markdown_text_renders_as_written(payload):
     for inline in (False, True):
         src = ("| c |\n|---|\n| " + markdown_text(payload, inline=True) + " |\n") if inline else markdown_text(payload)
         tokens = _markdown_tokens(src)
-        assert not [t.type for t in tokens if t.type in ("link_open", "image", "html_inline", "html_block",
-                                                          "strong_open", "em_open", "s_open", "code_inline",
-                                                          "heading_open", "bullet_list_open", "ordered_list_open",
-                                                          "blockquote_open")]
+        assert not [
+            t.type
+            for t in tokens
+            if t.type
+            in (
+                "link_open",
+                "image",
+                "html_inline",
+                "html_block",
+                "strong_open",
+                "em_open",
+                "s_open",
+                "code_inline",
+                "heading_open",
+                "bullet_list_open",
+                "ordered_list_open",
+                "blockquote_open",
+            )
+        ]
         if inline:  # the cell's text, past the header's
-            tokens = tokens[[t.type for t in tokens].index("td_open"):]
+            tokens = tokens[[t.type for t in tokens].index("td_open") :]
         text = "".join(t.content for t in tokens if t.type == "text")
         # a table cell's content is trimmed by the table syntax itself
         want = escape_control(payload).replace("\n", " ")

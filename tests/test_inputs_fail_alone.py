@@ -18,8 +18,10 @@ from click.testing import CliRunner
 
 from tests.conftest import ingest_paths, sql
 
-GOOD = ("[2026-10-30 10:00:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
-        "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n")
+GOOD = (
+    "[2026-10-30 10:00:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
+    "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n"
+)
 GOOD_LINES = 2089  # the server log given beside the bad input in the report
 
 
@@ -38,14 +40,19 @@ def _batches(store) -> int:
 
 
 def _unparsed(store) -> list[tuple]:
-    df = sql(store, "SELECT source_file, line_no, reason, length(line) AS n FROM unparsed ORDER BY source_file, line_no")
+    df = sql(
+        store, "SELECT source_file, line_no, reason, length(line) AS n FROM unparsed ORDER BY source_file, line_no"
+    )
     return list(df.iter_rows())
 
 
 def _accounted(store) -> None:
     """Every line of every read input is a row or in unparsed, and files says so."""
-    f = sql(store, "SELECT sum(lines) l, sum(parsed_lines + continuation_lines + unparsed_lines) a, "
-                   "sum(unparsed_lines) u FROM files WHERE status <> 'skipped'")
+    f = sql(
+        store,
+        "SELECT sum(lines) l, sum(parsed_lines + continuation_lines + unparsed_lines) a, "
+        "sum(unparsed_lines) u FROM files WHERE status <> 'skipped'",
+    )
     assert f["l"][0] == f["a"][0]
     assert f["u"][0] == len(_unparsed(store))
 
@@ -56,8 +63,10 @@ def _good_log(dump, host="decode-0"):
 
 
 CLAUDE_LINE = '{"type":"user","sessionId":"s1","uuid":"u%d","message":{"role":"user","content":"hi"}}\n'
-TRACE_LINE = ('{"ts":1793354400.5,"host":"node-p0","pid":1,"side":"prefill","engine_rank":0,"room":%d,"kind":"kv",'
-              '"event":"post"}\n')
+TRACE_LINE = (
+    '{"ts":1793354400.5,"host":"node-p0","pid":1,"side":"prefill","engine_rank":0,"room":%d,"kind":"kv",'
+    '"event":"post"}\n'
+)
 
 
 # -- fixtures: one per case ------------------------------------------------------------------
@@ -193,8 +202,11 @@ def test_deep_json_in_a_transcript_costs_one_line(deep_json_in_a_transcript, tmp
     assert "internal error" not in r.output
     assert _batches(store) == GOOD_LINES
     assert [(os.path.basename(f), n, why) for f, n, why, _ in _unparsed(store)] == [("session.jsonl", 2, "too_deep")]
-    f = sql(store, "SELECT status, parsed_lines + continuation_lines p, unparsed_lines u FROM files "
-                   "WHERE path LIKE '%session.jsonl'")
+    f = sql(
+        store,
+        "SELECT status, parsed_lines + continuation_lines p, unparsed_lines u FROM files "
+        "WHERE path LIKE '%session.jsonl'",
+    )
     assert f.row(0) == ("ingested", 2, 1)
     _accounted(store)
 
@@ -245,8 +257,9 @@ def test_sniff_bug_fails_its_input_alone(sniff_bug, tmp_path):
     by_name = {os.path.basename(r.path): r for r in results}
     assert by_name["odd.log"].status == "failed" and "UnicodeDecodeError" in by_name["odd.log"].error
     assert by_name["server.log"].status == "ingested"
-    assert [(n, why) for _, n, why, _ in _unparsed(store)] == [(i, "parser_failed:UnicodeDecodeError")
-                                                                for i in (1, 2, 3)]
+    assert [(n, why) for _, n, why, _ in _unparsed(store)] == [
+        (i, "parser_failed:UnicodeDecodeError") for i in (1, 2, 3)
+    ]
     _accounted(store)
 
 
@@ -254,8 +267,12 @@ def test_fifo_is_skipped_never_opened(fifo_in_the_dump, tmp_path):
     store = tmp_path / "store"
     # a subprocess with a deadline: the old ingest blocked on the FIFO forever
     for target in (fifo_in_the_dump, fifo_in_the_dump / "decode-0" / "pipe.log"):
-        p = subprocess.run([sys.executable, "-m", "forensics.cli", "ingest", str(target), "--store", str(store)],
-                           capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-m", "forensics.cli", "ingest", str(target), "--store", str(store)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         # the FIFO alone is an ingest that recognised nothing: exit 1, saying what it saw
         assert p.returncode == (0 if target == fifo_in_the_dump else 1), p.stderr
         assert "a FIFO, not a file: never opened" in p.stderr
@@ -294,7 +311,9 @@ def test_store_inside_the_dump_is_never_an_input(store_inside_the_dump, tmp_path
     os.rename(dump / "store", dump / "old-results")
     r = _cli("ingest", dump, "--store", tmp_path / "other")
     assert r.exit_code == 0, r.output
-    assert sql(tmp_path / "other", "SELECT path FROM files")["path"].to_list() == [str(dump / "decode-0" / "server.log")]
+    assert sql(tmp_path / "other", "SELECT path FROM files")["path"].to_list() == [
+        str(dump / "decode-0" / "server.log")
+    ]
 
 
 def test_host_folder_keeps_its_name(host_folder_with_a_bang, tmp_path):

@@ -14,15 +14,18 @@ from tests.conftest import sql
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals and /proc as on Linux")
 
-LINE = ("[2026-10-30 10:{m:02d}:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
-        "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n")
+LINE = (
+    "[2026-10-30 10:{m:02d}:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
+    "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n"
+)
 
 
 def _dump(root, hosts: int, lines: int):
     for h in range(hosts):
         (root / f"decode-{h}").mkdir(parents=True)
         (root / f"decode-{h}" / "sglang.log").write_text(
-            "".join(LINE.format(m=(i // 60) % 60, s=i % 60, n=i * hosts + h) for i in range(lines)))
+            "".join(LINE.format(m=(i // 60) % 60, s=i % 60, n=i * hosts + h) for i in range(lines))
+        )
     return root
 
 
@@ -73,8 +76,12 @@ def _consistent(store) -> None:
 
 
 def _complete(dump, store, hosts: int, lines: int) -> None:
-    done = subprocess.run([sys.executable, "-m", "forensics.cli", "ingest", str(dump), "--store", str(store)],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "forensics.cli", "ingest", str(dump), "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr
     f = sql(store, "SELECT count(*) n, count(DISTINCT path) p FROM files")
     assert f["n"][0] == f["p"][0] == hosts
@@ -83,10 +90,13 @@ def _complete(dump, store, hosts: int, lines: int) -> None:
     assert not any((store / ".tmp").iterdir())
 
 
-@pytest.mark.parametrize("sig, code, extra", [
-    (signal.SIGINT, 130, ()),  # large inputs, parsed in the ingest process itself
-    (signal.SIGTERM, 143, ("--jobs", "2")),  # inputs in a pool of worker processes
-])
+@pytest.mark.parametrize(
+    "sig, code, extra",
+    [
+        (signal.SIGINT, 130, ()),  # large inputs, parsed in the ingest process itself
+        (signal.SIGTERM, 143, ("--jobs", "2")),  # inputs in a pool of worker processes
+    ],
+)
 def test_a_signal_stops_ingest_with_one_line_and_nothing_partial(tmp_path, sig, code, extra):
     hosts, lines = 6, 120_000
     dump, store = _dump(tmp_path / "dump", hosts, lines), tmp_path / "store"

@@ -31,8 +31,7 @@ def _installed_tree(dest: Path) -> Path:
 
 def _lint(tree: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([LINT, "pyproject.toml", "--no-cache"], cwd=tree, env=env,
-                          capture_output=True, text=True)
+    return subprocess.run([LINT, "pyproject.toml", "--no-cache"], cwd=tree, env=env, capture_output=True, text=True)
 
 
 def test_layers_import_one_way(tmp_path):
@@ -41,13 +40,16 @@ def test_layers_import_one_way(tmp_path):
     assert "2 kept, 0 broken" in res.stdout
 
 
-@pytest.mark.parametrize("module, wrong_way", [
-    ("forensics/parsers/base.py", "from forensics.ingest import store"),
-    ("forensics/core/schema.py", "from forensics.parsers import lines"),
-    ("forensics/analysis/stats.py", "from forensics.reports import render"),
-    ("forensics/ingest/store.py", "from forensics.catalog import sql"),
-    ("forensics/reports/render.py", "from tools import samplegen"),
-])
+@pytest.mark.parametrize(
+    "module, wrong_way",
+    [
+        ("forensics/parsers/base.py", "from forensics.ingest import store"),
+        ("forensics/core/schema.py", "from forensics.parsers import lines"),
+        ("forensics/analysis/stats.py", "from forensics.reports import render"),
+        ("forensics/ingest/store.py", "from forensics.catalog import sql"),
+        ("forensics/reports/render.py", "from tools import samplegen"),
+    ],
+)
 def test_a_wrong_way_import_breaks_the_contract(tmp_path, module, wrong_way):
     tree = _installed_tree(tmp_path)
     path = tree / module

@@ -18,21 +18,28 @@ class _Terminal(io.StringIO):
 
 
 def _replies(n: int) -> pl.DataFrame:
-    return pl.DataFrame({
-        "t_end": [f"2026-11-20 14:{i // 60 % 60:02d}:{i % 60:02d}" for i in range(n)],
-        "corruption_class": ["clean", "parse_leak", "empty"] * (n // 3) + ["clean"] * (n % 3),
-        "evidence": [("word " * (i % 17)) + f"«hit {i}»" * (i % 2) for i in range(n)],
-        "session_id": [f"ses_{i % 7:04d}" for i in range(n)],
-        "turn_id": [f"turn-{i}" for i in range(n)],
-        "model": ["m"] * n,
-    })
+    return pl.DataFrame(
+        {
+            "t_end": [f"2026-11-20 14:{i // 60 % 60:02d}:{i % 60:02d}" for i in range(n)],
+            "corruption_class": ["clean", "parse_leak", "empty"] * (n // 3) + ["clean"] * (n % 3),
+            "evidence": [("word " * (i % 17)) + f"«hit {i}»" * (i % 2) for i in range(n)],
+            "session_id": [f"ses_{i % 7:04d}" for i in range(n)],
+            "turn_id": [f"turn-{i}" for i in range(n)],
+            "model": ["m"] * n,
+        }
+    )
 
 
 def _print_all(df: pl.DataFrame, out) -> None:
     print_replies(df, out)
     render.table(df, out, title="a title")
-    render.print_table(out, ["x", "y"], [[str(i), Text(f"v{i}", style="bold")] for i in range(len(df))],
-                       styles=["red" if i % 3 == 0 else None for i in range(len(df))], show_lines=False)
+    render.print_table(
+        out,
+        ["x", "y"],
+        [[str(i), Text(f"v{i}", style="bold")] for i in range(len(df))],
+        styles=["red" if i % 3 == 0 else None for i in range(len(df))],
+        show_lines=False,
+    )
 
 
 @pytest.mark.parametrize("width", [None, 40, 200])

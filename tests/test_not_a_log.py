@@ -29,11 +29,16 @@ QUOTED = "[2026-10-30 10:00:0%d TP0] Decode transfer failed for request rank=0 b
 
 def _png() -> bytes:
     """A 1x1 grey PNG, written here so that no binary fixture is committed."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(b"\x00\x80")) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00\x80"))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _dump(root):
@@ -43,11 +48,15 @@ def _dump(root):
     quoted = "\n".join(QUOTED % (i, 1000 + i) for i in range(6))
     (root / "README.md").write_text(f"# Incident 2026-10-30\n\nThe decode side failed:\n\n```\n{quoted}\n```\n")
     (root / "NOTES.md").write_text("- restarted decode-0 at 10:05\n- " + QUOTED % (3, 7) + "\n")
-    (root / "expected.json").write_text(json.dumps(
-        {"rooms": [1000, 1001], "first_failure": QUOTED % (0, 1000), "lines": [QUOTED % (i, i) for i in range(4)]},
-        indent=2))
-    (root / "rooms.csv").write_text("room,line\n" + "".join(f"{1000 + i},\"{QUOTED % (i, 1000 + i)}\"\n"
-                                                            for i in range(4)))
+    (root / "expected.json").write_text(
+        json.dumps(
+            {"rooms": [1000, 1001], "first_failure": QUOTED % (0, 1000), "lines": [QUOTED % (i, i) for i in range(4)]},
+            indent=2,
+        )
+    )
+    (root / "rooms.csv").write_text(
+        "room,line\n" + "".join(f'{1000 + i},"{QUOTED % (i, 1000 + i)}"\n' for i in range(4))
+    )
     (root / "cluster.yaml").write_text("decode:\n  replicas: 2\n  last_line: '" + QUOTED % (1, 1) + "'\n")
     (root / "screenshot.png").write_bytes(_png())
     (root / "stderr.log").write_bytes(b"")
@@ -59,24 +68,37 @@ def test_a_dump_of_notes_yields_events_only_from_its_log(tmp_path):
     store = tmp_path / "store"
     res = CliRunner().invoke(main, ["ingest", str(dump), "--store", str(store)])
     assert res.exit_code == 0, res.output
-    assert ("skipped 7 files that are not logs: 2 markdown, 1 csv, 1 empty, 1 image, 1 json, 1 yaml (see `files`"
-            in res.output), res.output
+    assert (
+        "skipped 7 files that are not logs: 2 markdown, 1 csv, 1 empty, 1 image, 1 json, 1 yaml (see `files`"
+        in res.output
+    ), res.output
     assert sql(store, "SELECT DISTINCT source_file FROM batches")["source_file"].to_list() == [
-        str(dump / "decode-0" / "sglang.log")]
+        str(dump / "decode-0" / "sglang.log")
+    ]
     for table in ("events", "unparsed"):
         assert sql(store, f"SELECT count(*) n FROM {table}")["n"][0] == 0, table
     files = {r["path"].rsplit("/", 1)[1]: r for r in sql(store, "SELECT * FROM files").iter_rows(named=True)}
     assert {n: (r["status"], r["skip_kind"]) for n, r in files.items()} == {
-        "sglang.log": ("ingested", None), "README.md": ("skipped", "markdown"), "NOTES.md": ("skipped", "markdown"),
-        "expected.json": ("skipped", "json"), "rooms.csv": ("skipped", "csv"), "cluster.yaml": ("skipped", "yaml"),
-        "screenshot.png": ("skipped", "image"), "stderr.log": ("skipped", "empty"),
+        "sglang.log": ("ingested", None),
+        "README.md": ("skipped", "markdown"),
+        "NOTES.md": ("skipped", "markdown"),
+        "expected.json": ("skipped", "json"),
+        "rooms.csv": ("skipped", "csv"),
+        "cluster.yaml": ("skipped", "yaml"),
+        "screenshot.png": ("skipped", "image"),
+        "stderr.log": ("skipped", "empty"),
     }
     for name, r in files.items():
         if r["status"] == "skipped":
             # listed, not read: no parser, no host or role, no line counted as parsed or unparsed
             assert r["skip_reason"] and r["sha256"] and r["bytes"] == os.path.getsize(r["path"]), r
             assert (r["format"], r["host"], r["lines"], r["parsed_lines"], r["unparsed_lines"]) == (
-                None, None, None, None, None), r
+                None,
+                None,
+                None,
+                None,
+                None,
+            ), r
     assert files["README.md"]["skip_reason"] == "a Markdown document (.md), not a log"
     assert files["sglang.log"]["lines"] == files["sglang.log"]["parsed_lines"] == 2
     # the same dump again: every note is listed once, not once per ingest
@@ -103,13 +125,16 @@ def _src(p):
     return Source(path=str(p), fs_path=str(p), size=p.stat().st_size)
 
 
-@pytest.mark.parametrize("name,data,kind", [
-    ("notes.txt", b"we restarted the decode pod at 10:05 and it came back\n", "text"),
-    ("core.1234", bytes(range(256)) * 40, "binary"),
-    ("summary", b'{"rooms": [1, 2]}\n', "json"),
-    ("blank.log", b"\n\n  \n", "empty"),
-    ("page.html", b"<html><body>[2026-10-30 10:00:01 TP0] Decode batch, #token: 1</body></html>\n", "html"),
-])
+@pytest.mark.parametrize(
+    "name,data,kind",
+    [
+        ("notes.txt", b"we restarted the decode pod at 10:05 and it came back\n", "text"),
+        ("core.1234", bytes(range(256)) * 40, "binary"),
+        ("summary", b'{"rooms": [1, 2]}\n', "json"),
+        ("blank.log", b"\n\n  \n", "empty"),
+        ("page.html", b"<html><body>[2026-10-30 10:00:01 TP0] Decode batch, #token: 1</body></html>\n", "html"),
+    ],
+)
 def test_each_kind_that_is_not_a_log(tmp_path, name, data, kind):
     p = tmp_path / name
     p.write_bytes(data)
@@ -119,8 +144,10 @@ def test_each_kind_that_is_not_a_log(tmp_path, name, data, kind):
 
 
 def test_a_log_with_a_wrapper_or_a_comment_first_is_still_a_log(tmp_path):
-    docker = "".join(json.dumps({"log": ln + "\n", "stream": "stderr", "time": "2026-10-30T10:00:01.5Z"}) + "\n"
-                     for ln in LOG.splitlines())
+    docker = "".join(
+        json.dumps({"log": ln + "\n", "stream": "stderr", "time": "2026-10-30T10:00:01.5Z"}) + "\n"
+        for ln in LOG.splitlines()
+    )
     tail = "    req_conns = self.disagg_decode_prealloc_queue.pop_preallocated()\n                ^^^^^^^^^^^^\n"
     for name, text in (("docker.log", docker), ("cut.log", tail + LOG), ("pod.log", "# decode pod\n" + LOG)):
         p = tmp_path / name
@@ -129,8 +156,12 @@ def test_a_log_with_a_wrapper_or_a_comment_first_is_still_a_log(tmp_path):
 
 
 def test_a_capture_quoting_log_lines_is_a_capture(tmp_path, monkeypatch):
-    chunk = {"id": "chatcmpl-q", "object": "chat.completion.chunk", "created": 1793354401, "choices": [
-        {"index": 0, "delta": {"content": LOG * 5}, "finish_reason": None}]}
+    chunk = {
+        "id": "chatcmpl-q",
+        "object": "chat.completion.chunk",
+        "created": 1793354401,
+        "choices": [{"index": 0, "delta": {"content": LOG * 5}, "finish_reason": None}],
+    }
     sse = "event: message\n" + "".join(f"data: {json.dumps(chunk)}\n\n" for _ in range(3)) + "data: [DONE]\n"
     jsonl = "".join(json.dumps(chunk) + "\n" for _ in range(3))
     for name, text in (("capture.sse", sse), ("capture.jsonl", jsonl)):

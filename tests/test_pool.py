@@ -73,14 +73,27 @@ def _same(path: str) -> _InProcess:
     assert sorted(got) == sorted(want)
     for t in want:
         assert_frame_equal(got[t], want[t], check_exact=True)
-    for f in ("lines", "parsed_lines", "continuation_lines", "unparsed_lines", "first_ts", "last_ts",
-              "outer_offset_s", "notes", "carry"):
+    for f in (
+        "lines",
+        "parsed_lines",
+        "continuation_lines",
+        "unparsed_lines",
+        "first_ts",
+        "last_ts",
+        "outer_offset_s",
+        "notes",
+        "carry",
+    ):
         assert getattr(gctx, f) == getattr(wctx, f), f
     return pool
 
 
-SHAPES = [s for s in server_log.samples if s.name in {
-    "time_only_prefix_2024", "bare_stats_line_inherits_ts", "new_fill_batch_may_2024", "truncated_last_line"}]
+SHAPES = [
+    s
+    for s in server_log.samples
+    if s.name
+    in {"time_only_prefix_2024", "bare_stats_line_inherits_ts", "new_fill_batch_may_2024", "truncated_last_line"}
+]
 
 
 @pytest.mark.parametrize("sample", SHAPES, ids=[s.name for s in SHAPES])
@@ -100,8 +113,10 @@ def test_small_passes_on_a_pool_give_the_same_tables(tmp_path, monkeypatch, samp
 def test_kibana_offset_from_the_first_pass_reaches_the_others(tmp_path, monkeypatch):
     monkeypatch.setattr(lines, "BLOCK_BYTES", 200)
     monkeypatch.setattr(passes, "GROUP_BLOCKS", 1)
-    line = ("May 16, 2026 @ 20:44:{s:02d}.560    [2026-05-16 12:44:{s:02d} DP2 TP2] Decode batch, #running-req: 1, "
-            "#token: 31936, token usage: 0.15, #queue-req: 0\n")
+    line = (
+        "May 16, 2026 @ 20:44:{s:02d}.560    [2026-05-16 12:44:{s:02d} DP2 TP2] Decode batch, #running-req: 1, "
+        "#token: 31936, token usage: 0.15, #queue-req: 0\n"
+    )
     later = "[2026-05-16 12:45:{s:02d} DP2 TP2] Decode batch, #running-req: 2, #token: 3, token usage: 0.15, #queue-req: 0\n"
     p = tmp_path / "x.log"
     p.write_text("".join(line.format(s=s) for s in range(3)) + "".join(later.format(s=s) for s in range(12)))
@@ -157,8 +172,9 @@ def test_ingest_on_workers_writes_the_store_one_process_writes(tmp_path, monkeyp
     assert len(parts) > 3
 
 
-@pytest.mark.skipif(shutil.which("taskset") is None or not {0, 1} <= os.sched_getaffinity(0),
-                    reason="needs taskset and two cores")
+@pytest.mark.skipif(
+    shutil.which("taskset") is None or not {0, 1} <= os.sched_getaffinity(0), reason="needs taskset and two cores"
+)
 def test_the_pool_is_sized_to_the_cores_this_process_may_use():
     code = "from forensics.ingest.pipeline import cores; print(cores())"
     for cpus, n in (("0", "1"), ("0,1", "2")):
@@ -172,8 +188,13 @@ def test_a_pass_that_fails_in_a_worker_fails_its_input(tmp_path, monkeypatch):
     monkeypatch.setattr(lines, "BLOCK_BYTES", 120)
     monkeypatch.setattr(passes, "GROUP_BLOCKS", 1)
     p = tmp_path / "x.log"
-    p.write_text("".join(f"[2026-05-16 12:45:{s:02d} DP2 TP2] Decode batch, #running-req: 2, #token: 3, "
-                         "token usage: 0.15, #queue-req: 0\n" for s in range(12)))
+    p.write_text(
+        "".join(
+            f"[2026-05-16 12:45:{s:02d} DP2 TP2] Decode batch, #running-req: 2, #token: 3, "
+            "token usage: 0.15, #queue-req: 0\n"
+            for s in range(12)
+        )
+    )
 
     class Failing(_InProcess):
         workers = 4

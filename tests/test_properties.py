@@ -7,10 +7,25 @@ from forensics.parsers import server_log
 from tests.helpers import parse_text
 
 FRAGMENTS = [
-    "[2026-10-30 10:00:05 DP1 TP1] ", "Decode batch, ", "Prefill batch. ", "#running-req: 3, ", "token usage: 0.1",
-    "Traceback (most recent call last):", "  File \"x.py\", line 1", "ValueError: x", "\t", "\r", "\x00", "\xff",
-    "2026-03-24T12:06:11.864923140+08:00 stderr P ", "{\"log\":\"", "I0801 15:40:04.429156 1 a.cc:1] ",
-    "[1754062805.042276] [h:1 :0] a.c:1 UCX ERROR ", "bootstrap_room=99999999999999999999", "rid='", "\u202e",
+    "[2026-10-30 10:00:05 DP1 TP1] ",
+    "Decode batch, ",
+    "Prefill batch. ",
+    "#running-req: 3, ",
+    "token usage: 0.1",
+    "Traceback (most recent call last):",
+    '  File "x.py", line 1',
+    "ValueError: x",
+    "\t",
+    "\r",
+    "\x00",
+    "\xff",
+    "2026-03-24T12:06:11.864923140+08:00 stderr P ",
+    '{"log":"',
+    "I0801 15:40:04.429156 1 a.cc:1] ",
+    "[1754062805.042276] [h:1 :0] a.c:1 UCX ERROR ",
+    "bootstrap_room=99999999999999999999",
+    "rid='",
+    "\u202e",
 ]
 
 lines = st.lists(st.one_of(st.text(max_size=80), st.sampled_from(FRAGMENTS)), max_size=6).map("".join)

@@ -75,18 +75,32 @@ ATTACKS = [
     ("delete", "DELETE FROM clock_offsets", "DELETE is not allowed"),
     ("truncate", "TRUNCATE clock_offsets", "TRUNCATE is not allowed"),
     ("delete-in-cte", "WITH x AS (DELETE FROM clock_offsets RETURNING *) SELECT * FROM x", "DELETE is not allowed"),
-    ("insert-in-subquery-cte",
-     "SELECT * FROM range(3) WHERE range IN (WITH q AS (INSERT INTO clock_offsets VALUES ('h', 1) RETURNING 1) "
-     "SELECT * FROM q)", "INSERT is not allowed"),
-    ("copy-over-store-parquet", "COPY (SELECT 1) TO '{batches}'", "COPY is not allowed: results go to a file only through -o"),
+    (
+        "insert-in-subquery-cte",
+        "SELECT * FROM range(3) WHERE range IN (WITH q AS (INSERT INTO clock_offsets VALUES ('h', 1) RETURNING 1) "
+        "SELECT * FROM q)",
+        "INSERT is not allowed",
+    ),
+    (
+        "copy-over-store-parquet",
+        "COPY (SELECT 1) TO '{batches}'",
+        "COPY is not allowed: results go to a file only through -o",
+    ),
     ("copy-over-store-parquet-no-tmp", "COPY (SELECT 1) TO '{batches}' (USE_TMP_FILE false)", "COPY is not allowed"),
     ("copy-over-clocks", "copy (select 1) to '{store}/clocks.json'", "COPY is not allowed"),
     ("copy-table-out", "COPY batches TO '{out}/b.csv'", "COPY is not allowed"),
     ("copy-from", "COPY clock_offsets FROM '{batches}'", "COPY is not allowed"),
     ("copy-in-cte", "WITH x AS (COPY (SELECT 1) TO '{batches}' (USE_TMP_FILE false)) SELECT 1", "COPY is not allowed"),
-    ("copy-in-nested-cte",
-     "SELECT * FROM (WITH x AS (COPY (SELECT 1) TO '{batches}' (USE_TMP_FILE false)) SELECT 1)", "COPY is not allowed"),
-    ("copy-in-scalar-subquery", "SELECT (WITH x AS (COPY (SELECT 1) TO '{out}/s.csv') SELECT 1)", "COPY is not allowed"),
+    (
+        "copy-in-nested-cte",
+        "SELECT * FROM (WITH x AS (COPY (SELECT 1) TO '{batches}' (USE_TMP_FILE false)) SELECT 1)",
+        "COPY is not allowed",
+    ),
+    (
+        "copy-in-scalar-subquery",
+        "SELECT (WITH x AS (COPY (SELECT 1) TO '{out}/s.csv') SELECT 1)",
+        "COPY is not allowed",
+    ),
     ("explain-analyze-copy", "EXPLAIN ANALYZE COPY (SELECT 1) TO '{out}/e.csv'", "COPY is not allowed"),
     ("export", "EXPORT DATABASE '{out}/exp'", "EXPORT is not allowed"),
     ("import", "IMPORT DATABASE '{out}'", "IMPORT is not allowed"),
@@ -126,26 +140,40 @@ ATTACKS = [
     ("parquet-outside", "SELECT * FROM read_parquet('{out}/*.parquet')", "is not allowed"),
     ("query-string", "SELECT * FROM query('DROP VIEW replies')", "table function query() is not allowed"),
     ("query-quoted-name", "SELECT * FROM \"QUERY\"('SELECT 1')", "table function query() is not allowed"),
-    ("serialized-copy",
-     "SELECT * FROM json_execute_serialized_sql(json_serialize_sql("
-     "'WITH x AS (COPY (SELECT 43) TO ''{batches}'' (USE_TMP_FILE false)) SELECT 1'))",
-     "table function json_execute_serialized_sql() is not allowed"),
-    ("enable-logging-to-file", "CALL enable_logging(storage = 'file', storage_path = '{out}/logs')",
-     "table function enable_logging() is not allowed"),
+    (
+        "serialized-copy",
+        "SELECT * FROM json_execute_serialized_sql(json_serialize_sql("
+        "'WITH x AS (COPY (SELECT 43) TO ''{batches}'' (USE_TMP_FILE false)) SELECT 1'))",
+        "table function json_execute_serialized_sql() is not allowed",
+    ),
+    (
+        "enable-logging-to-file",
+        "CALL enable_logging(storage = 'file', storage_path = '{out}/logs')",
+        "table function enable_logging() is not allowed",
+    ),
     ("call-query", "CALL query('SELECT 1')", "table function query() is not allowed"),
     ("raw-pointer-scan", "SELECT * FROM arrow_scan(1, 2, 3)", "table function arrow_scan() is not allowed"),
     ("extension-function", "SELECT * FROM read_xlsx('/etc/passwd')", "table function read_xlsx() is not allowed"),
     ("variable-from-query", "SET VARIABLE x = (SELECT count(*) FROM query('SELECT 1'))", "query() is not allowed"),
-    ("temp-shadows-clocks", "CREATE TEMP VIEW clock_offsets AS SELECT 'decode-0' AS host, 1e6 AS offset_s",
-     "clock_offsets is a store table or view"),
+    (
+        "temp-shadows-clocks",
+        "CREATE TEMP VIEW clock_offsets AS SELECT 'decode-0' AS host, 1e6 AS offset_s",
+        "clock_offsets is a store table or view",
+    ),
     ("temp-shadows-view", "CREATE TEMP TABLE replies AS SELECT 1 AS x", "replies is a store table or view"),
     ("temp-shadows-function", "CREATE TEMP MACRO upper(s) AS 'x'", "upper is a function"),
     ("temp-qualified", "CREATE TEMP TABLE main.t AS SELECT 1", "plain name"),
-    ("temp-macro-copy", "CREATE TEMP MACRO m() AS TABLE WITH x AS (COPY (SELECT 1) TO '{batches}') SELECT 1",
-     "COPY is not allowed"),
+    (
+        "temp-macro-copy",
+        "CREATE TEMP MACRO m() AS TABLE WITH x AS (COPY (SELECT 1) TO '{batches}') SELECT 1",
+        "COPY is not allowed",
+    ),
     ("temp-macro-query", "CREATE TEMP MACRO m() AS TABLE SELECT * FROM query('SELECT 1')", "query() is not allowed"),
-    ("temp-table-from-etc", "CREATE TEMP TABLE t AS SELECT * FROM read_text('/etc/passwd')",
-     "reading /etc/passwd is not allowed"),
+    (
+        "temp-table-from-etc",
+        "CREATE TEMP TABLE t AS SELECT * FROM read_text('/etc/passwd')",
+        "reading /etc/passwd is not allowed",
+    ),
 ]
 
 
@@ -179,9 +207,15 @@ def test_the_connection_itself_is_locked(store, outside):
     con = connect(Store(store))
     try:
         assert con.sql("SELECT current_setting('enable_external_access')").fetchall() == [(False,)]
-        for sql in ("SET enable_external_access = true", "SET lock_configuration = false",
-                    "SET allowed_directories = ['/']", f"COPY (SELECT 1) TO '{outside}/x.csv'",
-                    "SELECT * FROM read_text('/etc/passwd')", f"ATTACH '{outside}/x.db' AS x", "LOAD httpfs"):
+        for sql in (
+            "SET enable_external_access = true",
+            "SET lock_configuration = false",
+            "SET allowed_directories = ['/']",
+            f"COPY (SELECT 1) TO '{outside}/x.csv'",
+            "SELECT * FROM read_text('/etc/passwd')",
+            f"ATTACH '{outside}/x.db' AS x",
+            "LOAD httpfs",
+        ):
             with pytest.raises(duckdb.Error):
                 con.sql(sql).fetchall()
         assert con.sql("SELECT count(*) FROM batches").fetchall()[0][0] > 0
@@ -204,29 +238,32 @@ def test_ordinary_queries_and_parameters(store, pristine):
     assert _digest(store) == pristine
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT 1 AS load, 2 AS \"copy\", 'DROP VIEW replies' AS text",  # words, names and strings, not statements
-    "FROM replies LIMIT 2",
-    "DESCRIBE batches",
-    "SHOW TABLES",
-    "SUMMARIZE SELECT 1 AS a",
-    "PRAGMA show_tables",
-    "PRAGMA table_info('batches')",
-    "CALL pragma_version()",
-    "EXPLAIN SELECT count(*) FROM batches",
-    "EXPLAIN ANALYZE SELECT count(*) FROM batches",
-    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r",
-    "SELECT * FROM range(3) t(i) QUALIFY row_number() OVER (ORDER BY i) < 2",
-    "PIVOT (SELECT host, 1 AS one FROM batches) ON host USING sum(one)",
-    "SELECT * FROM wedge_intervals() LIMIT 1",
-    "SELECT * FROM duckdb_settings() WHERE name = 'enable_external_access'",
-    "SET VARIABLE n = 3; SELECT getvariable('n') AS n",
-    "CREATE TEMP TABLE per_host AS SELECT host, count(*) AS n FROM batches GROUP BY ALL; "
-    "SELECT * FROM per_host ORDER BY host",
-    "CREATE TEMP VIEW busy AS SELECT * FROM batches WHERE running_req > 0; SELECT count(*) FROM busy",
-    "CREATE TEMP MACRO plus1(x) AS x + 1; SELECT plus1(1) AS two",
-    "CREATE TEMP MACRO few() AS TABLE SELECT 1 AS a; SELECT * FROM few()",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1 AS load, 2 AS \"copy\", 'DROP VIEW replies' AS text",  # words, names and strings, not statements
+        "FROM replies LIMIT 2",
+        "DESCRIBE batches",
+        "SHOW TABLES",
+        "SUMMARIZE SELECT 1 AS a",
+        "PRAGMA show_tables",
+        "PRAGMA table_info('batches')",
+        "CALL pragma_version()",
+        "EXPLAIN SELECT count(*) FROM batches",
+        "EXPLAIN ANALYZE SELECT count(*) FROM batches",
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r",
+        "SELECT * FROM range(3) t(i) QUALIFY row_number() OVER (ORDER BY i) < 2",
+        "PIVOT (SELECT host, 1 AS one FROM batches) ON host USING sum(one)",
+        "SELECT * FROM wedge_intervals() LIMIT 1",
+        "SELECT * FROM duckdb_settings() WHERE name = 'enable_external_access'",
+        "SET VARIABLE n = 3; SELECT getvariable('n') AS n",
+        "CREATE TEMP TABLE per_host AS SELECT host, count(*) AS n FROM batches GROUP BY ALL; "
+        "SELECT * FROM per_host ORDER BY host",
+        "CREATE TEMP VIEW busy AS SELECT * FROM batches WHERE running_req > 0; SELECT count(*) FROM busy",
+        "CREATE TEMP MACRO plus1(x) AS x + 1; SELECT plus1(1) AS two",
+        "CREATE TEMP MACRO few() AS TABLE SELECT 1 AS a; SELECT * FROM few()",
+    ],
+)
 def test_reading_statements_run(store, pristine, sql):
     r = _sql(store, sql, "--format", "json")
     assert r.exit_code == 0, r.output
@@ -247,8 +284,9 @@ def test_results_go_to_a_file_through_o(store, pristine, outside):
     r = _sql(store, q, "--format", "csv", "-o", str(out))
     assert r.exit_code == 0, r.output
     assert out.read_text() == _sql(store, q, "--format", "csv").stdout
-    r = CliRunner().invoke(main, ["query", "run", "wedges", "--store", str(store), "--format", "json",
-                                  "-o", str(outside / "w.json")])
+    r = CliRunner().invoke(
+        main, ["query", "run", "wedges", "--store", str(store), "--format", "json", "-o", str(outside / "w.json")]
+    )
     assert r.exit_code == 0 and (outside / "w.json").read_text().startswith("["), r.output
     for target in (store / "clocks.json", Path(_batches_file(store)), store / "data" / "new.csv"):
         r = _sql(store, q, "-o", str(target))
@@ -257,8 +295,13 @@ def test_results_go_to_a_file_through_o(store, pristine, outside):
 
 
 def test_named_queries_and_reports_still_work(store, pristine, outside):
-    for args in (["query", "run", "wedges"], ["query", "run", "timeline", "-p", "bucket_s=60"], ["evidence"],
-                 ["timeline", "--format", "json"], ["replies", "--format", "csv"]):
+    for args in (
+        ["query", "run", "wedges"],
+        ["query", "run", "timeline", "-p", "bucket_s=60"],
+        ["evidence"],
+        ["timeline", "--format", "json"],
+        ["replies", "--format", "csv"],
+    ):
         r = CliRunner().invoke(main, [*args, "--store", str(store)])
         assert r.exit_code == 0, (args, r.output)
     assert _digest(store) == pristine
@@ -273,8 +316,11 @@ def test_reports_still_write_the_derived_cache(sample_store, tmp_path):
             shutil.rmtree(d)
     r = CliRunner().invoke(main, ["evidence", "--store", str(root)])
     assert r.exit_code == 0, r.output
-    snapshots = [p.name for p in (root / "derived").glob("*/*.parquet") if p.parent.name != "verdicts"
-                 and p.parent.parent.name == "derived"]
+    snapshots = [
+        p.name
+        for p in (root / "derived").glob("*/*.parquet")
+        if p.parent.name != "verdicts" and p.parent.parent.name == "derived"
+    ]
     assert {"rooms.parquet", "replies.parquet", "transfers.parquet"} <= set(snapshots)
 
 
@@ -301,8 +347,12 @@ def test_spilling_to_the_temp_directory_works_under_the_lock(store, monkeypatch)
     w.start()
     try:
         # a full sort of ~60 MB of text under a 48 MB limit
-        df = run_sql(Store(store), "SELECT max(rn) AS n FROM (SELECT row_number() OVER (ORDER BY s) AS rn FROM "
-                     "(SELECT md5(i::VARCHAR) || md5((i + 7)::VARCHAR) AS s FROM range(800000) t(i)))", con=con)
+        df = run_sql(
+            Store(store),
+            "SELECT max(rn) AS n FROM (SELECT row_number() OVER (ORDER BY s) AS rn FROM "
+            "(SELECT md5(i::VARCHAR) || md5((i + 7)::VARCHAR) AS s FROM range(800000) t(i)))",
+            con=con,
+        )
     finally:
         done.set()
         w.join()
@@ -324,14 +374,24 @@ _QUERY_PAYLOADS = [
     "SELECT * FROM glob('{store}/*')",
 ]
 _STATEMENT_PAYLOADS = [
-    "DROP VIEW replies", "CREATE OR REPLACE VIEW rooms AS SELECT 1 AS x", "ATTACH '{out}/x.db' AS x",
-    "LOAD httpfs", "SET enable_external_access = true", "EXPORT DATABASE '{out}/e'", "DETACH memory",
+    "DROP VIEW replies",
+    "CREATE OR REPLACE VIEW rooms AS SELECT 1 AS x",
+    "ATTACH '{out}/x.db' AS x",
+    "LOAD httpfs",
+    "SET enable_external_access = true",
+    "EXPORT DATABASE '{out}/e'",
+    "DETACH memory",
 ]
 _QUERY_WRAPPERS = [
-    "{p}", "WITH x AS ({p}) SELECT count(*) FROM x", "WITH a AS (SELECT 1), x AS MATERIALIZED ({p}) SELECT * FROM a, x",
-    "SELECT * FROM (WITH x AS ({p}) SELECT * FROM x)", "SELECT (WITH x AS ({p}) SELECT count(*) FROM x) AS v",
-    "SELECT * FROM range(2) WHERE range IN (WITH x AS ({p}) SELECT count(*) FROM x)", "EXPLAIN ANALYZE {p}",
-    "CREATE TEMP TABLE t AS WITH x AS ({p}) SELECT * FROM x", "SELECT 1; {p}",
+    "{p}",
+    "WITH x AS ({p}) SELECT count(*) FROM x",
+    "WITH a AS (SELECT 1), x AS MATERIALIZED ({p}) SELECT * FROM a, x",
+    "SELECT * FROM (WITH x AS ({p}) SELECT * FROM x)",
+    "SELECT (WITH x AS ({p}) SELECT count(*) FROM x) AS v",
+    "SELECT * FROM range(2) WHERE range IN (WITH x AS ({p}) SELECT count(*) FROM x)",
+    "EXPLAIN ANALYZE {p}",
+    "CREATE TEMP TABLE t AS WITH x AS ({p}) SELECT * FROM x",
+    "SELECT 1; {p}",
 ]
 _STATEMENT_WRAPPERS = ["{p}", "SELECT 1; {p}", "SELECT 1;\n{p};\nSELECT 2"]
 

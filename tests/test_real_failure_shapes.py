@@ -16,7 +16,9 @@ from forensics.parsers.server_log import grammar
 from tests.conftest import REAL_LOGS, ingest_paths, sql
 from tests.helpers import parse_text
 
-FILES = sorted(REAL_LOGS.glob("*.log")) + sorted(REAL_LOGS.glob("mooncake_incident/*.log")) if REAL_LOGS.is_dir() else []
+FILES = (
+    sorted(REAL_LOGS.glob("*.log")) + sorted(REAL_LOGS.glob("mooncake_incident/*.log")) if REAL_LOGS.is_dir() else []
+)
 IDS = [p.name for p in FILES]
 
 # Failure lines, found here with plain regexes on the raw text, independently of the grammar.
@@ -25,7 +27,8 @@ FAILURE_TEXT = re.compile(
     r"|Could not fetch prefill parallel info|Failed to get kvcache|Aborted by AbortReq|Unexpected transfer worker error"
     r"|Context corruption detected|[Cc]hecksum mismatch|Lost connection with prefill|NIXL transfer encountered ERR"
     r"|Child process unexpectedly failed|Segfault encountered|Fatal Python error|Caught signal [0-9]+ \("
-    r"|watchdog timeout|Health check failed")
+    r"|watchdog timeout|Health check failed"
+)
 # the room a line names, in the spellings a reader would search for
 ROOM_TEXT = re.compile(r"bootstrap_room[=:] ?([0-9]+)|\broom[= ]([0-9]+)|for room ([0-9]+)")
 # a request log quoting an abort reason is the request's finish, not a failure line of its own
@@ -100,7 +103,9 @@ def test_failure_lines_found_with_their_room_overall(parsed):
         for line_no, room in _expected_failures(p).items():
             total += 1
             r = _failure_row(rows, lines, line_no)
-            found += r is not None and r["kind"] in grammar.FAILURE_KINDS and (room is None or r["bootstrap_room"] == room)
+            found += (
+                r is not None and r["kind"] in grammar.FAILURE_KINDS and (room is None or r["bootstrap_room"] == room)
+            )
     assert total > 0 and found / total >= 0.97, (found, total)
 
 
@@ -118,8 +123,11 @@ def store_26(tmp_path_factory):
 
 
 def test_bootstrap_fetch_refused_is_a_failure_in_events(store_26):
-    df = sql(store_26, "SELECT line_no, kind, severity, reason, bootstrap_room, tp_rank FROM events "
-                       "WHERE message LIKE 'Error fetching prefill parallel info%' ORDER BY line_no")
+    df = sql(
+        store_26,
+        "SELECT line_no, kind, severity, reason, bootstrap_room, tp_rank FROM events "
+        "WHERE message LIKE 'Error fetching prefill parallel info%' ORDER BY line_no",
+    )
     assert df["line_no"].to_list() == [1, 2, 3, 4, 5, 6, 7]
     assert set(df["kind"]) == {"bootstrap_failed"} and set(df["severity"]) == {"error"}
     assert set(df["reason"]) == {"bootstrap_unreachable"}
@@ -143,10 +151,19 @@ def test_bootstrap_fetch_refused_is_in_the_timeline_failures(store_26):
 
 
 # --- the shapes' samples, on both parser paths ---------------------------------------------------
-SHAPES = ["bootstrap_fetch_refused", "launcher_child_crash", "crash_dump_torch_segfault", "crash_dump_faulthandler",
-          "crash_dump_ucx_signal", "ucx_without_head", "sgl_router_rust", "aiohttp_bootstrap_access_and_glog_notice",
-          "traceback_tail_at_excerpt_start", "exception_names_its_room_in_its_last_line",
-          "kvtransfererror_alone_at_excerpt_start"]
+SHAPES = [
+    "bootstrap_fetch_refused",
+    "launcher_child_crash",
+    "crash_dump_torch_segfault",
+    "crash_dump_faulthandler",
+    "crash_dump_ucx_signal",
+    "ucx_without_head",
+    "sgl_router_rust",
+    "aiohttp_bootstrap_access_and_glog_notice",
+    "traceback_tail_at_excerpt_start",
+    "exception_names_its_room_in_its_last_line",
+    "kvtransfererror_alone_at_excerpt_start",
+]
 SAMPLES = {s.name: s for s in server_log.samples}
 
 
@@ -169,11 +186,13 @@ def test_crash_dump_frames_are_folded_into_the_crash():
 
 
 def test_a_dotted_traceback_header_opens_a_record():
-    text = ("[2026-03-01 10:00:00 TP0] Decode batch, #running-req: 1, #token: 208, token usage: 0.00, #queue-req: 0\n"
-            ".Traceback (most recent call last):\n"
-            '  File "/t/test_pd.py", line 40, in test_transfer\n'
-            "    self.assertEqual(a, b)\n"
-            "AssertionError: 1 != 2\n")
+    text = (
+        "[2026-03-01 10:00:00 TP0] Decode batch, #running-req: 1, #token: 208, token usage: 0.00, #queue-req: 0\n"
+        ".Traceback (most recent call last):\n"
+        '  File "/t/test_pd.py", line 40, in test_transfer\n'
+        "    self.assertEqual(a, b)\n"
+        "AssertionError: 1 != 2\n"
+    )
     tables, ctx = parse_text(server_log, text, name="dots.log")
     ev = tables["events"]
     assert ev.height == 1 and ev["kind"][0] == "exception" and ev["exc_type"][0] == "AssertionError"
@@ -192,8 +211,11 @@ def test_shapes_both_ways(monkeypatch, name):
 
 
 @needs_native
-@pytest.mark.parametrize("path", [p for p in FILES if p.parent.name == "mooncake_incident"],
-                         ids=[p.name for p in FILES if p.parent.name == "mooncake_incident"])
+@pytest.mark.parametrize(
+    "path",
+    [p for p in FILES if p.parent.name == "mooncake_incident"],
+    ids=[p.name for p in FILES if p.parent.name == "mooncake_incident"],
+)
 def test_mooncake_incident_both_ways(monkeypatch, path):
     from tests.test_native import assert_same
 

@@ -21,24 +21,43 @@ REAL = os.path.join(ROOT, "..", "shared", "real_logs")
 def _real_files() -> list[str]:
     import glob
 
-    return sorted(glob.glob(os.path.join(REAL, "*.log"))) + sorted(glob.glob(os.path.join(REAL, "mooncake_incident", "*.log")))
+    return sorted(glob.glob(os.path.join(REAL, "*.log"))) + sorted(
+        glob.glob(os.path.join(REAL, "mooncake_incident", "*.log"))
+    )
 
 
 # A stats line as a reader finds it, whatever is in front of it; the sglang prefix just before the
 # leader gives the time and the rank tags.
 STATS = re.compile(r"(?:Prefill|Decode|new fill) batch[.,] ?")
-PREFIX = re.compile(r"\[(?:([0-9]{4}-[0-9]{2}-[0-9]{2}) )?([0-9]{2}:[0-9]{2}:[0-9]{2})((?: [A-Z_]+[0-9]+)*)\] "
-                    r"(?:Prefill|Decode|new fill) batch")
-TAGS = {"DP": "dp_rank", "PP": "pp_rank", "ATTN_CP": "attn_cp_rank", "MOE_DP": "moe_dp_rank", "TP": "tp_rank",
-        "EP": "ep_rank"}
+PREFIX = re.compile(
+    r"\[(?:([0-9]{4}-[0-9]{2}-[0-9]{2}) )?([0-9]{2}:[0-9]{2}:[0-9]{2})((?: [A-Z_]+[0-9]+)*)\] "
+    r"(?:Prefill|Decode|new fill) batch"
+)
+TAGS = {
+    "DP": "dp_rank",
+    "PP": "pp_rank",
+    "ATTN_CP": "attn_cp_rank",
+    "MOE_DP": "moe_dp_rank",
+    "TP": "tp_rank",
+    "EP": "ep_rank",
+}
 # keys whose column means the same on both sides, and how to read their value
-COLUMNS = {"#new-seq": ("new_seq", int), "#new-token": ("new_token", int), "#cached-token": ("cached_token", int),
-           "#running-req": ("running_req", int), "#queue-req": ("queue_req", int), "#token": ("num_token", int),
-           "token usage": ("token_usage", float), "gen throughput (token/s)": ("gen_throughput", float),
-           "input throughput (token/s)": ("input_throughput", float), "accept len": ("accept_len", float),
-           "accept rate": ("accept_rate", float), "#retracted-req": ("retracted_req", int),
-           "pre-allocated usage": ("prealloc_usage", float),
-           "cache hit rate": ("cache_hit_rate", lambda v: float(v.rstrip("%")) / 100)}
+COLUMNS = {
+    "#new-seq": ("new_seq", int),
+    "#new-token": ("new_token", int),
+    "#cached-token": ("cached_token", int),
+    "#running-req": ("running_req", int),
+    "#queue-req": ("queue_req", int),
+    "#token": ("num_token", int),
+    "token usage": ("token_usage", float),
+    "gen throughput (token/s)": ("gen_throughput", float),
+    "input throughput (token/s)": ("input_throughput", float),
+    "accept len": ("accept_len", float),
+    "accept rate": ("accept_rate", float),
+    "#retracted-req": ("retracted_req", int),
+    "pre-allocated usage": ("prealloc_usage", float),
+    "cache hit rate": ("cache_hit_rate", lambda v: float(v.rstrip("%")) / 100),
+}
 # a few values read off the excerpts by eye: file -> line -> column -> value
 BY_EYE = {
     "01_pd_prefill_stats_dp_tp_ep_unbootstrapped.log": {
@@ -46,8 +65,14 @@ BY_EYE = {
         3: {"dp_rank": 13, "queue_req": 3, "new_token": 512},
     },
     "07_pd_decode_stats_kibana_prefix_glm51.log": {
-        2: {"kind": "decode", "prefix": "May 16, 2026 @ 20:44:55.560", "num_token": 31936, "prealloc_req": 0,
-            "transfer_req": 0, "gen_throughput": 0.39},
+        2: {
+            "kind": "decode",
+            "prefix": "May 16, 2026 @ 20:44:55.560",
+            "num_token": 31936,
+            "prealloc_req": 0,
+            "transfer_req": 0,
+            "gen_throughput": 0.39,
+        },
         3: {"accept_len": 2.6, "accept_rate": 0.53, "gen_throughput": 43.98},
     },
     "13_prefill_stats_2024_cache_hit_rate.log": {
@@ -59,8 +84,15 @@ BY_EYE = {
         3: {"dp_rank": 15, "gen_throughput": 3.82},
     },
     "27_pd_decode_stats_v059_prealloc_transfer_retracted.log": {
-        1: {"kind": "decode", "num_token": 33, "gen_throughput": 0.04, "prealloc_req": 0, "transfer_req": 0,
-            "retracted_req": 0, "cuda_graph": True},
+        1: {
+            "kind": "decode",
+            "num_token": 33,
+            "gen_throughput": 0.04,
+            "prealloc_req": 0,
+            "transfer_req": 0,
+            "retracted_req": 0,
+            "cuda_graph": True,
+        },
         2: {"num_token": 73, "gen_throughput": 78.2},
     },
 }
@@ -85,7 +117,7 @@ def expected(line: str) -> dict:
             want["ts"] = dt.datetime.fromisoformat(f"{m.group(1)} {m.group(2)}").replace(tzinfo=dt.timezone.utc)
         tags = dict(re.findall(r" ([A-Z_]+?)([0-9]+)", m.group(3)))
         want.update({col: int(tags[t]) if t in tags else None for t, col in TAGS.items()})
-    body = line[STATS.search(line).end():].rstrip()
+    body = line[STATS.search(line).end() :].rstrip()
     for key, value in re.findall(r"(?:^|, )([^,:]+): ([^,]+)", body):
         if key in COLUMNS and COLUMNS[key][0] not in want:
             col, read = COLUMNS[key]
@@ -114,19 +146,45 @@ def test_every_complete_stats_line_is_read_with_its_values(path):
 
 def test_the_reader_of_this_test_reads_what_it_should():
     """The independent reading above, on the shapes it must tell apart."""
-    assert expected("[2024-11-29 10:28:29 TP0] Prefill batch. #new-seq: 2, cache hit rate: 12.50%, #queue-req: 130") == {
-        "ts_raw": "2024-11-29 10:28:29", "ts": dt.datetime(2024, 11, 29, 10, 28, 29, tzinfo=dt.timezone.utc),
-        "dp_rank": None, "pp_rank": None, "attn_cp_rank": None, "moe_dp_rank": None, "tp_rank": 0, "ep_rank": None,
-        "new_seq": 2, "cache_hit_rate": 0.125, "queue_req": 130}
+    assert expected(
+        "[2024-11-29 10:28:29 TP0] Prefill batch. #new-seq: 2, cache hit rate: 12.50%, #queue-req: 130"
+    ) == {
+        "ts_raw": "2024-11-29 10:28:29",
+        "ts": dt.datetime(2024, 11, 29, 10, 28, 29, tzinfo=dt.timezone.utc),
+        "dp_rank": None,
+        "pp_rank": None,
+        "attn_cp_rank": None,
+        "moe_dp_rank": None,
+        "tp_rank": 0,
+        "ep_rank": None,
+        "new_seq": 2,
+        "cache_hit_rate": 0.125,
+        "queue_req": 130,
+    }
     assert expected("Decode batch. #running-req: 12, #token: 4096") == {"running_req": 12, "num_token": 4096}
-    text = "[2024-11-29 10:28:29 TP0] Decode batch. #running-req: 1\nx\nDecode batch, #running-req: 2\nDecode batch, #r\n"
+    text = (
+        "[2024-11-29 10:28:29 TP0] Decode batch. #running-req: 1\nx\nDecode batch, #running-req: 2\nDecode batch, #r\n"
+    )
     assert list(complete_stats_lines(text)) == [1, 3]
 
 
-SHAPES = [s for s in server_log.samples if s.name in {
-    "time_only_prefix_2024", "bare_stats_line_inherits_ts", "new_fill_batch_may_2024", "stats_extra_keys",
-    "wrapper_ray_actor", "wrapper_unittest_dots", "truncated_last_line", "truncated_last_line_closed_item",
-    "stats_gpu_tag_mid_2024", "stats_behind_an_unknown_head"}]
+SHAPES = [
+    s
+    for s in server_log.samples
+    if s.name
+    in {
+        "time_only_prefix_2024",
+        "bare_stats_line_inherits_ts",
+        "new_fill_batch_may_2024",
+        "stats_extra_keys",
+        "wrapper_ray_actor",
+        "wrapper_unittest_dots",
+        "truncated_last_line",
+        "truncated_last_line_closed_item",
+        "stats_gpu_tag_mid_2024",
+        "stats_behind_an_unknown_head",
+    }
+]
 
 
 def test_every_shape_has_its_sample():
@@ -154,10 +212,12 @@ def test_shapes_both_ways(monkeypatch, sample, block_bytes):
 def test_time_only_lines_take_the_date_from_the_option_then_the_file(tmp_path):
     from forensics.parsers.base import Context, Source
 
-    text = ("[23:59:58 TP0] Decode batch. #running-req: 1, #token: 9, token usage: 0.00, #queue-req: 0\n"
-            "[00:00:03 TP0] Decode batch. #running-req: 1, #token: 10, token usage: 0.00, #queue-req: 0\n"
-            "[00:00:01 TP1] Decode batch. #running-req: 1, #token: 11, token usage: 0.00, #queue-req: 0\n"
-            "[23:50:00 TP0] Decode batch. #running-req: 1, #token: 12, token usage: 0.00, #queue-req: 0\n")
+    text = (
+        "[23:59:58 TP0] Decode batch. #running-req: 1, #token: 9, token usage: 0.00, #queue-req: 0\n"
+        "[00:00:03 TP0] Decode batch. #running-req: 1, #token: 10, token usage: 0.00, #queue-req: 0\n"
+        "[00:00:01 TP1] Decode batch. #running-req: 1, #token: 11, token usage: 0.00, #queue-req: 0\n"
+        "[23:50:00 TP0] Decode batch. #running-req: 1, #token: 12, token usage: 0.00, #queue-req: 0\n"
+    )
     p = tmp_path / "old.log"
     p.write_text(text)
     os.utime(p, (dt.datetime(2024, 6, 2, 12, tzinfo=dt.timezone.utc).timestamp(),) * 2)

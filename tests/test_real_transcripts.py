@@ -17,31 +17,45 @@ EXPECTED = {
     "spotter_4d5611e5_main_first150lines.jsonl": {
         # thinking, text and three tool_use lines, with tool results and hook progress between them
         "msg_01Aci2WjhVxhEoZK5GJvwVrD": {
-            "line_no": 114, "n_tool_calls": 3,
+            "line_no": 114,
+            "n_tool_calls": 3,
             "content": "Good, I have a thorough understanding of the codebase. Let me now read the key files I'll be "
-                       "modifying.",
+            "modifying.",
             "reasoning": "Excellent, now I have a thorough understanding. Let me read the key files myself to have "
-                         "them in context for writing code.",
+            "them in context for writing code.",
             # the last line's usage is the complete one: the earlier lines say 10 output tokens
-            "prompt_tokens": 1 + 5601 + 29509, "cached_tokens": 29509, "completion_tokens": 299,
+            "prompt_tokens": 1 + 5601 + 29509,
+            "cached_tokens": 29509,
+            "completion_tokens": 299,
             "finish_reason": None,
         },
-        "msg_01PdWvcjJ6E9BgscDveYt9YV": {"line_no": 8, "n_tool_calls": 2, "content": "\n\n",
-                                         "reasoning": "Let me start by checking the issue details and finding "
-                                                      "available subtasks."},
+        "msg_01PdWvcjJ6E9BgscDveYt9YV": {
+            "line_no": 8,
+            "n_tool_calls": 2,
+            "content": "\n\n",
+            "reasoning": "Let me start by checking the issue details and finding available subtasks.",
+        },
     },
     "spotter_4d5611e5_subagent_a2898e3.jsonl": {
         # nine parallel Read calls, each tool_use line followed by its result
         "msg_016xcKQRzQXv2gLKoiSyUZxc": {
-            "line_no": 2, "n_tool_calls": 9, "prompt_tokens": 3 + 13522, "completion_tokens": 3,
+            "line_no": 2,
+            "n_tool_calls": 9,
+            "prompt_tokens": 3 + 13522,
+            "completion_tokens": 3,
             "session_id": "4d5611e5-241a-462a-8d15-5122611a9569/a2898e3",
             "content": "I'll conduct a thorough exploration of the transcript rendering system. Let me read all the "
-                       "key files you've specified.",
+            "key files you've specified.",
         },
     },
     "spotter_4d5611e5_subagent_acompact-e1f845.jsonl": {
-        "msg_013a13makKr7N19Xg6cuFoeK": {"line_no": 5, "n_tool_calls": 0, "prompt_tokens": 3 + 8681 + 164830,
-                                         "completion_tokens": 8, "cached_tokens": 164830},
+        "msg_013a13makKr7N19Xg6cuFoeK": {
+            "line_no": 5,
+            "n_tool_calls": 0,
+            "prompt_tokens": 3 + 8681 + 164830,
+            "completion_tokens": 8,
+            "cached_tokens": 164830,
+        },
     },
 }
 

@@ -61,7 +61,7 @@ def _grow(src: Path, dst: Path) -> None:
         have = f.read_bytes()
         assert full.startswith(have)
         with open(f, "ab") as fh:
-            fh.write(full[len(have):])
+            fh.write(full[len(have) :])
 
 
 @pytest.fixture
@@ -123,10 +123,16 @@ def test_a_new_host_touches_only_its_rooms(tmp_path, always_extend):
     extended = _materialize(store)
     m = _manifest(extended)
     assert m["extends"] == first.name
-    touched = duckdb.connect().execute(
-        f"SELECT count(DISTINCT bootstrap_room) FROM read_parquet('{store}/data/*/events-*.parquet', filename = true) "
-        "WHERE bootstrap_room <> 0 AND parse_dirpath(filename) NOT IN "
-        f"(SELECT unnest(?::VARCHAR[]))", [[str(store / "data" / k) for k in covered]]).fetchone()[0]
+    touched = (
+        duckdb.connect()
+        .execute(
+            f"SELECT count(DISTINCT bootstrap_room) FROM read_parquet('{store}/data/*/events-*.parquet', filename = true) "
+            "WHERE bootstrap_room <> 0 AND parse_dirpath(filename) NOT IN "
+            f"(SELECT unnest(?::VARCHAR[]))",
+            [[str(store / "data" / k) for k in covered]],
+        )
+        .fetchone()[0]
+    )
     assert m["rooms_recomputed"] == touched
 
     whole_store = tmp_path / "whole"
@@ -165,8 +171,11 @@ def test_bounds_that_move_too_many_rooms_recompute_failures_whole(tmp_path, alwa
     monkeypatch.setattr(refresh.Incremental, "follow_bounds", lambda self, path: False)
     written = []
     real = refresh.Incremental.write
-    monkeypatch.setattr(refresh.Incremental, "write",
-                        lambda self, name, path, done: (written.append(name), real(self, name, path, done)))
+    monkeypatch.setattr(
+        refresh.Incremental,
+        "write",
+        lambda self, name, path, done: (written.append(name), real(self, name, path, done)),
+    )
     store = tmp_path / "store"
     ingest_paths([INCIDENT / "prefill-0", INCIDENT / "decode-0", INCIDENT / "trace"], store)
     _materialize(store)

@@ -23,8 +23,14 @@ PREFILL, DECODE = "node-p0", "node-d1"
 DAY = "2026-10-30"
 
 WEDGE, TIE, XFER, ABORT, GENERIC_AFTER, OK, FINISH_ONLY = (
-    4793981895866140836, 4127750395128840213, 6593551520068383758, 1188402291734905512,
-    7301958270183740000, 5550000000000000001, 3141592653589793238)
+    4793981895866140836,
+    4127750395128840213,
+    6593551520068383758,
+    1188402291734905512,
+    7301958270183740000,
+    5550000000000000001,
+    3141592653589793238,
+)
 
 
 def utc(hms: str, us: int = 0) -> dt.datetime:
@@ -51,13 +57,28 @@ class Incident:
 
     def receive(self, host: str, hms: str, room: int) -> None:
         side = "prefill" if host == PREFILL else "decode"
-        self.line(host, hms, f"Receive: obj=GenerateReqInput(rid='{rid(side, room)}', bootstrap_host='10.0.0.1', "
-                             f"bootstrap_port=8998, bootstrap_room={room}, bootstrap_pair_key=None)", "")
+        self.line(
+            host,
+            hms,
+            f"Receive: obj=GenerateReqInput(rid='{rid(side, room)}', bootstrap_host='10.0.0.1', "
+            f"bootstrap_port=8998, bootstrap_room={room}, bootstrap_pair_key=None)",
+            "",
+        )
 
     def event(self, host: str, ts: float, room: int, event: str, kind: str = "kv", **kw) -> None:
         side = "prefill" if host == PREFILL else "decode"
-        self.trace[host].append({"ts": ts, "host": host, "side": side, "engine_rank": 0, "room": str(room),
-                                 "kind": kind, "event": event, **kw})
+        self.trace[host].append(
+            {
+                "ts": ts,
+                "host": host,
+                "side": side,
+                "engine_rank": 0,
+                "room": str(room),
+                "kind": kind,
+                "event": event,
+                **kw,
+            }
+        )
 
     def write(self, root):
         for host in (PREFILL, DECODE):
@@ -84,13 +105,17 @@ def bootstrapping(room: int) -> str:
 
 def decode_failed(room: int, reason: str | None) -> str:
     tail = f" with exception {kvt(room, reason)}" if reason else ""
-    return (f"Decode transfer failed for request rank=0 decode_req.req.rid='{rid('decode', room)}' "
-            f"decode_req.req.bootstrap_room={room}{tail}")
+    return (
+        f"Decode transfer failed for request rank=0 decode_req.req.rid='{rid('decode', room)}' "
+        f"decode_req.req.bootstrap_room={room}{tail}"
+    )
 
 
 def prefill_failed(room: int, exc: str | None, template: str = "transfer") -> str:
     tail = f" with exception {exc}" if exc else ""
-    return f"Prefill {template} failed for request rank=0 req.rid='{rid('prefill', room)}' req.bootstrap_room={room}{tail}"
+    return (
+        f"Prefill {template} failed for request rank=0 req.rid='{rid('prefill', room)}' req.bootstrap_room={room}{tail}"
+    )
 
 
 def decode_wedge_room(inc: Incident, room: int, t_decode: str, t_prefill: str, frac: float = 0.41) -> None:
@@ -120,19 +145,38 @@ def store(tmp_path_factory):
     inc.receive(PREFILL, "10:00:00", XFER)
     inc.receive(DECODE, "10:00:00", XFER)
     inc.event(PREFILL, epoch("10:00:01", 0.202315), XFER, "post", chunk=0, is_last=True, bytes=1 << 20)
-    inc.event(PREFILL, epoch("10:00:01", 0.418990), XFER, "fail", chunk=0, is_last=True, status="NIXL_ERR_BACKEND",
-              error="getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND")
+    inc.event(
+        PREFILL,
+        epoch("10:00:01", 0.418990),
+        XFER,
+        "fail",
+        chunk=0,
+        is_last=True,
+        status="NIXL_ERR_BACKEND",
+        error="getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND",
+    )
     inc.line(DECODE, "10:00:01", decode_failed(XFER, "Aborted by AbortReq."))
     inc.line(PREFILL, "10:00:01", prefill_failed(XFER, "KVSender transfer encountered an error."))
-    inc.event(DECODE, epoch("10:00:06", 0.425733), XFER, "abort",
-              error=kvt(XFER, f"NIXL transfer encountered ERR room={XFER}"))
+    inc.event(
+        DECODE,
+        epoch("10:00:06", 0.425733),
+        XFER,
+        "abort",
+        error=kvt(XFER, f"NIXL transfer encountered ERR room={XFER}"),
+    )
     # an abort, then reason-less failures of the room it tore down (one in the same second)
     inc.receive(PREFILL, "10:01:00", ABORT)
     inc.receive(DECODE, "10:01:00", ABORT)
     inc.line(DECODE, "10:01:00", decode_failed(ABORT, "Aborted by AbortReq."))
     inc.line(PREFILL, "10:01:00", prefill_failed(ABORT, None))
-    inc.event(PREFILL, epoch("10:01:00", 0.7), ABORT, "fail", chunk=0,
-              error=kvt(ABORT, "Failed due to an unknown reason from another rank"))
+    inc.event(
+        PREFILL,
+        epoch("10:01:00", 0.7),
+        ABORT,
+        "fail",
+        chunk=0,
+        error=kvt(ABORT, "Failed due to an unknown reason from another rank"),
+    )
     # a timeout, then a generic `transfer failed` line three seconds later: the timeout stays the cause
     inc.receive(DECODE, "10:02:00", GENERIC_AFTER)
     inc.line(DECODE, "10:07:00", decode_failed(GENERIC_AFTER, waiting(GENERIC_AFTER)))
@@ -143,15 +187,25 @@ def store(tmp_path_factory):
     inc.event(PREFILL, epoch("10:03:00", 0.5), OK, "post", chunk=0, is_last=True, bytes=1 << 20)
     inc.event(PREFILL, epoch("10:03:00", 0.51), OK, "done", chunk=0, is_last=True, status="NIXL_SUCCESS")
     inc.event(DECODE, epoch("10:03:00", 0.52), OK, "notif", chunk=0, is_last=True)
-    inc.line(DECODE, "10:03:02", f"Finish: obj=GenerateReqInput(rid='{rid('decode', OK)}', bootstrap_room={OK}), "
-                                 f"out={{'meta_info': {{'id': '{rid('decode', OK)}', 'finish_reason': {{'type': 'stop', "
-                                 f"'matched': 1}}, 'prompt_tokens': 100, 'completion_tokens': 20, 'e2e_latency': 2.0}}}}", "")
+    inc.line(
+        DECODE,
+        "10:03:02",
+        f"Finish: obj=GenerateReqInput(rid='{rid('decode', OK)}', bootstrap_room={OK}), "
+        f"out={{'meta_info': {{'id': '{rid('decode', OK)}', 'finish_reason': {{'type': 'stop', "
+        f"'matched': 1}}, 'prompt_tokens': 100, 'completion_tokens': 20, 'e2e_latency': 2.0}}}}",
+        "",
+    )
     # request logs only: the abort message of the `Finish:` line says why
     inc.receive(DECODE, "10:04:00", FINISH_ONLY)
-    inc.line(DECODE, "10:09:00", f"Finish: obj=GenerateReqInput(rid='{rid('decode', FINISH_ONLY)}', "
-                                 f"bootstrap_room={FINISH_ONLY}), out={{'meta_info': {{'id': '{rid('decode', FINISH_ONLY)}', "
-                                 f"'finish_reason': {{'type': 'abort', 'message': '{kvt(FINISH_ONLY, waiting(FINISH_ONLY))}', "
-                                 f"'status_code': 500}}, 'prompt_tokens': 100}}}}", "")
+    inc.line(
+        DECODE,
+        "10:09:00",
+        f"Finish: obj=GenerateReqInput(rid='{rid('decode', FINISH_ONLY)}', "
+        f"bootstrap_room={FINISH_ONLY}), out={{'meta_info': {{'id': '{rid('decode', FINISH_ONLY)}', "
+        f"'finish_reason': {{'type': 'abort', 'message': '{kvt(FINISH_ONLY, waiting(FINISH_ONLY))}', "
+        f"'status_code': 500}}, 'prompt_tokens': 100}}}}",
+        "",
+    )
     ingest_paths([inc.write(root / "dump")], root / "store")
     return root / "store"
 
@@ -173,7 +227,11 @@ def test_views_return_exactly_their_documented_columns(store):
 def test_decode_timeout_decides_and_the_prefill_bootstrap_timeout_is_listed_after_it(rooms):
     r = rooms[WEDGE]
     assert (r["outcome"], r["outcome_side"], r["outcome_host"], r["outcome_reason"]) == (
-        "waiting_timeout", "decode", DECODE, "waiting_timeout")
+        "waiting_timeout",
+        "decode",
+        DECODE,
+        "waiting_timeout",
+    )
     assert r["t_outcome"] == utc("09:17:05")
     assert "KVPoll.WaitingForInput" in r["first_error"] and r["first_error"].startswith("Decode transfer failed")
     assert later(r) == [
@@ -193,7 +251,11 @@ def test_within_one_log_second_the_timeout_comes_before_what_it_caused(rooms):
 def test_prefill_transfer_failure_then_decode_abort_is_a_transfer_failure(rooms):
     r = rooms[XFER]
     assert (r["outcome"], r["outcome_side"], r["outcome_reason"], r["t_outcome"]) == (
-        "transfer_failed", "prefill", "transport", utc("10:00:01"))
+        "transfer_failed",
+        "prefill",
+        "transport",
+        utc("10:00:01"),
+    )
     assert r["first_error"].endswith("KVSender transfer encountered an error.")
     assert later(r) == [
         ("decode", DECODE, "aborted", "aborted", utc("10:00:01"), 1),
@@ -217,20 +279,32 @@ def test_a_generic_failure_after_a_timeout_does_not_override_it(rooms):
 def test_a_room_without_failures_is_ok_with_an_empty_list(rooms):
     r = rooms[OK]
     assert (r["outcome"], r["later_failures"], r["t_outcome"], r["outcome_side"], r["first_error"]) == (
-        "ok", [], None, None, None)
+        "ok",
+        [],
+        None,
+        None,
+        None,
+    )
 
 
 def test_request_log_only_room_takes_its_outcome_from_the_abort_message(rooms):
     r = rooms[FINISH_ONLY]
     assert (r["outcome"], r["outcome_side"], r["t_outcome"], r["later_failures"]) == (
-        "waiting_timeout", "decode", utc("10:09:00"), [])
+        "waiting_timeout",
+        "decode",
+        utc("10:09:00"),
+        [],
+    )
 
 
 def test_room_failures_mark_exactly_one_first_failure_per_room(store, rooms):
     f = sql(store, "SELECT bootstrap_room, count(*) FILTER (WHERE first_failure) AS n FROM room_failures GROUP BY 1")
     assert dict(f.rows()) == {room: 1 for room in rooms if room != OK}
-    first = sql(store, "SELECT source, what, outcome, cause_rank FROM room_failures WHERE first_failure "
-                       "AND bootstrap_room = $room", room=XFER)
+    first = sql(
+        store,
+        "SELECT source, what, outcome, cause_rank FROM room_failures WHERE first_failure AND bootstrap_room = $room",
+        room=XFER,
+    )
     assert first.rows() == [("sglang", "transfer_failed", "transfer_failed", 3)]
 
 
@@ -256,9 +330,13 @@ def test_a_clock_offset_that_reorders_the_events_changes_the_first_failure(tmp_p
     assert res.exit_code == 0, res.output
     fixed = sql(store, q, room=room).row(0, named=True)
     assert (fixed["outcome"], fixed["outcome_side"], fixed["t_outcome"]) == (
-        "transfer_failed", "prefill", utc("10:20:02"))
+        "transfer_failed",
+        "prefill",
+        utc("10:20:02"),
+    )
     assert [(x["side"], x["outcome"], x["ts"]) for x in fixed["later_failures"]] == [
-        ("decode", "aborted", utc("10:20:03"))]
+        ("decode", "aborted", utc("10:20:03"))
+    ]
 
 
 def test_every_room_of_a_decode_wedge_gets_the_decode_timeout(tmp_path):
@@ -271,8 +349,15 @@ def test_every_room_of_a_decode_wedge_gets_the_decode_timeout(tmp_path):
         t_d = utc("09:17:05") + dt.timedelta(seconds=i // 12)
         t_p = t_d + dt.timedelta(seconds=rnd.choice((0, 1, 2, 2, 3)))
         decode_wedge_room(inc, room, t_d.strftime("%H:%M:%S"), t_p.strftime("%H:%M:%S"), frac=rnd.random())
-        inc.event(PREFILL, round(t_d.timestamp() + rnd.random(), 6), room, "fail", chunk=0,
-                  status="NIXL_ERR_REMOTE_DISCONNECT", error="remote agent 'def7d2f1' was disconnected")
+        inc.event(
+            PREFILL,
+            round(t_d.timestamp() + rnd.random(), 6),
+            room,
+            "fail",
+            chunk=0,
+            status="NIXL_ERR_REMOTE_DISCONNECT",
+            error="remote agent 'def7d2f1' was disconnected",
+        )
     ingest_paths([inc.write(tmp_path / "dump")], tmp_path / "store")
     got = sql(tmp_path / "store", "SELECT bootstrap_room, outcome, outcome_side FROM rooms")
     assert sorted(got["bootstrap_room"]) == sorted(rooms)
@@ -291,10 +376,14 @@ def test_room_command_shows_the_cause_then_its_consequences(store):
     head = next(i for i, x in enumerate(lines) if x.startswith(f"room {WEDGE}: "))
     assert "outcome=waiting_timeout" in lines[head]
     first = decode_failed(WEDGE, waiting(WEDGE))
-    assert lines[head + 1] == (f"first failure: {DAY} 09:17:05 decode {DECODE} waiting_timeout (waiting_timeout): "
-                               + first[:50] + " … " + first[-100:])
+    assert lines[head + 1] == (
+        f"first failure: {DAY} 09:17:05 decode {DECODE} waiting_timeout (waiting_timeout): "
+        + first[:50]
+        + " … "
+        + first[-100:]
+    )
     assert lines[head + 1].endswith(f"): Request {WEDGE} timed out after 300.0s in KVPoll.WaitingForInput")
-    assert lines[head + 2:head + 6] == [
+    assert lines[head + 2 : head + 6] == [
         f"  then +0.0 s  decode {DECODE} aborted (aborted)",
         f"  then +2.0 s  prefill {PREFILL} bootstrap_timeout (bootstrap_timeout) x2",
         f"  then +2.0 s  prefill {PREFILL} aborted (aborted)",
@@ -315,11 +404,20 @@ def test_an_unset_skew_the_rooms_show_is_allowed_for_and_no_clock_is_moved(tmp_p
     inc = Incident()
     for i in range(10):  # served rooms: decode registers, prefill finishes 0.3 s later
         room, t = 1000 + i, t0 + 10 * i + 0.1
-        inc.line(DECODE, hms(t + skew), f"Receive: obj=GenerateReqInput(rid='{rid('decode', room)}', "
-                                         f"bootstrap_room={room})", "")
-        inc.line(PREFILL, hms(t + 0.3), f"Finish: obj=GenerateReqInput(rid='{rid('prefill', room)}', "
-                                        f"bootstrap_room={room}), out={{'meta_info': {{'id': '{rid('prefill', room)}', "
-                                        f"'finish_reason': {{'type': 'length', 'length': 1}}, 'prompt_tokens': 10}}}}", "")
+        inc.line(
+            DECODE,
+            hms(t + skew),
+            f"Receive: obj=GenerateReqInput(rid='{rid('decode', room)}', bootstrap_room={room})",
+            "",
+        )
+        inc.line(
+            PREFILL,
+            hms(t + 0.3),
+            f"Finish: obj=GenerateReqInput(rid='{rid('prefill', room)}', "
+            f"bootstrap_room={room}), out={{'meta_info': {{'id': '{rid('prefill', room)}', "
+            f"'finish_reason': {{'type': 'length', 'length': 1}}, 'prompt_tokens': 10}}}}",
+            "",
+        )
     t_timeout = t0 + 400.6  # decode prints 11:06:43, prefill 11:06:42
     inc.line(DECODE, hms(t_timeout + skew), decode_failed(WEDGE, waiting(WEDGE)))
     inc.line(PREFILL, hms(t_timeout + 2.0), prefill_failed(WEDGE, kvt(WEDGE, bootstrapping(WEDGE)), "bootstrap"))

@@ -101,8 +101,13 @@ def _replies(out: pathlib.Path) -> dict[str, dict]:
             res[o["conn"]] = dict(content=content, reasoning=reasoning, calls=calls, usage=usage, status=o["status"])
         elif o["status"] == 200:
             m = o["body"]["choices"][0]["message"]
-            res[o["conn"]] = dict(content=m["content"] or "", reasoning=m["reasoning_content"] or "",
-                                  calls=m["tool_calls"] or [], usage=o["body"]["usage"], status=200)
+            res[o["conn"]] = dict(
+                content=m["content"] or "",
+                reasoning=m["reasoning_content"] or "",
+                calls=m["tool_calls"] or [],
+                usage=o["body"]["usage"],
+                status=200,
+            )
         else:
             res[o["conn"]] = dict(content="", reasoning="", calls=[], usage=None, status=o["status"], body=o["body"])
     for f in sorted((out / "agent").glob("opencode-session-*.json")):
@@ -115,8 +120,11 @@ def _replies(out: pathlib.Path) -> dict[str, dict]:
             res[info["id"]] = dict(
                 content="".join(p["text"] for p in parts if p["type"] == "text"),
                 reasoning="".join(p["text"] for p in parts if p["type"] == "reasoning"),
-                calls=[p for p in parts if p["type"] == "tool"], tokens=info["tokens"], info=info,
-                status=500 if "error" in info else 200)
+                calls=[p for p in parts if p["type"] == "tool"],
+                tokens=info["tokens"],
+                info=info,
+                status=500 if "error" in info else 200,
+            )
     return res
 
 
@@ -213,13 +221,34 @@ def test_cri_outer_time_matches_inner(bundle):
 def test_stats_fields_and_cadence(bundle):
     out, planted = bundle
     pre = [ln for ln in _host_log(out, "prefill-0") if " Prefill batch, " in ln]
-    keys = ["#new-seq", "#new-token", "#cached-token", "token usage", "#running-req", "#queue-req", "#pending-token",
-            "#bootstrap-req", "#inflight-req", "cuda graph", "input throughput (token/s)"]
+    keys = [
+        "#new-seq",
+        "#new-token",
+        "#cached-token",
+        "token usage",
+        "#running-req",
+        "#queue-req",
+        "#pending-token",
+        "#bootstrap-req",
+        "#inflight-req",
+        "cuda graph",
+        "input throughput (token/s)",
+    ]
     for ln in pre:
         body = ln.split("] Prefill batch, ", 1)[1]
         assert [kv.split(": ")[0] for kv in body.split(", ")] == keys
-    dkeys = ["#running-req", "#token", "token usage", "pre-allocated usage", "#prealloc-req", "#transfer-req",
-             "#retracted-req", "cuda graph", "gen throughput (token/s)", "#queue-req"]
+    dkeys = [
+        "#running-req",
+        "#token",
+        "token usage",
+        "pre-allocated usage",
+        "#prealloc-req",
+        "#transfer-req",
+        "#retracted-req",
+        "cuda graph",
+        "gen throughput (token/s)",
+        "#queue-req",
+    ]
     for host in ("decode-0", "decode-1"):
         per_rank = collections.defaultdict(list)
         for ln in _host_log(out, host):
@@ -300,14 +329,17 @@ def test_abort_storm(bundle):
 DECODE_TIMEOUT_RE = re.compile(
     r"^\[[^\]]+ DP(\d) TP\1 EP\1\] Decode transfer failed for request rank=\1 decode_req\.req\.rid='([0-9a-f]{32})' "
     r"decode_req\.req\.bootstrap_room=(\d+) with exception KVTransferError\(bootstrap_room=\3\): "
-    r"Request \3 timed out after 300\.0s in KVPoll\.WaitingForInput$")
+    r"Request \3 timed out after 300\.0s in KVPoll\.WaitingForInput$"
+)
 PREFILL_BOOT_RE = re.compile(
     r"^\[[^\]]+ DP(\d) TP\1 EP\1\] Prefill bootstrap failed for request rank=\1 req\.rid='([0-9a-f]{32})' "
     r"req\.bootstrap_room=(\d+) with exception KVTransferError\(bootstrap_room=\3\): "
-    r"Request \3 timed out after 300\.0s in KVPoll\.Bootstrapping$")
+    r"Request \3 timed out after 300\.0s in KVPoll\.Bootstrapping$"
+)
 HEALTH_FAILED_RE = re.compile(
     r"^\[[^\]]+\] Health check failed\. Server couldn't get a response from detokenizer for last 20 seconds\. "
-    r"tic start time: (\d\d:\d\d:\d\d)\. last_heartbeat time: (\d\d:\d\d:\d\d)$")
+    r"tic start time: (\d\d:\d\d:\d\d)\. last_heartbeat time: (\d\d:\d\d:\d\d)$"
+)
 PROBE_RE = re.compile(r'^\[[^\]]+\] INFO:     (\d+\.\d+\.\d+\.\d+):\d+ - "GET /health HTTP/1\.1" (\d{3}) ')
 
 
@@ -340,7 +372,11 @@ def test_wedge_stops_the_scheduler_not_the_http_side(bundle):
         want = w["last_stats_lines"][d]
         assert t_last == int(_ts(want["ts"]) + off) and lo - 2 <= t_last <= lo
         assert (int(f["#running-req"]), int(f["#transfer-req"]), int(f["#prealloc-req"]), int(f["#queue-req"])) == (
-            want["running_req"], want["transfer_req"], 0, 0)
+            want["running_req"],
+            want["transfer_req"],
+            0,
+            0,
+        )
         in_flight += int(f["#running-req"]) + int(f["#transfer-req"])
         assert min(t for t, _ in rows if t > lo) >= hi - 1
     assert len(stats) == 4 and in_flight == w["in_flight"] >= len(w["stuck_rooms"]) >= 20
@@ -371,10 +407,16 @@ def test_wedge_ends_with_the_decode_timeouts_then_the_prefill_bootstrap_timeouts
     w = planted["windows"]["wedge"]
     off = planted["hosts"]["decode-1"]["clock_offset_s"]
     end = _ts(w["end"])
-    dec = {int(m[3]): (_pfx_epoch(ln) - off, int(m[1]), m[2])
-           for ln in _lines(out / "decode-1/sglang.log") if (m := DECODE_TIMEOUT_RE.match(ln))}
-    pre = {int(m[3]): (_pfx_epoch(ln), int(m[1]), m[2])
-           for ln in _host_log(out, "prefill-0") if (m := PREFILL_BOOT_RE.match(ln))}
+    dec = {
+        int(m[3]): (_pfx_epoch(ln) - off, int(m[1]), m[2])
+        for ln in _lines(out / "decode-1/sglang.log")
+        if (m := DECODE_TIMEOUT_RE.match(ln))
+    }
+    pre = {
+        int(m[3]): (_pfx_epoch(ln), int(m[1]), m[2])
+        for ln in _host_log(out, "prefill-0")
+        if (m := PREFILL_BOOT_RE.match(ln))
+    }
     assert sorted(dec) == sorted(w["stuck_rooms"])
     assert sorted(pre) == sorted(w["bootstrap_timeout_rooms"]) and len(pre) >= 0.75 * len(dec)
     # every stuck room times out on decode right at the end (second-resolution prefixes) ...
@@ -417,10 +459,15 @@ def test_clock_offset_recoverable_from_trace(bundle):
     off = planted["clock_offset"]
     assert off == {**off, "host": "decode-1", "reference_host": "prefill-0", "offset_s": 2.5}
     tr = _trace(out)
-    done = {(e["room"], e["kind"], e.get("chunk")): e["ts"] for e in tr if e["event"] == "done" and e["side"] == "prefill"}
+    done = {
+        (e["room"], e["kind"], e.get("chunk")): e["ts"] for e in tr if e["event"] == "done" and e["side"] == "prefill"
+    }
     for host, expect in (("decode-0", 0.0), ("decode-1", 2.5)):
-        d = [e["ts"] - done[(e["room"], e["kind"], e.get("chunk"))] for e in tr
-             if e["host"] == host and e["event"] == "notif" and (e["room"], e["kind"], e.get("chunk")) in done]
+        d = [
+            e["ts"] - done[(e["room"], e["kind"], e.get("chunk"))]
+            for e in tr
+            if e["host"] == host and e["event"] == "notif" and (e["room"], e["kind"], e.get("chunk")) in done
+        ]
         assert len(d) > 50
         assert statistics.median(d) == pytest.approx(expect, abs=0.01)
         assert planted["hosts"][host]["clock_offset_s"] == expect
@@ -441,8 +488,10 @@ def test_checksum_mismatch_rooms(bundle):
     for r in rooms:
         g = groups[(r["room"], "index_k", None)]
         assert g["prefill"] == int(r["prefill_checksum"], 16) and g["decode"] == int(r["decode_checksum"], 16)
-        line = (f"KV checksum mismatch req={r['decode_rid']} bootstrap_room={r['room']} "
-                f"expected=0x{r['prefill_checksum']} got=0x{r['decode_checksum']}")
+        line = (
+            f"KV checksum mismatch req={r['decode_rid']} bootstrap_room={r['room']} "
+            f"expected=0x{r['prefill_checksum']} got=0x{r['decode_checksum']}"
+        )
         assert line in logs[r["decode_host"]]
     corrupted_rooms = {c["room"]: c for c in planted["corrupted_replies"]}
     assert all(corrupted_rooms[r["room"]]["class"] == "incoherent" for r in rooms)
@@ -455,16 +504,22 @@ def test_transfer_failures_and_context_corruption(bundle):
     dec = _host_log(out, w["host"])
     tr = _trace(out)
     for room in w["rooms"]:
-        assert any(f"Prefill transfer failed for request rank={w['prefill_dp_rank']} " in ln and f"bootstrap_room={room} " in ln
-                   for ln in pre)
+        assert any(
+            f"Prefill transfer failed for request rank={w['prefill_dp_rank']} " in ln
+            and f"bootstrap_room={room} " in ln
+            for ln in pre
+        )
         assert any("Decode transfer failed" in ln and f"bootstrap_room={room} " in ln for ln in dec)
         assert any(e["room"] == room and e["event"] == "fail" and e["status"] == "NIXL_ERR_BACKEND" for e in tr)
     i = next(i for i, ln in enumerate(pre) if "Unexpected transfer worker error for room" in ln)
     assert pre[i].endswith(f"room {w['worker_error_room']}") and pre[i + 1].startswith("Traceback")
     assert sum(1 for ln in pre if "UCX  ERROR" in ln) == len(w["rooms"])
     c = planted["context_corruption"]
-    assert any(f"Context corruption detected: Request {c['rid']} (bootstrap_room={c['room']}) received metadata from "
-               f"bootstrap_room={c['metadata_room']}. Metadata buffer index: 17." in ln for ln in _host_log(out, c["host"]))
+    assert any(
+        f"Context corruption detected: Request {c['rid']} (bootstrap_room={c['room']}) received metadata from "
+        f"bootstrap_room={c['metadata_room']}. Metadata buffer index: 17." in ln
+        for ln in _host_log(out, c["host"])
+    )
     assert c["metadata_room"] in w["rooms"]
 
 
@@ -602,9 +657,15 @@ def test_the_sample_quotes_its_wedge_and_storm(bundle):
         assert how[:7] == [("decode-0/sglang.log.1.gz", "quote")] * 3 + [("decode-1/sglang.log", "fence")] * 4
         assert set(how[7:]) == {("prefill-0/sglang.log", "fence")}
         fenced = "\n".join(x["text"] for x in q[0]["quoted"][3:])
-        for shape in ("Decode batch, ", "Health check failed. ", '"GET /health HTTP/1.1" 503 Service Unavailable',
-                      "KVPoll.WaitingForInput", "Unexpected transfer worker error for room ", "Traceback (most recent",
-                      "NIXL_ERR_BACKEND"):
+        for shape in (
+            "Decode batch, ",
+            "Health check failed. ",
+            '"GET /health HTTP/1.1" 503 Service Unavailable',
+            "KVPoll.WaitingForInput",
+            "Unexpected transfer worker error for room ",
+            "Traceback (most recent",
+            "NIXL_ERR_BACKEND",
+        ):
             assert shape in fenced
 
 

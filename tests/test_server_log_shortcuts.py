@@ -6,11 +6,38 @@ from hypothesis import strategies as st
 
 from forensics.parsers.server_log import classify, grammar
 
-ACCESS = ['INFO:     10.82.2.111:33402 - "POST /generate HTTP/1.1" 200 OK', 'INFO:  1.2.3.4:5 - "GET /h HTTP/1.0" 503 x',
-          '10.0.0.1 - - [12/Oct/2024:10:00:00 +0000] "GET /x HTTP/1.1" 200 5']
-PIECES = ACCESS + ["INFO:", "WARNING:", "TRACE:", " ", "\t", "\n", "\u00a0", '"', "-", " - ", "[x] ", "HTTP/2", "200",
-                   "2000", "\u0663", "\u00e9", "Receive: ", "Finish: ", "Prefill transfer failed", "NIXL", "ABORT",
-                   "KVPoll.WaitingForInput", "timed out after 5ms", "checksum mismatch", "4127750395128840213_kv_0_1"]
+ACCESS = [
+    'INFO:     10.82.2.111:33402 - "POST /generate HTTP/1.1" 200 OK',
+    'INFO:  1.2.3.4:5 - "GET /h HTTP/1.0" 503 x',
+    '10.0.0.1 - - [12/Oct/2024:10:00:00 +0000] "GET /x HTTP/1.1" 200 5',
+]
+PIECES = ACCESS + [
+    "INFO:",
+    "WARNING:",
+    "TRACE:",
+    " ",
+    "\t",
+    "\n",
+    "\u00a0",
+    '"',
+    "-",
+    " - ",
+    "[x] ",
+    "HTTP/2",
+    "200",
+    "2000",
+    "\u0663",
+    "\u00e9",
+    "Receive: ",
+    "Finish: ",
+    "Prefill transfer failed",
+    "NIXL",
+    "ABORT",
+    "KVPoll.WaitingForInput",
+    "timed out after 5ms",
+    "checksum mismatch",
+    "4127750395128840213_kv_0_1",
+]
 texts = st.lists(st.one_of(st.text(max_size=12), st.sampled_from(PIECES)), max_size=8).map("".join)
 
 

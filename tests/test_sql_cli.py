@@ -32,45 +32,87 @@ def ok(*args, input=None):
 # -- mistakes: exit 2, one error, its help -------------------------------------------------------------
 
 MISTAKES = [
-    (["sql", "SELECT 1", "--format", "csv", "-o", "{tmp}/x.json"],
-     ["error: --format csv does not fit -o {tmp}/x.json: a .json file holds json",
-      "  = help: leave --format out (the extension chooses json)"]),
-    (["sql", "SELECT 1", "-o", "{tmp}/x.html"],
-     ["error: `forensics sql` writes no .html files",
-      "  = help: its formats: table, csv, tsv, json, jsonl, markdown, parquet; pick one with --format or the "
-      "extension of -o"]),
-    (["sql", "SELECT 1", "--format", "parquet"],
-     ["error: --format parquet writes a file", "  = help: add -o FILE.parquet (or -o - into a pipe)"]),
-    (["sql", "SELECT 1", "-f", "{tmp}/q.sql"],
-     ["error: give the SQL once: as QUERY or as -f FILE", "  = help: drop one of them"]),
-    (["sql", "-f", "{tmp}/none.sql"],
-     ["error: cannot read -f {tmp}/none.sql: No such file or directory", "  = help: give a readable UTF-8 file of SQL"]),
-    (["sql", "-f", "{tmp}/empty.sql"],
-     ["error: no SQL in {tmp}/empty.sql", "  = help: the file or stdin holds no statement"]),
-    (["sql", "SELECT $n", "-p", "n"],
-     ["error: -p wants NAME=VALUE, got 'n'", "  = help: e.g. -p n=41, -p host:str=decode-0"]),
-    (["sql", "SELECT $n", "-p", "n:int=4.5"],
-     ["error: -p n:int=4.5: '4.5' is not a int", "  = help: give a int, or -p n:str=VALUE"]),
-    (["sql", "SELECT $n", "-p", "n:date=2026-11-20"],
-     ["error: -p n:date: no type 'date'", "  = help: types: str, int, float, bool"]),
-    (["query", "run", "wedges", "-o", "{tmp}/w.svg"],
-     ["error: `forensics query run` writes no .svg files",
-      "  = help: its formats: table, csv, tsv, json, jsonl, markdown, parquet; pick one with --format or the "
-      "extension of -o"]),
-    (["timeline", "--format", "png", "-o", "{tmp}/x.svg"],
-     ["error: --format png does not fit -o {tmp}/x.svg: a .svg file holds svg",
-      "  = help: leave --format out (the extension chooses svg)"]),
-    (["evidence", "--format", "json", "-o", "{tmp}/e.md"],
-     ["error: --format json does not fit -o {tmp}/e.md: a .md file holds markdown",
-      "  = help: leave --format out (the extension chooses markdown)"]),
-    (["evidence", "-o", "{tmp}/e.csv"],
-     ["error: `forensics evidence` writes no .csv files",
-      "  = help: its formats: markdown, json; pick one with --format or the extension of -o"]),
+    (
+        ["sql", "SELECT 1", "--format", "csv", "-o", "{tmp}/x.json"],
+        [
+            "error: --format csv does not fit -o {tmp}/x.json: a .json file holds json",
+            "  = help: leave --format out (the extension chooses json)",
+        ],
+    ),
+    (
+        ["sql", "SELECT 1", "-o", "{tmp}/x.html"],
+        [
+            "error: `forensics sql` writes no .html files",
+            "  = help: its formats: table, csv, tsv, json, jsonl, markdown, parquet; pick one with --format or the "
+            "extension of -o",
+        ],
+    ),
+    (
+        ["sql", "SELECT 1", "--format", "parquet"],
+        ["error: --format parquet writes a file", "  = help: add -o FILE.parquet (or -o - into a pipe)"],
+    ),
+    (
+        ["sql", "SELECT 1", "-f", "{tmp}/q.sql"],
+        ["error: give the SQL once: as QUERY or as -f FILE", "  = help: drop one of them"],
+    ),
+    (
+        ["sql", "-f", "{tmp}/none.sql"],
+        [
+            "error: cannot read -f {tmp}/none.sql: No such file or directory",
+            "  = help: give a readable UTF-8 file of SQL",
+        ],
+    ),
+    (
+        ["sql", "-f", "{tmp}/empty.sql"],
+        ["error: no SQL in {tmp}/empty.sql", "  = help: the file or stdin holds no statement"],
+    ),
+    (
+        ["sql", "SELECT $n", "-p", "n"],
+        ["error: -p wants NAME=VALUE, got 'n'", "  = help: e.g. -p n=41, -p host:str=decode-0"],
+    ),
+    (
+        ["sql", "SELECT $n", "-p", "n:int=4.5"],
+        ["error: -p n:int=4.5: '4.5' is not a int", "  = help: give a int, or -p n:str=VALUE"],
+    ),
+    (
+        ["sql", "SELECT $n", "-p", "n:date=2026-11-20"],
+        ["error: -p n:date: no type 'date'", "  = help: types: str, int, float, bool"],
+    ),
+    (
+        ["query", "run", "wedges", "-o", "{tmp}/w.svg"],
+        [
+            "error: `forensics query run` writes no .svg files",
+            "  = help: its formats: table, csv, tsv, json, jsonl, markdown, parquet; pick one with --format or the "
+            "extension of -o",
+        ],
+    ),
+    (
+        ["timeline", "--format", "png", "-o", "{tmp}/x.svg"],
+        [
+            "error: --format png does not fit -o {tmp}/x.svg: a .svg file holds svg",
+            "  = help: leave --format out (the extension chooses svg)",
+        ],
+    ),
+    (
+        ["evidence", "--format", "json", "-o", "{tmp}/e.md"],
+        [
+            "error: --format json does not fit -o {tmp}/e.md: a .md file holds markdown",
+            "  = help: leave --format out (the extension chooses markdown)",
+        ],
+    ),
+    (
+        ["evidence", "-o", "{tmp}/e.csv"],
+        [
+            "error: `forensics evidence` writes no .csv files",
+            "  = help: its formats: markdown, json; pick one with --format or the extension of -o",
+        ],
+    ),
 ]
 
 
-@pytest.mark.parametrize("args,expected", MISTAKES, ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in
-                                                         enumerate(MISTAKES)])
+@pytest.mark.parametrize(
+    "args,expected", MISTAKES, ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in enumerate(MISTAKES)]
+)
 def test_mistakes_are_usage_errors(sample_store, tmp_path, args, expected):
     (tmp_path / "q.sql").write_text("SELECT 1\n")
     (tmp_path / "empty.sql").write_text("-- nothing here\n\n")
@@ -83,24 +125,50 @@ def test_mistakes_are_usage_errors(sample_store, tmp_path, args, expected):
 # -- SQL errors keep DuckDB's hints; the help fits -------------------------------------------------------
 
 SQL_ERRORS = [
-    ("SELECT * FROM replys",
-     ['error: Catalog Error: Table with name replys does not exist! Did you mean "replies"?',
-      "  | SELECT * FROM replys", "  = help: `forensics tables` lists the tables and views"]),
-    ("SELECT turnid FROM replies",
-     ['error: Binder Error: Referenced column "turnid" not found in FROM clause! Candidate bindings: "turn_id", '
-      '"truncated", "t_end", "parent_id", "error_rid"',
-      "  | SELECT turnid FROM replies", "  = help: `forensics tables TABLE` lists a table's columns"]),
-    ("SELEC 1",
-     ['error: Parser Error: syntax error at or near "SELEC"', "  | SELEC 1",
-      "  = help: the SQL is not valid DuckDB SQL near the text shown; `forensics query show NAME` prints working "
-      "queries (`forensics query list` names them)"]),
-    ("-- rooms by host\nSELECT host\nFROM rooms WHERE (",
-     ['error: Parser Error: syntax error at or near "("', "  --> SQL:3", "  | FROM rooms WHERE (",
-      "  = help: the SQL is not valid DuckDB SQL near the text shown; `forensics query show NAME` prints working "
-      "queries (`forensics query list` names them)"]),
-    ("SELECT $n + 1",
-     ["error: Invalid Input Error: Values were not provided for the following parameters: n", "  | SELECT $n + 1",
-      "  = help: bind each with -p: -p n=VALUE"]),
+    (
+        "SELECT * FROM replys",
+        [
+            'error: Catalog Error: Table with name replys does not exist! Did you mean "replies"?',
+            "  | SELECT * FROM replys",
+            "  = help: `forensics tables` lists the tables and views",
+        ],
+    ),
+    (
+        "SELECT turnid FROM replies",
+        [
+            'error: Binder Error: Referenced column "turnid" not found in FROM clause! Candidate bindings: "turn_id", '
+            '"truncated", "t_end", "parent_id", "error_rid"',
+            "  | SELECT turnid FROM replies",
+            "  = help: `forensics tables TABLE` lists a table's columns",
+        ],
+    ),
+    (
+        "SELEC 1",
+        [
+            'error: Parser Error: syntax error at or near "SELEC"',
+            "  | SELEC 1",
+            "  = help: the SQL is not valid DuckDB SQL near the text shown; `forensics query show NAME` prints working "
+            "queries (`forensics query list` names them)",
+        ],
+    ),
+    (
+        "-- rooms by host\nSELECT host\nFROM rooms WHERE (",
+        [
+            'error: Parser Error: syntax error at or near "("',
+            "  --> SQL:3",
+            "  | FROM rooms WHERE (",
+            "  = help: the SQL is not valid DuckDB SQL near the text shown; `forensics query show NAME` prints working "
+            "queries (`forensics query list` names them)",
+        ],
+    ),
+    (
+        "SELECT $n + 1",
+        [
+            "error: Invalid Input Error: Values were not provided for the following parameters: n",
+            "  | SELECT $n + 1",
+            "  = help: bind each with -p: -p n=VALUE",
+        ],
+    ),
 ]
 
 
@@ -126,14 +194,17 @@ def test_an_error_in_a_file_names_the_file_and_line(sample_store, tmp_path):
 
 # -- where the SQL comes from -----------------------------------------------------------------------------
 
+
 def test_sql_opening_with_a_comment_is_the_query_and_its_header_gives_defaults(sample_store):
     text = (ROOT / "queries" / "abort_storms.sql").read_text()
     named = ok("query", "run", "abort_storms", "--store", sample_store, "--format", "json").stdout
     assert json.loads(named), "the sample incident has abort storms"
     # the shell's "$(cat FILE)": one argument starting with `--`, options before and after it
     assert ok("sql", "--store", sample_store, text, "--format", "json").stdout == named
-    assert ok("sql", "-f", ROOT / "queries" / "abort_storms.sql", "--store", sample_store,
-              "--format", "json").stdout == named
+    assert (
+        ok("sql", "-f", ROOT / "queries" / "abort_storms.sql", "--store", sample_store, "--format", "json").stdout
+        == named
+    )
     assert ok("sql", "-", "--store", sample_store, "--format", "json", input=text).stdout == named
     assert ok("sql", "-f", "-", "--store", sample_store, "--format", "json", input=text).stdout == named
     # a declared parameter still takes -p, converted to its declared type
@@ -147,20 +218,49 @@ def test_an_option_value_that_looks_like_a_comment_stays_a_value(sample_store):
 
 
 def test_parameters_are_typed(sample_store):
-    r = ok("sql", "SELECT $n + 1 AS n1, typeof($n) AS tn, typeof($x) AS tx, typeof($s) AS ts, $s AS s, "
-                  "typeof($b) AS tb, $e AS e, typeof($h) AS th",
-           "-p", "n=41", "-p", "x=2.5e3", "-p", "s:str=007", "-p", "b:bool=true", "-p", "e=-3",
-           "-p", "h=decode-0", "--store", sample_store, "--format", "json")
-    assert json.loads(r.stdout) == [{"n1": 42, "tn": "INTEGER", "tx": "DOUBLE", "ts": "VARCHAR", "s": "007",
-                                     "tb": "BOOLEAN", "e": -3, "th": "VARCHAR"}]
+    r = ok(
+        "sql",
+        "SELECT $n + 1 AS n1, typeof($n) AS tn, typeof($x) AS tx, typeof($s) AS ts, $s AS s, "
+        "typeof($b) AS tb, $e AS e, typeof($h) AS th",
+        "-p",
+        "n=41",
+        "-p",
+        "x=2.5e3",
+        "-p",
+        "s:str=007",
+        "-p",
+        "b:bool=true",
+        "-p",
+        "e=-3",
+        "-p",
+        "h=decode-0",
+        "--store",
+        sample_store,
+        "--format",
+        "json",
+    )
+    assert json.loads(r.stdout) == [
+        {
+            "n1": 42,
+            "tn": "INTEGER",
+            "tx": "DOUBLE",
+            "ts": "VARCHAR",
+            "s": "007",
+            "tb": "BOOLEAN",
+            "e": -3,
+            "th": "VARCHAR",
+        }
+    ]
 
 
 # -- formats ---------------------------------------------------------------------------------------------
 
-ROUND_TRIP = ("SELECT * FROM (VALUES (1, 2.5, 'plain', TRUE, TIMESTAMP '2026-11-20 14:00:00.123456', [1, 2]), "
-              "(-7, NULL, e'tab\\there\\nnew line \\\\ back', FALSE, NULL, []), "
-              "(9007199254740993, -0.125, NULL, NULL, TIMESTAMP '2026-11-20 14:00:01', NULL)) "
-              "t(i, f, s, b, ts, l) ORDER BY i")
+ROUND_TRIP = (
+    "SELECT * FROM (VALUES (1, 2.5, 'plain', TRUE, TIMESTAMP '2026-11-20 14:00:00.123456', [1, 2]), "
+    "(-7, NULL, e'tab\\there\\nnew line \\\\ back', FALSE, NULL, []), "
+    "(9007199254740993, -0.125, NULL, NULL, TIMESTAMP '2026-11-20 14:00:01', NULL)) "
+    "t(i, f, s, b, ts, l) ORDER BY i"
+)
 
 
 def _frame(store):
@@ -220,12 +320,17 @@ def test_tsv_reads_back_equal(sample_store, tmp_path):
 
 def test_extension_chooses_the_format_and_dash_is_stdout(sample_store, tmp_path):
     q = "SELECT 1 AS a, 'x' AS b"
-    for ext, expected in {"csv": "a,b\n1,x\n", "tsv": "a\tb\n1\tx\n", "jsonl": '{"a":1,"b":"x"}\n',
-                          "md": "| a | b |\n|---|---|\n| 1 | x |\n"}.items():
+    for ext, expected in {
+        "csv": "a,b\n1,x\n",
+        "tsv": "a\tb\n1\tx\n",
+        "jsonl": '{"a":1,"b":"x"}\n',
+        "md": "| a | b |\n|---|---|\n| 1 | x |\n",
+    }.items():
         r = ok("sql", q, "--store", sample_store, "-o", tmp_path / f"r.{ext}")
         assert (tmp_path / f"r.{ext}").read_text() == expected and r.stderr == f"wrote {tmp_path}/r.{ext}\n"
-    assert json.loads((ok("sql", q, "--store", sample_store, "-o", tmp_path / "r.json"),
-                       (tmp_path / "r.json").read_text())[1]) == [{"a": 1, "b": "x"}]
+    assert json.loads(
+        (ok("sql", q, "--store", sample_store, "-o", tmp_path / "r.json"), (tmp_path / "r.json").read_text())[1]
+    ) == [{"a": 1, "b": "x"}]
     r = ok("sql", q, "--store", sample_store, "--format", "csv", "-o", "-")
     assert r.stdout == "a,b\n1,x\n" and r.stderr == "" and not os.path.exists("-")
     # a timeline to .json is the timeline document; to .html the page
@@ -241,11 +346,19 @@ def test_extension_chooses_the_format_and_dash_is_stdout(sample_store, tmp_path)
 
 
 def test_json_sums_and_decimals_are_numbers(sample_store):
-    r = ok("sql", "SELECT sum(x) AS s, sum(x::DECIMAL(10, 2)) AS d, 1.25::DECIMAL(5, 2) AS p, "
-                  "12345678901234567.25::DECIMAL(20, 2) AS wide, (2::HUGEINT ** 60)::HUGEINT AS big, "
-                  "count(*) AS n FROM range(10) t(x)", "--store", sample_store, "--format", "json")
-    assert json.loads(r.stdout) == [{"s": 45, "d": 45.0, "p": 1.25, "wide": "12345678901234567.25",
-                                     "big": "1152921504606846976", "n": 10}]
+    r = ok(
+        "sql",
+        "SELECT sum(x) AS s, sum(x::DECIMAL(10, 2)) AS d, 1.25::DECIMAL(5, 2) AS p, "
+        "12345678901234567.25::DECIMAL(20, 2) AS wide, (2::HUGEINT ** 60)::HUGEINT AS big, "
+        "count(*) AS n FROM range(10) t(x)",
+        "--store",
+        sample_store,
+        "--format",
+        "json",
+    )
+    assert json.loads(r.stdout) == [
+        {"s": 45, "d": 45.0, "p": 1.25, "wide": "12345678901234567.25", "big": "1152921504606846976", "n": 10}
+    ]
 
 
 def test_tables_json_is_one_document_and_points_to_no_missing_command():
@@ -259,17 +372,18 @@ def test_tables_json_is_one_document_and_points_to_no_missing_command():
 
 # -- tables for a person ---------------------------------------------------------------------------------
 
+
 def test_wide_results_fit_the_width_and_say_what_is_cut(sample_store):
     for width in (100, 160):
-        out = ok("sql", "SELECT * FROM rooms ORDER BY bootstrap_room LIMIT 3", "--store", sample_store,
-                 "--max-width", width).stdout
+        out = ok(
+            "sql", "SELECT * FROM rooms ORDER BY bootstrap_room LIMIT 3", "--store", sample_store, "--max-width", width
+        ).stdout
         lines = out.splitlines()
         assert max(map(len, lines[:-1])) <= width and "…" in lines[1]
         assert lines[-1].startswith("3 rows, 30 columns (") and "--wide shows everything" in lines[-1]
         # the first and the last columns are the ones kept
         assert "bootstrap_room" in lines[1] and "sides_seen" in lines[1]
-    wide = ok("sql", "SELECT * FROM rooms ORDER BY bootstrap_room LIMIT 3", "--store", sample_store,
-              "--wide").stdout
+    wide = ok("sql", "SELECT * FROM rooms ORDER BY bootstrap_room LIMIT 3", "--store", sample_store, "--wide").stdout
     assert "columns (" not in wide and "checksum_verdict" in wide and "…" not in wide.splitlines()[1]
 
 
@@ -278,21 +392,42 @@ def test_long_lists_show_the_first_few_and_a_count(sample_store):
     assert "[0, 1, 2, … +2997 more]" in out and "[1, 2]" in out
     assert "+2997 more" not in ok("sql", "SELECT range(3000) AS rooms", "--store", sample_store, "--wide").stdout
     # data formats keep the whole list
-    assert len(json.loads(ok("sql", "SELECT range(3000) AS r", "--store", sample_store,
-                             "--format", "json").stdout)[0]["r"]) == 3000
+    assert (
+        len(
+            json.loads(ok("sql", "SELECT range(3000) AS r", "--store", sample_store, "--format", "json").stdout)[0]["r"]
+        )
+        == 3000
+    )
 
 
 def test_cells_are_never_emoji_or_markup(sample_store):
-    out = ok("sql", "SELECT '2001:db8:0:b:1::1' AS ip, ':ok: [bold]x[/bold]' AS t", "--store", sample_store,
-             "--max-width", 100).stdout
+    out = ok(
+        "sql",
+        "SELECT '2001:db8:0:b:1::1' AS ip, ':ok: [bold]x[/bold]' AS t",
+        "--store",
+        sample_store,
+        "--max-width",
+        100,
+    ).stdout
     assert "2001:db8:0:b:1::1" in out and ":ok: [bold]x[/bold]" in out
 
 
 def test_abort_storm_table_is_readable(sample_store):
     for width in (100, 160):
-        out = ok("timeline", "--store", sample_store, "--since", "2026-11-20T14:00:00",
-                 "--until", "2026-11-20T14:20:00", "--bucket", "1m", "--max-width", width).stdout
-        storms = out[out.index("abort storms"):]
+        out = ok(
+            "timeline",
+            "--store",
+            sample_store,
+            "--since",
+            "2026-11-20T14:00:00",
+            "--until",
+            "2026-11-20T14:20:00",
+            "--bucket",
+            "1m",
+            "--max-width",
+            width,
+        ).stdout
+        storms = out[out.index("abort storms") :]
         assert '"host":' not in storms and "{" not in storms
         assert max(len(ln) for ln in out.splitlines() if ln[:1] in "┏┃┡│└") <= width
         if width == 160:
@@ -302,5 +437,6 @@ def test_abort_storm_table_is_readable(sample_store):
 @pytest.mark.parametrize("name", sorted(CLI_SNAPSHOTS))
 def test_cli_snapshots(sample_store, name):
     expected = (GOLDEN / "cli" / f"{name}.txt").read_text()
-    assert cli_snapshot(sample_store, CLI_SNAPSHOTS[name]) == expected, \
+    assert cli_snapshot(sample_store, CLI_SNAPSHOTS[name]) == expected, (
         f"tests/golden/cli/{name}.txt differs: `python -m tests.goldens --update`, then read the diff"
+    )

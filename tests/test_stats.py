@@ -72,8 +72,12 @@ def test_bh_matches_scipy_on_many_values():
 
 def test_rate_difference_ci_newcombe_table_ii():
     # Newcombe (1998), Statistics in Medicine 17:873, Table II, method 10
-    for (k1, n1, k0, n0), (lo, hi) in {(56, 70, 48, 80): (0.0524, 0.3339), (9, 10, 3, 10): (0.1705, 0.8090),
-                                       (5, 56, 0, 29): (-0.0381, 0.1926), (0, 10, 0, 20): (-0.1611, 0.2775)}.items():
+    for (k1, n1, k0, n0), (lo, hi) in {
+        (56, 70, 48, 80): (0.0524, 0.3339),
+        (9, 10, 3, 10): (0.1705, 0.8090),
+        (5, 56, 0, 29): (-0.0381, 0.1926),
+        (0, 10, 0, 20): (-0.1611, 0.2775),
+    }.items():
         got = rate_difference_ci(k1, n1, k0, n0)
         assert got == (pytest.approx(lo, abs=1e-4), pytest.approx(hi, abs=1e-4))
 

@@ -169,8 +169,9 @@ def test_swapped_snapshot_is_recomputed_not_read(store, built, capfd, materializ
     assert "note:" not in capfd.readouterr().err  # recomputed by the report that materializes, sound since
 
 
-@pytest.mark.parametrize("what", ["garbage_snapshot", "garbage_manifest", "no_manifest", "snapshot_gone",
-                                  "manifest_of_other_views"])
+@pytest.mark.parametrize(
+    "what", ["garbage_snapshot", "garbage_manifest", "no_manifest", "snapshot_gone", "manifest_of_other_views"]
+)
 def test_garbage_in_the_cache_is_recomputed(store, built, capfd, what):
     snap = _snapshots(store)
     if what == "garbage_snapshot":
@@ -269,8 +270,13 @@ _READER = textwrap.dedent("""
 def test_a_snapshot_is_never_removed_under_its_reader(store, built):
     from forensics.ingest.store import Store
 
-    reader = subprocess.Popen([sys.executable, "-c", _READER, str(store)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", _READER, str(store)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert reader.stdout.readline().strip() == str(built[1])
         held = _snapshots(store)
@@ -293,12 +299,43 @@ def test_a_snapshot_is_never_removed_under_its_reader(store, built):
 # -- clocks.json ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content", [
-    b"not json", b"", b"\xff\xfe\x00garbage", b"[1, 2]", b'"decode-0"', b'{"decode-0": "1.5"}', b'{"decode-0": NaN}',
-    b'{"decode-0": Infinity}', b'{"decode-0": 1e999}', b'{"decode-0": 90000}', b'{"decode-0": true}', b'{"": 1}',
-    b'{"decode-0": null}', b'{"decode-0": [1]}', b"[" * 100000 + b"]" * 100000,
-], ids=["text", "empty", "binary", "list", "string", "str_value", "nan", "infinity", "overflow", "beyond_a_day",
-        "bool", "empty_host", "null", "list_value", "deep"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"not json",
+        b"",
+        b"\xff\xfe\x00garbage",
+        b"[1, 2]",
+        b'"decode-0"',
+        b'{"decode-0": "1.5"}',
+        b'{"decode-0": NaN}',
+        b'{"decode-0": Infinity}',
+        b'{"decode-0": 1e999}',
+        b'{"decode-0": 90000}',
+        b'{"decode-0": true}',
+        b'{"": 1}',
+        b'{"decode-0": null}',
+        b'{"decode-0": [1]}',
+        b"[" * 100000 + b"]" * 100000,
+    ],
+    ids=[
+        "text",
+        "empty",
+        "binary",
+        "list",
+        "string",
+        "str_value",
+        "nan",
+        "infinity",
+        "overflow",
+        "beyond_a_day",
+        "bool",
+        "empty_host",
+        "null",
+        "list_value",
+        "deep",
+    ],
+)
 def test_bad_clocks_json_is_one_error_and_repair_keeps_the_valid_entries(store, content):
     clocks = store / "clocks.json"
     clocks.write_bytes(content)
@@ -337,8 +374,10 @@ def test_clocks_set_takes_a_day_at_most(store):
 
 # -- values in logs ------------------------------------------------------------------------------------
 
-_STATS = ("[2026-10-30 10:00:0{s} DP0 TP0] Decode batch, #running-req: {run}, #token: 120000, token usage: {use}, "
-          "cuda graph: True, gen throughput (token/s): {gen}, #queue-req: {queue}\n")
+_STATS = (
+    "[2026-10-30 10:00:0{s} DP0 TP0] Decode batch, #running-req: {run}, #token: 120000, token usage: {use}, "
+    "cuda graph: True, gen throughput (token/s): {gen}, #queue-req: {queue}\n"
+)
 
 
 def _log(tmp_path: Path, rows) -> Path:
@@ -354,23 +393,34 @@ _GOOD = {"run": "64", "use": "0.45", "gen": "2450.12", "queue": "0"}
 @pytest.mark.parametrize("native", ["1", "0"])
 def test_unstorable_stats_values_are_null_with_their_text_kept(tmp_path, monkeypatch, native):
     monkeypatch.setenv("FORENSICS_NATIVE", native)
-    dump = _log(tmp_path, [
-        _GOOD,
-        {"run": "64", "use": "inf", "gen": "1e999", "queue": "0"},
-        {"run": "12345678901234567890123", "use": "nan", "gen": "-inf", "queue": "0"},
-        {"run": "64", "use": "0.45", "gen": "2450.12", "queue": "99999999999999999999"},
-        {"run": "64", "use": "Infinity", "gen": "1e300", "queue": "-0"},
-    ])
+    dump = _log(
+        tmp_path,
+        [
+            _GOOD,
+            {"run": "64", "use": "inf", "gen": "1e999", "queue": "0"},
+            {"run": "12345678901234567890123", "use": "nan", "gen": "-inf", "queue": "0"},
+            {"run": "64", "use": "0.45", "gen": "2450.12", "queue": "99999999999999999999"},
+            {"run": "64", "use": "Infinity", "gen": "1e300", "queue": "-0"},
+        ],
+    )
     store = tmp_path / "store"
     res = _cli("ingest", dump, "--store", store)
     assert res.exit_code == 0, res.output
     said = " ".join(res.output.split())  # the summary wraps at the terminal's width
     assert "4 stats lines with a value not finite or past its column's range (first at line 2)" in said
-    got = sql(store, "SELECT line_no, running_req, token_usage, gen_throughput, queue_req, "
-                     "extra FROM batches ORDER BY line_no").to_dicts()
+    got = sql(
+        store,
+        "SELECT line_no, running_req, token_usage, gen_throughput, queue_req, extra FROM batches ORDER BY line_no",
+    ).to_dicts()
     assert [r["line_no"] for r in got] == [1, 2, 3, 4, 5]  # every line a row
-    assert got[0] == {"line_no": 1, "running_req": 64, "token_usage": 0.45, "gen_throughput": 2450.12,
-                      "queue_req": 0, "extra": {}}
+    assert got[0] == {
+        "line_no": 1,
+        "running_req": 64,
+        "token_usage": 0.45,
+        "gen_throughput": 2450.12,
+        "queue_req": 0,
+        "extra": {},
+    }
     assert got[1]["token_usage"] is None and got[1]["gen_throughput"] is None
     assert got[1]["extra"] == {"token usage": "inf", "gen throughput (token/s)": "1e999"}
     assert got[2]["running_req"] is None and got[2]["extra"]["#running-req"] == "12345678901234567890123"

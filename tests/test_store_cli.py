@@ -31,13 +31,17 @@ def test_same_content_twice_adds_nothing_and_more_files_add(tmp_path):
     # the same content under another (rotated, compressed) name is still a duplicate
     with gzip.open(tmp_path / "dump" / "decode-0" / "sglang.log.1.gz", "wt") as f:
         f.write(LOG)
-    assert [r.status for r in ingest_paths([tmp_path / "dump" / "decode-0" / "sglang.log.1.gz"], store)] == ["duplicate"]
+    assert [r.status for r in ingest_paths([tmp_path / "dump" / "decode-0" / "sglang.log.1.gz"], store)] == [
+        "duplicate"
+    ]
     assert sql(store, "SELECT count(*) n FROM batches")["n"][0] == 2
     # new content adds to the store
     import zstandard
 
     (tmp_path / "more").mkdir()
-    (tmp_path / "more" / "decode-1.log.zst").write_bytes(zstandard.ZstdCompressor().compress(LOG.replace("DP0", "DP1").encode()))
+    (tmp_path / "more" / "decode-1.log.zst").write_bytes(
+        zstandard.ZstdCompressor().compress(LOG.replace("DP0", "DP1").encode())
+    )
     ingest_paths([tmp_path / "more"], store)
     df = sql(store, "SELECT host, role, count(*) n FROM batches GROUP BY ALL ORDER BY host")
     # no PD fields in the lines, so the role comes from the names (decode-0/, decode-1.log.zst)
@@ -61,7 +65,9 @@ def test_tar_members_are_read_in_memory(tmp_path):
 def test_role_and_host_options(tmp_path):
     p = tmp_path / "x.log"
     p.write_text(LOG)
-    res = CliRunner().invoke(main, ["ingest", str(p), "--store", str(tmp_path / "s"), "--host", "h1", "--role", "decode"])
+    res = CliRunner().invoke(
+        main, ["ingest", str(p), "--store", str(tmp_path / "s"), "--host", "h1", "--role", "decode"]
+    )
     assert res.exit_code == 0, res.output
     assert sql(tmp_path / "s", "SELECT DISTINCT host, role FROM batches").rows() == [("h1", "decode")]
 
@@ -82,8 +88,19 @@ def test_sql_formats_and_params(tmp_path):
     p.write_text(LOG)
     s = str(tmp_path / "dir with 'quote")
     CliRunner().invoke(main, ["ingest", str(p), "--store", s])
-    res = CliRunner().invoke(main, ["sql", "--store", s, "--format", "csv",
-                                    "SELECT running_req FROM batches WHERE queue_req = $q::INT", "-p", "q=2"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "sql",
+            "--store",
+            s,
+            "--format",
+            "csv",
+            "SELECT running_req FROM batches WHERE queue_req = $q::INT",
+            "-p",
+            "q=2",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert res.output.splitlines() == ["running_req", "60"]
     res = CliRunner().invoke(main, ["sql", "--store", s, "--format", "json", "SELECT 4793981895866140836::BIGINT AS r"])
@@ -129,8 +146,11 @@ def test_tables_prints_every_table():
 
 def test_package_ships_one_import_name_with_parsers_and_queries(tmp_path):
     """parsers/ and queries/ install inside forensics: no generic top-level names in site-packages."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path),
-                    str(ROOT)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
     import zipfile
 
     whl = next(tmp_path.glob("forensics-*.whl"))
@@ -293,7 +313,12 @@ def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkey
     monkeypatch.setattr(store.InputWriter, "write", failing_write)
     results = ingest_paths([tmp_path / n for n in names], tmp_path / "store", jobs=1)
     assert [(r.path.rsplit("/", 1)[1], r.status) for r in results] == [
-        ("a.log", "ingested"), ("b.bin", "skipped"), ("c.log", "ingested"), ("d.log", "failed"), ("e.log", "ingested")]
+        ("a.log", "ingested"),
+        ("b.bin", "skipped"),
+        ("c.log", "ingested"),
+        ("d.log", "failed"),
+        ("e.log", "ingested"),
+    ]
     assert "No space left on device" in results[3].error and results[1].skip_kind == "binary"
     order = [(e[0], e[1].rsplit("/", 1)[1]) for e in events]
     assert ("commit", tmp_path.joinpath("a.log").as_posix(), True) in events  # finished while b was parsed

@@ -9,8 +9,11 @@ from forensics.parsers import nixl_telemetry as nt
 from tests.conftest import ingest_paths, sql
 from tests.helpers import parse_text
 
-V1 = [(1764765296104297, 5, "agent_xfer_post_time", 41), (1764765296104302, 1, "agent_tx_bytes", 603979776),
-      (1764765296318990, 4, "NIXL_ERR_BACKEND", 1)]
+V1 = [
+    (1764765296104297, 5, "agent_xfer_post_time", 41),
+    (1764765296104302, 1, "agent_tx_bytes", 603979776),
+    (1764765296318990, 4, "NIXL_ERR_BACKEND", 1),
+]
 
 
 def _read(data: bytes, name="8f3e2a1c-5b7d-4e9f-a0b1-c2d3e4f5a6b7"):
@@ -18,19 +21,47 @@ def _read(data: bytes, name="8f3e2a1c-5b7d-4e9f-a0b1-c2d3e4f5a6b7"):
     return tables.get("telemetry"), ctx
 
 
-@pytest.mark.parametrize("version,events,expect", [
-    (1, V1, [("PERFORMANCE", "agent_xfer_post_time", 41), ("TRANSFER", "agent_tx_bytes", 603979776),
-             ("ERROR", "NIXL_ERR_BACKEND", 1)]),
-    (2, [(1, 0, 603979776), (5, 6, 1873), (4, 17, 1)],
-     [("TRANSFER", "agent_tx_bytes", 603979776), ("PERFORMANCE", "agent_xfer_time", 1873),
-      ("ERROR", "agent_err_remote_disconnect", 1)]),
-    (3, [(4, 1 << 30), (2, 1), (10, 1)],
-     [("MEMORY", "agent_memory_registered", 1 << 30), ("TRANSFER", "agent_tx_requests_num", 1),
-      ("ERROR", "agent_err_backend", 1)]),
-    (4, [(0, 4096), (20, 12), (20, 5)],
-     [("TRANSFER", "agent_tx_bytes", 4096), ("SYSTEM", "agent_telemetry_events_dropped", 12),
-      ("SYSTEM", "agent_telemetry_events_dropped", 5)]),
-])
+@pytest.mark.parametrize(
+    "version,events,expect",
+    [
+        (
+            1,
+            V1,
+            [
+                ("PERFORMANCE", "agent_xfer_post_time", 41),
+                ("TRANSFER", "agent_tx_bytes", 603979776),
+                ("ERROR", "NIXL_ERR_BACKEND", 1),
+            ],
+        ),
+        (
+            2,
+            [(1, 0, 603979776), (5, 6, 1873), (4, 17, 1)],
+            [
+                ("TRANSFER", "agent_tx_bytes", 603979776),
+                ("PERFORMANCE", "agent_xfer_time", 1873),
+                ("ERROR", "agent_err_remote_disconnect", 1),
+            ],
+        ),
+        (
+            3,
+            [(4, 1 << 30), (2, 1), (10, 1)],
+            [
+                ("MEMORY", "agent_memory_registered", 1 << 30),
+                ("TRANSFER", "agent_tx_requests_num", 1),
+                ("ERROR", "agent_err_backend", 1),
+            ],
+        ),
+        (
+            4,
+            [(0, 4096), (20, 12), (20, 5)],
+            [
+                ("TRANSFER", "agent_tx_bytes", 4096),
+                ("SYSTEM", "agent_telemetry_events_dropped", 12),
+                ("SYSTEM", "agent_telemetry_events_dropped", 5),
+            ],
+        ),
+    ],
+)
 def test_each_version_round_trips(version, events, expect):
     df, ctx = _read(nt.build(version, events, capacity=8, read_pos=6))  # wraps around the ring end
     assert [(r["category"], r["event"], r["value"]) for r in df.iter_rows(named=True)] == expect
@@ -75,8 +106,10 @@ def test_ingest_detects_it_and_never_consumes_it(tmp_path):
     assert [r.format for r in res] == ["nixl_telemetry"]
     assert (hashlib.sha256(f.read_bytes()).hexdigest(), os.stat(f).st_mtime_ns) == before
     out = sql(tmp_path / "store", "SELECT agent, host, event, dropped_events FROM telemetry ORDER BY seq")
-    assert out.rows() == [("8f3e2a1c-5b7d-4e9f-a0b1-c2d3e4f5a6b7", "node-p0", "agent_tx_bytes", 3),
-                          ("8f3e2a1c-5b7d-4e9f-a0b1-c2d3e4f5a6b7", "node-p0", "agent_telemetry_events_dropped", 3)]
+    assert out.rows() == [
+        ("8f3e2a1c-5b7d-4e9f-a0b1-c2d3e4f5a6b7", "node-p0", "agent_tx_bytes", 3),
+        ("8f3e2a1c-5b7d-4e9f-a0b1-c2d3e4f5a6b7", "node-p0", "agent_telemetry_events_dropped", 3),
+    ]
 
 
 def test_bad_header_is_not_telemetry():

@@ -36,9 +36,11 @@ PLANTED = json.loads((INCIDENT / "planted.json").read_text())
 OFFSET_HOST, OFFSET_S = PLANTED["clock_offset"]["host"], PLANTED["clock_offset"]["offset_s"]
 WINDOWS = PLANTED["windows"]
 
-HOSTILE = ('<script>alert(1)</script>" onmouseover="document.body.dataset.pwned=1" '
-           '<img src=x onerror="document.body.dataset.pwned=1"> \x1b]8;;http://evil.example/\x07click\x1b]8;;\x07 '
-           '\u202eevil')
+HOSTILE = (
+    '<script>alert(1)</script>" onmouseover="document.body.dataset.pwned=1" '
+    '<img src=x onerror="document.body.dataset.pwned=1"> \x1b]8;;http://evil.example/\x07click\x1b]8;;\x07 '
+    "\u202eevil"
+)
 # a folder name: anything but "/"
 HOSTILE_HOST = "decode-<b onmouseover=alert(2)>x\u202e"
 
@@ -53,9 +55,21 @@ def _chromium() -> str:
 
 def _run_chromium(tmp: Path, url: str, *mode: str) -> subprocess.CompletedProcess:
     profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={profile}", "--window-size=1600,1000", *mode, url]
+    cmd = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--window-size=1600,1000",
+        *mode,
+        url,
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     return out
@@ -90,6 +104,7 @@ def _us(iso: str) -> int:
 
 # -- fixtures ---------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def incident(tmp_path_factory):
     """The sample incident ingested with its planted clock offset, and every export written once."""
@@ -99,8 +114,12 @@ def incident(tmp_path_factory):
     store.set_clock(OFFSET_HOST, OFFSET_S)
     model = timeline.build(store, "10s")
     files = {}
-    for fmt, name in (("html", "timeline.html"), ("png", "timeline.png"), ("svg", "timeline.svg"),
-                      ("perfetto", "timeline.json")):
+    for fmt, name in (
+        ("html", "timeline.html"),
+        ("png", "timeline.png"),
+        ("svg", "timeline.svg"),
+        ("perfetto", "timeline.json"),
+    ):
         files[fmt] = base / name
         timeline_export.write(model, fmt, str(files[fmt]), store)
     return {"store": store, "model": model, "files": files, "tmp": base}
@@ -112,24 +131,45 @@ def hostile(tmp_path_factory):
     base = tmp_path_factory.mktemp("hostile")
     dump = base / "dump"
     (dump / HOSTILE_HOST).mkdir(parents=True)
-    lines = [f"[2026-11-20 14:00:{s:02d} DP0 TP0 EP0] Decode batch, #running-req: 1, #token: 100, token usage: 0.01, "
-             f"#prealloc-req: 0, #transfer-req: 0, cuda graph: True, gen throughput (token/s): 50.0, #queue-req: 0"
-             for s in range(0, 40, 2)]
-    lines.insert(5, "[2026-11-20 14:00:09 DP0 TP0 EP0] Decode transfer failed for request rank=0 "
-                    f"decode_req.req.rid='{HOSTILE}' decode_req.req.bootstrap_room=42 with exception "
-                    f"KVTransferError(bootstrap_room=42): {HOSTILE}")
+    lines = [
+        f"[2026-11-20 14:00:{s:02d} DP0 TP0 EP0] Decode batch, #running-req: 1, #token: 100, token usage: 0.01, "
+        f"#prealloc-req: 0, #transfer-req: 0, cuda graph: True, gen throughput (token/s): 50.0, #queue-req: 0"
+        for s in range(0, 40, 2)
+    ]
+    lines.insert(
+        5,
+        "[2026-11-20 14:00:09 DP0 TP0 EP0] Decode transfer failed for request rank=0 "
+        f"decode_req.req.rid='{HOSTILE}' decode_req.req.bootstrap_room=42 with exception "
+        f"KVTransferError(bootstrap_room=42): {HOSTILE}",
+    )
     (dump / HOSTILE_HOST / "sglang.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (dump / "agent").mkdir()
     conn = "c-" + HOSTILE
     leak = '\n<｜DSML｜invoke name="edit">\n<｜DSML｜parameter name="filePath" string="true">/x</｜DSML｜parameter>'
     records = [
-        {"ts": "2026-11-20T14:00:10.000Z", "dir": "req", "conn": conn, "upstream": "http://router/v1/chat/completions",
-         "body": {"model": "m", "stream": False, "messages": [{"role": "user", "content": HOSTILE}]}},
-        {"ts": "2026-11-20T14:00:15.000Z", "dir": "resp", "conn": conn, "status": 200, "latency_ms": 5000,
-         "body": {"id": "chatcmpl-x", "object": "chat.completion", "model": "m",
-                  "choices": [{"index": 0, "message": {"role": "assistant", "content": HOSTILE + leak},
-                               "finish_reason": "stop"}],
-                  "usage": {"prompt_tokens": 10, "completion_tokens": 50, "total_tokens": 60}}},
+        {
+            "ts": "2026-11-20T14:00:10.000Z",
+            "dir": "req",
+            "conn": conn,
+            "upstream": "http://router/v1/chat/completions",
+            "body": {"model": "m", "stream": False, "messages": [{"role": "user", "content": HOSTILE}]},
+        },
+        {
+            "ts": "2026-11-20T14:00:15.000Z",
+            "dir": "resp",
+            "conn": conn,
+            "status": 200,
+            "latency_ms": 5000,
+            "body": {
+                "id": "chatcmpl-x",
+                "object": "chat.completion",
+                "model": "m",
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": HOSTILE + leak}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 50, "total_tokens": 60},
+            },
+        },
     ]
     (dump / "agent" / "proxy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     store = Store(base / "store")
@@ -143,6 +183,7 @@ def hostile(tmp_path_factory):
 
 # -- HTML -------------------------------------------------------------------------------------------
 
+
 def test_html_is_self_contained(incident):
     text = incident["files"]["html"].read_text(encoding="utf-8")
     # nothing is fetched: no external script, style, image, font or frame
@@ -153,7 +194,6 @@ def test_html_is_self_contained(incident):
     data = _page_data(text)
     assert [h["name"] for h in data["hosts"]] == ["prefill-0", "decode-0", "decode-1"]
     assert data["offsets"] == {OFFSET_HOST: OFFSET_S}
-
 
 
 def test_html_inlines_its_asset_files(incident):
@@ -193,6 +233,7 @@ def test_text_spelling_a_placeholder_stays_text(hostile, tmp_path):
     assert f"<title>forensics timeline — {store.root}</title>" in dom
     assert f'<div class="meta" id="meta">store {store.root} · ' in dom and " · host %STORE%</div>" in dom
 
+
 def test_html_renders_lanes_bands_and_replies_in_chromium(incident):
     html, tmp = incident["files"]["html"], incident["tmp"]
     shot = tmp / "timeline-screenshot.png"
@@ -211,8 +252,11 @@ def test_html_renders_lanes_bands_and_replies_in_chromium(incident):
         assert f'data-lane="transfers" data-host="{host}"' in dom
     # the planted wedge on decode-1 and the abort storm on the prefill host and both decode hosts
     assert re.findall(r'data-band="wedge" data-host="([^"]+)"', dom) == [WINDOWS["wedge"]["host"]]
-    assert sorted(re.findall(r'data-band="abort-storm" data-host="([^"]+)"', dom)) == ["decode-0", "decode-1",
-                                                                                        "prefill-0"]
+    assert sorted(re.findall(r'data-band="abort-storm" data-host="([^"]+)"', dom)) == [
+        "decode-0",
+        "decode-1",
+        "prefill-0",
+    ]
     assert len(re.findall(r'data-corrupted="true"', dom)) == n_corrupted == len(PLANTED["corrupted_replies"])
     classes = collections.Counter(re.findall(r'data-class="(\w+)" data-corrupted="true"', dom))
     assert classes == collections.Counter(r["class"] for r in PLANTED["corrupted_replies"])
@@ -265,8 +309,13 @@ def test_html_past_its_limits_draws_counts_and_the_rows_that_matter(incident, tm
 
     rooms = {t["room"]: t["outcome"] for t in data["transfers"]}
     all_rooms = {t["room"]: t["outcome"] for t in whole["transfers"]}
-    failed = set(run_sql(store, "SELECT CAST(bootstrap_room AS VARCHAR) AS r FROM rooms WHERE outcome NOT IN "
-                                "('ok', 'unknown') OR checksum_verdict = 'corrupted'")["r"]) & set(all_rooms)
+    failed = set(
+        run_sql(
+            store,
+            "SELECT CAST(bootstrap_room AS VARCHAR) AS r FROM rooms WHERE outcome NOT IN "
+            "('ok', 'unknown') OR checksum_verdict = 'corrupted'",
+        )["r"]
+    ) & set(all_rooms)
     assert len(rooms) == 60 < len(all_rooms) and len(failed) > 60
     assert set(rooms) <= failed, "failed rooms and rooms whose checksums differ come first"
     # every room is in the counts, on the same lanes as its drawn segments would be
@@ -279,17 +328,29 @@ def test_html_past_its_limits_draws_counts_and_the_rows_that_matter(incident, tm
 
     assert len(data["marks"]) == 40 < len(whole["marks"])
     n_failures = sum(1 for m in whole["marks"] if m["mark"] == "failure")
-    assert all(m["mark"] == "failure" for m in data["marks"]) if n_failures >= 40 else (
-        sum(1 for m in data["marks"] if m["mark"] == "failure") == n_failures)
+    assert (
+        all(m["mark"] == "failure" for m in data["marks"])
+        if n_failures >= 40
+        else (sum(1 for m in data["marks"] if m["mark"] == "failure") == n_failures)
+    )
     assert sum(n for lane in data["marks_per_bucket"] for _, _, n in lane["counts"]) == len(whole["marks"])
 
     assert len(data["replies"]) == 50 < len(whole["replies"])
     assert all(r["corrupted"] for r in data["replies"]), "81 corrupted replies: the 50 drawn are all corrupted"
-    assert all(r["events"] == next(w["events"] for w in whole["replies"] if (w["source"], w["session"], w["turn"])
-                                   == (r["source"], r["session"], r["turn"])) for r in data["replies"])
+    assert all(
+        r["events"]
+        == next(
+            w["events"]
+            for w in whole["replies"]
+            if (w["source"], w["session"], w["turn"]) == (r["source"], r["session"], r["turn"])
+        )
+        for r in data["replies"]
+    )
     assert sum(n for lane in data["replies_per_bucket"] for _, _, n in lane["counts"]) == len(whole["replies"])
     n_corrupted = sum(1 for r in whole["replies"] if r["corrupted"])
-    assert f"{len(whole['replies'])} replies, {n_corrupted} corrupted" in data["page"]["summary"], "the window's, drawn or not"
+    assert f"{len(whole['replies'])} replies, {n_corrupted} corrupted" in data["page"]["summary"], (
+        "the window's, drawn or not"
+    )
 
     assert len(notes) == 3 and all(n.startswith("html: the page draws ") and "--since / --until" in n for n in notes)
     assert [n.removeprefix("html: ") for n in notes] == data["page"]["offsets"][-3:]
@@ -303,6 +364,7 @@ def test_html_past_its_limits_draws_counts_and_the_rows_that_matter(incident, tm
 
 
 # -- hostile text -----------------------------------------------------------------------------------
+
 
 def test_hostile_text_is_inert_in_html(hostile):
     html, tmp = hostile["files"]["html"], hostile["tmp"]
@@ -346,10 +408,12 @@ def test_hostile_text_is_inert_in_perfetto(hostile):
 
 # -- Perfetto ---------------------------------------------------------------------------------------
 
+
 def _ambiguous(incident) -> set[str]:
     """Corrupted replies that time and tokens match to several server requests, so none is chosen."""
-    rows = run_sql(incident["store"], "SELECT turn_id FROM replies WHERE corrupted AND link_method IS NULL "
-                                      "AND link_candidates > 1")
+    rows = run_sql(
+        incident["store"], "SELECT turn_id FROM replies WHERE corrupted AND link_method IS NULL AND link_candidates > 1"
+    )
     return set(rows["turn_id"])
 
 
@@ -430,8 +494,14 @@ def test_perfetto_shows_the_planted_facts(incident):
     assert set(storms) == {pid["prefill-0"], pid["decode-0"], pid["decode-1"]}
     assert abs(storms[pid[s["host"]]]["ts"] - _us(s["start"])) < 10**6
     for host, n in s["aborted_requests_by_host"].items():
-        inside = [e for e in events if e["ph"] == "i" and e["cat"] == "abort" and e["pid"] == pid[host]
-                  and _us(s["start"]) - 10**6 <= e["ts"] <= _us(s["end"]) + 10**6]
+        inside = [
+            e
+            for e in events
+            if e["ph"] == "i"
+            and e["cat"] == "abort"
+            and e["pid"] == pid[host]
+            and _us(s["start"]) - 10**6 <= e["ts"] <= _us(s["end"]) + 10**6
+        ]
         assert len(inside) >= min(n, 20)
         assert storms[pid[host]]["args"]["aborts_on_host"] == n
     aborted = {e["id"] for e in events if e["ph"] == "b" and e["cat"] == "transfer" and "aborted" in e["name"]}
@@ -453,13 +523,22 @@ def test_perfetto_shows_the_planted_facts(incident):
         assert e["args"]["class"] == r["class"]
     # the planted transfer failures on decode-0 are failure instants naming their rooms
     f = WINDOWS["transfer_failures"]
-    failed = {e["args"]["bootstrap_room"] for e in events if e["ph"] == "i" and e["cat"] == "failure"
-              and e["pid"] == pid[f["host"]]}
+    failed = {
+        e["args"]["bootstrap_room"]
+        for e in events
+        if e["ph"] == "i" and e["cat"] == "failure" and e["pid"] == pid[f["host"]]
+    }
     assert {str(r) for r in f["rooms"]} <= failed
     # the prefill slam shows in the prefill queue counter
     slam = WINDOWS["slam"]
-    q = [sum(e["args"].values()) for e in events if e["ph"] == "C" and e["name"] == "queue_req"
-         and e["pid"] == pid[slam["host"]] and _us(slam["start"]) <= e["ts"] <= _us(slam["backlog_cleared"])]
+    q = [
+        sum(e["args"].values())
+        for e in events
+        if e["ph"] == "C"
+        and e["name"] == "queue_req"
+        and e["pid"] == pid[slam["host"]]
+        and _us(slam["start"]) <= e["ts"] <= _us(slam["backlog_cleared"])
+    ]
     assert max(q) >= slam["peak_queue_req"] / 4 > 0
 
 
@@ -503,7 +582,12 @@ def test_perfetto_trace_over_budget_is_cut_around_the_trouble(incident, tmp_path
     hi = _us(rows["bucket_start"].max().isoformat()) + int(model["bucket_s"] * 10**6)
     # the kept window holds the bucket with the most failures, aborts, errors and corrupted replies
     trouble = model["rows"].with_columns(
-        t=pl.col("transfer_failures") + pl.col("aborts") + pl.col("errors") + pl.col("replies") - pl.col("replies_clean"))
+        t=pl.col("transfer_failures")
+        + pl.col("aborts")
+        + pl.col("errors")
+        + pl.col("replies")
+        - pl.col("replies_clean")
+    )
     worst = _us(trouble.sort("t", descending=True)["bucket_start"][0].isoformat())
     assert lo <= worst < hi
     out = tmp_path / "cut.json"
@@ -525,8 +609,10 @@ def test_perfetto_cli_says_when_the_trace_is_cut(incident, tmp_path, monkeypatch
     monkeypatch.setattr(perfetto, "TRACE_BUDGET", 2_000_000)
     monkeypatch.setattr(perfetto.fit, "__defaults__", (2_000_000,))
     out = tmp_path / "t.json"
-    r = CliRunner().invoke(main, ["timeline", "--store", str(incident["store"].root), "--format", "perfetto",
-                                  "--bucket", "10s", "-o", str(out)])
+    r = CliRunner().invoke(
+        main,
+        ["timeline", "--store", str(incident["store"].root), "--format", "perfetto", "--bucket", "10s", "-o", str(out)],
+    )
     assert r.exit_code == 0, r.output
     assert "cut to" in r.output and "--since/--until" in r.output
     assert json.loads(out.read_text(encoding="utf-8"))["otherData"]["note"] in r.output
@@ -560,6 +646,7 @@ def perfetto_detail(model, store) -> dict:
 
 
 # -- static chart -----------------------------------------------------------------------------------
+
 
 def test_png_is_sized_for_an_issue(incident):
     png = incident["files"]["png"].read_bytes()

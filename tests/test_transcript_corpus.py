@@ -22,7 +22,9 @@ def scored(tmp_path_factory):
     # jobs=1: forking after polars has run in this process can deadlock the workers
     results = ingest_paths(sorted((CORPUS / "transcripts").iterdir()), store, jobs=1)
     assert all(r.status == "ingested" for r in results), [(r.path, r.error) for r in results]
-    got = sql(store, "SELECT source, session_id, turn_id, corruption_class, corrupted, signatures, evidence FROM replies")
+    got = sql(
+        store, "SELECT source, session_id, turn_id, corruption_class, corrupted, signatures, evidence FROM replies"
+    )
     return store, results, {(r["source"], r["session_id"], r["turn_id"]): r for r in got.iter_rows(named=True)}
 
 
@@ -59,8 +61,9 @@ def test_every_labelled_turn_is_a_row(scored):
 
 def test_confusion_matrix_and_scores(scored):
     _store, _results, rows = scored
-    pairs = [(lab["label"], rows[(lab["source"], lab["session_id"], lab["turn_id"])]["corruption_class"])
-             for lab in LABELS]
+    pairs = [
+        (lab["label"], rows[(lab["source"], lab["session_id"], lab["turn_id"])]["corruption_class"]) for lab in LABELS
+    ]
     m = _matrix(pairs)
     width = max(map(len, CLASSES)) + 2
     print(f"\n{len(pairs)} turns; rows = label, columns = predicted")
@@ -73,11 +76,22 @@ def test_confusion_matrix_and_scores(scored):
     for cls in CLASSES:
         scores[cls] = _pr(pairs, lambda c, cls=cls: c == cls)
         print(f"{cls:16} precision {scores[cls][0]:.3f} recall {scores[cls][1]:.3f} (n={scores[cls][2]})")
-    wrong = [(lab, rows[(lab["source"], lab["session_id"], lab["turn_id"])]) for lab in LABELS
-             if rows[(lab["source"], lab["session_id"], lab["turn_id"])]["corruption_class"] != lab["label"]]
+    wrong = [
+        (lab, rows[(lab["source"], lab["session_id"], lab["turn_id"])])
+        for lab in LABELS
+        if rows[(lab["source"], lab["session_id"], lab["turn_id"])]["corruption_class"] != lab["label"]
+    ]
     for lab, row in wrong:
-        print("MISS", lab["label"], "->", row["corruption_class"], lab["source"], lab["turn_id"], row["signatures"],
-              (row["evidence"] or "")[:160])
+        print(
+            "MISS",
+            lab["label"],
+            "->",
+            row["corruption_class"],
+            lab["source"],
+            lab["turn_id"],
+            row["signatures"],
+            (row["evidence"] or "")[:160],
+        )
     assert p >= 0.97 and r >= 0.95
     for cls, (cp, cr, n) in scores.items():
         assert n >= 10, f"too few {cls} turns in the corpus to measure it"

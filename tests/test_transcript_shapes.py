@@ -44,7 +44,11 @@ def test_opencode_api_folder_is_one_session():
     first, second = turns.iter_rows(named=True)
     assert first["session_id"] == second["session_id"] == "ses_5c10a2f3e0ffQk7Rt2mVbN"
     assert (first["content"], first["reasoning"], first["finish_reason"], first["n_tool_calls"]) == (
-        "Reading the loader.", "Two call sites, read both.", "tool_calls", 1)
+        "Reading the loader.",
+        "Two call sites, read both.",
+        "tool_calls",
+        1,
+    )
     # §10.3: cached prompt tokens and reasoning tokens count in the server's totals
     assert (first["prompt_tokens"], first["completion_tokens"], first["cached_tokens"]) == (7200, 119, 6000)
     assert first["source_file"].endswith("messages.json") and first["line_no"] == 2
@@ -85,8 +89,12 @@ def test_captured_replies_are_not_taken_for_server_logs(tmp_path, name):
     assert choose_parser(_src(p), None).name == "openai_proxy"
     # a reply quoting a few server log lines stays a reply: the log sniff reads no JSON or `data:` line
     quoted = "[2026-10-30 10:00:0%d TP0] Decode batch, #running-req: 64, #token: 1200\n"
-    leak = {"id": "chatcmpl-q", "object": "chat.completion.chunk", "created": 1793354401, "choices": [
-        {"index": 0, "delta": {"content": "".join(quoted % i for i in range(3))}, "finish_reason": None}]}
+    leak = {
+        "id": "chatcmpl-q",
+        "object": "chat.completion.chunk",
+        "created": 1793354401,
+        "choices": [{"index": 0, "delta": {"content": "".join(quoted % i for i in range(3))}, "finish_reason": None}],
+    }
     line = json.dumps(leak) if name != "captured_sse_body" else "data: " + json.dumps(leak)
     p.write_text(line + "\n" + text)
     assert server_log.sniff(p.read_bytes(), str(p)) == 0.0
@@ -95,7 +103,7 @@ def test_captured_replies_are_not_taken_for_server_logs(tmp_path, name):
 
 def test_a_stream_cut_short_and_a_stray_line_are_accounted():
     sse = CAPTURES["captured_sse_body"].text
-    cut = sse[:sse.index("data: [DONE]")] + "data: {\"id\": \"9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1\", \"obj"
+    cut = sse[: sse.index("data: [DONE]")] + 'data: {"id": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1", "obj'
     tables, ctx = parse_text(openai_proxy, cut, name="cut.sse")
     assert tables["turns"]["truncated"].to_list() == [True]
     assert tables["turns"]["content"].to_list() == ["Config loads in two places."]
@@ -113,21 +121,33 @@ def test_every_shape_through_ingest(tmp_path):
     shutil.copy(SHAPES / "opencode_api_messages_only.json", dump / "messages.json")
     for name, s in CAPTURES.items():
         (dump / f"{name}.txt").write_text(s.text)
-    (dump / "claude.jsonl").write_text(next(s for s in claude_code.samples
-                                            if s.name == "parallel_calls_interleaved_with_results").text)
+    (dump / "claude.jsonl").write_text(
+        next(s for s in claude_code.samples if s.name == "parallel_calls_interleaved_with_results").text
+    )
     store = tmp_path / "store"
     results = ingest_paths([dump], store, jobs=1)
     assert all(r.status == "ingested" for r in results), [(r.path, r.error) for r in results]
     by_name = {str(pathlib.Path(r.path).relative_to(dump)): r for r in results}
     assert {n: r.format for n, r in by_name.items()} == {
-        "opencode_api": "opencode", "messages.json": "opencode", "claude.jsonl": "claude_code",
-        **{f"{n}.txt": "openai_proxy" for n in CAPTURES}}
+        "opencode_api": "opencode",
+        "messages.json": "opencode",
+        "claude.jsonl": "claude_code",
+        **{f"{n}.txt": "openai_proxy" for n in CAPTURES},
+    }
     for n, r in by_name.items():
         assert r.lines == r.parsed + r.continuation + r.unparsed, n
         if n.endswith((".txt", ".jsonl")):
             assert r.lines == (dump / n).read_text().count("\n"), n
     got = sql(store, "SELECT source_file, count(*) AS n, count(DISTINCT turn_id) AS ids FROM turns GROUP BY 1")
-    counts = {str(pathlib.Path(row["source_file"]).relative_to(dump)): (row["n"], row["ids"])
-              for row in got.iter_rows(named=True)}
-    assert counts == {"opencode_api/messages.json": (2, 2), "messages.json": (1, 1), "claude.jsonl": (2, 2), "captured_sse_body.txt": (1, 1),
-                      "captured_chunk_jsonl.txt": (2, 2), "captured_completion_jsonl.txt": (3, 3)}
+    counts = {
+        str(pathlib.Path(row["source_file"]).relative_to(dump)): (row["n"], row["ids"])
+        for row in got.iter_rows(named=True)
+    }
+    assert counts == {
+        "opencode_api/messages.json": (2, 2),
+        "messages.json": (1, 1),
+        "claude.jsonl": (2, 2),
+        "captured_sse_body.txt": (1, 1),
+        "captured_chunk_jsonl.txt": (2, 2),
+        "captured_completion_jsonl.txt": (3, 3),
+    }

@@ -15,27 +15,54 @@ from tests.conftest import ingest_paths, sql
 from tests.corpus import build_transcripts as B
 from tests.helpers import parse_text
 
-MESSAGE = {"role": "assistant", "content": "Reading both files now.", "reasoning_content": "Two call sites.",
-           "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read",
-                                                                          "arguments": "{\"filePath\": \"a.py\"}"}},
-                          {"id": "call_2", "type": "function", "function": {"name": "grep",
-                                                                          "arguments": "{\"pattern\": \"load(\"}"}}]}
+MESSAGE = {
+    "role": "assistant",
+    "content": "Reading both files now.",
+    "reasoning_content": "Two call sites.",
+    "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": '{"filePath": "a.py"}'}},
+        {"id": "call_2", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "load("}'}},
+    ],
+}
 USAGE = {"prompt_tokens": 8192, "completion_tokens": 509, "total_tokens": 8701}
-REQ = {"ts": "2026-10-30T10:00:00.004Z", "dir": "req", "conn": "c-1", "body": {
-    "model": "deepseek-v3.2", "tools": B.TOOLS, "messages": [{"role": "user", "content": "why?"}]}}
+REQ = {
+    "ts": "2026-10-30T10:00:00.004Z",
+    "dir": "req",
+    "conn": "c-1",
+    "body": {"model": "deepseek-v3.2", "tools": B.TOOLS, "messages": [{"role": "user", "content": "why?"}]},
+}
 
 
 def _pair(resp_extra):
-    return "\n".join(json.dumps(x) for x in (REQ, {"ts": "2026-10-30T10:00:14.380Z", "dir": "resp", "conn": "c-1",
-                                                    "status": 200, **resp_extra})) + "\n"
+    return (
+        "\n".join(
+            json.dumps(x)
+            for x in (
+                REQ,
+                {"ts": "2026-10-30T10:00:14.380Z", "dir": "resp", "conn": "c-1", "status": 200, **resp_extra},
+            )
+        )
+        + "\n"
+    )
 
 
 def test_streamed_and_non_streamed_reply_give_the_same_row():
-    body = {"id": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1", "object": "chat.completion", "model": "deepseek-v3.2",
-            "choices": [{"index": 0, "message": MESSAGE, "finish_reason": "tool_calls"}], "usage": USAGE}
-    spec = {"content": MESSAGE["content"], "reasoning": MESSAGE["reasoning_content"], "finish": "tool_calls",
-            "calls": [{"id": c["id"], "name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
-                      for c in MESSAGE["tool_calls"]]}
+    body = {
+        "id": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1",
+        "object": "chat.completion",
+        "model": "deepseek-v3.2",
+        "choices": [{"index": 0, "message": MESSAGE, "finish_reason": "tool_calls"}],
+        "usage": USAGE,
+    }
+    spec = {
+        "content": MESSAGE["content"],
+        "reasoning": MESSAGE["reasoning_content"],
+        "finish": "tool_calls",
+        "calls": [
+            {"id": c["id"], "name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+            for c in MESSAGE["tool_calls"]
+        ],
+    }
     raw = B._sse(body["id"], "deepseek-v3.2", spec, USAGE)
     plain, _ = parse_text(openai_proxy, _pair({"body": body}), name="agent.jsonl")
     streamed, _ = parse_text(openai_proxy, _pair({"raw": raw}), name="agent.jsonl")
@@ -110,9 +137,11 @@ def test_transcripts_sniff_above_server_logs_and_logs_below():
 
 
 def _finish_line(ts, rid, room, prompt, completion):
-    return (f"[{ts}] Finish: obj=GenerateReqInput(rid='{rid}', bootstrap_room={room}), out={{'text': 'x', 'meta_info': "
-            f"{{'id': '{rid}', 'finish_reason': {{'type': 'stop'}}, 'prompt_tokens': {prompt}, 'completion_tokens': "
-            f"{completion}}}}}\n")
+    return (
+        f"[{ts}] Finish: obj=GenerateReqInput(rid='{rid}', bootstrap_room={room}), out={{'text': 'x', 'meta_info': "
+        f"{{'id': '{rid}', 'finish_reason': {{'type': 'stop'}}, 'prompt_tokens': {prompt}, 'completion_tokens': "
+        f"{completion}}}}}\n"
+    )
 
 
 def test_linking_by_rid_room_and_time(tmp_path):
@@ -125,7 +154,8 @@ def test_linking_by_rid_room_and_time(tmp_path):
         + _finish_line("2026-10-30 10:05:10", "d0000000000000000000000000000002", 4793981895866140836, 900, 41)
         + _finish_line("2026-10-30 10:09:10", "d0000000000000000000000000000003", 33, 5000, 120)
         + _finish_line("2026-10-30 10:20:10", "d0000000000000000000000000000004", 44, 7000, 60)
-        + _finish_line("2026-10-30 10:20:11", "d0000000000000000000000000000005", 45, 7002, 61))
+        + _finish_line("2026-10-30 10:20:11", "d0000000000000000000000000000005", 45, 7002, 61)
+    )
 
     def exch(conn, t0, t1, rid=None, room=None, resp_id="chatcmpl-x", prompt=1, completion=1):
         body = {"model": "deepseek-v3.2", "messages": [{"role": "user", "content": "hi"}]}
@@ -133,27 +163,56 @@ def test_linking_by_rid_room_and_time(tmp_path):
             body["rid"] = rid
         if room:
             body["bootstrap_room"] = room
-        return [{"ts": t0, "dir": "req", "conn": conn, "body": body},
-                {"ts": t1, "dir": "resp", "conn": conn, "status": 200, "body": {
-                    "id": resp_id, "model": "deepseek-v3.2", "choices": [{"index": 0, "finish_reason": "stop",
-                                                                         "message": {"content": "Hello."}}],
-                    "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}}]
+        return [
+            {"ts": t0, "dir": "req", "conn": conn, "body": body},
+            {
+                "ts": t1,
+                "dir": "resp",
+                "conn": conn,
+                "status": 200,
+                "body": {
+                    "id": resp_id,
+                    "model": "deepseek-v3.2",
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "Hello."}}],
+                    "usage": {"prompt_tokens": prompt, "completion_tokens": completion},
+                },
+            },
+        ]
 
-    recs = (exch("by-rid", "2026-10-30T10:00:00Z", "2026-10-30T10:00:14Z", resp_id="9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1")
-            + exch("by-room", "2026-10-30T10:05:00Z", "2026-10-30T10:05:10Z", room=4793981895866140836)
-            + exch("by-time", "2026-10-30T10:09:00Z", "2026-10-30T10:09:10.500Z", prompt=5003, completion=121)
-            + exch("ambiguous", "2026-10-30T10:20:00Z", "2026-10-30T10:20:10Z", prompt=7001, completion=60)
-            + exch("none", "2026-10-30T11:00:00Z", "2026-10-30T11:00:10Z", prompt=7001, completion=60))
+    recs = (
+        exch("by-rid", "2026-10-30T10:00:00Z", "2026-10-30T10:00:14Z", resp_id="9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1")
+        + exch("by-room", "2026-10-30T10:05:00Z", "2026-10-30T10:05:10Z", room=4793981895866140836)
+        + exch("by-time", "2026-10-30T10:09:00Z", "2026-10-30T10:09:10.500Z", prompt=5003, completion=121)
+        + exch("ambiguous", "2026-10-30T10:20:00Z", "2026-10-30T10:20:10Z", prompt=7001, completion=60)
+        + exch("none", "2026-10-30T11:00:00Z", "2026-10-30T11:00:10Z", prompt=7001, completion=60)
+    )
     # a failed request without a room of its own: the error body names it
-    recs += [{"ts": "2026-10-30T10:25:00Z", "dir": "req", "conn": "error-room", "body": {"model": "deepseek-v3.2"}},
-             {"ts": "2026-10-30T10:30:00Z", "dir": "resp", "conn": "error-room", "status": 500, "body": {
-                 "object": "error", "code": 500, "message": "KVTransferError(bootstrap_room=45): Request 45 timed "
-                                                            "out after 300.0s in KVPoll.WaitingForInput"}}]
+    recs += [
+        {"ts": "2026-10-30T10:25:00Z", "dir": "req", "conn": "error-room", "body": {"model": "deepseek-v3.2"}},
+        {
+            "ts": "2026-10-30T10:30:00Z",
+            "dir": "resp",
+            "conn": "error-room",
+            "status": 500,
+            "body": {
+                "object": "error",
+                "code": 500,
+                "message": "KVTransferError(bootstrap_room=45): Request 45 timed "
+                "out after 300.0s in KVPoll.WaitingForInput",
+            },
+        },
+    ]
     (d / "proxy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     store = tmp_path / "store"
     ingest_paths([d], store, jobs=1)
-    got = {r["turn_id"]: r for r in sql(store, "SELECT turn_id, link_method, link_confidence, link_candidates, "
-                                               "server_rid, server_bootstrap_room, server_host FROM replies").iter_rows(named=True)}
+    got = {
+        r["turn_id"]: r
+        for r in sql(
+            store,
+            "SELECT turn_id, link_method, link_confidence, link_candidates, "
+            "server_rid, server_bootstrap_room, server_host FROM replies",
+        ).iter_rows(named=True)
+    }
     assert got["by-rid"]["link_method"] == "rid" and got["by-rid"]["link_confidence"] == 1.0
     assert got["by-rid"]["server_host"] == "decode-0"
     assert got["by-room"]["link_method"] == "bootstrap_room"
@@ -171,8 +230,10 @@ def test_linking_by_rid_room_and_time(tmp_path):
 def test_replies_command(tmp_path):
     d = tmp_path / "in"
     d.mkdir()
-    (d / "p.jsonl").write_text(openai_proxy.samples[1].text + openai_proxy.samples[2].text.replace(
-        "Decode transfer failed", "\\u001b[31mDecode transfer failed"))
+    (d / "p.jsonl").write_text(
+        openai_proxy.samples[1].text
+        + openai_proxy.samples[2].text.replace("Decode transfer failed", "\\u001b[31mDecode transfer failed")
+    )
     store = str(tmp_path / "store")
     ingest_paths([d], store, jobs=1)
     r = CliRunner().invoke(main, ["replies", "--store", store, "--corrupted", "--format", "json"])
@@ -202,7 +263,10 @@ def test_sample_incident_replies_match_what_was_planted(tmp_path):
     from forensics.ingest.store import Store
 
     Store(store).set_clock(offset["host"], offset["offset_s"])
-    got = {r["turn_id"]: r for r in sql(store, "SELECT turn_id, corruption_class, server_rid FROM replies").iter_rows(named=True)}
+    got = {
+        r["turn_id"]: r
+        for r in sql(store, "SELECT turn_id, corruption_class, server_rid FROM replies").iter_rows(named=True)
+    }
     truth = {r["reply_id"]: "clean" for r in planted["reply_links"]}
     truth.update({r["reply_id"]: r["class"] for r in planted["corrupted_replies"]})
     truth.update({r["reply_id"]: "transfer_error" for r in planted["error_replies"]})

@@ -48,8 +48,11 @@ def bundle(tmp_path_factory):
 
 
 def test_spec_example_rows_are_exact(spec_store):
-    ev = sql(spec_store, "SELECT line_no, bootstrap_room, ts, ts_naive, event, checksum, checksum_int "
-                         "FROM transfer_events ORDER BY line_no")
+    ev = sql(
+        spec_store,
+        "SELECT line_no, bootstrap_room, ts, ts_naive, event, checksum, checksum_int "
+        "FROM transfer_events ORDER BY line_no",
+    )
     assert ev.height == 10
     assert ev["bootstrap_room"].to_list()[:5] == [4127750395128840213] * 5  # number and string forms agree
     assert ev["ts"][0].isoformat() == "2026-10-30T10:00:00.512301+00:00"
@@ -58,8 +61,11 @@ def test_spec_example_rows_are_exact(spec_store):
 
 
 def test_spec_example_transfers(spec_store):
-    t = sql(spec_store, "SELECT bootstrap_room, kind, chunk, side, status, nixl_status, duration_ms, error "
-                        "FROM transfers ORDER BY bootstrap_room, kind")
+    t = sql(
+        spec_store,
+        "SELECT bootstrap_room, kind, chunk, side, status, nixl_status, duration_ms, error "
+        "FROM transfers ORDER BY bootstrap_room, kind",
+    )
     rows = {(r["bootstrap_room"], r["kind"]): r for r in t.iter_rows(named=True)}
     clean = rows[(4127750395128840213, "kv")]
     assert (clean["side"], clean["status"], clean["chunk"]) == ("prefill", "done", 0)
@@ -70,8 +76,11 @@ def test_spec_example_transfers(spec_store):
 
 
 def test_spec_example_rooms(spec_store):
-    r = sql(spec_store, "SELECT bootstrap_room, outcome, checksum_verdict, checksum_match, mismatched_units, "
-                        "checksum_prefill, checksum_decode, sides_seen, rid_prefill, rid_decode FROM rooms")
+    r = sql(
+        spec_store,
+        "SELECT bootstrap_room, outcome, checksum_verdict, checksum_match, mismatched_units, "
+        "checksum_prefill, checksum_decode, sides_seen, rid_prefill, rid_decode FROM rooms",
+    )
     by = {x["bootstrap_room"]: x for x in r.iter_rows(named=True)}
     ok, bad = by[4127750395128840213], by[6593551520068383758]
     assert (ok["outcome"], ok["checksum_verdict"], ok["checksum_match"]) == ("ok", "verified", True)
@@ -83,16 +92,37 @@ def test_spec_example_rooms(spec_store):
 
 def test_checksum_rules_latest_per_rank_and_unequal_rank_sets(tmp_path):
     def line(ts, side, rank, room, ck, chunk=0):
-        return json.dumps({"ts": ts, "host": side[0], "side": side, "engine_rank": rank, "room": room, "kind": "kv",
-                           "chunk": chunk, "event": "checksum", "checksum": ck}) + "\n"
+        return (
+            json.dumps(
+                {
+                    "ts": ts,
+                    "host": side[0],
+                    "side": side,
+                    "engine_rank": rank,
+                    "room": room,
+                    "kind": "kv",
+                    "chunk": chunk,
+                    "event": "checksum",
+                    "checksum": ck,
+                }
+            )
+            + "\n"
+        )
+
     text = (
         # room 1: rank 0 re-checksummed on decode; only the latest value counts -> verified
-        line(1.0, "prefill", 0, 1, "aa") + line(2.0, "decode", 0, 1, "bb") + line(3.0, "decode", 0, 1, "0xAA")
+        line(1.0, "prefill", 0, 1, "aa")
+        + line(2.0, "decode", 0, 1, "bb")
+        + line(3.0, "decode", 0, 1, "0xAA")
         # room 2: same rank sets, rank 1 swapped values -> corrupted even though the value sets agree
-        + line(1.0, "prefill", 0, 2, "01") + line(1.0, "prefill", 1, 2, "02")
-        + line(2.0, "decode", 0, 2, "02") + line(2.0, "decode", 1, 2, "01")
+        + line(1.0, "prefill", 0, 2, "01")
+        + line(1.0, "prefill", 1, 2, "02")
+        + line(2.0, "decode", 0, 2, "02")
+        + line(2.0, "decode", 1, 2, "01")
         # room 3: different rank sets: each decode value must be some prefill value -> verified
-        + line(1.0, "prefill", 0, 3, "01") + line(1.0, "prefill", 1, 3, "02") + line(2.0, "decode", 5, 3, "2")
+        + line(1.0, "prefill", 0, 3, "01")
+        + line(1.0, "prefill", 1, 3, "02")
+        + line(2.0, "decode", 5, 3, "2")
         # room 4: one side only -> unverified, checksum_match NULL
         + line(1.0, "prefill", 0, 4, "01")
     )
@@ -105,8 +135,10 @@ def test_checksum_rules_latest_per_rank_and_unequal_rank_sets(tmp_path):
 
 def test_bundle_checksum_query_lists_exactly_the_mismatching_rooms(bundle):
     store, truth = bundle
-    res = CliRunner().invoke(main, ["sql", "SELECT bootstrap_room FROM rooms WHERE NOT checksum_match",
-                                    "--store", str(store), "--format", "csv"])
+    res = CliRunner().invoke(
+        main,
+        ["sql", "SELECT bootstrap_room FROM rooms WHERE NOT checksum_match", "--store", str(store), "--format", "csv"],
+    )
     assert res.exit_code == 0, res.output
     assert {int(x) for x in res.output.split()[1:]} == truth.mismatched
 
@@ -137,37 +169,73 @@ def test_views_return_exactly_their_documented_columns(bundle):
 
 def test_room_is_exact_through_every_json_form():
     room = 9223372036854775807  # 2^63 - 1: a float would round it to 2^63
-    lines = [json.dumps({"ts": 1.0, "host": "h", "side": "prefill", "engine_rank": 0, "room": r, "kind": "kv",
-                         "event": "post"}) for r in (room, str(room))]
+    lines = [
+        json.dumps(
+            {"ts": 1.0, "host": "h", "side": "prefill", "engine_rank": 0, "room": r, "kind": "kv", "event": "post"}
+        )
+        for r in (room, str(room))
+    ]
     tables, _ = parse_text(transfer_trace, "\n".join(lines) + "\n", name="t.jsonl")
     assert tables["transfer_events"]["bootstrap_room"].to_list() == [room, room]
 
 
-@pytest.mark.parametrize("hexval", [
-    "0", "0x0", "000", "1", "0xFF", "ffffffffffffffff", "0000ffffffffffffffff", "10000000000000000",
-    "0x1ffffffffffffffff", "9a41c07e55d2b3f1" * 2, "f" * 32, "0" * 8 + "f" * 32, "1" + "0" * 32, "f" * 64,
-])
+@pytest.mark.parametrize(
+    "hexval",
+    [
+        "0",
+        "0x0",
+        "000",
+        "1",
+        "0xFF",
+        "ffffffffffffffff",
+        "0000ffffffffffffffff",
+        "10000000000000000",
+        "0x1ffffffffffffffff",
+        "9a41c07e55d2b3f1" * 2,
+        "f" * 32,
+        "0" * 8 + "f" * 32,
+        "1" + "0" * 32,
+        "f" * 64,
+    ],
+)
 def test_checksum_int_is_the_unsigned_value_at_every_width(hexval):
     # 64-bit values take a cheaper cast than wider ones: the two meet at 16 significant digits
-    line = json.dumps({"ts": 1.0, "host": "h", "side": "prefill", "engine_rank": 0, "room": 1, "kind": "kv",
-                       "event": "checksum", "checksum": hexval})
+    line = json.dumps(
+        {
+            "ts": 1.0,
+            "host": "h",
+            "side": "prefill",
+            "engine_rank": 0,
+            "room": 1,
+            "kind": "kv",
+            "event": "checksum",
+            "checksum": hexval,
+        }
+    )
     tables, _ = parse_text(transfer_trace, line + "\n", name="t.jsonl")
     assert tables["transfer_events"]["checksum_int"].to_list() == [str(int(hexval, 16))]
 
 
 def test_unknown_fields_go_to_extra_and_every_line_is_accounted():
-    text = ('{"ts":1,"host":"h","side":"decode","engine_rank":0,"room":5,"kind":"kv","event":"notif",'
-            '"notif":"5_kv_0_1_3","src_rank":3,"weird":{"a":[1,2]}}\n\n   \n{"ts":1}\n')
+    text = (
+        '{"ts":1,"host":"h","side":"decode","engine_rank":0,"room":5,"kind":"kv","event":"notif",'
+        '"notif":"5_kv_0_1_3","src_rank":3,"weird":{"a":[1,2]}}\n\n   \n{"ts":1}\n'
+    )
     tables, ctx = parse_text(transfer_trace, text, name="t.jsonl")
-    assert json.loads(tables["transfer_events"]["extra"][0]) == {"notif": "5_kv_0_1_3", "src_rank": 3,
-                                                                  "weird": {"a": [1, 2]}}
+    assert json.loads(tables["transfer_events"]["extra"][0]) == {
+        "notif": "5_kv_0_1_3",
+        "src_rank": 3,
+        "weird": {"a": [1, 2]},
+    }
     assert tables["unparsed"]["reason"].to_list() == ["schema:host"]
     assert (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines) == (4, 1, 2, 1)
 
 
 def test_trace_with_a_million_lines_is_vectorised(tmp_path):
-    line = ('{"ts":1793354400.512301,"host":"node-p0","side":"prefill","engine_rank":3,"room":4127750395128840213,'
-            '"kind":"kv","chunk":0,"event":"post","bytes":603979776}\n')
+    line = (
+        '{"ts":1793354400.512301,"host":"node-p0","side":"prefill","engine_rank":3,"room":4127750395128840213,'
+        '"kind":"kv","chunk":0,"event":"post","bytes":603979776}\n'
+    )
     p = tmp_path / "big.jsonl"
     p.write_text(line * 200_000)
     import time
@@ -181,7 +249,9 @@ def test_trace_with_a_million_lines_is_vectorised(tmp_path):
 
 FAILURE_TEXT = re.compile(
     r"transfer failed|Transfer for room|transfer worker error|NIXL transfer|bootstrap failed|handshake failed"
-    r"|KVTransferError|abort notification|KVSender (?:failed|transfer)", re.I)
+    r"|KVTransferError|abort notification|KVSender (?:failed|transfer)",
+    re.I,
+)
 
 
 def test_every_real_transfer_or_bootstrap_failure_line_has_its_room(real_logs, tmp_path):

@@ -54,26 +54,39 @@ def incident(request, tmp_path_factory):
     seed = request.param
     base = tmp_path_factory.mktemp(f"incident{seed}")
     dump = base / "dump"
-    subprocess.run([sys.executable, "-m", "tools.pdincident", str(dump), "--seed", str(seed), "--minutes",
-                    str(MINUTES)], cwd=ROOT, check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "tools.pdincident", str(dump), "--seed", str(seed), "--minutes", str(MINUTES)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     truth = json.loads((base / "truth.json").read_text())
     store = base / "store"
     cli("ingest", str(dump), "--store", str(store))
-    inc = {"seed": seed, "dump": dump, "truth": truth, "store": store,
-           "evidence": json.loads(cli("evidence", "--store", str(store), "--format", "json"))}
+    inc = {
+        "seed": seed,
+        "dump": dump,
+        "truth": truth,
+        "store": store,
+        "evidence": json.loads(cli("evidence", "--store", str(store), "--format", "json")),
+    }
     # one CLI call for every table the checks read: each call pays the process start and the views
     parts = {
         "replies": "SELECT list({'source': source, 'turn_id': turn_id, 'corrupted': corrupted, "
-                   "'room': CAST(server_bootstrap_room AS VARCHAR)}) FROM replies",
+        "'room': CAST(server_bootstrap_room AS VARCHAR)}) FROM replies",
         "rooms": "SELECT list({'room': CAST(bootstrap_room AS VARCHAR), 'outcome': outcome}) FROM rooms",
         "files": "SELECT list({'path': path, 'format': format, 'lines': lines, 'parsed_lines': parsed_lines, "
-                 "'continuation_lines': continuation_lines, 'unparsed_lines': unparsed_lines}) FROM files "
-                 "WHERE status = 'ingested'",
+        "'continuation_lines': continuation_lines, 'unparsed_lines': unparsed_lines}) FROM files "
+        "WHERE status = 'ingested'",
         "unparsed": "SELECT list({'source_file': source_file, 'line_no': line_no, 'reason': reason, 'line': line} "
-                    "ORDER BY source_file, line_no) FROM unparsed",
+        "ORDER BY source_file, line_no) FROM unparsed",
     }
     # the cross-host incident views when this build has them, else the per-host rows the reports carry
-    views = {"wedges": "SELECT list(w) FROM incident_wedges w", "abort_storms": "SELECT list(s) FROM incident_abort_storms s"}
+    views = {
+        "wedges": "SELECT list(w) FROM incident_wedges w",
+        "abort_storms": "SELECT list(s) FROM incident_abort_storms s",
+    }
     q = lambda d: "SELECT " + ", ".join(f"({v}) AS {k}" for k, v in d.items())  # noqa: E731
     row = try_sql(store, q(parts | views))
     if row is None:
@@ -106,13 +119,24 @@ def test_wedge_start_and_end(incident):
     best = min(on_host, key=lambda r: abs(ts(r["t_start"]) - t0) + abs(ts(r["t_end"]) - t1), default=None)
     d_start = None if best is None else round(ts(best["t_start"]) - t0, 1)
     d_end = None if best is None or best.get("t_end") is None else round(ts(best["t_end"]) - t1, 1)
-    report(incident, "wedge", kind=w["kind"], host=w["host"], rank=w["rank"], source=src, rows=len(rows),
-           rows_on_host=len(on_host), start_error_s=d_start, end_error_s=d_end,
-           found_kind=None if best is None else best.get("kind"),
-           found_rank=None if best is None else best.get("dp_rank", best.get("rank")))
+    report(
+        incident,
+        "wedge",
+        kind=w["kind"],
+        host=w["host"],
+        rank=w["rank"],
+        source=src,
+        rows=len(rows),
+        rows_on_host=len(on_host),
+        start_error_s=d_start,
+        end_error_s=d_end,
+        found_kind=None if best is None else best.get("kind"),
+        found_rank=None if best is None else best.get("dp_rank", best.get("rank")),
+    )
     assert best is not None, f"no wedge on {w['host']} ({w['kind']}); {src} has {rows}"
     assert abs(d_start) <= WEDGE_TOL_S and abs(d_end) <= WEDGE_TOL_S, (
-        f"wedge on {w['host']}: start off by {d_start} s, end off by {d_end} s (truth {w['start']} .. {w['end']})")
+        f"wedge on {w['host']}: start off by {d_start} s, end off by {d_end} s (truth {w['start']} .. {w['end']})"
+    )
 
 
 def test_no_wedge_where_none_was(incident):
@@ -120,8 +144,11 @@ def test_no_wedge_where_none_was(incident):
     w = incident["truth"]["wedge"]
     _, rows = wedge_rows(incident)
     idle = [(ts(p["start"]), ts(p["end"])) for p in incident["truth"].get("idle_periods", [])]
-    false = [r for r in rows if r.get("host") != w["host"]
-             or any(ts(r["t_start"]) < b and ts(r["t_end"]) > a for a, b in idle)]
+    false = [
+        r
+        for r in rows
+        if r.get("host") != w["host"] or any(ts(r["t_start"]) < b and ts(r["t_end"]) > a for a, b in idle)
+    ]
     report(incident, "false wedges", n=len(false), rows=[(r["host"], r["kind"], r["t_start"]) for r in false])
     assert not false, f"{len(false)} wedges where none was planted: {false}"
 
@@ -147,9 +174,17 @@ def test_abort_storm_start_and_count(incident):
     best = min(rows, key=lambda r: abs(ts(r["t_start"]) - t0), default=None)
     near = [r for r in rows if abs(ts(r["t_start"]) - t0) <= 30]
     d_start = None if best is None else round(ts(best["t_start"]) - t0, 2)
-    report(incident, "abort storm", source=src, storms=len(rows), storms_within_30s=len(near),
-           truth_count=n, found_count=None if best is None else best.get("n_aborts"), start_error_s=d_start,
-           per_host={r.get("host"): r.get("n_aborts") for r in near})
+    report(
+        incident,
+        "abort storm",
+        source=src,
+        storms=len(rows),
+        storms_within_30s=len(near),
+        truth_count=n,
+        found_count=None if best is None else best.get("n_aborts"),
+        start_error_s=d_start,
+        per_host={r.get("host"): r.get("n_aborts") for r in near},
+    )
     assert best is not None, f"no abort storm; {src} is empty"
     assert abs(d_start) <= STORM_TOL_S, f"storm start off by {d_start} s"
     assert len(near) == 1, f"one agent's kill shows as {len(near)} storms: {near}"
@@ -163,8 +198,12 @@ def test_corruption_precision_recall_and_hard_negatives(incident):
     key = lambda x: (x["source"], x["turn_id"])  # noqa: E731 - turn ids are unique within a source
     pos = [key(x) for x in t["replies"]["corrupted"]]
     hard = [key(x) for x in t["replies"]["hard_negatives"]]
-    neg = hard + [key(x) for x in t["replies"]["clean"]] + [key(x) for x in t["replies"]["errors"]] + [
-        key(x) for x in t["abort_storm"]["killed_turns"]]
+    neg = (
+        hard
+        + [key(x) for x in t["replies"]["clean"]]
+        + [key(x) for x in t["replies"]["errors"]]
+        + [key(x) for x in t["abort_storm"]["killed_turns"]]
+    )
     missing = [k for k in pos + neg if k not in flagged]
     tp = sum(flagged.get(k, False) for k in pos)
     fp = sum(flagged.get(k, False) for k in neg)
@@ -180,10 +219,21 @@ def test_corruption_precision_recall_and_hard_negatives(incident):
     for x in t["replies"]["hard_negatives"]:
         if flagged.get(key(x), False):
             hard_fp[x["kind"]] = hard_fp.get(x["kind"], 0) + 1
-    report(incident, "corruption", positives=len(pos), negatives=len(neg), tp=tp, fp=fp,
-           precision=round(precision, 3), recall=round(recall, 3), hard_negatives=len(hard),
-           hard_flagged_rate=round(hard_rate, 3), hard_flagged_by_kind=hard_fp,
-           recall_by_kind={k: f"{a}/{b}" for k, (a, b) in by_kind.items()}, missing_turns=len(missing))
+    report(
+        incident,
+        "corruption",
+        positives=len(pos),
+        negatives=len(neg),
+        tp=tp,
+        fp=fp,
+        precision=round(precision, 3),
+        recall=round(recall, 3),
+        hard_negatives=len(hard),
+        hard_flagged_rate=round(hard_rate, 3),
+        hard_flagged_by_kind=hard_fp,
+        recall_by_kind={k: f"{a}/{b}" for k, (a, b) in by_kind.items()},
+        missing_turns=len(missing),
+    )
     assert not missing, f"{len(missing)} generated replies are not in the store, e.g. {missing[:3]}"
     assert precision >= 0.97 and recall >= 0.95, f"precision {precision:.3f}, recall {recall:.3f}"
     assert hard_rate <= 0.01, f"{hard_rate:.1%} of hard negatives flagged: {hard_fp}"
@@ -194,17 +244,26 @@ def test_error_replies_link_to_their_room(incident):
     rows = incident["replies"]
     room = {(r["source"], r["turn_id"]): r["room"] for r in rows}
     linked = [e for e in errors if room.get((e["source"], e["turn_id"])) == e["room"]]
-    wrong = [(e["source"], e["turn_id"], e["room"], room.get((e["source"], e["turn_id"]))) for e in errors
-             if e not in linked]
-    report(incident, "error replies", errors=len(errors), linked_to_their_room=len(linked),
-           by_source={s: sum(e["source"] == s for e in errors) for s in {e["source"] for e in errors}},
-           unlinked_example=wrong[:2])
+    wrong = [
+        (e["source"], e["turn_id"], e["room"], room.get((e["source"], e["turn_id"]))) for e in errors if e not in linked
+    ]
+    report(
+        incident,
+        "error replies",
+        errors=len(errors),
+        linked_to_their_room=len(linked),
+        by_source={s: sum(e["source"] == s for e in errors) for s in {e["source"] for e in errors}},
+        unlinked_example=wrong[:2],
+    )
     assert errors, "the generator planted no error reply"
-    assert len(linked) == len(errors), f"{len(errors) - len(linked)} of {len(errors)} error replies not linked: {wrong[:3]}"
+    assert len(linked) == len(errors), (
+        f"{len(errors) - len(linked)} of {len(errors)} error replies not linked: {wrong[:3]}"
+    )
 
 
 def heavy_bucket(rows: list[dict]) -> dict | None:
     """The top-load bucket of one dimension: 'above X', else the largest lower bound."""
+
     def low(b: str) -> float:
         for tok in str(b).replace(",", " ").split():
             try:
@@ -212,6 +271,7 @@ def heavy_bucket(rows: list[dict]) -> dict | None:
             except ValueError:
                 continue
         return float("-inf")
+
     above = [r for r in rows if str(r["bucket"]).startswith("above")]
     if above:
         return above[0]
@@ -233,9 +293,14 @@ def test_prefill_load_effect_found(incident):
         sig = h.get("q_value", h.get("p_value"))
         found.append((dim, h["bucket"], round(rr, 2), sig, "q" if "q_value" in h else "p"))
     p = incident["truth"]["prefill_load_effect"]
-    report(incident, "prefill-load effect", planted=f"{p['heavy_corrupted']}/{p['heavy_replies']} heavy vs "
-           f"{p['light_corrupted']}/{p['light_replies']} light", heavy_buckets=found,
-           comparisons=len(comps))
+    report(
+        incident,
+        "prefill-load effect",
+        planted=f"{p['heavy_corrupted']}/{p['heavy_replies']} heavy vs "
+        f"{p['light_corrupted']}/{p['light_replies']} light",
+        heavy_buckets=found,
+        comparisons=len(comps),
+    )
     ok = [f for f in found if f[2] > 1 and f[3] is not None and f[3] < 0.05]
     assert ok, f"no prefill-load dimension whose heaviest bucket raises the risk significantly: {found}"
 
@@ -263,11 +328,20 @@ def test_no_line_lost_and_unparsed_small(incident):
     not_read = [str(p) for p in logs if p.resolve() not in ingested]
     rows = incident["unparsed"]
     share = unparsed / total if total else 0.0
-    report(incident, "lines", server_log_lines=total, unparsed=unparsed, unparsed_share=round(share, 4),
-           files_with_mismatch=len(bad), logs_not_ingested=not_read)
+    report(
+        incident,
+        "lines",
+        server_log_lines=total,
+        unparsed=unparsed,
+        unparsed_share=round(share, 4),
+        files_with_mismatch=len(bad),
+        logs_not_ingested=not_read,
+    )
     for r in rows[:40]:
-        print(f"    unparsed {Path(r['source_file']).relative_to(dump) if str(r['source_file']).startswith(str(dump)) else r['source_file']}:"
-              f"{r['line_no']} [{r['reason']}] {r['line'][:160]}")
+        print(
+            f"    unparsed {Path(r['source_file']).relative_to(dump) if str(r['source_file']).startswith(str(dump)) else r['source_file']}:"
+            f"{r['line_no']} [{r['reason']}] {r['line'][:160]}"
+        )
     assert not bad, f"line counts do not add up: {bad[:3]}"
     assert not not_read, f"server logs not ingested: {not_read}"
     assert share <= 0.002, f"{unparsed} of {total} server-log lines unparsed ({share:.2%})"

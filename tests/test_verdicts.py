@@ -121,9 +121,17 @@ def test_a_store_that_cannot_be_written_still_gets_verdicts(tmp_path):
 
 
 def test_apply_gives_the_public_columns_in_row_order():
-    turns = pl.DataFrame({"source": ["openai_proxy"] * 2, "session_id": ["s", "s"], "turn_id": ["b", "a"],
-                          "seq": [1, 0], "content": ["", "Fine."], "finish_reason": ["stop", "stop"],
-                          "completion_tokens": [12, 3]})
+    turns = pl.DataFrame(
+        {
+            "source": ["openai_proxy"] * 2,
+            "session_id": ["s", "s"],
+            "turn_id": ["b", "a"],
+            "seq": [1, 0],
+            "content": ["", "Fine."],
+            "finish_reason": ["stop", "stop"],
+            "completion_tokens": [12, 3],
+        }
+    )
     out = verdicts.apply(schema.conform("turns", turns))
     assert out.columns == [c.name for c in schema.TURNS.columns]
     assert out["turn_id"].to_list() == ["b", "a"]

@@ -35,16 +35,20 @@ def prefix(t: dt.datetime, tags: str = "") -> str:
 
 def decode_line(t, tags="", running=8, transfer=0, prealloc=0, queue=0) -> str:
     # 0.5.9+ PD decode template (SGLANG.md §5.4)
-    return (f"{prefix(t, tags)} Decode batch, #running-req: {running}, #token: {running * 1500}, token usage: 0.19, "
-            f"pre-allocated usage: 0.00, #prealloc-req: {prealloc}, #transfer-req: {transfer}, #retracted-req: 0, "
-            f"cuda graph: True, gen throughput (token/s): {running * 30:.2f}, #queue-req: {queue}")
+    return (
+        f"{prefix(t, tags)} Decode batch, #running-req: {running}, #token: {running * 1500}, token usage: 0.19, "
+        f"pre-allocated usage: 0.00, #prealloc-req: {prealloc}, #transfer-req: {transfer}, #retracted-req: 0, "
+        f"cuda graph: True, gen throughput (token/s): {running * 30:.2f}, #queue-req: {queue}"
+    )
 
 
 def prefill_line(t, tags="", queue=0, bootstrap=0, inflight=1) -> str:
     # 0.5.9 PD prefill template (SGLANG.md §5.3): #prealloc-req is the prefill bootstrap queue there
-    return (f"{prefix(t, tags)} Prefill batch, #new-seq: 1, #new-token: 4096, #cached-token: 128, token usage: 0.03, "
-            f"#running-req: 0, #queue-req: {queue}, #prealloc-req: {bootstrap}, #inflight-req: {inflight}, "
-            f"input throughput (token/s): 9120.44, cuda graph: False")
+    return (
+        f"{prefix(t, tags)} Prefill batch, #new-seq: 1, #new-token: 4096, #cached-token: 128, token usage: 0.03, "
+        f"#running-req: 0, #queue-req: {queue}, #prealloc-req: {bootstrap}, #inflight-req: {inflight}, "
+        f"input throughput (token/s): 9120.44, cuda graph: False"
+    )
 
 
 def health(t, status=200) -> str:
@@ -53,8 +57,10 @@ def health(t, status=200) -> str:
 
 
 def health_failed(t, since) -> str:
-    return (f"{prefix(t)} Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
-            f"tic start time: {t - dt.timedelta(seconds=20):%H:%M:%S}. last_heartbeat time: {since:%H:%M:%S}")
+    return (
+        f"{prefix(t)} Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
+        f"tic start time: {t - dt.timedelta(seconds=20):%H:%M:%S}. last_heartbeat time: {since:%H:%M:%S}"
+    )
 
 
 def post(t, status=200) -> str:
@@ -72,16 +78,20 @@ def rid(n: int) -> str:
 
 def waiting_timeout(t, n, tags="", rank=0) -> str:
     r = room(n)
-    return (f"{prefix(t, tags)} Decode transfer failed for request rank={rank} decode_req.req.rid='{rid(n)}' "
-            f"decode_req.req.bootstrap_room={r} with exception KVTransferError(bootstrap_room={r}): "
-            f"Request {r} timed out after 300.0s in KVPoll.WaitingForInput")
+    return (
+        f"{prefix(t, tags)} Decode transfer failed for request rank={rank} decode_req.req.rid='{rid(n)}' "
+        f"decode_req.req.bootstrap_room={r} with exception KVTransferError(bootstrap_room={r}): "
+        f"Request {r} timed out after 300.0s in KVPoll.WaitingForInput"
+    )
 
 
 def bootstrap_timeout(t, n, tags="", rank=0) -> str:
     r = room(n)
-    return (f"{prefix(t, tags)} Prefill bootstrap failed for request rank={rank} req.rid='{rid(n)}' "
-            f"req.bootstrap_room={r} with exception KVTransferError(bootstrap_room={r}): "
-            f"Request {r} timed out after 300.0s in KVPoll.Bootstrapping")
+    return (
+        f"{prefix(t, tags)} Prefill bootstrap failed for request rank={rank} req.rid='{rid(n)}' "
+        f"req.bootstrap_room={r} with exception KVTransferError(bootstrap_room={r}): "
+        f"Request {r} timed out after 300.0s in KVPoll.Bootstrapping"
+    )
 
 
 def every(start, end, step_s):
@@ -105,7 +115,9 @@ C_DEATH, C_TIMEOUTS = at(11, 0, 0), at(11, 5, 0)  # prefill-1's bootstrap thread
 
 
 def case_decode0() -> list[tuple]:
-    lines = [(t, decode_line(t, running=20, transfer=4)) for t in every(at(9, 0, 1), A_START + dt.timedelta(seconds=1), 2)]
+    lines = [
+        (t, decode_line(t, running=20, transfer=4)) for t in every(at(9, 0, 1), A_START + dt.timedelta(seconds=1), 2)
+    ]
     lines += [(t, health(t)) for t in every(at(9, 0, 3), A_START, 10)]
     lines += [(t, health(t, 503)) for t in A_503]
     lines += [(t, health_failed(t, A_START)) for t in A_FAILED]
@@ -121,7 +133,9 @@ def case_prefill0() -> list[tuple]:
     # serves both decode hosts and goes on throughout; its own bootstrap of decode-0's rooms times out
     lines = [(t, prefill_line(t, inflight=2)) for t in every(at(8, 59), at(9, 25), 3)]
     lines += [(t, health(t)) for t in every(at(8, 59, 4), at(9, 25), 10)]
-    lines += [(A_END + dt.timedelta(seconds=2), bootstrap_timeout(A_END + dt.timedelta(seconds=2), n)) for n in range(24)]
+    lines += [
+        (A_END + dt.timedelta(seconds=2), bootstrap_timeout(A_END + dt.timedelta(seconds=2), n)) for n in range(24)
+    ]
     return lines
 
 
@@ -140,8 +154,9 @@ def case_prefill2() -> list[tuple]:
     # 2 s after decode-5's wait; a consequence, not a wedge of its own
     start, end = A_START + dt.timedelta(seconds=3), A_END + dt.timedelta(seconds=3)
     lines = [(t, prefill_line(t, bootstrap=1, inflight=2)) for t in every(at(9, 0), start, 3)]
-    lines += [(end + dt.timedelta(seconds=2), bootstrap_timeout(end + dt.timedelta(seconds=2), 100 + n))
-              for n in range(6)]
+    lines += [
+        (end + dt.timedelta(seconds=2), bootstrap_timeout(end + dt.timedelta(seconds=2), 100 + n)) for n in range(6)
+    ]
     lines += [(t, prefill_line(t, inflight=1)) for t in every(end + dt.timedelta(seconds=20), at(9, 25), 3)]
     return lines
 
@@ -154,8 +169,12 @@ def case_decode1() -> list[tuple]:
         stop = B_START + dt.timedelta(seconds=1) if dp == 2 else at(10, 20)
         lines += [(t, decode_line(t, tags, running=8)) for t in every(at(9, 50, dp * 0.5), stop, 2)]
     lines += [(t, health(t)) for t in every(at(9, 50, 1), at(10, 20), 10)]
-    lines += [(B_WATCHDOG, f"{prefix(B_WATCHDOG, ' DP2 TP2')} Scheduler watchdog timeout "
-                           "(self.watchdog_timeout=300, self.soft=False)")]
+    lines += [
+        (
+            B_WATCHDOG,
+            f"{prefix(B_WATCHDOG, ' DP2 TP2')} Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
+        )
+    ]
     return lines
 
 
@@ -164,12 +183,19 @@ def case_prefill1() -> list[tuple]:
     # and time out 300 s after they arrived, one every 5 s
     tags = " TP0"
     lines = [(t, prefill_line(t, tags, bootstrap=2, inflight=1)) for t in every(at(10, 50), C_DEATH, 2)]
-    lines.append((C_DEATH, f"{prefix(C_DEATH, tags)} prefill bootstrap_thread died on engine_rank=0; requests to "
-                           "this rank will time out in KVPoll.Bootstrapping"))
+    lines.append(
+        (
+            C_DEATH,
+            f"{prefix(C_DEATH, tags)} prefill bootstrap_thread died on engine_rank=0; requests to "
+            "this rank will time out in KVPoll.Bootstrapping",
+        )
+    )
     lines += [(t, post(t)) for t in every(C_DEATH + dt.timedelta(seconds=1), C_DEATH + dt.timedelta(seconds=60), 5)]
     lines += [(t, health(t)) for t in every(at(10, 50, 1), at(11, 10), 10)]
-    lines += [(t, bootstrap_timeout(t, 200 + i, tags)) for i, t in enumerate(every(C_TIMEOUTS, C_TIMEOUTS
-                                                                                  + dt.timedelta(seconds=60), 5))]
+    lines += [
+        (t, bootstrap_timeout(t, 200 + i, tags))
+        for i, t in enumerate(every(C_TIMEOUTS, C_TIMEOUTS + dt.timedelta(seconds=60), 5))
+    ]
     return lines
 
 
@@ -213,7 +239,9 @@ def case_decode6_desync_then_all() -> list[tuple]:
     for dp, stop in ((0, G_ALL), (1, G_FIRST)):
         tags = f" DP{dp} TP{dp}"
         lines += [(t, decode_line(t, tags, running=4)) for t in every(at(14, 50), stop + dt.timedelta(seconds=1), 2)]
-        lines += [(t, decode_line(t, tags, running=1)) for t in every(G_END + dt.timedelta(seconds=20 + dp), at(15, 10), 2)]
+        lines += [
+            (t, decode_line(t, tags, running=1)) for t in every(G_END + dt.timedelta(seconds=20 + dp), at(15, 10), 2)
+        ]
     lines += [(t, health(t, 503)) for t in every(G_ALL + dt.timedelta(seconds=30), G_END, 10)]
     lines += [(G_END, waiting_timeout(G_END, 300 + n, " DP1 TP1", rank=1)) for n in range(4)]
     return lines
@@ -226,15 +254,25 @@ def case_decode7_lull_ended_by_arrivals() -> list[tuple]:
     back = at(16, 8)
     for n in range(3):
         r = room(700 + n)
-        lines.append((back, f"{prefix(back)} Receive: obj=GenerateReqInput(rid='{rid(700 + n)}', text=None, "
-                            f"input_ids=[0, 128803, …], sampling_params={{'max_new_tokens': 8192}}, stream=False, "
-                            f"bootstrap_host='10.0.3.1', bootstrap_port=8998, bootstrap_room={r})"))
+        lines.append(
+            (
+                back,
+                f"{prefix(back)} Receive: obj=GenerateReqInput(rid='{rid(700 + n)}', text=None, "
+                f"input_ids=[0, 128803, …], sampling_params={{'max_new_tokens': 8192}}, stream=False, "
+                f"bootstrap_host='10.0.3.1', bootstrap_port=8998, bootstrap_room={r})",
+            )
+        )
     done = back + dt.timedelta(seconds=20)
     for n in range(3):
-        lines.append((done, f"{prefix(done)} Finish: obj=GenerateReqInput(rid='{rid(700 + n)}', text=None, …), "
-                            f"out={{'text': '…', 'meta_info': {{'id': '{rid(700 + n)}', 'finish_reason': "
-                            f"{{'type': 'stop', 'matched': 1}}, 'prompt_tokens': 4096, 'completion_tokens': 300, "
-                            f"'cached_tokens': 0, 'e2e_latency': 20.0}}}}"))
+        lines.append(
+            (
+                done,
+                f"{prefix(done)} Finish: obj=GenerateReqInput(rid='{rid(700 + n)}', text=None, …), "
+                f"out={{'text': '…', 'meta_info': {{'id': '{rid(700 + n)}', 'finish_reason': "
+                f"{{'type': 'stop', 'matched': 1}}, 'prompt_tokens': 4096, 'completion_tokens': 300, "
+                f"'cached_tokens': 0, 'e2e_latency': 20.0}}}}",
+            )
+        )
     lines += [(t, decode_line(t, running=3)) for t in every(back + dt.timedelta(seconds=2), at(16, 12), 2)]
     lines += [(t, health(t)) for t in every(at(16, 0), at(16, 12), 10)]
     return lines
@@ -249,18 +287,30 @@ def case_decode8_excerpts_of_two_hours() -> list[tuple]:
     late = at(18, 39, 48)
     for n in range(3):
         r = room(800 + n)
-        lines.append((late, f"{prefix(late, ' TP0')} Decode transfer failed for request rank=0 "
-                            f"decode_req.req.rid='{rid(800 + n)}' decode_req.req.bootstrap_room={r} with exception "
-                            f"KVTransferError(bootstrap_room={r}): Failed to get kvcache from prefill instance, "
-                            "it might be dead"))
+        lines.append(
+            (
+                late,
+                f"{prefix(late, ' TP0')} Decode transfer failed for request rank=0 "
+                f"decode_req.req.rid='{rid(800 + n)}' decode_req.req.bootstrap_room={r} with exception "
+                f"KVTransferError(bootstrap_room={r}): Failed to get kvcache from prefill instance, "
+                "it might be dead",
+            )
+        )
     return lines
 
 
 CASES = {
-    "decode-0": case_decode0, "prefill-0": case_prefill0, "decode-5": case_decode5, "decode-1": case_decode1,
-    "prefill-1": case_prefill1, "decode-2": case_decode2_idle, "decode-3": case_decode3_capture_gap,
-    "decode-4": case_decode4_busy, "decode-6": case_decode6_desync_then_all,
-    "prefill-2": case_prefill2, "decode-7": case_decode7_lull_ended_by_arrivals,
+    "decode-0": case_decode0,
+    "prefill-0": case_prefill0,
+    "decode-5": case_decode5,
+    "decode-1": case_decode1,
+    "prefill-1": case_prefill1,
+    "decode-2": case_decode2_idle,
+    "decode-3": case_decode3_capture_gap,
+    "decode-4": case_decode4_busy,
+    "decode-6": case_decode6_desync_then_all,
+    "prefill-2": case_prefill2,
+    "decode-7": case_decode7_lull_ended_by_arrivals,
     "decode-8": case_decode8_excerpts_of_two_hours,
 }
 
@@ -351,8 +401,7 @@ def test_dead_bootstrap_thread(wedges):
     assert "dead thread" in w["signals"] and "bootstrap_timeout x12" in w["signals"]
 
 
-@pytest.mark.parametrize("host", ["decode-2", "decode-3", "decode-4", "decode-7", "decode-8", "prefill-0",
-                                  "prefill-2"])
+@pytest.mark.parametrize("host", ["decode-2", "decode-3", "decode-4", "decode-7", "decode-8", "prefill-0", "prefill-2"])
 def test_no_wedge_without_stuck_work(wedges, host):
     """Idle between bursts, a capture gap of days, a busy server's ordinary cadence, a lull that the next
     requests end (they arrive, and progress resumes at once), excerpts of two hours side by side (rooms

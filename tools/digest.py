@@ -65,10 +65,30 @@ def digest(keep: Path | None) -> dict:
             for native in ("1", "0"):
                 store = base / f"{label}-native{native}"
                 env = {**os.environ, "FORENSICS_NATIVE": native}
-                subprocess.run([sys.executable, "-m", "forensics.cli", "ingest", *(os.path.relpath(p, ROOT) for p in paths), "--store",
-                                str(store), "-j", "1"], env=env, capture_output=True, cwd=ROOT)
-                out = subprocess.run([sys.executable, "-c", _DIGEST, str(store)], env=env, capture_output=True,
-                                     text=True, cwd=ROOT, check=True)
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "forensics.cli",
+                        "ingest",
+                        *(os.path.relpath(p, ROOT) for p in paths),
+                        "--store",
+                        str(store),
+                        "-j",
+                        "1",
+                    ],
+                    env=env,
+                    capture_output=True,
+                    cwd=ROOT,
+                )
+                out = subprocess.run(
+                    [sys.executable, "-c", _DIGEST, str(store)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    cwd=ROOT,
+                    check=True,
+                )
                 result[f"{label}/native={native}"] = json.loads(out.stdout)
     return result
 
@@ -81,8 +101,12 @@ def main() -> None:
     a = ap.parse_args()
     if a.compare:
         x, y = (json.loads(Path(p).read_text()) for p in a.compare)
-        bad = [(s, t, x.get(s, {}).get(t), y.get(s, {}).get(t)) for s in sorted(set(x) | set(y))
-               for t in sorted(set(x.get(s, {})) | set(y.get(s, {}))) if x.get(s, {}).get(t) != y.get(s, {}).get(t)]
+        bad = [
+            (s, t, x.get(s, {}).get(t), y.get(s, {}).get(t))
+            for s in sorted(set(x) | set(y))
+            for t in sorted(set(x.get(s, {})) | set(y.get(s, {})))
+            if x.get(s, {}).get(t) != y.get(s, {}).get(t)
+        ]
         for row in bad:
             print(*row, sep="\t")
         print(f"{len(bad)} tables differ" if bad else "identical")

@@ -49,11 +49,11 @@ def glog(sev: str, mmdd: str, hms: str, us: int, tid, file: str, line, msg: str,
     return f"{sev}{mmdd} {hms}.{us:06d} {t} {file}:{line}] {msg}"
 
 
-def ucx(secs, us: int, host: str, pid: int, thread: int, file: str, line: int, level: str, msg: str,
-        level_width: int = 5) -> str:
+def ucx(
+    secs, us: int, host: str, pid: int, thread: int, file: str, line: int, level: str, msg: str, level_width: int = 5
+) -> str:
     """A UCX log line: `[<secs>.<us>] [<host>:<pid>:<thread>] <file>:<line> UCX  <level> <msg>`."""
-    return (f"[{secs}.{us:06d}] [{host}:{pid:<5}:{thread}] {file:>17}:{line:<4} UCX  "
-            f"{level:<{level_width}} {msg}")
+    return f"[{secs}.{us:06d}] [{host}:{pid:<5}:{thread}] {file:>17}:{line:<4} UCX  {level:<{level_width}} {msg}"
 
 
 def nixl_py(when: str, level: str, file: str, line: int, msg: str) -> str:
@@ -69,17 +69,29 @@ def server_args(**fields) -> str:
     return "server_args=ServerArgs(" + ", ".join(f"{k}={v!r}" for k, v in fields.items()) + ")"
 
 
-def memory_pool(max_total_num_tokens: int, chunked_prefill_size: int, max_prefill_tokens: int,
-                max_running_requests: int, context_len: int, available_gpu_mem: float) -> str:
-    return (f"max_total_num_tokens={max_total_num_tokens}, chunked_prefill_size={chunked_prefill_size}, "
-            f"max_prefill_tokens={max_prefill_tokens}, max_running_requests={max_running_requests}, "
-            f"context_len={context_len}, available_gpu_mem={available_gpu_mem:.2f} GB")
+def memory_pool(
+    max_total_num_tokens: int,
+    chunked_prefill_size: int,
+    max_prefill_tokens: int,
+    max_running_requests: int,
+    context_len: int,
+    available_gpu_mem: float,
+) -> str:
+    return (
+        f"max_total_num_tokens={max_total_num_tokens}, chunked_prefill_size={chunked_prefill_size}, "
+        f"max_prefill_tokens={max_prefill_tokens}, max_running_requests={max_running_requests}, "
+        f"context_len={context_len}, available_gpu_mem={available_gpu_mem:.2f} GB"
+    )
 
 
 def uvicorn_startup(pid: int) -> tuple[str, ...]:
     """The messages uvicorn logs at INFO while it starts, in order."""
-    return (f"Started server process [{pid}]", "Waiting for application startup.", "Application startup complete.",
-            "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)")
+    return (
+        f"Started server process [{pid}]",
+        "Waiting for application startup.",
+        "Application startup complete.",
+        "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+    )
 
 
 def nixl_backend(name: str) -> str:
@@ -93,34 +105,58 @@ def nixl_agent(agent: str) -> str:
 # -- stats lines ----------------------------------------------------------------------------------
 
 
-def prefill_batch(new_seq: int, new_token: int, cached_token: int, token_usage: float, running_req: int,
-                  queue_req: int, pending_token: int, bootstrap_req: int, inflight_req: int,
-                  input_throughput: float) -> str:
-    return (f"Prefill batch, #new-seq: {new_seq}, #new-token: {new_token}, #cached-token: {cached_token}, "
-            f"token usage: {token_usage:.2f}, #running-req: {running_req}, #queue-req: {queue_req}, "
-            f"#pending-token: {pending_token}, #bootstrap-req: {bootstrap_req}, "
-            f"#inflight-req: {inflight_req}, cuda graph: False, input throughput (token/s): {input_throughput:.2f}")
+def prefill_batch(
+    new_seq: int,
+    new_token: int,
+    cached_token: int,
+    token_usage: float,
+    running_req: int,
+    queue_req: int,
+    pending_token: int,
+    bootstrap_req: int,
+    inflight_req: int,
+    input_throughput: float,
+) -> str:
+    return (
+        f"Prefill batch, #new-seq: {new_seq}, #new-token: {new_token}, #cached-token: {cached_token}, "
+        f"token usage: {token_usage:.2f}, #running-req: {running_req}, #queue-req: {queue_req}, "
+        f"#pending-token: {pending_token}, #bootstrap-req: {bootstrap_req}, "
+        f"#inflight-req: {inflight_req}, cuda graph: False, input throughput (token/s): {input_throughput:.2f}"
+    )
 
 
-def decode_batch(running_req: int, token: int, token_usage: float, prealloc_usage: float, prealloc_req: int,
-                 transfer_req: int, gen_throughput: float, queue_req: int) -> str:
-    return (f"Decode batch, #running-req: {running_req}, #token: {token}, token usage: {token_usage:.2f}, "
-            f"pre-allocated usage: {prealloc_usage:.2f}, #prealloc-req: {prealloc_req}, "
-            f"#transfer-req: {transfer_req}, #retracted-req: 0, cuda graph: True, "
-            f"gen throughput (token/s): {gen_throughput:.2f}, #queue-req: {queue_req}")
+def decode_batch(
+    running_req: int,
+    token: int,
+    token_usage: float,
+    prealloc_usage: float,
+    prealloc_req: int,
+    transfer_req: int,
+    gen_throughput: float,
+    queue_req: int,
+) -> str:
+    return (
+        f"Decode batch, #running-req: {running_req}, #token: {token}, token usage: {token_usage:.2f}, "
+        f"pre-allocated usage: {prealloc_usage:.2f}, #prealloc-req: {prealloc_req}, "
+        f"#transfer-req: {transfer_req}, #retracted-req: 0, cuda graph: True, "
+        f"gen throughput (token/s): {gen_throughput:.2f}, #queue-req: {queue_req}"
+    )
 
 
 # -- request log ----------------------------------------------------------------------------------
 
 
-def req_input(rid: str, sampling_params: str | None, stream: bool, bootstrap_host: str, bootstrap_port,
-              bootstrap_room: int) -> str:
+def req_input(
+    rid: str, sampling_params: str | None, stream: bool, bootstrap_host: str, bootstrap_port, bootstrap_room: int
+) -> str:
     """GenerateReqInput as the request log prints it; without `sampling_params` (None) as level 0 does."""
     sp = f"sampling_params={sampling_params}, return_logprob=False, " if sampling_params is not None else ""
-    return (f"GenerateReqInput(rid='{rid}', {sp}stream={stream}, "
-            f"bootstrap_host='{bootstrap_host}', bootstrap_port={bootstrap_port}, bootstrap_room={bootstrap_room}, "
-            "bootstrap_pair_key=None, decode_tp_size=None, routed_dp_rank=None, data_parallel_rank=None, "
-            "disagg_prefill_dp_rank=None)")
+    return (
+        f"GenerateReqInput(rid='{rid}', {sp}stream={stream}, "
+        f"bootstrap_host='{bootstrap_host}', bootstrap_port={bootstrap_port}, bootstrap_room={bootstrap_room}, "
+        "bootstrap_pair_key=None, decode_tp_size=None, routed_dp_rank=None, data_parallel_rank=None, "
+        "disagg_prefill_dp_rank=None)"
+    )
 
 
 def req_input_brief(rid: str, bootstrap_room: int) -> str:
@@ -135,15 +171,24 @@ def finish(obj: str, out: str) -> str:
     return f"Finish: obj={obj}, out={out}"
 
 
-def meta_info(rid: str, finish_reason: str, prompt_tokens: int, reasoning_tokens: int | None, completion_tokens: int,
-              cached_tokens: int, e2e_latency) -> str:
+def meta_info(
+    rid: str,
+    finish_reason: str,
+    prompt_tokens: int,
+    reasoning_tokens: int | None,
+    completion_tokens: int,
+    cached_tokens: int,
+    e2e_latency,
+) -> str:
     """The `out` of a Finish line; `reasoning_tokens` None leaves that field out.
 
     `e2e_latency` prints as given: a float in full (its repr), or text already rounded."""
     rt = f"'reasoning_tokens': {reasoning_tokens}, " if reasoning_tokens is not None else ""
-    return (f"{{'meta_info': {{'id': '{rid}', 'finish_reason': {finish_reason}, 'prompt_tokens': {prompt_tokens}, "
-            f"'weight_version': 'default', 'num_retractions': 0, {rt}"
-            f"'completion_tokens': {completion_tokens}, 'cached_tokens': {cached_tokens}, 'e2e_latency': {e2e_latency}}}}}")
+    return (
+        f"{{'meta_info': {{'id': '{rid}', 'finish_reason': {finish_reason}, 'prompt_tokens': {prompt_tokens}, "
+        f"'weight_version': 'default', 'num_retractions': 0, {rt}"
+        f"'completion_tokens': {completion_tokens}, 'cached_tokens': {cached_tokens}, 'e2e_latency': {e2e_latency}}}}}"
+    )
 
 
 def finish_length(length: int) -> str:
@@ -180,21 +225,27 @@ def bootstrap_timeout(room: int, seconds: float = 300.0) -> str:
 
 def bootstrap_failed(rank: int, rid: str, room: int, exception: str) -> str:
     """The prefill scheduler's line for a request that failed in its bootstrap queue."""
-    return (f"Prefill bootstrap failed for request rank={rank} req.rid='{rid}' req.bootstrap_room={room} "
-            f"with exception {exception}")
+    return (
+        f"Prefill bootstrap failed for request rank={rank} req.rid='{rid}' req.bootstrap_room={room} "
+        f"with exception {exception}"
+    )
 
 
 def health_check_failed(seconds: float, tic: str, last_heartbeat: str) -> str:
     """The HTTP server's error when a /health generate got no detokenizer output in time (HH:MM:SS)."""
-    return (f"Health check failed. Server couldn't get a response from detokenizer for last {seconds:g} seconds. "
-            f"tic start time: {tic}. last_heartbeat time: {last_heartbeat}")
+    return (
+        f"Health check failed. Server couldn't get a response from detokenizer for last {seconds:g} seconds. "
+        f"tic start time: {tic}. last_heartbeat time: {last_heartbeat}"
+    )
 
 
 def transfer_failed(side: str, rank: int, rid: str, room: int, exception: str) -> str:
     """`side` is "prefill" or "decode"; the decode side names the request through its DecodeRequest."""
     who = "req" if side == "prefill" else "decode_req.req"
-    return (f"{side.capitalize()} transfer failed for request rank={rank} {who}.rid='{rid}' "
-            f"{who}.bootstrap_room={room} with exception {exception}")
+    return (
+        f"{side.capitalize()} transfer failed for request rank={rank} {who}.rid='{rid}' "
+        f"{who}.bootstrap_room={room} with exception {exception}"
+    )
 
 
 def worker_error(room: int) -> str:

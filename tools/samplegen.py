@@ -191,24 +191,49 @@ class _OcIds:
 # -- text banks ----------------------------------------------------------------------------------
 
 TOOLS = {
-    "read": ("Read a file from the workspace.", {"filePath": "string", "offset": "integer", "limit": "integer"}, ["filePath"]),
+    "read": (
+        "Read a file from the workspace.",
+        {"filePath": "string", "offset": "integer", "limit": "integer"},
+        ["filePath"],
+    ),
     "grep": ("Search file contents with a regex.", {"pattern": "string", "path": "string"}, ["pattern"]),
     "bash": ("Run a shell command.", {"command": "string", "timeout": "integer"}, ["command"]),
     "write": ("Write a file.", {"filePath": "string", "content": "string"}, ["filePath", "content"]),
-    "edit": ("Replace text in a file.", {"filePath": "string", "oldString": "string", "newString": "string"},
-             ["filePath", "oldString", "newString"]),
+    "edit": (
+        "Replace text in a file.",
+        {"filePath": "string", "oldString": "string", "newString": "string"},
+        ["filePath", "oldString", "newString"],
+    ),
 }
 SRC = "/home/dev/sglang/python/sglang/srt"
 FILES = [
-    f"{SRC}/disaggregation/nixl/conn.py", f"{SRC}/disaggregation/decode.py", f"{SRC}/disaggregation/prefill.py",
-    f"{SRC}/mem_cache/memory_pool_host.py", f"{SRC}/managers/scheduler.py", f"{SRC}/layers/attention/nsa_backend.py",
-    f"{SRC}/disaggregation/common/conn.py", f"{SRC}/managers/scheduler_components/metrics_reporter.py",
+    f"{SRC}/disaggregation/nixl/conn.py",
+    f"{SRC}/disaggregation/decode.py",
+    f"{SRC}/disaggregation/prefill.py",
+    f"{SRC}/mem_cache/memory_pool_host.py",
+    f"{SRC}/managers/scheduler.py",
+    f"{SRC}/layers/attention/nsa_backend.py",
+    f"{SRC}/disaggregation/common/conn.py",
+    f"{SRC}/managers/scheduler_components/metrics_reporter.py",
 ]
-GREPS = ["get_index_k_with_scale_buffer", "wait_layer_transfer", "KVPoll.WaitingForInput", "def transfer_worker",
-         "NIXL_ERR_SETTLE_TIMEOUT_S", "on_idle", "metadata_buffer_index", "index_k_host"]
-BASH = ["python -m pytest test/srt/test_disaggregation_pd.py -x -q", "git log --oneline -8",
-        "grep -c 'Decode transfer failed' /var/log/sglang/decode-1.log", "nvidia-smi --query-gpu=memory.used --format=csv",
-        "python repro_agent.py --sessions 60 --turns 12", "ls ocbrowse/ses_3f023736bffe5l8DNFRJbsYbwc_analysis/articles/seg_0"]
+GREPS = [
+    "get_index_k_with_scale_buffer",
+    "wait_layer_transfer",
+    "KVPoll.WaitingForInput",
+    "def transfer_worker",
+    "NIXL_ERR_SETTLE_TIMEOUT_S",
+    "on_idle",
+    "metadata_buffer_index",
+    "index_k_host",
+]
+BASH = [
+    "python -m pytest test/srt/test_disaggregation_pd.py -x -q",
+    "git log --oneline -8",
+    "grep -c 'Decode transfer failed' /var/log/sglang/decode-1.log",
+    "nvidia-smi --query-gpu=memory.used --format=csv",
+    "python repro_agent.py --sessions 60 --turns 12",
+    "ls ocbrowse/ses_3f023736bffe5l8DNFRJbsYbwc_analysis/articles/seg_0",
+]
 REASONING = [
     "The failure only shows up under concurrency, so the shared path between transfer and reuse is the suspect.",
     "I need to see where the decode side frees pages after an abort before touching anything.",
@@ -219,8 +244,16 @@ REASONING = [
     "The wedge started right after a mass abort; the scheduler loop is the place to look.",
     "Let me confirm the notification format before parsing chunk indices out of it.",
 ]
-SHORT_CONTENT = ["", "", "", "Checking the transfer path first.", "Reading the relevant code.", "Running the repro.",
-                 "Let me look at the abort handling.", "Writing the article now."]
+SHORT_CONTENT = [
+    "",
+    "",
+    "",
+    "Checking the transfer path first.",
+    "Reading the relevant code.",
+    "Running the repro.",
+    "Let me look at the abort handling.",
+    "Writing the article now.",
+]
 REVIEW_TASKS = [
     "Review the NIXL transfer worker change in disaggregation/nixl/conn.py and flag anything that can free decode pages early.",
     "Check the abort path in disaggregation/decode.py for requests that are still in the transfer queue.",
@@ -268,12 +301,21 @@ ARTICLE = [
     "cache. Evidence before fixes, benchmarks at low and high concurrency, and frequent commits.",
 ]
 TOOL_RESULTS = {
-    "read": ["1148|    def transfer_worker(self, queue):\n1149|        while True:\n1150|            batch = queue.get()",
-             "210|    def _alloc_index_k(self, size):\n211|        # one row per token\n212|        self.index_k_host = torch.empty((size, 132), dtype=torch.uint8)"],
-    "grep": ["memory_pool_host.py:212:        self.index_k_host = torch.empty((size, 132), dtype=torch.uint8)",
-             "nixl/conn.py:1288:            state = self.agent.check_xfer_state(handle)\ndecode.py:611:        if poll == KVPoll.WaitingForInput:"],
-    "bash": ["4 passed, 1 failed in 38.21s", "a91c2e4 disable overlap schedule for PD decode\n77d0b13 size index-K host pool from device dtype",
-             "41", "msg_0_0_7.md\nmsg_0_0_10.md\nmsg_0_0_11.md", "C=1: 54.3 tok/s\nC=32: 529.6 tok/s, 0 errors"],
+    "read": [
+        "1148|    def transfer_worker(self, queue):\n1149|        while True:\n1150|            batch = queue.get()",
+        "210|    def _alloc_index_k(self, size):\n211|        # one row per token\n212|        self.index_k_host = torch.empty((size, 132), dtype=torch.uint8)",
+    ],
+    "grep": [
+        "memory_pool_host.py:212:        self.index_k_host = torch.empty((size, 132), dtype=torch.uint8)",
+        "nixl/conn.py:1288:            state = self.agent.check_xfer_state(handle)\ndecode.py:611:        if poll == KVPoll.WaitingForInput:",
+    ],
+    "bash": [
+        "4 passed, 1 failed in 38.21s",
+        "a91c2e4 disable overlap schedule for PD decode\n77d0b13 size index-K host pool from device dtype",
+        "41",
+        "msg_0_0_7.md\nmsg_0_0_10.md\nmsg_0_0_11.md",
+        "C=1: 54.3 tok/s\nC=32: 529.6 tok/s, 0 errors",
+    ],
     "write": ["Wrote file successfully."],
     "edit": ["Edit applied successfully."],
 }
@@ -283,8 +325,8 @@ def _fenced_markup() -> str:
     return (
         "The leak is easy to recognise once you know the shape. A well-formed V3.2 completion ends with a "
         "complete wrapper, for example:\n\n```\n"
-        f"<{DSML}function_calls>\n<{DSML}invoke name=\"read\">\n"
-        f"<{DSML}parameter name=\"filePath\" string=\"true\">conn.py</{DSML}parameter>\n"
+        f'<{DSML}function_calls>\n<{DSML}invoke name="read">\n'
+        f'<{DSML}parameter name="filePath" string="true">conn.py</{DSML}parameter>\n'
         f"</{DSML}invoke>\n</{DSML}function_calls>\n```\n\n"
         "When the detector fails, that text lands in `content` and `tool_calls` stays empty. The parser change only "
         "affects the streaming path, so non-stream requests are not affected."
@@ -309,6 +351,7 @@ def _quoted_log_reply(g: "_Gen", r: "Req") -> tuple[str, list[dict]]:
 
     Returns the text and what it quotes: {file, text, how}: `how` "quote" is a line's message (after
     its prefix) behind `> `, "fence" a whole line (after the CRI wrapper) inside the fence."""
+
     def recs(h):
         return sorted(g.lines[h], key=lambda x: (x[0], x[1]))
 
@@ -319,12 +362,17 @@ def _quoted_log_reply(g: "_Gen", r: "Req") -> tuple[str, list[dict]]:
             return loglines.sglang(pt, loglines.dp_tags(rank), msg)
         return loglines.sglang(pt, "", msg) if style == "pl" else msg
 
-    aborts = [x[5] for x in recs("decode-0") if x[2] == "transfer_failed" and loglines.ABORTED in x[5] and x[4] == 1][:3]
+    aborts = [x[5] for x in recs("decode-0") if x[2] == "transfer_failed" and loglines.ABORTED in x[5] and x[4] == 1][
+        :3
+    ]
     quoted = [dict(file="decode-0/sglang.log.1.gz", text=a, how="quote") for a in aborts]
-    text = ("decode-0 logged the abort storm as one transfer failure per request that was still waiting for its "
-            "KV when the 80-session agent was killed, for example on DP1:\n\n"
-            + "\n".join(f"> {a}" for a in aborts) + "\n\n"
-            "That is the client going away (`Aborted by AbortReq.`), not a broken transfer.")
+    text = (
+        "decode-0 logged the abort storm as one transfer failure per request that was still waiting for its "
+        "KV when the 80-session agent was killed, for example on DP1:\n\n"
+        + "\n".join(f"> {a}" for a in aborts)
+        + "\n\n"
+        "That is the client going away (`Aborted by AbortReq.`), not a broken transfer."
+    )
     if r.t_arr > T0 + W1:
         d1 = recs("decode-1")
         last = max((x for x in d1 if x[2] == "decode_stats" and x[0] <= T0 + W0), key=lambda x: x[0])
@@ -333,18 +381,26 @@ def _quoted_log_reply(g: "_Gen", r: "Req") -> tuple[str, list[dict]]:
         timeout = next(x for x in d1 if x[2] == "transfer_failed" and "KVPoll.WaitingForInput" in x[5])
         block = [render("decode-1", x) for x in (last, fail, probe, timeout)]
         quoted += [dict(file="decode-1/sglang.log", text=ln, how="fence") for ln in block]
-        text += (" decode-1 is the real problem. Its scheduler printed its last stats line and then nothing for five "
-                 "minutes, while the HTTP side kept answering:\n\n```\n" + "\n".join(block[:3]) + "\n...\n"
-                 + block[3] + "\n```\n\nThe health check saw it (503 from the first failed check on), and every room "
-                 "that was waiting for KV timed out when the loop ran again.")
+        text += (
+            " decode-1 is the real problem. Its scheduler printed its last stats line and then nothing for five "
+            "minutes, while the HTTP side kept answering:\n\n```\n"
+            + "\n".join(block[:3])
+            + "\n...\n"
+            + block[3]
+            + "\n```\n\nThe health check saw it (503 from the first failed check on), and every room "
+            "that was waiting for KV timed out when the loop ran again."
+        )
     pre = recs(PREFILL)
     i = next((i for i, x in enumerate(pre) if x[2] == "exception"), None)
     if i is not None and pre[i][0] < r.t_arr:
         block = [render(PREFILL, pre[i])] + [x[5] for x in pre[i + 1 :] if x[2] == "traceback" and x[0] == pre[i][0]]
         quoted += [dict(file="prefill-0/sglang.log", text=ln, how="fence") for ln in block]
-        text += ("\n\nThe transfer errors came later, from prefill DP2:\n\n```\n" + "\n".join(block)
-                 + "\n```\n\nThe UCX link fault surfaced through `check_xfer_state`; the rooms on that path failed with "
-                 "`NIXL transfer encountered ERR`, and the retries went through once the link recovered.")
+        text += (
+            "\n\nThe transfer errors came later, from prefill DP2:\n\n```\n"
+            + "\n".join(block)
+            + "\n```\n\nThe UCX link fault surfaced through `check_xfer_state`; the rooms on that path failed with "
+            "`NIXL transfer encountered ERR`, and the retries went through once the link recovered."
+        )
     return text, quoted
 
 
@@ -353,15 +409,24 @@ def _dsml_invoke(rng: random.Random) -> str:
     params = []
     for k, v in args.items():
         sv = v if isinstance(v, str) else json.dumps(v)
-        params.append(f"<{DSML}parameter name=\"{k}\" string=\"{'true' if isinstance(v, str) else 'false'}\">{sv}</{DSML}parameter>")
-    return f"<{DSML}invoke name=\"{name}\">\n" + "\n".join(params) + f"\n</{DSML}invoke>"
+        params.append(
+            f'<{DSML}parameter name="{k}" string="{"true" if isinstance(v, str) else "false"}">{sv}</{DSML}parameter>'
+        )
+    return f'<{DSML}invoke name="{name}">\n' + "\n".join(params) + f"\n</{DSML}invoke>"
 
 
 def _leak_text(rng: random.Random, subtype: str) -> tuple[str, str]:
     """(content, reasoning) of a parse-leak reply."""
     invoke = _dsml_invoke(rng)
-    lead = rng.choice(["Reading both call sites.", "Let me open the file.", "Checking the transfer worker.",
-                       "I'll look at the abort path next.", "Running the tests again."])
+    lead = rng.choice(
+        [
+            "Reading both call sites.",
+            "Let me open the file.",
+            "Checking the transfer worker.",
+            "I'll look at the abort path next.",
+            "Running the tests again.",
+        ]
+    )
     reasoning = rng.choice(REASONING)
     if subtype == "dsml_in_content":
         if rng.random() < 0.5:
@@ -370,23 +435,51 @@ def _leak_text(rng: random.Random, subtype: str) -> tuple[str, str]:
     if subtype == "dsml_with_eos":  # decoded with skip_special_tokens=False: EOS leaks too
         return f"{lead}\n\n<{DSML}function_calls>\n{invoke}\n</{DSML}function_calls>{EOS}", reasoning
     if subtype == "unterminated_dsml":
-        return f"{lead}\n\n<{DSML}function_calls>\n{invoke}\n<{DSML}invoke name=\"{rng.choice(list(TOOLS))}\">\n", reasoning
+        return (
+            f'{lead}\n\n<{DSML}function_calls>\n{invoke}\n<{DSML}invoke name="{rng.choice(list(TOOLS))}">\n',
+            reasoning,
+        )
     if subtype == "bare_invoke":
         return f"{lead}\n\n{invoke}", reasoning
     # dsml_in_reasoning: the model skipped </think>, the block stays in reasoning_content
     return "", f"{reasoning}\n\n<{DSML}function_calls>\n{invoke}\n</{DSML}function_calls>"
 
 
-CJK_BITS = ["但是这个缓冲区的", "常规的旧数据", "完全错误", "然后", "错误的上下文", "消失了", "索引键", "传输队列", "重新开始",
-            "页面已经释放", "我们需要"]
-LOOP_UNITS = ["I'll write() ", "the index keys ", "Let me check ", "write(", "<invoke name=\"write\"> ", "1. [1] ",
-              "and then the ", "!!"]
+CJK_BITS = [
+    "但是这个缓冲区的",
+    "常规的旧数据",
+    "完全错误",
+    "然后",
+    "错误的上下文",
+    "消失了",
+    "索引键",
+    "传输队列",
+    "重新开始",
+    "页面已经释放",
+    "我们需要",
+]
+LOOP_UNITS = [
+    "I'll write() ",
+    "the index keys ",
+    "Let me check ",
+    "write(",
+    '<invoke name="write"> ',
+    "1. [1] ",
+    "and then the ",
+    "!!",
+]
 
 
 def _incoherent_text(rng: random.Random, subtype: str) -> str:
     if subtype == "repetition_loop":
-        lead = rng.choice(["Now I'll write the article for this chunk. ", "Reading the next file. ",
-                           "The transfer completed, so ", ""])
+        lead = rng.choice(
+            [
+                "Now I'll write the article for this chunk. ",
+                "Reading the next file. ",
+                "The transfer completed, so ",
+                "",
+            ]
+        )
         unit = rng.choice(LOOP_UNITS)
         return lead + unit * max(24, 260 // len(unit) + rng.randint(0, 12))
     if subtype == "script_switch":
@@ -396,16 +489,48 @@ def _incoherent_text(rng: random.Random, subtype: str) -> str:
             slots = [i for i in range(1, len(words)) if alpha(words[i - 1]) and alpha(words[i])]
             words.insert(rng.choice(slots), rng.choice(CJK_BITS))
         return " ".join(words)
-    words = ["ins", " ", "3", "Q", "/", "but", "but", "about", "you", "about", "you", ",", "k", "v", "the", ";",
-             "of", "to", "(", ")", "]]", "s", "m", "!", "\ufffd", "a"]
+    words = [
+        "ins",
+        " ",
+        "3",
+        "Q",
+        "/",
+        "but",
+        "but",
+        "about",
+        "you",
+        "about",
+        "you",
+        ",",
+        "k",
+        "v",
+        "the",
+        ";",
+        "of",
+        "to",
+        "(",
+        ")",
+        "]]",
+        "s",
+        "m",
+        "!",
+        "\ufffd",
+        "a",
+    ]
     return " ".join(rng.choice(words) for _ in range(rng.randint(70, 90)))
 
 
 PARSE_LEAK = ("dsml_in_content", "dsml_with_eos", "unterminated_dsml", "bare_invoke", "dsml_in_reasoning")
 INCOHERENT = ("repetition_loop", "script_switch", "token_salad")
 SIGNATURES = {
-    "dsml_in_content": ["S1", "S10"], "dsml_with_eos": ["S1", "S7", "S10"], "unterminated_dsml": ["S1", "S3", "S10"], "bare_invoke": ["S1", "S4", "S10"],
-    "dsml_in_reasoning": ["S2", "S9"], "repetition_loop": ["S12"], "script_switch": ["S13"], "token_salad": ["S14"],
+    "dsml_in_content": ["S1", "S10"],
+    "dsml_with_eos": ["S1", "S7", "S10"],
+    "unterminated_dsml": ["S1", "S3", "S10"],
+    "bare_invoke": ["S1", "S4", "S10"],
+    "dsml_in_reasoning": ["S2", "S9"],
+    "repetition_loop": ["S12"],
+    "script_switch": ["S13"],
+    "token_salad": ["S14"],
 }
 
 # -- simulation records ----------------------------------------------------------------------------
@@ -442,7 +567,9 @@ class Req:
         self.segs: list[tuple[float, float]] = []
         self.speed = 0.0
         self.p_out = None  # 'ok' | 'aborted' | 'fail' | 'late_abort'
-        self.d_out = None  # 'ok' | 'aborted_transfer' | 'aborted_running' | 'fail' | 'timeout' | 'ctxcorrupt' | 'late_abort'
+        self.d_out = (
+            None  # 'ok' | 'aborted_transfer' | 'aborted_running' | 'fail' | 'timeout' | 'ctxcorrupt' | 'late_abort'
+        )
         self.t_p_end = self.t_d_end = None
         self.t_pabort = self.t_dabort = None
         self.t_fail = None
@@ -470,7 +597,9 @@ class _Gen:
         self.lines: dict[str, list] = {h: [] for h in HOSTS}
         self.pstats: list[dict] = []
         self.rr = {h: 0 for h in HOSTS}
-        self.ranks = [dict(idx=r, queue=[], busy=False, last_line=None, kv=0, booting=[], inflight=[]) for r in range(DP)]
+        self.ranks = [
+            dict(idx=r, queue=[], busy=False, last_line=None, kv=0, booting=[], inflight=[]) for r in range(DP)
+        ]
         self.agents = {h: [_uuid4(self.rng) for _ in range(DP)] for h in HOSTS}
         self.ksum_rooms: list[Req] = []
         self.fault_reqs: list[Req] = []
@@ -559,10 +688,26 @@ class _Gen:
                 completion = rng.randint(1600, 2600)
             reasoning = int(completion * rng.uniform(0.15, 0.55 if final else 0.7))
         stream = s.stream
-        r = Req(idx=len(self.reqs), kind=s.agent, sess=s, turn=len(s.reqs), t_arr=t, prompt=prompt, cached=cached,
-                completion=completion, reasoning=reasoning, final=final, stream=stream,
-                max_new=32768 if s.agent == "writer" else 16384, room=self.room(), p_rid=self.rid(), d_rid=self.rid(),
-                forced=s.forced, ksum=_hex(rng, 16), kv_ksum=rng.random() < 0.1)
+        r = Req(
+            idx=len(self.reqs),
+            kind=s.agent,
+            sess=s,
+            turn=len(s.reqs),
+            t_arr=t,
+            prompt=prompt,
+            cached=cached,
+            completion=completion,
+            reasoning=reasoning,
+            final=final,
+            stream=stream,
+            max_new=32768 if s.agent == "writer" else 16384,
+            room=self.room(),
+            p_rid=self.rid(),
+            d_rid=self.rid(),
+            forced=s.forced,
+            ksum=_hex(rng, 16),
+            kv_ksum=rng.random() < 0.1,
+        )
         s.reqs.append(r)
         self.reqs.append(r)
         return r
@@ -747,9 +892,26 @@ class _Gen:
             self.push(t, "rank", rank)
 
     def ev_health(self, t: float, _) -> None:
-        r = Req(idx=-1, kind="health", sess=None, turn=0, t_arr=t, prompt=1, cached=0, completion=1, reasoning=0,
-                final=True, stream=False, max_new=1, room=0, p_rid="HEALTH_CHECK_" + self.rid(), d_rid=None,
-                forced=None, ksum=None, kv_ksum=False)
+        r = Req(
+            idx=-1,
+            kind="health",
+            sess=None,
+            turn=0,
+            t_arr=t,
+            prompt=1,
+            cached=0,
+            completion=1,
+            reasoning=0,
+            final=True,
+            stream=False,
+            max_new=1,
+            room=0,
+            p_rid="HEALTH_CHECK_" + self.rid(),
+            d_rid=None,
+            forced=None,
+            ksum=None,
+            kv_ksum=False,
+        )
         r.p_rank = self.rr[PREFILL] % DP
         self.rr[PREFILL] += 1
         r.t_boot = t + 0.0015
@@ -787,15 +949,34 @@ class _Gen:
         new_tok = sum(k for _, k in items)
         last = rank["last_line"]
         thr = new_tok / max(t - last, 0.05) if last is not None else new_tok / 1.0
-        st = dict(t=t, rank=rank["idx"], new_seq=len(items), new_token=new_tok, cached_token=cached,
-                  token_usage=round(rank["kv"] / MAX_TOTAL_P, 2),
-                  running_req=sum(1 for r, k in items if r.done + k < r.new_tokens), queue_req=len(waiting),
-                  pending_token=sum(r.new_tokens - r.done for r in waiting), bootstrap_req=len(rank["booting"]),
-                  inflight_req=len(rank["inflight"]), input_throughput=round(thr, 2))
+        st = dict(
+            t=t,
+            rank=rank["idx"],
+            new_seq=len(items),
+            new_token=new_tok,
+            cached_token=cached,
+            token_usage=round(rank["kv"] / MAX_TOTAL_P, 2),
+            running_req=sum(1 for r, k in items if r.done + k < r.new_tokens),
+            queue_req=len(waiting),
+            pending_token=sum(r.new_tokens - r.done for r in waiting),
+            bootstrap_req=len(rank["booting"]),
+            inflight_req=len(rank["inflight"]),
+            input_throughput=round(thr, 2),
+        )
         rank["last_line"] = t
         self.pstats.append(st)
-        msg = loglines.prefill_batch(st["new_seq"], new_tok, cached, st["token_usage"], st["running_req"], st["queue_req"],
-                                     st["pending_token"], st["bootstrap_req"], st["inflight_req"], thr)
+        msg = loglines.prefill_batch(
+            st["new_seq"],
+            new_tok,
+            cached,
+            st["token_usage"],
+            st["running_req"],
+            st["queue_req"],
+            st["pending_token"],
+            st["bootstrap_req"],
+            st["inflight_req"],
+            thr,
+        )
         self.line(PREFILL, t, "prefill_stats", "sg", msg, rank["idx"])
         rank["busy"] = True
         self.push(t + fwd, "bend", (rank, items))
@@ -819,8 +1000,17 @@ class _Gen:
             last = r.done >= r.new_tokens
             post = t + rng.uniform(0.0003, 0.0008)
             nbytes = tokens * KV_BYTES_PER_TOKEN
-            r.units.append(dict(kind="kv", chunk=c, is_last=last, bytes=nbytes, post=post,
-                                done=post + nbytes / XFER_BW + rng.uniform(0.0004, 0.0012), fail=False))
+            r.units.append(
+                dict(
+                    kind="kv",
+                    chunk=c,
+                    is_last=last,
+                    bytes=nbytes,
+                    post=post,
+                    done=post + nbytes / XFER_BW + rng.uniform(0.0004, 0.0012),
+                    fail=False,
+                )
+            )
             if last:
                 rank["queue"].remove(r)
                 self.finish_prefill(r, rank, t)
@@ -832,8 +1022,17 @@ class _Gen:
         lastkv = r.units[-1]
         for kind, nbytes in (("index_k", r.prompt * INDEXK_BYTES_PER_TOKEN), ("aux", AUX_BYTES)):
             post = lastkv["post"] + rng.uniform(0.00003, 0.00012)
-            r.units.append(dict(kind=kind, chunk=None, is_last=None, bytes=nbytes, post=post,
-                                done=post + nbytes / XFER_BW + rng.uniform(0.0003, 0.0009), fail=False))
+            r.units.append(
+                dict(
+                    kind=kind,
+                    chunk=None,
+                    is_last=None,
+                    bytes=nbytes,
+                    post=post,
+                    done=post + nbytes / XFER_BW + rng.uniform(0.0003, 0.0009),
+                    fail=False,
+                )
+            )
         rel = lastkv["post"] - T0
         on_path = (r.p_rank, r.d_host, r.d_rank) == FAULT_PATH
         if r.forced == "fail" or (on_path and F0 <= rel < F0 + FAULT_LEN and r.forced is None):
@@ -959,37 +1158,96 @@ class _Gen:
         for h in HOSTS:
             role = "prefill" if h == PREFILL else "decode"
             t = T0 + LOG_START + (0 if h == PREFILL else rng.uniform(2, 6))
-            self.line(h, t, "log", "pl", loglines.server_args(
-                model_path=MODEL_PATH, served_model_name=MODEL, tp_size=DP, dp_size=DP, ep_size=DP, enable_dp_attention=True,
-                disaggregation_mode=role, disaggregation_transfer_backend="nixl", disaggregation_bootstrap_port=BOOTSTRAP_PORT,
-                chunked_prefill_size=CHUNK, max_prefill_tokens=MAX_PREFILL, kv_cache_dtype="fp8_e4m3", log_requests=True,
-                log_requests_level=1, decode_log_interval=DECODE_LOG_INTERVAL, disable_overlap_schedule=False,
-                enable_metrics=True))
+            self.line(
+                h,
+                t,
+                "log",
+                "pl",
+                loglines.server_args(
+                    model_path=MODEL_PATH,
+                    served_model_name=MODEL,
+                    tp_size=DP,
+                    dp_size=DP,
+                    ep_size=DP,
+                    enable_dp_attention=True,
+                    disaggregation_mode=role,
+                    disaggregation_transfer_backend="nixl",
+                    disaggregation_bootstrap_port=BOOTSTRAP_PORT,
+                    chunked_prefill_size=CHUNK,
+                    max_prefill_tokens=MAX_PREFILL,
+                    kv_cache_dtype="fp8_e4m3",
+                    log_requests=True,
+                    log_requests_level=1,
+                    decode_log_interval=DECODE_LOG_INTERVAL,
+                    disable_overlap_schedule=False,
+                    enable_metrics=True,
+                ),
+            )
             t += 14 + rng.uniform(0, 3)
             for d in range(DP):
                 td = t + d * 0.011 + rng.uniform(0, 0.004)
                 pid = SCHED_PID0[h] + d
                 mt = MAX_TOTAL_P if h == PREFILL else MAX_TOTAL_D
-                self.line(h, td, "log", "sg", loglines.memory_pool(mt, CHUNK, MAX_PREFILL, 64 if h == PREFILL else 256, 163840,
-                                                                   rng.uniform(16.5, 19.5)), d)
+                self.line(
+                    h,
+                    td,
+                    "log",
+                    "sg",
+                    loglines.memory_pool(
+                        mt, CHUNK, MAX_PREFILL, 64 if h == PREFILL else 256, 163840, rng.uniform(16.5, 19.5)
+                    ),
+                    d,
+                )
                 tn = td + 1.7 + rng.uniform(0, 0.2)
                 if h == PREFILL:
-                    self.line(h, tn, "nixl", "absl", ("I", pid, "nixl_agent.cpp", 131, "NIXL version: 1.3.0 (git: 5d2e1f0)"))
-                    for k, (key, val) in enumerate((("ADDRESS_VERSION", "v2"), ("RNDV_THRESH", "inf"), ("MAX_RMA_RAILS", "2"))):
-                        self.line(h, tn + 0.0004 * (k + 1), "nixl", "absl", ("I", pid, "config.cpp", 43, f"Modified UCX config: {key}={val}"))
-                    self.line(h, tn + 0.0021, "ucx", "ucx", (pid, 0, "ucp_context.c", 2339, "INFO",
-                                                             "Version 1.19.0 (loaded from /opt/ucx/lib/libucp.so.0)"))
+                    self.line(
+                        h, tn, "nixl", "absl", ("I", pid, "nixl_agent.cpp", 131, "NIXL version: 1.3.0 (git: 5d2e1f0)")
+                    )
+                    for k, (key, val) in enumerate(
+                        (("ADDRESS_VERSION", "v2"), ("RNDV_THRESH", "inf"), ("MAX_RMA_RAILS", "2"))
+                    ):
+                        self.line(
+                            h,
+                            tn + 0.0004 * (k + 1),
+                            "nixl",
+                            "absl",
+                            ("I", pid, "config.cpp", 43, f"Modified UCX config: {key}={val}"),
+                        )
+                    self.line(
+                        h,
+                        tn + 0.0021,
+                        "ucx",
+                        "ucx",
+                        (
+                            pid,
+                            0,
+                            "ucp_context.c",
+                            2339,
+                            "INFO",
+                            "Version 1.19.0 (loaded from /opt/ucx/lib/libucp.so.0)",
+                        ),
+                    )
                 self.line(h, tn + 0.004, "nixl_py", "npy", ("INFO", "_api.py", 212, loglines.nixl_backend("UCX")))
-                self.line(h, tn + 0.009, "nixl_py", "npy", ("INFO", "_api.py", 234, loglines.nixl_agent(self.agents[h][d])))
+                self.line(
+                    h, tn + 0.009, "nixl_py", "npy", ("INFO", "_api.py", 234, loglines.nixl_agent(self.agents[h][d]))
+                )
                 self.line(h, tn + 0.012, "log", "sg", "NIXL KVManager initialized with backend: UCX", d)
             t += 6
             if h == PREFILL:
-                self.line(h, t, "log", "pl", f"CommonKVBootstrapServer started successfully on 0.0.0.0:{BOOTSTRAP_PORT}")
+                self.line(
+                    h, t, "log", "pl", f"CommonKVBootstrapServer started successfully on 0.0.0.0:{BOOTSTRAP_PORT}"
+                )
             for msg in loglines.uvicorn_startup(MAIN_PID[h]):
                 t += 0.002
                 self.line(h, t, "uvicorn", "uv", ("INFO", msg))
             t += 0.6
-            self.line(h, t, "http_access", "pl", loglines.access("127.0.0.1", rng.randint(40000, 60000), "GET", "/get_model_info", 200))
+            self.line(
+                h,
+                t,
+                "http_access",
+                "pl",
+                loglines.access("127.0.0.1", rng.randint(40000, 60000), "GET", "/get_model_info", 200),
+            )
             self.line(h, t + 0.01, "log", "pl", "Start of pd disaggregation warmup ...")
             self.line(h, t + 2.3, "log", "pl", f"Disaggregation warmup requests completed for all {DP} DP ranks")
             self.line(h, t + 2.31, "log", "pl", "End of disaggregation warmup")
@@ -1006,7 +1264,9 @@ class _Gen:
         return loglines.req_input(rid, sp, r.stream, bh, bp, room)
 
     def access(self, host: str, t: float, method: str, path: str, status: int, ip: str = ROUTER_IP) -> None:
-        self.line(host, t, "http_access", "pl", loglines.access(ip, self.rng.randint(32768, 60999), method, path, status))
+        self.line(
+            host, t, "http_access", "pl", loglines.access(ip, self.rng.randint(32768, 60999), method, path, status)
+        )
 
     def kubelet_probes(self) -> None:
         """decode-1's k8s probes of /health, and what its HTTP side logs for them while the scheduler is stuck.
@@ -1027,8 +1287,13 @@ class _Gen:
         self.health_fails = fails
         for t in fails:
             hms = lambda x: _pfx_time(x + off)[11:]  # noqa: E731
-            self.line(h, t, "health_check_failed", "pl", loglines.health_check_failed(
-                HEALTH_CHECK_TIMEOUT, hms(t - HEALTH_CHECK_TIMEOUT), hms(lo)))
+            self.line(
+                h,
+                t,
+                "health_check_failed",
+                "pl",
+                loglines.health_check_failed(HEALTH_CHECK_TIMEOUT, hms(t - HEALTH_CHECK_TIMEOUT), hms(lo)),
+            )
             self.access(h, t + 0.0006, "GET", "/health", 503, KUBELET_IP)
         n503 = len(fails)
         t = T0 + LOG_START + 45 + rng.uniform(0, 1)
@@ -1046,9 +1311,19 @@ class _Gen:
     def request_lines(self) -> None:
         rng = self.rng
         for r in self.health:
-            self.line(PREFILL, r.t_arr + 0.0008, "request_received", "pl", loglines.receive(self.gri(r.p_rid, 0, r, True)))
-            self.line(PREFILL, r.t_pf_fin, "request_finished", "pl", loglines.finish(
-                self.gri(r.p_rid, 0, r, True), loglines.meta_info(r.p_rid, loglines.finish_length(1), 1, 0, 1, 0, r.t_pf_fin - r.t_arr)))
+            self.line(
+                PREFILL, r.t_arr + 0.0008, "request_received", "pl", loglines.receive(self.gri(r.p_rid, 0, r, True))
+            )
+            self.line(
+                PREFILL,
+                r.t_pf_fin,
+                "request_finished",
+                "pl",
+                loglines.finish(
+                    self.gri(r.p_rid, 0, r, True),
+                    loglines.meta_info(r.p_rid, loglines.finish_length(1), 1, 0, 1, 0, r.t_pf_fin - r.t_arr),
+                ),
+            )
             self.access(PREFILL, r.t_pf_fin + 0.0004, "GET", "/health", 200)
         for h in DECODES:
             t = T0 + LOG_START + 70 + (21 if h == "decode-0" else 37)
@@ -1057,14 +1332,39 @@ class _Gen:
                 t += 60.0
                 if h == "decode-1" and T0 + W0 - 1 <= th < T0 + W1 + 1:
                     continue  # the router's probes time out; nothing reaches the wedged server
-                hr = Req(idx=-1, kind="health", sess=None, turn=0, t_arr=th, prompt=1, cached=0, completion=1,
-                         reasoning=0, final=True, stream=False, max_new=1, room=0, p_rid=None, d_rid=None, forced=None,
-                         ksum=None, kv_ksum=False)
+                hr = Req(
+                    idx=-1,
+                    kind="health",
+                    sess=None,
+                    turn=0,
+                    t_arr=th,
+                    prompt=1,
+                    cached=0,
+                    completion=1,
+                    reasoning=0,
+                    final=True,
+                    stream=False,
+                    max_new=1,
+                    room=0,
+                    p_rid=None,
+                    d_rid=None,
+                    forced=None,
+                    ksum=None,
+                    kv_ksum=False,
+                )
                 rid = "HEALTH_CHECK_" + self.rid()
                 fin = th + rng.uniform(0.04, 0.09)
                 self.line(h, th + 0.0008, "request_received", "pl", loglines.receive(self.gri(rid, 0, hr, True)))
-                self.line(h, fin, "request_finished", "pl", loglines.finish(
-                    self.gri(rid, 0, hr, True), loglines.meta_info(rid, loglines.finish_length(1), 1, 0, 1, 0, fin - th)))
+                self.line(
+                    h,
+                    fin,
+                    "request_finished",
+                    "pl",
+                    loglines.finish(
+                        self.gri(rid, 0, hr, True),
+                        loglines.meta_info(rid, loglines.finish_length(1), 1, 0, 1, 0, fin - th),
+                    ),
+                )
                 self.access(h, fin + 0.0004, "GET", "/health", 200)
                 self.health_count[h] = self.health_count.get(h, 0) + 1
         warned = warned_boot = False
@@ -1077,102 +1377,290 @@ class _Gen:
             room = r.room
             # prefill side
             if r.p_out in ("ok",):
-                self.line(P, r.t_pf_fin, "request_finished", "pl", loglines.finish(pobj, loglines.meta_info(
-                    r.p_rid, loglines.finish_length(0), r.prompt, 0, 1, r.cached, r.t_pf_fin - tp)))
+                self.line(
+                    P,
+                    r.t_pf_fin,
+                    "request_finished",
+                    "pl",
+                    loglines.finish(
+                        pobj,
+                        loglines.meta_info(
+                            r.p_rid, loglines.finish_length(0), r.prompt, 0, 1, r.cached, r.t_pf_fin - tp
+                        ),
+                    ),
+                )
                 self.access(P, r.t_pf_fin + 0.0004, "POST", "/generate", 200)
                 if getattr(r, "late_p", None):
-                    self.line(P, r.late_p, "abort", "pl", f"Abort request for rid={r.p_rid} not found in rid_to_state; "
-                              "likely already finished/removed.")
+                    self.line(
+                        P,
+                        r.late_p,
+                        "abort",
+                        "pl",
+                        f"Abort request for rid={r.p_rid} not found in rid_to_state; likely already finished/removed.",
+                    )
             elif r.p_out == "aborted":
-                self.line(P, r.t_p_end + 0.0005, "request_finished", "pl", loglines.finish(pobj, loglines.meta_info(
-                    r.p_rid, loglines.finish_abort(loglines.ABORTED, "None"), r.prompt, 0, 0, r.cached if r.t_pf_start else 0,
-                    r.t_p_end - tp)))
+                self.line(
+                    P,
+                    r.t_p_end + 0.0005,
+                    "request_finished",
+                    "pl",
+                    loglines.finish(
+                        pobj,
+                        loglines.meta_info(
+                            r.p_rid,
+                            loglines.finish_abort(loglines.ABORTED, "None"),
+                            r.prompt,
+                            0,
+                            0,
+                            r.cached if r.t_pf_start else 0,
+                            r.t_p_end - tp,
+                        ),
+                    ),
+                )
             elif r.p_out == "bootstrap_timeout":
                 if not warned_boot:
                     warned_boot = True
-                    self.line(P, r.t_p_end - 0.0005, "log", "sg",
-                              "Some requests timed out when bootstrapping, which means prefill instances fail to receive "
-                              "the KV indices from the decode instance of this request. If a greater mean TTFT is "
-                              "acceptable, you can 'export SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=600' (10 minutes) to "
-                              "relax the timeout condition. ", r.p_rank)
-                self.line(P, r.t_p_end, "bootstrap_failed", "sg",
-                          loglines.bootstrap_failed(r.p_rank, r.p_rid, room, r.p_error), r.p_rank)
-                self.line(P, r.t_p_end + 0.0006, "request_finished", "pl", loglines.finish(pobj, loglines.meta_info(
-                    r.p_rid, loglines.finish_abort(r.p_error, 500), r.prompt, 0, 0, 0, r.t_p_end - tp)))
+                    self.line(
+                        P,
+                        r.t_p_end - 0.0005,
+                        "log",
+                        "sg",
+                        "Some requests timed out when bootstrapping, which means prefill instances fail to receive "
+                        "the KV indices from the decode instance of this request. If a greater mean TTFT is "
+                        "acceptable, you can 'export SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=600' (10 minutes) to "
+                        "relax the timeout condition. ",
+                        r.p_rank,
+                    )
+                self.line(
+                    P,
+                    r.t_p_end,
+                    "bootstrap_failed",
+                    "sg",
+                    loglines.bootstrap_failed(r.p_rank, r.p_rid, room, r.p_error),
+                    r.p_rank,
+                )
+                self.line(
+                    P,
+                    r.t_p_end + 0.0006,
+                    "request_finished",
+                    "pl",
+                    loglines.finish(
+                        pobj,
+                        loglines.meta_info(
+                            r.p_rid, loglines.finish_abort(r.p_error, 500), r.prompt, 0, 0, 0, r.t_p_end - tp
+                        ),
+                    ),
+                )
                 self.access(P, r.t_p_end + 0.0009, "POST", "/generate", 500)
             elif r.p_out == "fail":
                 reason = loglines.kv_transfer_error(room, loglines.nixl_transfer_err(room))
                 tf = r.t_fail
-                self.line(P, tf - 0.00004, "ucx", "ucx", (SCHED_PID0[P] + r.p_rank, 2, "ib_mlx5.c", 350, "ERROR",
-                          "mlx5_3: completion with error (transport retry counter exceeded)"))
-                self.line(P, tf + 0.00002, "nixl", "absl", ("W", SCHED_PID0[P] + r.p_rank + 56, "ucx_utils.cpp", 65,
-                                                            "Unexpected UCX error: Input/output error"))
-                self.line(P, tf + 0.00006, "nixl", "absl", ("E", SCHED_PID0[P] + r.p_rank + 56, "nixl_agent.cpp", 1149,
-                                                            "getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND"))
+                self.line(
+                    P,
+                    tf - 0.00004,
+                    "ucx",
+                    "ucx",
+                    (
+                        SCHED_PID0[P] + r.p_rank,
+                        2,
+                        "ib_mlx5.c",
+                        350,
+                        "ERROR",
+                        "mlx5_3: completion with error (transport retry counter exceeded)",
+                    ),
+                )
+                self.line(
+                    P,
+                    tf + 0.00002,
+                    "nixl",
+                    "absl",
+                    (
+                        "W",
+                        SCHED_PID0[P] + r.p_rank + 56,
+                        "ucx_utils.cpp",
+                        65,
+                        "Unexpected UCX error: Input/output error",
+                    ),
+                )
+                self.line(
+                    P,
+                    tf + 0.00006,
+                    "nixl",
+                    "absl",
+                    (
+                        "E",
+                        SCHED_PID0[P] + r.p_rank + 56,
+                        "nixl_agent.cpp",
+                        1149,
+                        "getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND",
+                    ),
+                )
                 if r is min(self.fault_reqs, key=lambda q: q.t_fail):
                     self.line(P, tf + 0.002, "exception", "sg", loglines.worker_error(room), r.p_rank)
-                    for i, tb in enumerate((
-                        loglines.TRACEBACK,
-                        loglines.frame(loglines.CONN_PY, 1153, "transfer_worker"),
-                        "    states = self._settle_batch(batch, handles)",
-                        loglines.frame(loglines.CONN_PY, 1288, "_settle_batch"),
-                        "    state = self.agent.check_xfer_state(handle)",
-                        loglines.frame("/usr/local/lib/python3.12/dist-packages/nixl_cu12/_api.py", 612, "check_xfer_state"),
-                        "    status = self.agent.getXferStatus(handle)",
-                        "nixl_cu12._bindings.nixlBackendError: NIXL_ERR_BACKEND",
-                    )):
+                    for i, tb in enumerate(
+                        (
+                            loglines.TRACEBACK,
+                            loglines.frame(loglines.CONN_PY, 1153, "transfer_worker"),
+                            "    states = self._settle_batch(batch, handles)",
+                            loglines.frame(loglines.CONN_PY, 1288, "_settle_batch"),
+                            "    state = self.agent.check_xfer_state(handle)",
+                            loglines.frame(
+                                "/usr/local/lib/python3.12/dist-packages/nixl_cu12/_api.py", 612, "check_xfer_state"
+                            ),
+                            "    status = self.agent.getXferStatus(handle)",
+                            "nixl_cu12._bindings.nixlBackendError: NIXL_ERR_BACKEND",
+                        )
+                    ):
                         self.line(P, tf + 0.002, "traceback", "raw", tb)
-                self.line(P, r.t_p_end, "transfer_failed", "sg",
-                          loglines.transfer_failed("prefill", r.p_rank, r.p_rid, room, reason), r.p_rank)
-                self.line(P, r.t_p_end + 0.0006, "request_finished", "pl", loglines.finish(pobj, loglines.meta_info(
-                    r.p_rid, loglines.finish_abort(reason, 500), r.prompt, 0, 0, r.cached, r.t_p_end - tp)))
+                self.line(
+                    P,
+                    r.t_p_end,
+                    "transfer_failed",
+                    "sg",
+                    loglines.transfer_failed("prefill", r.p_rank, r.p_rid, room, reason),
+                    r.p_rank,
+                )
+                self.line(
+                    P,
+                    r.t_p_end + 0.0006,
+                    "request_finished",
+                    "pl",
+                    loglines.finish(
+                        pobj,
+                        loglines.meta_info(
+                            r.p_rid, loglines.finish_abort(reason, 500), r.prompt, 0, 0, r.cached, r.t_p_end - tp
+                        ),
+                    ),
+                )
                 self.access(P, r.t_p_end + 0.0009, "POST", "/generate", 500)
             # decode side
             o = r.d_out
             if o == "ok":
                 # uvicorn logs a streamed response when its headers go out, right after the request is read
-                self.access(D, (td + rng.uniform(0.002, 0.008)) if r.stream else (r.t_fin + 0.0006), "POST", "/generate", 200)
-                self.line(D, r.t_fin + 0.0003, "request_finished", "pl", loglines.finish(dobj, loglines.meta_info(
-                    r.d_rid, loglines.FINISH_STOP, r.prompt, r.reasoning, r.completion, r.cached, r.t_fin - td)))
+                self.access(
+                    D, (td + rng.uniform(0.002, 0.008)) if r.stream else (r.t_fin + 0.0006), "POST", "/generate", 200
+                )
+                self.line(
+                    D,
+                    r.t_fin + 0.0003,
+                    "request_finished",
+                    "pl",
+                    loglines.finish(
+                        dobj,
+                        loglines.meta_info(
+                            r.d_rid, loglines.FINISH_STOP, r.prompt, r.reasoning, r.completion, r.cached, r.t_fin - td
+                        ),
+                    ),
+                )
                 if getattr(r, "late_d", None):
-                    self.line(D, r.late_d, "abort", "pl", f"Abort request for rid={r.d_rid} not found in rid_to_state; "
-                              "likely already finished/removed.")
+                    self.line(
+                        D,
+                        r.late_d,
+                        "abort",
+                        "pl",
+                        f"Abort request for rid={r.d_rid} not found in rid_to_state; likely already finished/removed.",
+                    )
             elif o in ("aborted_transfer", "aborted_running"):
                 if o == "aborted_transfer":
-                    self.line(D, r.t_d_end, "transfer_failed", "sg", loglines.transfer_failed(
-                        "decode", r.d_rank, r.d_rid, room, loglines.kv_transfer_error(room, loglines.ABORTED)), r.d_rank)
+                    self.line(
+                        D,
+                        r.t_d_end,
+                        "transfer_failed",
+                        "sg",
+                        loglines.transfer_failed(
+                            "decode", r.d_rank, r.d_rid, room, loglines.kv_transfer_error(room, loglines.ABORTED)
+                        ),
+                        r.d_rank,
+                    )
                 gen = 0 if o == "aborted_transfer" else max(1, int(sum(b - a for a, b in r.segs) * r.speed))
-                self.line(D, r.t_d_end + 0.0004, "request_finished", "pl", loglines.finish(dobj, loglines.meta_info(
-                    r.d_rid, loglines.finish_abort(loglines.ABORTED, "None"), r.prompt, min(gen, r.reasoning), gen, r.cached,
-                    r.t_d_end - td)))
+                self.line(
+                    D,
+                    r.t_d_end + 0.0004,
+                    "request_finished",
+                    "pl",
+                    loglines.finish(
+                        dobj,
+                        loglines.meta_info(
+                            r.d_rid,
+                            loglines.finish_abort(loglines.ABORTED, "None"),
+                            r.prompt,
+                            min(gen, r.reasoning),
+                            gen,
+                            r.cached,
+                            r.t_d_end - td,
+                        ),
+                    ),
+                )
             elif o in ("fail", "timeout"):
                 reason = r.error_text
                 if o == "timeout":
                     if not warned:
                         warned = True
-                        self.line(D, r.t_d_end - 0.0005, "log", "sg",
-                                  "Some requests fail to receive KV Cache transfer done signal after bootstrapping. If a "
-                                  "greater mean TTFT is acceptable, you can 'export SGLANG_DISAGGREGATION_WAITING_TIMEOUT=600' "
-                                  "(10 minutes) to relax the timeout condition. ", r.d_rank)
-                self.line(D, r.t_d_end, "transfer_failed", "sg",
-                          loglines.transfer_failed("decode", r.d_rank, r.d_rid, room, reason), r.d_rank)
-                self.line(D, r.t_d_end + 0.0004, "request_finished", "pl", loglines.finish(dobj, loglines.meta_info(
-                    r.d_rid, loglines.finish_abort(reason, 500), r.prompt, 0, 0, r.cached, r.t_d_end - td)))
+                        self.line(
+                            D,
+                            r.t_d_end - 0.0005,
+                            "log",
+                            "sg",
+                            "Some requests fail to receive KV Cache transfer done signal after bootstrapping. If a "
+                            "greater mean TTFT is acceptable, you can 'export SGLANG_DISAGGREGATION_WAITING_TIMEOUT=600' "
+                            "(10 minutes) to relax the timeout condition. ",
+                            r.d_rank,
+                        )
+                self.line(
+                    D,
+                    r.t_d_end,
+                    "transfer_failed",
+                    "sg",
+                    loglines.transfer_failed("decode", r.d_rank, r.d_rid, room, reason),
+                    r.d_rank,
+                )
+                self.line(
+                    D,
+                    r.t_d_end + 0.0004,
+                    "request_finished",
+                    "pl",
+                    loglines.finish(
+                        dobj,
+                        loglines.meta_info(
+                            r.d_rid, loglines.finish_abort(reason, 500), r.prompt, 0, 0, r.cached, r.t_d_end - td
+                        ),
+                    ),
+                )
                 self.access(D, r.t_d_end + 0.0007, "POST", "/generate", 500)
             elif o == "ctxcorrupt":
                 src = self.fault_reqs[-1].room
                 r.metadata_room = src
-                self.line(D, r.t_kv, "corruption_detected", "sg",
-                          f"Context corruption detected: Request {r.d_rid} (bootstrap_room={room}) received metadata from "
-                          f"bootstrap_room={src}. Metadata buffer index: 17. This indicates metadata buffer index collision.",
-                          r.d_rank)
-                self.line(D, r.t_d_end + 0.0004, "request_finished", "pl", loglines.finish(dobj, loglines.meta_info(
-                    r.d_rid, loglines.finish_abort(r.error_text, 500), r.prompt, 0, 0, r.cached, r.t_d_end - td)))
+                self.line(
+                    D,
+                    r.t_kv,
+                    "corruption_detected",
+                    "sg",
+                    f"Context corruption detected: Request {r.d_rid} (bootstrap_room={room}) received metadata from "
+                    f"bootstrap_room={src}. Metadata buffer index: 17. This indicates metadata buffer index collision.",
+                    r.d_rank,
+                )
+                self.line(
+                    D,
+                    r.t_d_end + 0.0004,
+                    "request_finished",
+                    "pl",
+                    loglines.finish(
+                        dobj,
+                        loglines.meta_info(
+                            r.d_rid, loglines.finish_abort(r.error_text, 500), r.prompt, 0, 0, r.cached, r.t_d_end - td
+                        ),
+                    ),
+                )
                 self.access(D, r.t_d_end + 0.0007, "POST", "/generate", 500)
             if r.ksum_mismatch:
-                self.line(D, r.t_ksum_d + 0.0006, "checksum_mismatch", "sg",
-                          f"KV checksum mismatch req={r.d_rid} bootstrap_room={room} expected=0x{r.ksum} got=0x{r.ksum_d}",
-                          r.d_rank)
+                self.line(
+                    D,
+                    r.t_ksum_d + 0.0006,
+                    "checksum_mismatch",
+                    "sg",
+                    f"KV checksum mismatch req={r.d_rid} bootstrap_room={room} expected=0x{r.ksum} got=0x{r.ksum_d}",
+                    r.d_rank,
+                )
 
     def decode_stats(self) -> None:
         rng = self.rng
@@ -1191,7 +1679,9 @@ class _Gen:
                 while t < end:
                     resume = False
                     if wedge_line is not None and t >= wedge_line - 1.0:
-                        t, wedge_line, resume = (T0 + W0 - LAST_LINE[d], None, True) if t < T0 + W1 else (t, None, False)
+                        t, wedge_line, resume = (
+                            (T0 + W0 - LAST_LINE[d], None, True) if t < T0 + W1 else (t, None, False)
+                        )
                     act = [r for r in mine if any(a <= t < b for a, b in r.segs)]
                     if not act:
                         nxt = [a for a in starts if a > t]
@@ -1209,14 +1699,28 @@ class _Gen:
                         if r in act:
                             tok += r.prompt + int(done_now * r.speed)
                     pre = [r for r in mine if r.t_prealloc is not None and r.t_prealloc <= t < (r.t_dq_end or 1e18)]
-                    st = dict(running_req=n, token=tok, token_usage=round(tok / MAX_TOTAL_D, 2),
-                              prealloc_usage=round(sum(r.prompt for r in pre) / MAX_TOTAL_D, 2),
-                              prealloc_req=sum(1 for r in mine if r.t_arr <= t < r.t_prealloc and (r.t_dq_end or 1e18) > t),
-                              transfer_req=len(pre),
-                              queue_req=sum(1 for r in mine if r.t_kv is not None and r.t_start is not None and r.t_kv <= t < r.t_start),
-                              gen_throughput=round(gen / max(t - last, 1e-3), 2))
-                    msg = loglines.decode_batch(n, tok, st["token_usage"], st["prealloc_usage"], st["prealloc_req"],
-                                                st["transfer_req"], st["gen_throughput"], st["queue_req"])
+                    st = dict(
+                        running_req=n,
+                        token=tok,
+                        token_usage=round(tok / MAX_TOTAL_D, 2),
+                        prealloc_usage=round(sum(r.prompt for r in pre) / MAX_TOTAL_D, 2),
+                        prealloc_req=sum(1 for r in mine if r.t_arr <= t < r.t_prealloc and (r.t_dq_end or 1e18) > t),
+                        transfer_req=len(pre),
+                        queue_req=sum(
+                            1 for r in mine if r.t_kv is not None and r.t_start is not None and r.t_kv <= t < r.t_start
+                        ),
+                        gen_throughput=round(gen / max(t - last, 1e-3), 2),
+                    )
+                    msg = loglines.decode_batch(
+                        n,
+                        tok,
+                        st["token_usage"],
+                        st["prealloc_usage"],
+                        st["prealloc_req"],
+                        st["transfer_req"],
+                        st["gen_throughput"],
+                        st["queue_req"],
+                    )
                     self.line(h, t, "decode_stats", "sg", msg, d)
                     if resume:
                         self.wedge_last[d] = dict(t=t, **st)
@@ -1238,12 +1742,19 @@ class _Gen:
         fails = [r.t_fail for r in self.fault_reqs]
         self.elevated = [
             dict(reason="prefill_slam", host="*", start=lo, end=max(hi, self.backlog_cleared)),
-            dict(reason="after_abort_storm", host="decode-0", start=T0 + SWARM_KILL, end=T0 + SWARM_KILL + 2.2 + ELEVATED_AFTER),
+            dict(
+                reason="after_abort_storm",
+                host="decode-0",
+                start=T0 + SWARM_KILL,
+                end=T0 + SWARM_KILL + 2.2 + ELEVATED_AFTER,
+            ),
             dict(reason="after_abort_storm", host="decode-1", start=T0 + SWARM_KILL, end=T0 + W0),
             # the wedge's mass timeout frees the pages of rooms whose KV had landed: the same late-write
             # exposure as any failed transfer on that host
             dict(reason="after_wedge_timeouts", host="decode-1", start=T0 + W1, end=T0 + W1 + ELEVATED_AFTER),
-            dict(reason="after_transfer_failures", host=FAULT_PATH[1], start=min(fails), end=max(fails) + ELEVATED_AFTER),
+            dict(
+                reason="after_transfer_failures", host=FAULT_PATH[1], start=min(fails), end=max(fails) + ELEVATED_AFTER
+            ),
         ]
 
     def in_elevated(self, r: Req) -> bool:
@@ -1253,7 +1764,9 @@ class _Gen:
     def corruption(self) -> None:
         ok = [r for r in self.reqs if r.d_out == "ok" and r.sess is not None and r.sess.source]
         # checksum-mismatch rooms: one in the slam on decode-0, the forced victim, one late on decode-1
-        slam = [r for r in ok if r.d_host == "decode-0" and T0 + SLAM[0] <= r.t_arr < T0 + SLAM[1] and r.kind == "writer"]
+        slam = [
+            r for r in ok if r.d_host == "decode-0" and T0 + SLAM[0] <= r.t_arr < T0 + SLAM[1] and r.kind == "writer"
+        ]
         late = [r for r in ok if r.d_host == "decode-1" and r.t_arr > T0 + W1 + 120 and not r.forced]
         victim = [r for r in ok if r.forced == "victim"]
         picks = []
@@ -1277,7 +1790,11 @@ class _Gen:
             need = max(0, round(P_AFTER_FAIL * len(members)) - (len(members) - len(free)))
             for r in self.crng.sample(free, min(need, len(free))):
                 inc = self.crng.random() < 0.6
-                r.corrupt = ("incoherent", self.crng.choice(INCOHERENT)) if inc else ("parse_leak", self.crng.choice(PARSE_LEAK))
+                r.corrupt = (
+                    ("incoherent", self.crng.choice(INCOHERENT))
+                    if inc
+                    else ("parse_leak", self.crng.choice(PARSE_LEAK))
+                )
         for r in ok:
             if r.corrupt or id(r) in counted:
                 continue
@@ -1285,7 +1802,11 @@ class _Gen:
             x = self.crng.random()
             if x < (P_HIGH if high else P_BASE):
                 inc = self.crng.random() < (0.6 if high else 0.3)
-                r.corrupt = ("incoherent", self.crng.choice(INCOHERENT)) if inc else ("parse_leak", self.crng.choice(PARSE_LEAK))
+                r.corrupt = (
+                    ("incoherent", self.crng.choice(INCOHERENT))
+                    if inc
+                    else ("parse_leak", self.crng.choice(PARSE_LEAK))
+                )
         # hard negatives: clean final turns, spread over the run
         finals = [r for r in ok if r.final and not r.corrupt and r.kind in ("reviewer", "opencode", "writer")]
         zh = [r for r in finals if r.sess.lang == "zh"]
@@ -1299,8 +1820,11 @@ class _Gen:
         # the engineer's interactive session quotes the incident's own log lines back to the user:
         # after the link fault its traceback, else after the wedge an excerpt of it, else the storm
         oc = [r for r in finals if r.kind == "opencode" and r.sess.lang == "en" and not r.hard_negative]
-        quoted = ([r for r in oc if r.t_arr > T0 + F0 + FAULT_LEN] or [r for r in oc if r.t_arr > T0 + W1 + 5]
-                  or [r for r in oc if r.t_arr > T0 + SWARM_KILL + 5])
+        quoted = (
+            [r for r in oc if r.t_arr > T0 + F0 + FAULT_LEN]
+            or [r for r in oc if r.t_arr > T0 + W1 + 5]
+            or [r for r in oc if r.t_arr > T0 + SWARM_KILL + 5]
+        )
         if quoted:
             quoted[0].hard_negative = "quoted_log"
 
@@ -1350,13 +1874,20 @@ class _Gen:
 
         rng = random.Random(self.seed * 131 + 7)
         for r in self.reqs:
-            if not r.units and r.t_pabort is None and r.d_out not in ("aborted_transfer",) and r.p_out != "bootstrap_timeout":
+            if (
+                not r.units
+                and r.t_pabort is None
+                and r.d_out not in ("aborted_transfer",)
+                and r.p_out != "bootstrap_timeout"
+            ):
                 continue
             P, D = (PREFILL, r.p_rank), (r.d_host, r.d_rank)
             ppeer, dpeer = self.agents[r.d_host][r.d_rank], self.agents[PREFILL][r.p_rank]
             first_p = first_d = True
             # the decode scheduler consumes notifications until it gives up on the room, never while wedged
-            consumed_until = r.t_d_end if r.d_out in ("fail", "timeout", "aborted_transfer", "aborted_running") else 1e18
+            consumed_until = (
+                r.t_d_end if r.d_out in ("fail", "timeout", "aborted_transfer", "aborted_running") else 1e18
+            )
             kv_ck = {}
             for u in r.units:
                 base = dict(kind=u["kind"])
@@ -1365,15 +1896,32 @@ class _Gen:
                 if u["kind"] == "index_k" or (u["kind"] == "kv" and r.kv_ksum):
                     ck = r.ksum if u["kind"] == "index_k" else _hex(rng, 16)
                     kv_ck[(u["kind"], u["chunk"])] = ck
-                    add(*P, u["post"] - rng.uniform(0.0002, 0.0006), room=r.room, rid=r.p_rid, **base, event="checksum",
-                        bytes=u["bytes"], checksum=ck, checksum_algo="xxh64")
+                    add(
+                        *P,
+                        u["post"] - rng.uniform(0.0002, 0.0006),
+                        room=r.room,
+                        rid=r.p_rid,
+                        **base,
+                        event="checksum",
+                        bytes=u["bytes"],
+                        checksum=ck,
+                        checksum_algo="xxh64",
+                    )
                     first_p = False
                 f = dict(room=r.room, **({"rid": r.p_rid} if first_p else {}), **base)
                 first_p = False
                 add(*P, u["post"], **f, event="post", bytes=u["bytes"], peer=ppeer)
                 if u["fail"]:
-                    add(*P, r.t_fail, room=r.room, **base, event="fail", status="NIXL_ERR_BACKEND", peer=ppeer,
-                        error="getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND")
+                    add(
+                        *P,
+                        r.t_fail,
+                        room=r.room,
+                        **base,
+                        event="fail",
+                        status="NIXL_ERR_BACKEND",
+                        peer=ppeer,
+                        error="getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND",
+                    )
                     continue
                 add(*P, u["done"], room=r.room, **base, event="done", status="NIXL_SUCCESS")
                 tn = u["done"] + rng.uniform(0.0002, 0.0009)
@@ -1388,21 +1936,56 @@ class _Gen:
                     if u["kind"] == "index_k" and r.ksum_mismatch:
                         ck = r.ksum_d
                         r.t_ksum_d = tc
-                    add(*D, tc, room=r.room, **base, event="checksum", bytes=u["bytes"], checksum=ck, checksum_algo="xxh64")
+                    add(
+                        *D,
+                        tc,
+                        room=r.room,
+                        **base,
+                        event="checksum",
+                        bytes=u["bytes"],
+                        checksum=ck,
+                        checksum_algo="xxh64",
+                    )
             if r.p_out == "aborted":
-                add(*P, r.t_p_end, room=r.room, kind="kv", event="abort",
-                    error=loglines.kv_transfer_error(r.room, loglines.ABORTED))
+                add(
+                    *P,
+                    r.t_p_end,
+                    room=r.room,
+                    kind="kv",
+                    event="abort",
+                    error=loglines.kv_transfer_error(r.room, loglines.ABORTED),
+                )
             elif r.p_out == "bootstrap_timeout":
                 add(*P, r.t_p_end, room=r.room, rid=r.p_rid, kind="kv", event="abort", error=r.p_error)
             elif r.p_out == "fail":
-                add(*P, r.t_p_end, room=r.room, kind="kv", event="abort",
-                    error=loglines.kv_transfer_error(r.room, loglines.nixl_transfer_err(r.room)))
+                add(
+                    *P,
+                    r.t_p_end,
+                    room=r.room,
+                    kind="kv",
+                    event="abort",
+                    error=loglines.kv_transfer_error(r.room, loglines.nixl_transfer_err(r.room)),
+                )
             if r.d_out in ("aborted_transfer", "aborted_running"):
-                add(*D, r.t_d_end, room=r.room, **({"rid": r.d_rid} if first_d else {}), kind="kv", event="abort",
-                    error=loglines.kv_transfer_error(r.room, loglines.ABORTED))
+                add(
+                    *D,
+                    r.t_d_end,
+                    room=r.room,
+                    **({"rid": r.d_rid} if first_d else {}),
+                    kind="kv",
+                    event="abort",
+                    error=loglines.kv_transfer_error(r.room, loglines.ABORTED),
+                )
             elif r.d_out in ("fail", "timeout"):
-                add(*D, r.t_d_end, room=r.room, **({"rid": r.d_rid} if first_d else {}), kind="kv", event="abort",
-                    error=r.error_text)
+                add(
+                    *D,
+                    r.t_d_end,
+                    room=r.room,
+                    **({"rid": r.d_rid} if first_d else {}),
+                    kind="kv",
+                    event="abort",
+                    error=r.error_text,
+                )
             elif r.d_out == "ctxcorrupt":
                 add(*D, r.t_d_end, room=r.room, kind="aux", event="abort", error=r.error_text)
         return ev
@@ -1416,8 +1999,13 @@ class _Gen:
         side = "prefill" if host == PREFILL else "decode"
         for t, _, f in sorted(events, key=lambda e: (e[0], e[1])):
             th = t + off
-            rec = {"ts": iso(th) if host == "decode-1" else round(th, 6), "host": host, "pid": pid, "side": side,
-                   "engine_rank": d}
+            rec = {
+                "ts": iso(th) if host == "decode-1" else round(th, 6),
+                "host": host,
+                "pid": pid,
+                "side": side,
+                "engine_rank": d,
+            }
             if host == PREFILL:
                 rec["dp_rank"] = d
             room = f.pop("room")
@@ -1443,12 +2031,17 @@ def _tool_call(rng: random.Random, agent: str) -> tuple[str, dict]:
     elif name == "bash":
         args = {"command": rng.choice(BASH)}
     elif name == "write":
-        args = {"filePath": f"articles/seg_0/chunk_{rng.randint(0, 9)}/msg_0_0_{rng.randint(1, 40)}.md",
-                "content": rng.choice(ARTICLE)}
+        args = {
+            "filePath": f"articles/seg_0/chunk_{rng.randint(0, 9)}/msg_0_0_{rng.randint(1, 40)}.md",
+            "content": rng.choice(ARTICLE),
+        }
     else:
         f = rng.choice(FILES)
-        args = {"filePath": f, "oldString": "self.index_k_host = torch.empty((size, 132)",
-                "newString": "self.index_k_host = torch.empty((size, self.index_k_row_bytes)"}
+        args = {
+            "filePath": f,
+            "oldString": "self.index_k_host = torch.empty((size, 132)",
+            "newString": "self.index_k_host = torch.empty((size, self.index_k_row_bytes)",
+        }
     return name, args
 
 
@@ -1473,8 +2066,12 @@ def _reply(g: _Gen, r: Req) -> dict:
         return dict(content=_table_reply(rng), reasoning=reasoning, calls=[], finish="stop")
     if r.hard_negative == "quoted_log":
         content, r.quoted = _quoted_log_reply(g, r)
-        return dict(content=content, reasoning="The user wants the evidence from the logs, quoted exactly.",
-                    calls=[], finish="stop")
+        return dict(
+            content=content,
+            reasoning="The user wants the evidence from the logs, quoted exactly.",
+            calls=[],
+            finish="stop",
+        )
     if r.final:
         if s.agent == "writer":
             content = "\n\n".join(rng.sample(ARTICLE, 2))
@@ -1497,16 +2094,29 @@ def _tools_body(agent: str) -> list:
     out = []
     for name in AGENT_TOOLS[agent]:
         _desc, props, req = TOOLS[name]
-        out.append({"type": "function", "function": {"name": name, "parameters": {
-            "type": "object", "properties": {k: {"type": v} for k, v in props.items()}, "required": req}}})
+        out.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "parameters": {
+                        "type": "object",
+                        "properties": {k: {"type": v} for k, v in props.items()},
+                        "required": req,
+                    },
+                },
+            }
+        )
     return out
 
 
 def _user_task(rng: random.Random, s: Session) -> str:
     if not s.task:
         if s.agent == "writer":
-            s.task = (f"Write article msg_0_{rng.randint(0, 9)}_{rng.randint(1, 40)}.md for this chunk of the session "
-                      "analysis in ocbrowse/ses_3f023736bffe5l8DNFRJbsYbwc_analysis.")
+            s.task = (
+                f"Write article msg_0_{rng.randint(0, 9)}_{rng.randint(1, 40)}.md for this chunk of the session "
+                "analysis in ocbrowse/ses_3f023736bffe5l8DNFRJbsYbwc_analysis."
+            )
         elif s.lang == "zh":
             s.task = rng.choice(ZH_TASKS)
         elif s.agent == "opencode":
@@ -1532,23 +2142,52 @@ def _proxy(g: _Gen) -> tuple[bytes, dict, dict]:
         prev = None
         for r in s.reqs:
             conn = ids[id(r)]
-            msgs = [{"role": "system", "content": f"You are the {s.agent} agent. Work in /home/dev/sglang. Use tools."},
-                    {"role": "user", "content": _user_task(rng, s)}]
+            msgs = [
+                {"role": "system", "content": f"You are the {s.agent} agent. Work in /home/dev/sglang. Use tools."},
+                {"role": "user", "content": _user_task(rng, s)},
+            ]
             if prev is not None and prev.get("calls"):
                 cid, name, args = prev["calls"][0]
-                msgs.append({"role": "assistant", "content": prev["content"], "tool_calls": [
-                    {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}]})
+                msgs.append(
+                    {
+                        "role": "assistant",
+                        "content": prev["content"],
+                        "tool_calls": [
+                            {
+                                "id": cid,
+                                "type": "function",
+                                "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+                            }
+                        ],
+                    }
+                )
                 msgs.append({"role": "tool", "tool_call_id": cid, "content": rng.choice(TOOL_RESULTS[name])})
             elif prev is not None:
                 msgs.append({"role": "assistant", "content": prev["content"][:200]})
                 msgs.append({"role": "user", "content": "Continue."})
-            body = {"model": MODEL, "stream": r.stream, "messages": msgs, "tools": _tools_body(s.agent), "max_tokens": r.max_new,
-                    "chat_template_kwargs": {"thinking": True}}
+            body = {
+                "model": MODEL,
+                "stream": r.stream,
+                "messages": msgs,
+                "tools": _tools_body(s.agent),
+                "max_tokens": r.max_new,
+                "chat_template_kwargs": {"thinking": True},
+            }
             if r.stream:
                 body["stream_options"] = {"include_usage": True}
             t_req = r.t_arr - rng.uniform(0.0015, 0.004)
-            recs.append((t_req, {"ts": iso(t_req, 3), "dir": "req", "conn": conn,
-                                 "upstream": "http://pd-router:8000/v1/chat/completions", "body": body}))
+            recs.append(
+                (
+                    t_req,
+                    {
+                        "ts": iso(t_req, 3),
+                        "dir": "req",
+                        "conn": conn,
+                        "upstream": "http://pd-router:8000/v1/chat/completions",
+                        "body": body,
+                    },
+                )
+            )
             counts["req"] += 1
             t_resp = r.t_resp
             lat = int(round((t_resp - t_req) * 1000))
@@ -1563,18 +2202,30 @@ def _proxy(g: _Gen) -> tuple[bytes, dict, dict]:
             rep = _reply(g, r)
             r.reply = rep
             rid = f"chatcmpl-{_hex(rng, 24)}"
-            usage = {"prompt_tokens": r.prompt, "completion_tokens": r.completion, "total_tokens": r.prompt + r.completion,
-                     "prompt_tokens_details": {"cached_tokens": r.cached}, "reasoning_tokens": r.reasoning}
+            usage = {
+                "prompt_tokens": r.prompt,
+                "completion_tokens": r.completion,
+                "total_tokens": r.prompt + r.completion,
+                "prompt_tokens_details": {"cached_tokens": r.cached},
+                "reasoning_tokens": r.reasoning,
+            }
             created = int(r.t_arr)
-            tcs = [{"id": c, "type": "function", "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)}}
-                   for c, n, a in rep["calls"]]
+            tcs = [
+                {"id": c, "type": "function", "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)}}
+                for c, n, a in rep["calls"]
+            ]
             if r.stream:
                 counts["streamed"] += 1
                 lines = []
 
                 def chunk(delta, fin=None, t=created):
-                    o = {"id": rid, "object": "chat.completion.chunk", "created": t, "model": MODEL,
-                         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": fin}]}
+                    o = {
+                        "id": rid,
+                        "object": "chat.completion.chunk",
+                        "created": t,
+                        "model": MODEL,
+                        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": fin}],
+                    }
                     lines.append("data: " + json.dumps(o, ensure_ascii=False, separators=(",", ":")))
 
                 chunk({"role": "assistant", "content": None, "reasoning_content": ""})
@@ -1585,23 +2236,59 @@ def _proxy(g: _Gen) -> tuple[bytes, dict, dict]:
                 for a in range(0, len(cont), 480):
                     chunk({"content": cont[a : a + 480]})
                 for j, tc in enumerate(tcs):
-                    chunk({"tool_calls": [{"index": j, "id": tc["id"], "type": "function",
-                                           "function": {"name": tc["function"]["name"], "arguments": ""}}]})
+                    chunk(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": j,
+                                    "id": tc["id"],
+                                    "type": "function",
+                                    "function": {"name": tc["function"]["name"], "arguments": ""},
+                                }
+                            ]
+                        }
+                    )
                     chunk({"tool_calls": [{"index": j, "function": {"arguments": tc["function"]["arguments"]}}]})
                 chunk({}, rep["finish"], int(t_resp))
-                u = {"id": rid, "object": "chat.completion.chunk", "created": int(t_resp), "model": MODEL, "choices": [],
-                     "usage": usage}
+                u = {
+                    "id": rid,
+                    "object": "chat.completion.chunk",
+                    "created": int(t_resp),
+                    "model": MODEL,
+                    "choices": [],
+                    "usage": usage,
+                }
                 lines.append("data: " + json.dumps(u, ensure_ascii=False, separators=(",", ":")))
                 lines.append("data: [DONE]")
                 resp.update(status=200, latency_ms=lat, raw=lines)
             else:
                 counts["non_stream"] += 1
-                msg = {"role": "assistant", "content": rep["content"] if rep["content"] or not tcs else None,
-                       "reasoning_content": rep["reasoning"], "tool_calls": tcs or None}
-                resp.update(status=200, latency_ms=lat, body={
-                    "id": rid, "object": "chat.completion", "created": created, "model": MODEL,
-                    "choices": [{"index": 0, "message": msg, "logprobs": None, "finish_reason": rep["finish"],
-                                 "matched_stop": 1 if rep["finish"] == "stop" else None}], "usage": usage})
+                msg = {
+                    "role": "assistant",
+                    "content": rep["content"] if rep["content"] or not tcs else None,
+                    "reasoning_content": rep["reasoning"],
+                    "tool_calls": tcs or None,
+                }
+                resp.update(
+                    status=200,
+                    latency_ms=lat,
+                    body={
+                        "id": rid,
+                        "object": "chat.completion",
+                        "created": created,
+                        "model": MODEL,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": msg,
+                                "logprobs": None,
+                                "finish_reason": rep["finish"],
+                                "matched_stop": 1 if rep["finish"] == "stop" else None,
+                            }
+                        ],
+                        "usage": usage,
+                    },
+                )
             recs.append((t_resp, resp))
             prev = rep
     recs.sort(key=lambda x: x[0])
@@ -1628,26 +2315,65 @@ def _opencode(g: _Gen) -> list[tuple[str, bytes, dict, dict]]:
             if loop_break or prev_leak:
                 tu = r.t_arr - rng.uniform(0.02, 0.08)
                 user_id = oid("msg", tu)
-                text = _user_task(rng, s) if not msgs else (
-                    "The last tool call came back as plain text instead of running. Try again." if prev_leak
-                    else rng.choice(OPENCODE_TASKS if s.lang == "en" else ZH_TASKS))
-                msgs.append({"info": {"id": user_id, "sessionID": ses, "role": "user", "time": {"created": _ms(tu)},
-                                      "agent": "build", "model": {"providerID": "sglang-pd", "modelID": MODEL}},
-                             "parts": [{"id": oid("prt", tu), "sessionID": ses, "messageID": user_id, "type": "text",
-                                        "text": text}]})
+                text = (
+                    _user_task(rng, s)
+                    if not msgs
+                    else (
+                        "The last tool call came back as plain text instead of running. Try again."
+                        if prev_leak
+                        else rng.choice(OPENCODE_TASKS if s.lang == "en" else ZH_TASKS)
+                    )
+                )
+                msgs.append(
+                    {
+                        "info": {
+                            "id": user_id,
+                            "sessionID": ses,
+                            "role": "user",
+                            "time": {"created": _ms(tu)},
+                            "agent": "build",
+                            "model": {"providerID": "sglang-pd", "modelID": MODEL},
+                        },
+                        "parts": [
+                            {"id": oid("prt", tu), "sessionID": ses, "messageID": user_id, "type": "text", "text": text}
+                        ],
+                    }
+                )
             ta, tb = r.t_arr - rng.uniform(0.004, 0.012), r.t_resp
             mid = oid("msg", ta)
             ids[id(r)] = mid
-            tokens = {"input": r.prompt - r.cached, "output": r.completion - r.reasoning, "reasoning": r.reasoning,
-                      "cache": {"read": r.cached, "write": 0}}
-            info = {"id": mid, "sessionID": ses, "role": "assistant", "time": {"created": _ms(ta), "completed": _ms(tb)},
-                    "parentID": user_id, "modelID": MODEL, "providerID": "sglang-pd", "mode": "build", "agent": "build",
-                    "path": {"cwd": "/home/dev/sglang", "root": "/home/dev/sglang"}, "cost": 0, "tokens": tokens}
+            tokens = {
+                "input": r.prompt - r.cached,
+                "output": r.completion - r.reasoning,
+                "reasoning": r.reasoning,
+                "cache": {"read": r.cached, "write": 0},
+            }
+            info = {
+                "id": mid,
+                "sessionID": ses,
+                "role": "assistant",
+                "time": {"created": _ms(ta), "completed": _ms(tb)},
+                "parentID": user_id,
+                "modelID": MODEL,
+                "providerID": "sglang-pd",
+                "mode": "build",
+                "agent": "build",
+                "path": {"cwd": "/home/dev/sglang", "root": "/home/dev/sglang"},
+                "cost": 0,
+                "tokens": tokens,
+            }
             parts = [{"id": oid("prt", ta + 0.05), "sessionID": ses, "messageID": mid, "type": "step-start"}]
             if r.d_out != "ok":
                 info["tokens"] = {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
-                info["error"] = {"name": "APIError", "data": {"message": r.error_text, "statusCode": 500, "isRetryable": True,
-                                                              "responseBody": json.dumps(_error_body(r))}}
+                info["error"] = {
+                    "name": "APIError",
+                    "data": {
+                        "message": r.error_text,
+                        "statusCode": 500,
+                        "isRetryable": True,
+                        "responseBody": json.dumps(_error_body(r)),
+                    },
+                }
                 msgs.append({"info": info, "parts": parts})
                 loop_break, prev_leak = False, False
                 continue
@@ -1656,33 +2382,84 @@ def _opencode(g: _Gen) -> list[tuple[str, bytes, dict, dict]]:
             t1 = ta + (tb - ta) * 0.1
             t2 = ta + (tb - ta) * rng.uniform(0.4, 0.8)
             if rep["reasoning"]:
-                parts.append({"id": oid("prt", t1), "sessionID": ses, "messageID": mid, "type": "reasoning",
-                              "text": rep["reasoning"], "time": {"start": _ms(t1), "end": _ms(t2)}})
+                parts.append(
+                    {
+                        "id": oid("prt", t1),
+                        "sessionID": ses,
+                        "messageID": mid,
+                        "type": "reasoning",
+                        "text": rep["reasoning"],
+                        "time": {"start": _ms(t1), "end": _ms(t2)},
+                    }
+                )
             if rep["content"]:
-                parts.append({"id": oid("prt", t2), "sessionID": ses, "messageID": mid, "type": "text",
-                              "text": rep["content"], "time": {"start": _ms(t2), "end": _ms(tb)}})
+                parts.append(
+                    {
+                        "id": oid("prt", t2),
+                        "sessionID": ses,
+                        "messageID": mid,
+                        "type": "text",
+                        "text": rep["content"],
+                        "time": {"start": _ms(t2), "end": _ms(tb)},
+                    }
+                )
             nxt = s.reqs[s.reqs.index(r) + 1].t_arr if s.reqs.index(r) + 1 < len(s.reqs) else tb + 2.0
             for cid, name, args in rep["calls"]:
                 te = tb + min(2.0, (nxt - tb) * 0.8)
-                parts.append({"id": oid("prt", tb), "sessionID": ses, "messageID": mid, "type": "tool", "callID": cid,
-                              "tool": name, "state": {"status": "completed", "input": args,
-                                                      "output": rng.choice(TOOL_RESULTS[name]), "title": name,
-                                                      "metadata": {}, "time": {"start": _ms(tb), "end": _ms(te)}}})
+                parts.append(
+                    {
+                        "id": oid("prt", tb),
+                        "sessionID": ses,
+                        "messageID": mid,
+                        "type": "tool",
+                        "callID": cid,
+                        "tool": name,
+                        "state": {
+                            "status": "completed",
+                            "input": args,
+                            "output": rng.choice(TOOL_RESULTS[name]),
+                            "title": name,
+                            "metadata": {},
+                            "time": {"start": _ms(tb), "end": _ms(te)},
+                        },
+                    }
+                )
             fin = "tool-calls" if rep["finish"] == "tool_calls" else "stop"
             info["finish"] = fin
-            parts.append({"id": oid("prt", tb + 0.001), "sessionID": ses, "messageID": mid, "type": "step-finish",
-                          "reason": fin, "cost": 0, "tokens": tokens})
+            parts.append(
+                {
+                    "id": oid("prt", tb + 0.001),
+                    "sessionID": ses,
+                    "messageID": mid,
+                    "type": "step-finish",
+                    "reason": fin,
+                    "cost": 0,
+                    "tokens": tokens,
+                }
+            )
             msgs.append({"info": info, "parts": parts})
             prev_leak = r.corrupt is not None and r.corrupt[0] == "parse_leak"
             loop_break = r.final
         last_t = max(r.t_resp for r in s.reqs)
-        doc = {"info": {"id": ses, "slug": "pd-wedge-" + s.sid[:4], "projectID": proj, "directory": "/home/dev/sglang",
-                        "title": _user_task(rng, s)[:60], "version": "1.0.112",
-                        "time": {"created": _ms(t_first - 3.0), "updated": _ms(last_t)}},
-               "messages": msgs}
+        doc = {
+            "info": {
+                "id": ses,
+                "slug": "pd-wedge-" + s.sid[:4],
+                "projectID": proj,
+                "directory": "/home/dev/sglang",
+                "title": _user_task(rng, s)[:60],
+                "version": "1.0.112",
+                "time": {"created": _ms(t_first - 3.0), "updated": _ms(last_t)},
+            },
+            "messages": msgs,
+        }
         name = f"opencode-session-{ses}.json"
-        counts = dict(sessions=1, messages=len(msgs), assistant_messages=sum(1 for m in msgs if m["info"]["role"] == "assistant"),
-                      user_messages=sum(1 for m in msgs if m["info"]["role"] == "user"))
+        counts = dict(
+            sessions=1,
+            messages=len(msgs),
+            assistant_messages=sum(1 for m in msgs if m["info"]["role"] == "assistant"),
+            user_messages=sum(1 for m in msgs if m["info"]["role"] == "user"),
+        )
         files.append((name, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode(), counts, ids))
     return files
 
@@ -1720,16 +2497,24 @@ def generate(out_dir: pathlib.Path, seed: int = 7, scale: float = 1.0) -> dict:
         recs = sorted(g.lines[h], key=lambda x: (x[0], x[1]))
         if h == "decode-0":
             cut = T0 + ROTATE_AT
-            parts = [("decode-0/sglang.log.1.gz", [x for x in recs if x[0] < cut]),
-                     ("decode-0/sglang.log", [x for x in recs if x[0] >= cut])]
+            parts = [
+                ("decode-0/sglang.log.1.gz", [x for x in recs if x[0] < cut]),
+                ("decode-0/sglang.log", [x for x in recs if x[0] >= cut]),
+            ]
         else:
             parts = [(f"{h}/sglang.log", recs)]
         for rel, rs in parts:
             data, kinds = g.render_log(h, rs)
-            info = dict(lines=data.count(b"\n"), kinds=dict(sorted(kinds.items())),
-                        stats_lines=kinds.get("prefill_stats", 0) + kinds.get("decode_stats", 0),
-                        first_ts=iso(rs[0][0] + CLOCK_OFFSET[h]), last_ts=iso(rs[-1][0] + CLOCK_OFFSET[h]),
-                        host=h, clock="host", compressed=rel.endswith(".gz"))
+            info = dict(
+                lines=data.count(b"\n"),
+                kinds=dict(sorted(kinds.items())),
+                stats_lines=kinds.get("prefill_stats", 0) + kinds.get("decode_stats", 0),
+                first_ts=iso(rs[0][0] + CLOCK_OFFSET[h]),
+                last_ts=iso(rs[-1][0] + CLOCK_OFFSET[h]),
+                host=h,
+                clock="host",
+                compressed=rel.endswith(".gz"),
+            )
             if rel.endswith(".gz"):
                 blobs[rel] = gzip.compress(data, compresslevel=6, mtime=0)
             else:
@@ -1743,9 +2528,16 @@ def generate(out_dir: pathlib.Path, seed: int = 7, scale: float = 1.0) -> dict:
         name, data, counts = g.render_trace(h, d, evs)
         rel = f"trace/{name}"
         blobs[rel] = data
-        files[rel] = dict(lines=data.count(b"\n"), events=dict(sorted(counts.items())), host=h, engine_rank=d,
-                          pid=SCHED_PID0[h] + d, side="prefill" if h == PREFILL else "decode", rooms=len(rooms),
-                          uncompressed_bytes=len(data))
+        files[rel] = dict(
+            lines=data.count(b"\n"),
+            events=dict(sorted(counts.items())),
+            host=h,
+            engine_rank=d,
+            pid=SCHED_PID0[h] + d,
+            side="prefill" if h == PREFILL else "decode",
+            rooms=len(rooms),
+            uncompressed_bytes=len(data),
+        )
 
     # transcripts
     pdata, pcounts, proxy_ids = _proxy(g)
@@ -1793,20 +2585,62 @@ def _planted(g: _Gen, files: dict, proxy_ids: dict, oc_ids: dict, oc_file: dict,
     agent_reqs = [r for r in g.reqs if r.sess is not None and r.sess.source]
     links = []
     for r in sorted(agent_reqs, key=lambda r: r.t_arr):
-        links.append(dict(**reply_ref(r), room=r.room, decode_host=r.d_host, decode_rid=r.d_rid, prefill_rid=r.p_rid,
-                          prompt_tokens=r.prompt, completion_tokens=r.completion, reasoning_tokens=r.reasoning,
-                          cached_tokens=r.cached, t_request=iso(r.t_arr), t_response=iso(r.t_resp),
-                          status=200 if r.d_out == "ok" else 500))
+        links.append(
+            dict(
+                **reply_ref(r),
+                room=r.room,
+                decode_host=r.d_host,
+                decode_rid=r.d_rid,
+                prefill_rid=r.p_rid,
+                prompt_tokens=r.prompt,
+                completion_tokens=r.completion,
+                reasoning_tokens=r.reasoning,
+                cached_tokens=r.cached,
+                t_request=iso(r.t_arr),
+                t_response=iso(r.t_resp),
+                status=200 if r.d_out == "ok" else 500,
+            )
+        )
     corrupted = []
     for r in sorted((r for r in agent_reqs if r.corrupt), key=lambda r: r.t_arr):
-        corrupted.append(dict(**reply_ref(r), **{"class": r.corrupt[0]}, subtype=r.corrupt[1], signatures=SIGNATURES[r.corrupt[1]],
-                              room=r.room, decode_host=r.d_host, decode_rank=r.d_rank, t_request=iso(r.t_arr),
-                              t_response=iso(r.t_resp), elevated=g.in_elevated(r), checksum_mismatch=r.ksum_mismatch))
-    hard = [dict(**reply_ref(r), kind=r.hard_negative, room=r.room,
-                 **({"quoted": r.quoted} if r.hard_negative == "quoted_log" else {}))
-            for r in sorted(agent_reqs, key=lambda r: r.t_arr) if r.hard_negative]
-    errors = [dict(**reply_ref(r), room=r.room, decode_host=r.d_host, status=500, reason=r.d_out, error=r.error_text,
-                   t_response=iso(r.t_resp)) for r in sorted(agent_reqs, key=lambda r: r.t_arr) if r.d_out != "ok"]
+        corrupted.append(
+            dict(
+                **reply_ref(r),
+                **{"class": r.corrupt[0]},
+                subtype=r.corrupt[1],
+                signatures=SIGNATURES[r.corrupt[1]],
+                room=r.room,
+                decode_host=r.d_host,
+                decode_rank=r.d_rank,
+                t_request=iso(r.t_arr),
+                t_response=iso(r.t_resp),
+                elevated=g.in_elevated(r),
+                checksum_mismatch=r.ksum_mismatch,
+            )
+        )
+    hard = [
+        dict(
+            **reply_ref(r),
+            kind=r.hard_negative,
+            room=r.room,
+            **({"quoted": r.quoted} if r.hard_negative == "quoted_log" else {}),
+        )
+        for r in sorted(agent_reqs, key=lambda r: r.t_arr)
+        if r.hard_negative
+    ]
+    errors = [
+        dict(
+            **reply_ref(r),
+            room=r.room,
+            decode_host=r.d_host,
+            status=500,
+            reason=r.d_out,
+            error=r.error_text,
+            t_response=iso(r.t_resp),
+        )
+        for r in sorted(agent_reqs, key=lambda r: r.t_arr)
+        if r.d_out != "ok"
+    ]
     ok = [r for r in agent_reqs if r.d_out == "ok"]
     el = [r for r in ok if g.in_elevated(r)]
     base = [r for r in ok if not g.in_elevated(r)]
@@ -1817,8 +2651,17 @@ def _planted(g: _Gen, files: dict, proxy_ids: dict, oc_ids: dict, oc_file: dict,
 
     slam_lines = [s for s in g.pstats if T0 + SLAM[0] <= s["t"] < T0 + SLAM[1]]
     pre_lines = [s for s in g.pstats if T0 <= s["t"] < T0 + SLAM[0]]
-    storm_d = {h: sorted(r.t_dabort for r in g.reqs if r.kind == "swarm" and r.d_host == h and r.t_dabort is not None
-                         and r.d_out in ("aborted_transfer", "aborted_running")) for h in DECODES}
+    storm_d = {
+        h: sorted(
+            r.t_dabort
+            for r in g.reqs
+            if r.kind == "swarm"
+            and r.d_host == h
+            and r.t_dabort is not None
+            and r.d_out in ("aborted_transfer", "aborted_running")
+        )
+        for h in DECODES
+    }
     storm0 = storm_d["decode-0"]
     stuck = sorted((r for r in g.reqs if r.d_out == "timeout"), key=lambda r: r.t_d_end)
     # the wedge from the scheduler's point of view: its last stats line, the first timeout it then
@@ -1834,73 +2677,163 @@ def _planted(g: _Gen, files: dict, proxy_ids: dict, oc_ids: dict, oc_file: dict,
         "t0": iso(T0),
         "t_end": iso(max(r.t_resp or r.t_d_end or r.t_arr for r in g.reqs)),
         "model": MODEL,
-        "hosts": {h: dict(role="prefill" if h == PREFILL else "decode", ip=HOST_IP[h], dp_size=DP,
-                          clock_offset_s=CLOCK_OFFSET[h], main_pid=MAIN_PID[h],
-                          scheduler_pids={str(d): SCHED_PID0[h] + d for d in range(DP)},
-                          nixl_agents={str(d): g.agents[h][d] for d in range(DP)},
-                          cri_prefix=h == "decode-1") for h in HOSTS},
-        "clock_offset": {"host": "decode-1", "reference_host": PREFILL, "offset_s": d1,
-                         "meaning": "decode-1 host clock minus prefill-0 clock (= true UTC); applies to its sglang "
-                                    "prefixes, its CRI timestamps and its trace ts"},
+        "hosts": {
+            h: dict(
+                role="prefill" if h == PREFILL else "decode",
+                ip=HOST_IP[h],
+                dp_size=DP,
+                clock_offset_s=CLOCK_OFFSET[h],
+                main_pid=MAIN_PID[h],
+                scheduler_pids={str(d): SCHED_PID0[h] + d for d in range(DP)},
+                nixl_agents={str(d): g.agents[h][d] for d in range(DP)},
+                cri_prefix=h == "decode-1",
+            )
+            for h in HOSTS
+        },
+        "clock_offset": {
+            "host": "decode-1",
+            "reference_host": PREFILL,
+            "offset_s": d1,
+            "meaning": "decode-1 host clock minus prefill-0 clock (= true UTC); applies to its sglang "
+            "prefixes, its CRI timestamps and its trace ts",
+        },
         "windows": {
-            "slam": {"host": PREFILL, "start": iso(T0 + SLAM[0]), "end": iso(T0 + SLAM[1]),
-                     "backlog_cleared": iso(g.backlog_cleared),
-                     "requests": sum(1 for r in g.reqs if r.kind == "writer" and T0 + SLAM[0] <= r.t_arr < T0 + SLAM[1]),
-                     "peak_queue_req": max((s["queue_req"] for s in slam_lines), default=0),
-                     "baseline_peak_queue_req": max((s["queue_req"] for s in pre_lines), default=0),
-                     "new_token_rate": round(sum(s["new_token"] for s in slam_lines) / (SLAM[1] - SLAM[0]), 1),
-                     "baseline_new_token_rate": round(sum(s["new_token"] for s in pre_lines) / SLAM[0], 1)},
-            "storm": {"host": "decode-0", "start": iso(storm0[0]), "end": iso(storm0[-1]),
-                      "agent_sessions": SWARM_SESSIONS, "agent_start": iso(T0 + SWARM_START), "agent_killed": iso(T0 + SWARM_KILL),
-                      "aborted_requests": len(storm0),
-                      "aborted_requests_by_host": {h: len(v) for h, v in storm_d.items()},
-                      "aborted_rooms": sorted(r.room for r in g.reqs if r.kind == "swarm" and r.d_host == "decode-0"),
-                      "aborted_in_transfer": sum(1 for r in g.reqs if r.kind == "swarm" and r.d_host == "decode-0"
-                                                 and r.d_out == "aborted_transfer")},
-            "wedge": {"host": "decode-1", "start": iso(w_start), "end": iso(w_end),
-                      "start_host_clock": iso(w_start + d1), "end_host_clock": iso(w_end + d1),
-                      "resumed": iso(w_resumed), "ended_by": "waiting_timeout",
-                      "last_stats_lines": {str(d): dict(ts=iso(v["t"]), running_req=v["running_req"],
-                                                        transfer_req=v["transfer_req"], prealloc_req=v["prealloc_req"],
-                                                        queue_req=v["queue_req"])
-                                           for d, v in sorted(g.wedge_last.items())},
-                      "in_flight": sum(v["running_req"] + v["transfer_req"] for v in g.wedge_last.values()),
-                      "running_at_start": sum(v["running_req"] for v in g.wedge_last.values()),
-                      "stuck_rooms": [r.room for r in stuck],
-                      "stuck": [dict(room=r.room, decode_rank=r.d_rank, prefill_rank=r.p_rank, decode_rid=r.d_rid,
-                                     prefill_rid=r.p_rid, outcome="waiting_timeout", t_outcome=iso(r.t_d_end),
-                                     later_failures=["bootstrap_timeout"] if r.p_out == "bootstrap_timeout" else [],
-                                     t_later=iso(r.t_p_end) if r.p_out == "bootstrap_timeout" else None)
-                                for r in stuck],
-                      "bootstrap_timeout_rooms": [r.room for r in stuck if r.p_out == "bootstrap_timeout"],
-                      "timeout_s": WAIT_TIMEOUT,
-                      "arrivals_during": sum(1 for r in g.reqs if r.d_host == "decode-1" and w_start < r.t_arr < w_end),
-                      "health": dict(probe_ip=KUBELET_IP, probe_interval_s=PROBE_S, probes_503=g.health_503,
-                                     failed_interval_s=HEALTH_FAIL_S, health_check_failed=len(g.health_fails),
-                                     first_failed=iso(g.health_fails[0]), last_failed=iso(g.health_fails[-1]))},
-            "transfer_failures": {"prefill_host": PREFILL, "prefill_dp_rank": FAULT_PATH[0], "host": FAULT_PATH[1],
-                                  "decode_dp_rank": FAULT_PATH[2], "start": iso(fails[0].t_fail), "end": iso(fails[-1].t_p_end),
-                                  "rooms": [r.room for r in fails], "worker_error_room": fails[0].room,
-                                  "status": "NIXL_ERR_BACKEND"},
+            "slam": {
+                "host": PREFILL,
+                "start": iso(T0 + SLAM[0]),
+                "end": iso(T0 + SLAM[1]),
+                "backlog_cleared": iso(g.backlog_cleared),
+                "requests": sum(1 for r in g.reqs if r.kind == "writer" and T0 + SLAM[0] <= r.t_arr < T0 + SLAM[1]),
+                "peak_queue_req": max((s["queue_req"] for s in slam_lines), default=0),
+                "baseline_peak_queue_req": max((s["queue_req"] for s in pre_lines), default=0),
+                "new_token_rate": round(sum(s["new_token"] for s in slam_lines) / (SLAM[1] - SLAM[0]), 1),
+                "baseline_new_token_rate": round(sum(s["new_token"] for s in pre_lines) / SLAM[0], 1),
+            },
+            "storm": {
+                "host": "decode-0",
+                "start": iso(storm0[0]),
+                "end": iso(storm0[-1]),
+                "agent_sessions": SWARM_SESSIONS,
+                "agent_start": iso(T0 + SWARM_START),
+                "agent_killed": iso(T0 + SWARM_KILL),
+                "aborted_requests": len(storm0),
+                "aborted_requests_by_host": {h: len(v) for h, v in storm_d.items()},
+                "aborted_rooms": sorted(r.room for r in g.reqs if r.kind == "swarm" and r.d_host == "decode-0"),
+                "aborted_in_transfer": sum(
+                    1 for r in g.reqs if r.kind == "swarm" and r.d_host == "decode-0" and r.d_out == "aborted_transfer"
+                ),
+            },
+            "wedge": {
+                "host": "decode-1",
+                "start": iso(w_start),
+                "end": iso(w_end),
+                "start_host_clock": iso(w_start + d1),
+                "end_host_clock": iso(w_end + d1),
+                "resumed": iso(w_resumed),
+                "ended_by": "waiting_timeout",
+                "last_stats_lines": {
+                    str(d): dict(
+                        ts=iso(v["t"]),
+                        running_req=v["running_req"],
+                        transfer_req=v["transfer_req"],
+                        prealloc_req=v["prealloc_req"],
+                        queue_req=v["queue_req"],
+                    )
+                    for d, v in sorted(g.wedge_last.items())
+                },
+                "in_flight": sum(v["running_req"] + v["transfer_req"] for v in g.wedge_last.values()),
+                "running_at_start": sum(v["running_req"] for v in g.wedge_last.values()),
+                "stuck_rooms": [r.room for r in stuck],
+                "stuck": [
+                    dict(
+                        room=r.room,
+                        decode_rank=r.d_rank,
+                        prefill_rank=r.p_rank,
+                        decode_rid=r.d_rid,
+                        prefill_rid=r.p_rid,
+                        outcome="waiting_timeout",
+                        t_outcome=iso(r.t_d_end),
+                        later_failures=["bootstrap_timeout"] if r.p_out == "bootstrap_timeout" else [],
+                        t_later=iso(r.t_p_end) if r.p_out == "bootstrap_timeout" else None,
+                    )
+                    for r in stuck
+                ],
+                "bootstrap_timeout_rooms": [r.room for r in stuck if r.p_out == "bootstrap_timeout"],
+                "timeout_s": WAIT_TIMEOUT,
+                "arrivals_during": sum(1 for r in g.reqs if r.d_host == "decode-1" and w_start < r.t_arr < w_end),
+                "health": dict(
+                    probe_ip=KUBELET_IP,
+                    probe_interval_s=PROBE_S,
+                    probes_503=g.health_503,
+                    failed_interval_s=HEALTH_FAIL_S,
+                    health_check_failed=len(g.health_fails),
+                    first_failed=iso(g.health_fails[0]),
+                    last_failed=iso(g.health_fails[-1]),
+                ),
+            },
+            "transfer_failures": {
+                "prefill_host": PREFILL,
+                "prefill_dp_rank": FAULT_PATH[0],
+                "host": FAULT_PATH[1],
+                "decode_dp_rank": FAULT_PATH[2],
+                "start": iso(fails[0].t_fail),
+                "end": iso(fails[-1].t_p_end),
+                "rooms": [r.room for r in fails],
+                "worker_error_room": fails[0].room,
+                "status": "NIXL_ERR_BACKEND",
+            },
             "elevated_corruption": [dict(w, start=iso(w["start"]), end=iso(w["end"])) for w in g.elevated],
         },
-        "checksum_mismatch_rooms": [dict(room=r.room, kind="index_k", chunk=None, decode_host=r.d_host,
-                                         decode_rank=r.d_rank, prefill_rank=r.p_rank, decode_rid=r.d_rid,
-                                         prefill_rid=r.p_rid, prefill_checksum=r.ksum, decode_checksum=r.ksum_d,
-                                         logged=True) for r in g.ksum_rooms],
-        "context_corruption": dict(host=ctx.d_host, rank=ctx.d_rank, rid=ctx.d_rid, room=ctx.room,
-                                   metadata_room=ctx.metadata_room, metadata_buffer_index=17, ts=iso(ctx.t_kv)),
-        "replies": dict(total=len(agent_reqs), ok=len(ok), errors=len(errors), corrupted=len(corrupted),
-                        hard_negatives=len(hard), proxy=sum(1 for r in agent_reqs if id(r) in proxy_ids),
-                        opencode=sum(1 for r in agent_reqs if id(r) in oc_ids)),
-        "corruption_rates": {"baseline": rate(base), "elevated": rate(el), "target_baseline": P_BASE, "target_elevated": P_HIGH,
-                             "target_after_failures": P_AFTER_FAIL},
+        "checksum_mismatch_rooms": [
+            dict(
+                room=r.room,
+                kind="index_k",
+                chunk=None,
+                decode_host=r.d_host,
+                decode_rank=r.d_rank,
+                prefill_rank=r.p_rank,
+                decode_rid=r.d_rid,
+                prefill_rid=r.p_rid,
+                prefill_checksum=r.ksum,
+                decode_checksum=r.ksum_d,
+                logged=True,
+            )
+            for r in g.ksum_rooms
+        ],
+        "context_corruption": dict(
+            host=ctx.d_host,
+            rank=ctx.d_rank,
+            rid=ctx.d_rid,
+            room=ctx.room,
+            metadata_room=ctx.metadata_room,
+            metadata_buffer_index=17,
+            ts=iso(ctx.t_kv),
+        ),
+        "replies": dict(
+            total=len(agent_reqs),
+            ok=len(ok),
+            errors=len(errors),
+            corrupted=len(corrupted),
+            hard_negatives=len(hard),
+            proxy=sum(1 for r in agent_reqs if id(r) in proxy_ids),
+            opencode=sum(1 for r in agent_reqs if id(r) in oc_ids),
+        ),
+        "corruption_rates": {
+            "baseline": rate(base),
+            "elevated": rate(el),
+            "target_baseline": P_BASE,
+            "target_elevated": P_HIGH,
+            "target_after_failures": P_AFTER_FAIL,
+        },
         "corrupted_replies": corrupted,
         "hard_negatives": hard,
         "error_replies": errors,
         "reply_links": links,
-        "requests": dict(total=len(g.reqs), health_checks={PREFILL: len(g.health), **g.health_count},
-                         by_agent={a: sum(1 for r in g.reqs if r.kind == a) for a in ("opencode", "reviewer", "writer", "swarm")}),
+        "requests": dict(
+            total=len(g.reqs),
+            health_checks={PREFILL: len(g.health), **g.health_count},
+            by_agent={a: sum(1 for r in g.reqs if r.kind == a) for a in ("opencode", "reviewer", "writer", "swarm")},
+        ),
         "files": files,
         "stats_lines": {rel: f["stats_lines"] for rel, f in files.items() if "stats_lines" in f},
         "line_kind_rules": [list(x) for x in LINE_KIND_RULES],
@@ -1917,9 +2850,11 @@ def main(argv: list[str] | None = None) -> int:
     p = generate(a.out_dir, seed=a.seed, scale=a.scale)
     w = p["windows"]
     size = sum(f.stat().st_size for f in a.out_dir.rglob("*") if f.is_file())
-    print(f"wrote {a.out_dir} ({size / 1e6:.2f} MB): {p['requests']['total']} requests, "
-          f"{p['replies']['total']} replies ({p['replies']['corrupted']} corrupted), storm {w['storm']['aborted_requests']} "
-          f"aborts on decode-0, wedge {w['wedge']['start']} .. {w['wedge']['end']} on decode-1")
+    print(
+        f"wrote {a.out_dir} ({size / 1e6:.2f} MB): {p['requests']['total']} requests, "
+        f"{p['replies']['total']} replies ({p['replies']['corrupted']} corrupted), storm {w['storm']['aborted_requests']} "
+        f"aborts on decode-0, wedge {w['wedge']['start']} .. {w['wedge']['end']} on decode-1"
+    )
     return 0
 
 

@@ -58,27 +58,51 @@ class ClockReport:
     def frame(self) -> pl.DataFrame:
         rows = []
         for p in self.pairs:
-            rows.append({
-                "host_a": p.host_a, "host_b": p.host_b,
-                "estimate_s": p.estimate, "lower_s": p.lower, "upper_s": p.upper,
-                "pairs": p.n_lower + p.n_upper, "lower_pairs": p.n_lower, "upper_pairs": p.n_upper,
-                "in_force_s": p.in_force, "in_force_ok": p.in_force_ok, "consistent": p.consistent,
-                # a wide interval's middle is a guess: suggest only what the bounds show
-                "suggest": None if p.skew is None else
-                f"forensics clocks set {p.host_b} {self.offsets.get(p.host_a, 0.0) + p.skew:.6f}",
-            })
-        return pl.DataFrame(rows, schema={
-            "host_a": pl.Utf8, "host_b": pl.Utf8, "estimate_s": pl.Float64, "lower_s": pl.Float64,
-            "upper_s": pl.Float64, "pairs": pl.Int64, "lower_pairs": pl.Int64, "upper_pairs": pl.Int64,
-            "in_force_s": pl.Float64, "in_force_ok": pl.Boolean, "consistent": pl.Boolean, "suggest": pl.Utf8})
+            rows.append(
+                {
+                    "host_a": p.host_a,
+                    "host_b": p.host_b,
+                    "estimate_s": p.estimate,
+                    "lower_s": p.lower,
+                    "upper_s": p.upper,
+                    "pairs": p.n_lower + p.n_upper,
+                    "lower_pairs": p.n_lower,
+                    "upper_pairs": p.n_upper,
+                    "in_force_s": p.in_force,
+                    "in_force_ok": p.in_force_ok,
+                    "consistent": p.consistent,
+                    # a wide interval's middle is a guess: suggest only what the bounds show
+                    "suggest": None
+                    if p.skew is None
+                    else f"forensics clocks set {p.host_b} {self.offsets.get(p.host_a, 0.0) + p.skew:.6f}",
+                }
+            )
+        return pl.DataFrame(
+            rows,
+            schema={
+                "host_a": pl.Utf8,
+                "host_b": pl.Utf8,
+                "estimate_s": pl.Float64,
+                "lower_s": pl.Float64,
+                "upper_s": pl.Float64,
+                "pairs": pl.Int64,
+                "lower_pairs": pl.Int64,
+                "upper_pairs": pl.Int64,
+                "in_force_s": pl.Float64,
+                "in_force_ok": pl.Boolean,
+                "consistent": pl.Boolean,
+                "suggest": pl.Utf8,
+            },
+        )
 
 
 def constraints(store: Store) -> pl.DataFrame:
     """Every ordered cross-host pair of the same room: (room, host_a, host_b, rule, bound) on raw clocks."""
     con = connect(store.require(), offsets={})
     try:
-        return pl.from_arrow(con.sql("SELECT * FROM clock_constraints() ORDER BY host_a, host_b, rule, bootstrap_room")
-                             .to_arrow_table())
+        return pl.from_arrow(
+            con.sql("SELECT * FROM clock_constraints() ORDER BY host_a, host_b, rule, bootstrap_room").to_arrow_table()
+        )
     finally:
         con.close()
 
@@ -89,19 +113,25 @@ def estimate(store: Store) -> ClockReport:
     # raw clocks: the estimate is what the logs say, whatever offsets are set
     con = connect(store, offsets={})
     try:
-        rows = con.sql("SELECT host_a, host_b, estimate_s, lower_s, upper_s, lower_pairs, upper_pairs, consistent, "
-                       "skew_s FROM clock_estimates ORDER BY host_a, host_b").fetchall()
+        rows = con.sql(
+            "SELECT host_a, host_b, estimate_s, lower_s, upper_s, lower_pairs, upper_pairs, consistent, "
+            "skew_s FROM clock_estimates ORDER BY host_a, host_b"
+        ).fetchall()
     finally:
         con.close()
-    return ClockReport(offsets, [
-        PairEstimate(a, b, est, lo, hi, n_lo, n_hi, offsets.get(b, 0.0) - offsets.get(a, 0.0), ok, skew)
-        for a, b, est, lo, hi, n_lo, n_hi, ok, skew in rows])
+    return ClockReport(
+        offsets,
+        [
+            PairEstimate(a, b, est, lo, hi, n_lo, n_hi, offsets.get(b, 0.0) - offsets.get(a, 0.0), ok, skew)
+            for a, b, est, lo, hi, n_lo, n_hi, ok, skew in rows
+        ],
+    )
 
 
 def set_offset(store: Store, host: str, seconds: float) -> dict[str, float]:
     """Record that `host`'s clock runs `seconds` ahead; return the offsets now in force."""
     if not host:
-        raise UsageError("a host name is required", help="see `forensics sql \"SELECT DISTINCT host FROM files\"`")
+        raise UsageError("a host name is required", help='see `forensics sql "SELECT DISTINCT host FROM files"`')
     store.require().set_clock(host, seconds)
     return store.clocks()
 
@@ -168,14 +198,15 @@ def unset_offsets(store: Store, con=None) -> list[UnsetOffset]:
             con = connect(store, offsets, materialize=True)
         else:
             con = duckdb.connect(":memory:")
-            con.execute(f"CREATE VIEW clock_estimates AS SELECT * FROM read_parquet('{_sql_text(str(snap))}', hive_partitioning = false)")
+            con.execute(
+                f"CREATE VIEW clock_estimates AS SELECT * FROM read_parquet('{_sql_text(str(snap))}', hive_partitioning = false)"
+            )
     try:
         rows = con.sql(_UNSET_SQL).fetchall()
     finally:
         if own:
             con.close()
-    return [UnsetOffset(h, ref, skew, n) for h, ref, skew, n in rows
-            if h not in offsets and abs(skew) > WARN_SKEW_S]
+    return [UnsetOffset(h, ref, skew, n) for h, ref, skew, n in rows if h not in offsets and abs(skew) > WARN_SKEW_S]
 
 
 # where a warning's command starts: renderers set the command apart (Markdown code)
@@ -187,7 +218,9 @@ def clock_warnings(store: Store, con=None) -> list[str]:
     out = []
     for u in unset_offsets(store, con):
         way = "ahead of" if u.skew_s > 0 else "behind"
-        out.append(f"warning: {escape_control(u.host)}'s clock runs about {abs(u.skew_s):.1f} s {way} "
-                   f"{escape_control(u.reference)}'s ({int(u.pairs):,} room event pairs) and no offset is set for it; "
-                   f"its times are off by that much. {SET_IT}{escape_control(u.command(store))}")
+        out.append(
+            f"warning: {escape_control(u.host)}'s clock runs about {abs(u.skew_s):.1f} s {way} "
+            f"{escape_control(u.reference)}'s ({int(u.pairs):,} room event pairs) and no offset is set for it; "
+            f"its times are off by that much. {SET_IT}{escape_control(u.command(store))}"
+        )
     return out

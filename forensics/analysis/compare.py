@@ -30,10 +30,22 @@ GROUP BY ALL ORDER BY run
 """
 
 CORRUPTION_SCHEMA = {
-    "run": pl.Utf8, "store": pl.Utf8, "replies": pl.Int64, "corrupted": pl.Int64, "rate": pl.Float64,
-    "ci_low": pl.Float64, "ci_high": pl.Float64, "vs": pl.Utf8, "difference": pl.Float64,
-    "difference_low": pl.Float64, "difference_high": pl.Float64, "risk_ratio": pl.Float64,
-    "risk_ratio_low": pl.Float64, "risk_ratio_high": pl.Float64, "p_value": pl.Float64, "q_value": pl.Float64,
+    "run": pl.Utf8,
+    "store": pl.Utf8,
+    "replies": pl.Int64,
+    "corrupted": pl.Int64,
+    "rate": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "vs": pl.Utf8,
+    "difference": pl.Float64,
+    "difference_low": pl.Float64,
+    "difference_high": pl.Float64,
+    "risk_ratio": pl.Float64,
+    "risk_ratio_low": pl.Float64,
+    "risk_ratio_high": pl.Float64,
+    "p_value": pl.Float64,
+    "q_value": pl.Float64,
     "verdict": pl.Utf8,
 }
 
@@ -58,8 +70,11 @@ def build(stores: list[str], baseline: str | None = None) -> dict:
             rates.append(r.with_columns(pl.lit(path).alias("store")))
             b = queries.run(store, "decode_throughput_bands", con=con)
             warnings += [f"{name}: {w}" for w in clock_warnings(store, con)]
-            bands.append(b.with_columns(pl.when(pl.col("run") == "default").then(pl.lit(name))
-                                        .otherwise(pl.col("run")).alias("run")))
+            bands.append(
+                b.with_columns(
+                    pl.when(pl.col("run") == "default").then(pl.lit(name)).otherwise(pl.col("run")).alias("run")
+                )
+            )
         finally:
             con.close()
     rate = pl.concat(rates) if rates else pl.DataFrame()
@@ -67,15 +82,29 @@ def build(stores: list[str], baseline: str | None = None) -> dict:
     rows = []
     for r in rate.iter_rows(named=True):
         lo, hi = stats.wilson(r["corrupted"], r["replies"])
-        row = {"run": r["run"], "store": r["store"], "replies": r["replies"], "corrupted": r["corrupted"],
-               "rate": r["corrupted"] / r["replies"] if r["replies"] else None, "ci_low": lo, "ci_high": hi,
-               "verdict": "baseline"}
+        row = {
+            "run": r["run"],
+            "store": r["store"],
+            "replies": r["replies"],
+            "corrupted": r["corrupted"],
+            "rate": r["corrupted"] / r["replies"] if r["replies"] else None,
+            "ci_low": lo,
+            "ci_high": hi,
+            "verdict": "baseline",
+        }
         if base is not None and (r["run"], r["store"]) != (base["run"], base["store"]):
             t = stats.two_proportions(r["corrupted"], r["replies"], base["corrupted"], base["replies"])
-            row.update(vs=base["run"], difference=t["difference"], difference_low=t["difference_ci"][0],
-                       difference_high=t["difference_ci"][1], risk_ratio=t["risk_ratio"],
-                       risk_ratio_low=t["risk_ratio_ci"][0], risk_ratio_high=t["risk_ratio_ci"][1],
-                       p_value=t["p_value"], verdict=None)
+            row.update(
+                vs=base["run"],
+                difference=t["difference"],
+                difference_low=t["difference_ci"][0],
+                difference_high=t["difference_ci"][1],
+                risk_ratio=t["risk_ratio"],
+                risk_ratio_low=t["risk_ratio_ci"][0],
+                risk_ratio_high=t["risk_ratio_ci"][1],
+                p_value=t["p_value"],
+                verdict=None,
+            )
         rows.append(row)
     compared = [r for r in rows if r["verdict"] != "baseline"]
     for r, q in zip(compared, stats.benjamini_hochberg([r["p_value"] for r in compared])):
@@ -84,11 +113,14 @@ def build(stores: list[str], baseline: str | None = None) -> dict:
     # the baseline first, then the others in the order given
     rows.sort(key=lambda r: r["verdict"] != "baseline")
     with_replies = set(rate["store"]) if rate.height else set()
-    return {"clock_offsets": offsets, "clock_warnings": warnings,
-            "without_replies": [s for s in stores if s not in with_replies],
-            "baseline": None if base is None else {"run": base["run"], "store": base["store"], "chosen_by": why},
-            "corruption": pl.DataFrame(rows, schema=CORRUPTION_SCHEMA),
-            "throughput": pl.concat(bands) if bands else pl.DataFrame()}
+    return {
+        "clock_offsets": offsets,
+        "clock_warnings": warnings,
+        "without_replies": [s for s in stores if s not in with_replies],
+        "baseline": None if base is None else {"run": base["run"], "store": base["store"], "chosen_by": why},
+        "corruption": pl.DataFrame(rows, schema=CORRUPTION_SCHEMA),
+        "throughput": pl.concat(bands) if bands else pl.DataFrame(),
+    }
 
 
 def _baseline(rate: pl.DataFrame, stores: list[str], baseline: str | None) -> tuple[dict | None, str]:
@@ -97,17 +129,24 @@ def _baseline(rate: pl.DataFrame, stores: list[str], baseline: str | None) -> tu
         return None, ""
     if baseline is None:
         first = rate.row(0, named=True)
-        return first, ("the first store given" if _same_path(first["store"], stores[0])
-                       else "the first store given that holds replies")
+        return first, (
+            "the first store given"
+            if _same_path(first["store"], stores[0])
+            else "the first store given that holds replies"
+        )
     if os.path.isdir(baseline):
         for r in rate.iter_rows(named=True):
             if _same_path(r["store"], baseline):
                 return r, "--baseline"
-        raise UsageError(f"--baseline {baseline}: that store holds no replies to compare",
-                         help="name a store with agent transcripts, or leave --baseline out")
+        raise UsageError(
+            f"--baseline {baseline}: that store holds no replies to compare",
+            help="name a store with agent transcripts, or leave --baseline out",
+        )
     labelled = rate.filter(pl.col("run") == baseline)
     if labelled.height == 1:
         return labelled.row(0, named=True), "--baseline"
     known = ", ".join(sorted(set(rate["run"])))
-    raise UsageError(f"--baseline {baseline}: neither a store nor a single run label",
-                     help=f"give one of the stores, or one of the runs: {known}")
+    raise UsageError(
+        f"--baseline {baseline}: neither a store nor a single run label",
+        help=f"give one of the stores, or one of the runs: {known}",
+    )

@@ -9,8 +9,9 @@ from forensics.analysis import verdicts
 from forensics.ingest.store import Store
 
 
-def connect(store: Store, offsets: dict[str, float] | None = None, materialize: bool = False
-            ) -> duckdb.DuckDBPyConnection:
+def connect(
+    store: Store, offsets: dict[str, float] | None = None, materialize: bool = False
+) -> duckdb.DuckDBPyConnection:
     """`forensics.catalog.connect` after `verdicts.ensure`, so `turns` and `replies` carry current verdicts."""
     verdicts.ensure(store)
     return catalog.connect(store, offsets, materialize)

@@ -131,38 +131,38 @@ def prose(text: str | None) -> str:
 _QUOTED_TOKEN = re.compile(
     # the shapes that start a word share one boundary test, so most positions fail at once
     r"(?<![\w.+:@-])(?:"
-    r"""[a-zA-Z][\w+.-]*://[^\s<>"'`]+"""                      # URL
-    r"|[\w.+-]+@[\w-]+\.[\w.-]+"                              # e-mail
-    r"|[\w.-]+(?:/[\w.@%+-]+)+/?"                             # relative path
+    r"""[a-zA-Z][\w+.-]*://[^\s<>"'`]+"""  # URL
+    r"|[\w.+-]+@[\w-]+\.[\w.-]+"  # e-mail
+    r"|[\w.-]+(?:/[\w.@%+-]+)+/?"  # relative path
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"  # UUID
-    r"|0[xX][0-9a-fA-F]+\b"                                   # hex literal
+    r"|0[xX][0-9a-fA-F]+\b"  # hex literal
     r"|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b"  # hash, rid
-    r"|(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}\b"                # MAC
-    r"|[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}\b"          # IPv6
-    r"|\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"                    # IPv4[:port]
+    r"|(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}\b"  # MAC
+    r"|[0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7}\b"  # IPv6
+    r"|\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"  # IPv4[:port]
     r"|\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?Z?)?\b"  # date[time]
-    r"|\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\b"                # time of day
-    r"|[\w.:-]+=\S*"                                          # key=value
-    r"|v?\d+(?:\.\d+){1,3}(?:[\w+.-]*\w)?"                    # version, decimal
-    r"|\w*[A-Za-z]\w*_\w*"                                    # snake_case
-    r"|[A-Za-z_]\w*(?:(?:\.|::)\w+)+(?:\(\))?"                # dotted.name, a::b
-    r"|[a-z]{2,}[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*"                 # camelCase, PascalCase
-    r"|\w+\([^()\s]*\)"                                       # call()
-    r"|[\w-]+(?::\d+)+\b"                                      # host:port, host:pid:tid
-    r"|[a-z]+(?:-[a-z0-9]+)*-\d+\b"                           # decode-2
+    r"|\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\b"  # time of day
+    r"|[\w.:-]+=\S*"  # key=value
+    r"|v?\d+(?:\.\d+){1,3}(?:[\w+.-]*\w)?"  # version, decimal
+    r"|\w*[A-Za-z]\w*_\w*"  # snake_case
+    r"|[A-Za-z_]\w*(?:(?:\.|::)\w+)+(?:\(\))?"  # dotted.name, a::b
+    r"|[a-z]{2,}[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*"  # camelCase, PascalCase
+    r"|\w+\([^()\s]*\)"  # call()
+    r"|[\w-]+(?::\d+)+\b"  # host:port, host:pid:tid
+    r"|[a-z]+(?:-[a-z0-9]+)*-\d+\b"  # decode-2
     r")"
-    r"|(?:~|\.{1,2})?/[\w.@%+:,=-]+(?:/[\w.@%+:,=-]*)*"        # absolute path (or /health, /dev/shm)
-    r"|(?<![\w-])--?[A-Za-z][\w-]*(?:=\S*)?"                  # --flag, -x
-    r"|\$\{?\w+\}?|%\{\w+\}"                                  # $VAR, %{var}
+    r"|(?:~|\.{1,2})?/[\w.@%+:,=-]+(?:/[\w.@%+:,=-]*)*"  # absolute path (or /health, /dev/shm)
+    r"|(?<![\w-])--?[A-Za-z][\w-]*(?:=\S*)?"  # --flag, -x
+    r"|\$\{?\w+\}?|%\{\w+\}"  # $VAR, %{var}
 )
 
 # a line that is machine output or code by its first characters (after a blockquote '>')
 _MACHINE_LINE = re.compile(
     r"(?:"
-    r"\[?\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:\d{2}"               # dated log prefix
-    r"|\[?\d{2}:\d{2}:\d{2}|\d{2}:\d{2}(?::\d{2})?[.,]\d+\s"   # time prefix
-    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}"                          # glog
-    r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}"               # syslog
+    r"\[?\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:\d{2}"  # dated log prefix
+    r"|\[?\d{2}:\d{2}:\d{2}|\d{2}:\d{2}(?::\d{2})?[.,]\d+\s"  # time prefix
+    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}"  # glog
+    r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}"  # syslog
     r"|\[\s*\d+\.\d+\]|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[pid +\d+\]"
     r"|(?:INFO|WARN(?:ING)?|ERROR|DEBUG|TRACE|FATAL|CRITICAL|NOTICE)\b[\s:\]|]"
     r"|Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|During handling of the above"
@@ -189,7 +189,8 @@ _MACHINE_LINE = re.compile(
     r"|(?:SELECT|FROM|WHERE|GROUP BY|ORDER BY|JOIN|LIMIT|INSERT INTO|UPDATE|CREATE TABLE|WITH \w+ AS)\b"
     r"|(?:done|fi|esac|wait|then|do|else)\s*;?\s*$|\w+\(\)\s*\{"
     r"|[\w.\[\]'\"]+\s*(?:[-+*/|&]?=|:=)\s*\S|\[[\w .:\"-]+\]\s*$"
-    r")")
+    r")"
+)
 # code ends with ';', '{' or a line continuation, and has an assignment or a call on the way
 _CODE_END = re.compile(r".*[=(].*(?:[;{]|\\)\s*$")
 # 'key: value' of YAML, HTTP headers, logs; counts only beside another such line or when indented
@@ -223,7 +224,7 @@ def _machine_rows(lines: list[str]) -> list[bool]:
     body = []
     for ln in lines:
         q = _BLOCKQUOTE.match(ln)
-        body.append(ln[q.end():] if q and q.group().strip() else ln)
+        body.append(ln[q.end() :] if q and q.group().strip() else ln)
     out = [False] * n
     kv = [False] * n
     cols = [_columns(ln.rstrip()) for ln in body]
@@ -242,13 +243,20 @@ def _machine_rows(lines: list[str]) -> list[bool]:
             kv[i] = True
     # key: value lines and CSV rows come in blocks; a lone "Note: ..." is prose
     for i in range(n):
-        if kv[i] and (_indented(body[i]) or (i and (kv[i - 1] or out[i - 1]) and body[i - 1].strip())
-                      or (i + 1 < n and (kv[i + 1] or out[i + 1]) and body[i + 1].strip())):
+        if kv[i] and (
+            _indented(body[i])
+            or (i and (kv[i - 1] or out[i - 1]) and body[i - 1].strip())
+            or (i + 1 < n and (kv[i + 1] or out[i + 1]) and body[i + 1].strip())
+        ):
             out[i] = True
         c = body[i].count(",")
-        if not out[i] and c >= 2 and not _SENTENCE_END.search(body[i]) \
-                and len(body[i]) / (c + 1) <= 20 and any(
-                    0 <= j < n and body[j].count(",") == c for j in (i - 1, i + 1)):
+        if (
+            not out[i]
+            and c >= 2
+            and not _SENTENCE_END.search(body[i])
+            and len(body[i]) / (c + 1) <= 20
+            and any(0 <= j < n and body[j].count(",") == c for j in (i - 1, i + 1))
+        ):
             out[i] = True
     # a diff hunk: context and changed lines after a diff header
     hunk = False
@@ -262,8 +270,10 @@ def _machine_rows(lines: list[str]) -> list[bool]:
     return out
 
 
-_STRAY = re.compile(r"(?m)(?<=\x00)[^\w\n\x00]+(?=\x00|$)|^[^\w\n\x00]+(?=\x00)"
-                    r"|(?<=\x00)[^\w\s\x00]+|[^\w\s\x00]+(?=\x00)")
+_STRAY = re.compile(
+    r"(?m)(?<=\x00)[^\w\n\x00]+(?=\x00|$)|^[^\w\n\x00]+(?=\x00)"
+    r"|(?<=\x00)[^\w\s\x00]+|[^\w\s\x00]+(?=\x00)"
+)
 
 
 @functools.lru_cache(maxsize=256)
@@ -313,8 +323,10 @@ def _count(pattern: re.Pattern, text: str) -> int:
 RE_DSML = re.compile(re.escape(DSML))
 # look-alikes seen in the wild (vllm#30541, flocks#687): `<|DSML|`, `< | DSML | `, `<||DSML||`; a bare
 # `| DSML |` counts only before a tag name, so a table cell reading "DSML" is not one
-RE_DSML_DEGRADED = re.compile(r"<\s*/?\s*[|｜]{1,2}\s*DSML\s*[|｜]{1,2}"
-                              r"|[|｜]{1,2}\s*DSML\s*[|｜]{1,2}\s*(?:function_calls|tool_calls|invoke|parameter|tool_use)")
+RE_DSML_DEGRADED = re.compile(
+    r"<\s*/?\s*[|｜]{1,2}\s*DSML\s*[|｜]{1,2}"
+    r"|[|｜]{1,2}\s*DSML\s*[|｜]{1,2}\s*(?:function_calls|tool_calls|invoke|parameter|tool_use)"
+)
 RE_WRAPPER_OPEN = re.compile(f"<{DSML}(?:function_calls|tool_calls)>")
 RE_WRAPPER_CLOSE = re.compile(f"</{DSML}(?:function_calls|tool_calls)>")
 RE_INVOKE_OPEN = re.compile(f"<{DSML}invoke\\b")
@@ -323,17 +335,23 @@ RE_PARAM_OPEN = re.compile(f"<{DSML}parameter\\b")
 RE_PARAM_CLOSE = re.compile(f"</{DSML}parameter>")
 RE_PARAM_TAG = re.compile(f"<{DSML}parameter\\b[^>\\n]*>")
 RE_PLAIN_PARAM = re.compile(r"<parameter\s+name=")
-RE_V3_TOOL = re.compile(f"<{FW}tool{LB}(?:calls{LB}begin|call{LB}begin|calls{LB}end|call{LB}end|sep|output{LB}begin|outputs{LB}begin|output{LB}end|outputs{LB}end){FW}>")
+RE_V3_TOOL = re.compile(
+    f"<{FW}tool{LB}(?:calls{LB}begin|call{LB}begin|calls{LB}end|call{LB}end|sep|output{LB}begin|outputs{LB}begin|output{LB}end|outputs{LB}end){FW}>"
+)
 RE_SPECIAL = re.compile(
     f"{re.escape(BOS)}|{re.escape(EOS)}|<{FW}User{FW}>|<{FW}Assistant{FW}>|<{FW}tool{LB}[a-z{LB}]+{FW}>"
-    r"|<function_results>|</function_results>|<result>")
+    r"|<function_results>|</function_results>|<result>"
+)
 # ASCII / underscore look-alikes of the special tokens
 RE_SPECIAL_DEGRADED = re.compile(
-    r"<\s*[|｜]\s*(?:begin[_▁ ]of[_▁ ]sentence|end[_▁ ]of[_▁ ]sentence|User|Assistant|tool[_▁ ][a-z_▁ ]+?)\s*[|｜]\s*>")
+    r"<\s*[|｜]\s*(?:begin[_▁ ]of[_▁ ]sentence|end[_▁ ]of[_▁ ]sentence|User|Assistant|tool[_▁ ][a-z_▁ ]+?)\s*[|｜]\s*>"
+)
 RE_THINK = re.compile(r"</?think>")
 RE_THINK_CLOSE = re.compile(r"</think>")
-ERROR_BODY = re.compile(r"KVTransferError|Decode transfer failed|Prefill transfer failed|bootstrap_room mismatch"
-                        r"|KVPoll\.WaitingForInput")
+ERROR_BODY = re.compile(
+    r"KVTransferError|Decode transfer failed|Prefill transfer failed|bootstrap_room mismatch"
+    r"|KVPoll\.WaitingForInput"
+)
 
 
 # Markup in a code fence is mostly someone showing the format (the user asked what a leak looks
@@ -343,13 +361,16 @@ ERROR_BODY = re.compile(r"KVTransferError|Decode transfer failed|Prefill transfe
 # a fence of ASCII look-alikes (a regex, a bug report) is too.
 _TALKS_ABOUT_MARKUP = re.compile(
     r"\b(?:DSML|markup|tool[- _]?calls?|function[_ ]calls?|invokes?|parameters?|parsers?|templates?|formats?"
-    r"|dialects?|tokens?|tags?|markers?|grammar|encod\w*|leak\w*|sglang|vllm|deepseek|examples?)\b", re.I)
+    r"|dialects?|tokens?|tags?|markers?|grammar|encod\w*|leak\w*|sglang|vllm|deepseek|examples?)\b",
+    re.I,
+)
 
 
 @functools.lru_cache(maxsize=256)
 def _markup_views(content: str, reasoning: str, user_text: str) -> tuple[str, str]:
     talks = bool(_TALKS_ABOUT_MARKUP.search(user_text)) or any(
-        _TALKS_ABOUT_MARKUP.search(prose(t)) for t in (content, reasoning) if DSML in t)
+        _TALKS_ABOUT_MARKUP.search(prose(t)) for t in (content, reasoning) if DSML in t
+    )
     out = []
     for text in (content, reasoning):
         if talks or DSML not in text:
@@ -411,8 +432,11 @@ def s2_dsml_in_reasoning(turn, th: Thresholds = DEFAULT) -> Hit | None:
 def s3_unbalanced_dsml(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S3 UNBALANCED_DSML: opening and closing DSML tags of a pair differ in number."""
     for field, _raw, text in _fields(turn):
-        for name, op, cl in (("wrapper", RE_WRAPPER_OPEN, RE_WRAPPER_CLOSE), ("invoke", RE_INVOKE_OPEN, RE_INVOKE_CLOSE),
-                             ("parameter", RE_PARAM_OPEN, RE_PARAM_CLOSE)):
+        for name, op, cl in (
+            ("wrapper", RE_WRAPPER_OPEN, RE_WRAPPER_CLOSE),
+            ("invoke", RE_INVOKE_OPEN, RE_INVOKE_CLOSE),
+            ("parameter", RE_PARAM_OPEN, RE_PARAM_CLOSE),
+        ):
             n_open, n_close = _count(op, text), _count(cl, text)
             if n_open != n_close:
                 m = _find(op, text) or _find(cl, text)
@@ -525,8 +549,13 @@ def _has_tools(turn) -> bool:
 
 def s9_all_reasoning(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S9 ALL_REASONING: tools offered, finish `stop`, nothing visible and no call, everything in `reasoning`."""
-    if (_has_tools(turn) and not (turn.content or "").strip() and not turn.tool_calls
-            and (turn.reasoning or "").strip() and turn.finish_reason == "stop"):
+    if (
+        _has_tools(turn)
+        and not (turn.content or "").strip()
+        and not turn.tool_calls
+        and (turn.reasoning or "").strip()
+        and turn.finish_reason == "stop"
+    ):
         return Hit("S9", "reasoning", 0, min(len(turn.reasoning), 80), "content empty, reasoning only")
     return None
 
@@ -621,8 +650,11 @@ def s12_repetition_loop(turn, th: Thresholds = DEFAULT) -> Hit | None:
     # the unit of a loop is looked for with the identifiers in prose kept ("I'll write() I'll write() ...")
     whole = degeneration_text(turn, tokens=False)
     if len(whole) >= th.loop_min_chars:
-        pat = _RE_LOOP if (th.loop_max_unit, th.loop_min_copies) == (32, 8) else re.compile(
-            f"(.{{1,{th.loop_max_unit}}}?)\\1{{{th.loop_min_copies - 1},}}", re.S)
+        pat = (
+            _RE_LOOP
+            if (th.loop_max_unit, th.loop_min_copies) == (32, 8)
+            else re.compile(f"(.{{1,{th.loop_max_unit}}}?)\\1{{{th.loop_min_copies - 1},}}", re.S)
+        )
         best = None
         for m in pat.finditer(whole):
             if _RE_TRIVIAL_UNIT.match(m.group(1)):
@@ -644,8 +676,11 @@ def s12_repetition_loop(turn, th: Thresholds = DEFAULT) -> Hit | None:
         f, s, e = _field_span(turn, text.strip()[:40])
         return Hit("S12", f, s, e, f"{len(set(words))} distinct words in {len(words)}")
     # stutter: a word three times running ("server server server"), at several places
-    stutters = [i for i in range(2, len(words)) if words[i] == words[i - 1] == words[i - 2]
-                and (i < 3 or words[i - 3] != words[i])]
+    stutters = [
+        i
+        for i in range(2, len(words))
+        if words[i] == words[i - 1] == words[i - 2] and (i < 3 or words[i - 3] != words[i])
+    ]
     if len(stutters) >= th.stutter_min_sites:
         f, s, e = _field_span(turn, text.strip()[:40])
         return Hit("S12", f, s, e, f"{len(stutters)} words stuttered three times")
@@ -677,15 +712,23 @@ def s12_repetition_loop(turn, th: Thresholds = DEFAULT) -> Hit | None:
             if len(m.group(1).strip()) >= th.quoted_line_min_chars and re.search(r"[^\W\d_]", m.group(1)):
                 n_copies = m.group().count("\n") + 1
                 if n_copies >= th.quoted_line_min_run:
-                    return Hit("S12", f, m.start(), m.start() + len(m.group(1)), f"line repeated {n_copies} times back to back")
+                    return Hit(
+                        "S12", f, m.start(), m.start() + len(m.group(1)), f"line repeated {n_copies} times back to back"
+                    )
     return None
 
 
 def script_of(ch: str) -> str | None:
     """Coarse script of a letter: 'cjk', 'latin', 'cyrillic', 'greek', 'arabic', 'hebrew', 'other', None if not a letter."""
     o = ord(ch)
-    if 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0x3040 <= o <= 0x30FF or 0xAC00 <= o <= 0xD7AF \
-            or 0x20000 <= o <= 0x2FA1F or 0xF900 <= o <= 0xFAFF:
+    if (
+        0x4E00 <= o <= 0x9FFF
+        or 0x3400 <= o <= 0x4DBF
+        or 0x3040 <= o <= 0x30FF
+        or 0xAC00 <= o <= 0xD7AF
+        or 0x20000 <= o <= 0x2FA1F
+        or 0xF900 <= o <= 0xFAFF
+    ):
         return "cjk"
     if not ch.isalpha():
         return None
@@ -700,7 +743,9 @@ def script_of(ch: str) -> str | None:
 
 _RE_ASCII_LETTER = re.compile(r"[A-Za-z]")
 _RE_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]")
-_RE_OTHER_CHAR = re.compile(r"[^\x00-\x7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]")
+_RE_OTHER_CHAR = re.compile(
+    r"[^\x00-\x7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
+)
 
 
 @functools.lru_cache(maxsize=256)
@@ -725,8 +770,10 @@ _RE_SENTENCE = re.compile(r"[^.!?。！？\n]+")
 _RE_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{2,}")
 # CJK carries a word in two characters; other scripts need four letters, so that units and math
 # (μs, Δt, αβ) are not a switch
-_RE_FOREIGN_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{2,}"
-                             r"|[\u0400-\u04ff]{4,}|[\u0370-\u03ff]{4,}|[\u0590-\u05ff]{4,}|[\u0600-\u06ff]{4,}")
+_RE_FOREIGN_RUN = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{2,}"
+    r"|[\u0400-\u04ff]{4,}|[\u0370-\u03ff]{4,}|[\u0590-\u05ff]{4,}|[\u0600-\u06ff]{4,}"
+)
 _RE_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
 _STOPWORDS = frozenset("the of and to is be by for with that this are was it on as in at from or not".split())
 _OPENERS, _CLOSERS = "\"'“‘「『(（[【《<", "\"'”’」』)）]】》>"
@@ -747,12 +794,12 @@ def s13_script_switch(turn, th: Thresholds = DEFAULT) -> Hit | None:
         sent = sm.group()
         if dom == "latin" and user_dom in (None, "latin") and len(_RE_LATIN_WORD.findall(sent)) >= 2:
             for m in _RE_FOREIGN_RUN.finditer(sent):
-                before, after = sent[:m.start()].rstrip(), sent[m.end():].lstrip()
+                before, after = sent[: m.start()].rstrip(), sent[m.end() :].lstrip()
                 if (before and before[-1] in _OPENERS) or (after and after[0] in _CLOSERS):
                     continue
                 if _RE_LATIN_WORD.search(before[-20:]) or _RE_LATIN_WORD.match(after):
                     s = sm.start() + m.start()
-                    f, fs, fe = _field_span(turn, text[s:s + len(m.group())])
+                    f, fs, fe = _field_span(turn, text[s : s + len(m.group())])
                     return Hit("S13", f, fs, fe, f"{script_of(m.group()[0])} inside a Latin sentence")
         if dom == "cjk" and user_dom in (None, "cjk") and _RE_CJK_RUN.search(sent):
             for m in re.finditer(r"(?:[A-Za-z]{2,}[ ,]+){3,}[A-Za-z]{2,}", sent):
@@ -761,7 +808,7 @@ def s13_script_switch(turn, th: Thresholds = DEFAULT) -> Hit | None:
                 words = [w.lower() for w in _RE_LATIN_WORD.findall(m.group())]
                 if sum(w in _STOPWORDS for w in words) >= 2:
                     s = sm.start() + m.start()
-                    f, fs, fe = _field_span(turn, text[s:s + len(m.group())])
+                    f, fs, fe = _field_span(turn, text[s : s + len(m.group())])
                     return Hit("S13", f, fs, fe, "English phrasing inside a CJK sentence")
     # churn among three or more scripts; two-script CJK/Latin prose changes script all the time
     if len(_script_counts(text)) >= 3:
@@ -771,16 +818,19 @@ def s13_script_switch(turn, th: Thresholds = DEFAULT) -> Hit | None:
             j = k
             while j + 1 < len(changes) and changes[j + 1] - changes[k] <= 100:
                 j += 1
-            if j - k + 1 >= th.switch_per_100 + 1 and len({script_of(text[c]) for c in changes[k:j + 1]}) >= 3:
-                f, fs, fe = _field_span(turn, text[changes[k]:changes[k] + 20])
+            if j - k + 1 >= th.switch_per_100 + 1 and len({script_of(text[c]) for c in changes[k : j + 1]}) >= 3:
+                f, fs, fe = _field_span(turn, text[changes[k] : changes[k] + 20])
                 return Hit("S13", f, fs, fe, f"{j - k + 1} script changes in 100 chars")
     return None
 
 
 _SHORT_WORDS = frozenset(
     "a i o an am as at be by do go he if in is it me my no of oh ok on or so to up us we ye vs eg ie id pr ci ui io"
-    " os db ml ai v1 v2 v3 v4 el la le de du en et un je tu il ce da di ne se si".split())
-_RE_MARKER = re.compile(r"^(?:[-*+>#]+|\d+[.)]|[a-z][.)]|\[[ x]\]|&|=|->|=>|—|–|/|\d+(?:[.,:]\d+)+%?|\d+%|[$€£]\d[\d.,]*)$", re.I)
+    " os db ml ai v1 v2 v3 v4 el la le de du en et un je tu il ce da di ne se si".split()
+)
+_RE_MARKER = re.compile(
+    r"^(?:[-*+>#]+|\d+[.)]|[a-z][.)]|\[[ x]\]|&|=|->|=>|—|–|/|\d+(?:[.,:]\d+)+%?|\d+%|[$€£]\d[\d.,]*)$", re.I
+)
 # a count or a measurement ("rank 3", "24,", "(776 lines)", "300s") is a word of technical prose; a bracketed
 # number ("[3]") is not, since degenerate numbering ("1. [1]  1. [2] ...") is made of them
 _RE_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?(?:ms|us|µs|ns|s|m|h|d|k|K|M|G|T|B|KB|MB|GB|TB|KiB|MiB|GiB|W|C|x|%)?$")
@@ -840,9 +890,9 @@ def s14_token_salad(turn, th: Thresholds = DEFAULT) -> Hit | None:
         if j >= len(toks):
             break
         n = j - i + 1
-        if n >= th.salad_min_tokens and sum(flags[i:j + 1]) / n >= th.salad_min_share:
-            f, s, e = _field_span(turn, text[toks[i][0]:toks[i][0] + 60])
-            return Hit("S14", f, s, e, f"{sum(flags[i:j + 1]) / n:.0%} short or non-word tokens")
+        if n >= th.salad_min_tokens and sum(flags[i : j + 1]) / n >= th.salad_min_share:
+            f, s, e = _field_span(turn, text[toks[i][0] : toks[i][0] + 60])
+            return Hit("S14", f, s, e, f"{sum(flags[i : j + 1]) / n:.0%} short or non-word tokens")
     return None
 
 
@@ -888,8 +938,13 @@ def s15_empty_turn(turn, th: Thresholds = DEFAULT) -> Hit | None:
         return None
     if turn.finish_reason == "stop" and (turn.completion_tokens or 0) > 0:
         return Hit("S15", "content", note=f"finish stop, {turn.completion_tokens} completion tokens, nothing returned")
-    if turn.finish_reason is None and turn.completion_tokens is None and turn.http_status is None \
-            and not (turn.reasoning or "").strip() and not turn.error_text:
+    if (
+        turn.finish_reason is None
+        and turn.completion_tokens is None
+        and turn.http_status is None
+        and not (turn.reasoning or "").strip()
+        and not turn.error_text
+    ):
         return Hit("S15", "content", note="empty output")
     return None
 
@@ -908,10 +963,22 @@ def s16_transfer_error_turn(turn, th: Thresholds = DEFAULT) -> Hit | None:
 
 
 SIGNATURES = {
-    "S1": s1_dsml_in_content, "S2": s2_dsml_in_reasoning, "S3": s3_unbalanced_dsml, "S4": s4_bare_invoke,
-    "S5": s5_wrong_dialect, "S6": s6_malformed_param, "S7": s7_special_token_leak, "S8": s8_think_tag_leak,
-    "S9": s9_all_reasoning, "S10": s10_finish_mismatch, "S11": s11_bad_tool_args, "S12": s12_repetition_loop,
-    "S13": s13_script_switch, "S14": s14_token_salad, "S15": s15_empty_turn, "S16": s16_transfer_error_turn,
+    "S1": s1_dsml_in_content,
+    "S2": s2_dsml_in_reasoning,
+    "S3": s3_unbalanced_dsml,
+    "S4": s4_bare_invoke,
+    "S5": s5_wrong_dialect,
+    "S6": s6_malformed_param,
+    "S7": s7_special_token_leak,
+    "S8": s8_think_tag_leak,
+    "S9": s9_all_reasoning,
+    "S10": s10_finish_mismatch,
+    "S11": s11_bad_tool_args,
+    "S12": s12_repetition_loop,
+    "S13": s13_script_switch,
+    "S14": s14_token_salad,
+    "S15": s15_empty_turn,
+    "S16": s16_transfer_error_turn,
 }
 
 LEAK = ("S1", "S2", "S3", "S4", "S5", "S6", "S10", "S11")
@@ -961,16 +1028,24 @@ def assess_session(turns, th: Thresholds = DEFAULT) -> list[Verdict]:
     # A template / parser mismatch hits every tool call from the first request on; a leak that
     # follows load hits some calls of a session that otherwise works (TRANSCRIPTS.md §4).
     tool_turns = [i for i, t in enumerate(turns) if t.tool_calls or _is_leak(hits[i])]
-    if len(tool_turns) >= th.config_min_tool_turns and all(_is_leak(hits[i]) and not turns[i].tool_calls
-                                                           for i in tool_turns):
+    if len(tool_turns) >= th.config_min_tool_turns and all(
+        _is_leak(hits[i]) and not turns[i].tool_calls for i in tool_turns
+    ):
         for i in tool_turns:
             if classes[i][0] == "parse_leak":
                 classes[i] = ("config", classes[i][1])
     out = []
     for t, h, (cls, deciding) in zip(turns, hits, classes):
         sigs = sorted(h, key=lambda s: int(s[1:]))
-        out.append(Verdict(sigs, cls, cls in CORRUPTED_CLASSES, evidence(t, h, deciding) if h else None,
-                           any(x.degraded for x in h.values())))
+        out.append(
+            Verdict(
+                sigs,
+                cls,
+                cls in CORRUPTED_CLASSES,
+                evidence(t, h, deciding) if h else None,
+                any(x.degraded for x in h.values()),
+            )
+        )
     return out
 
 
@@ -992,8 +1067,15 @@ def evidence(turn, hits: dict[str, Hit], deciding: list[str], width: int = 40) -
         note = f" ({esc(h.note)})" if h.note else ""
         if not shown and h.end > h.start and src:
             a, b = max(0, h.start - width), min(len(src), h.end + width)
-            snippet = ("…" if a else "") + esc(src[a:h.start]) + "⟦" + esc(src[h.start:min(h.end, h.start + 80)]) \
-                + "⟧" + esc(src[h.end:b]) + ("…" if b < len(src) else "")
+            snippet = (
+                ("…" if a else "")
+                + esc(src[a : h.start])
+                + "⟦"
+                + esc(src[h.start : min(h.end, h.start + 80)])
+                + "⟧"
+                + esc(src[h.end : b])
+                + ("…" if b < len(src) else "")
+            )
             parts.append(f"{label} {h.field}: {snippet}{note}")
             shown = True
         else:

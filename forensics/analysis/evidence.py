@@ -40,8 +40,9 @@ def _buckets(values: pl.Series, how: str) -> pl.Series:
     if how == "category":
         return values.cast(pl.Utf8)
     if how == "any":
-        return pl.select(pl.when(values > 0).then(pl.lit("yes")).when(values.is_not_null()).then(pl.lit("no"))
-                         ).to_series()
+        return pl.select(
+            pl.when(values > 0).then(pl.lit("yes")).when(values.is_not_null()).then(pl.lit("no"))
+        ).to_series()
     known = values.drop_nulls().cast(pl.Float64)
     if known.n_unique() < 2:
         return values.cast(pl.Utf8)
@@ -49,12 +50,18 @@ def _buckets(values: pl.Series, how: str) -> pl.Series:
     # words rather than < and >: the labels go into Markdown, where those are HTML
     v = values.cast(pl.Float64)
     if q1 == q2:  # heavy ties: split at the value itself
-        label = pl.when(v <= q1).then(pl.lit(f"up to {_fmt(q1)}")).when(v.is_not_null()).then(
-            pl.lit(f"above {_fmt(q1)}"))
+        label = (
+            pl.when(v <= q1).then(pl.lit(f"up to {_fmt(q1)}")).when(v.is_not_null()).then(pl.lit(f"above {_fmt(q1)}"))
+        )
     else:
-        label = (pl.when(v <= q1).then(pl.lit(f"up to {_fmt(q1)}"))
-                 .when(v <= q2).then(pl.lit(f"{_fmt(q1)} to {_fmt(q2)}"))
-                 .when(v.is_not_null()).then(pl.lit(f"above {_fmt(q2)}")))
+        label = (
+            pl.when(v <= q1)
+            .then(pl.lit(f"up to {_fmt(q1)}"))
+            .when(v <= q2)
+            .then(pl.lit(f"{_fmt(q1)} to {_fmt(q2)}"))
+            .when(v.is_not_null())
+            .then(pl.lit(f"above {_fmt(q2)}"))
+        )
     return pl.select(label.alias(values.name)).to_series()
 
 
@@ -65,11 +72,26 @@ def _fmt(v: float) -> str:
 Q_THRESHOLD = 0.05  # false discovery rate at which a comparison counts as significant
 
 COMPARISON_SCHEMA = {
-    "dimension": pl.Utf8, "column": pl.Utf8, "bucket": pl.Utf8, "effect": pl.Utf8, "replies": pl.Int64,
-    "corrupted": pl.Int64, "rate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-    "rest_replies": pl.Int64, "rest_rate": pl.Float64, "difference": pl.Float64, "difference_low": pl.Float64,
-    "difference_high": pl.Float64, "risk_ratio": pl.Float64, "risk_ratio_low": pl.Float64,
-    "risk_ratio_high": pl.Float64, "p_value": pl.Float64, "q_value": pl.Float64, "significant": pl.Boolean,
+    "dimension": pl.Utf8,
+    "column": pl.Utf8,
+    "bucket": pl.Utf8,
+    "effect": pl.Utf8,
+    "replies": pl.Int64,
+    "corrupted": pl.Int64,
+    "rate": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "rest_replies": pl.Int64,
+    "rest_rate": pl.Float64,
+    "difference": pl.Float64,
+    "difference_low": pl.Float64,
+    "difference_high": pl.Float64,
+    "risk_ratio": pl.Float64,
+    "risk_ratio_low": pl.Float64,
+    "risk_ratio_high": pl.Float64,
+    "p_value": pl.Float64,
+    "q_value": pl.Float64,
+    "significant": pl.Boolean,
 }
 
 
@@ -114,19 +136,22 @@ def compare_dimensions(features: pl.DataFrame, min_replies: int = 5, q_threshold
     out = pl.DataFrame(rows, schema=COMPARISON_SCHEMA)
     if out.height:
         group = pl.col("effect").replace_strict({"raises": 0, "protective": 1, "none": 2}, return_dtype=pl.Int8)
-        out = out.with_columns(_g=group, _e=pl.col("difference").abs()) \
-            .sort(["_g", "q_value", "_e", "dimension", "bucket"], descending=[False, False, True, False, False]) \
+        out = (
+            out.with_columns(_g=group, _e=pl.col("difference").abs())
+            .sort(["_g", "q_value", "_e", "dimension", "bucket"], descending=[False, False, True, False, False])
             .drop("_g", "_e")
-    return out.with_columns(pl.lit(total_n, pl.Int64).alias("all_replies"),
-                            pl.lit(total_k, pl.Int64).alias("all_corrupted"))
+        )
+    return out.with_columns(
+        pl.lit(total_n, pl.Int64).alias("all_replies"), pl.lit(total_k, pl.Int64).alias("all_corrupted")
+    )
 
 
 def _complement(bucket: str) -> str | None:
     """The label of the rest of the replies when `bucket` is an end tertile ("up to X" / "above X")."""
     if bucket.startswith("up to "):
-        return "above " + bucket[len("up to "):]
+        return "above " + bucket[len("up to ") :]
     if bucket.startswith("above "):
-        return "up to " + bucket[len("above "):]
+        return "up to " + bucket[len("above ") :]
     return None
 
 
@@ -134,13 +159,24 @@ def _comparison(label: str, col: str, bucket: str, n: int, k: int, rest_n: int, 
     t = stats.two_proportions(k, n, rest_k, rest_n)
     diff = t["difference"]
     return {
-        "dimension": label, "column": col, "bucket": bucket,
+        "dimension": label,
+        "column": col,
+        "bucket": bucket,
         "effect": "raises" if diff > 0 else ("protective" if diff < 0 else "none"),
-        "replies": n, "corrupted": k, "rate": k / n, "ci_low": t["ci_a"][0], "ci_high": t["ci_a"][1],
-        "rest_replies": rest_n, "rest_rate": rest_k / rest_n,
-        "difference": diff, "difference_low": t["difference_ci"][0], "difference_high": t["difference_ci"][1],
-        "risk_ratio": t["risk_ratio"], "risk_ratio_low": t["risk_ratio_ci"][0],
-        "risk_ratio_high": t["risk_ratio_ci"][1], "p_value": t["p_value"],
+        "replies": n,
+        "corrupted": k,
+        "rate": k / n,
+        "ci_low": t["ci_a"][0],
+        "ci_high": t["ci_a"][1],
+        "rest_replies": rest_n,
+        "rest_rate": rest_k / rest_n,
+        "difference": diff,
+        "difference_low": t["difference_ci"][0],
+        "difference_high": t["difference_ci"][1],
+        "risk_ratio": t["risk_ratio"],
+        "risk_ratio_low": t["risk_ratio_ci"][0],
+        "risk_ratio_high": t["risk_ratio_ci"][1],
+        "p_value": t["p_value"],
     }
 
 
@@ -153,7 +189,8 @@ def build(store: Store) -> dict:
         summary = con.sql(
             "SELECT count(*) AS replies, count(*) FILTER (WHERE corrupted) AS corrupted, "
             "count(*) FILTER (WHERE corruption_class = 'config') AS config_leaks, "
-            "count(*) FILTER (WHERE link_method IS NOT NULL) AS linked FROM replies").fetchall()[0]
+            "count(*) FILTER (WHERE link_method IS NOT NULL) AS linked FROM replies"
+        ).fetchall()[0]
         comparisons = compare_dimensions(feats)
         report = {
             "clock_offsets": offsets,
@@ -175,8 +212,17 @@ def _summary(row, comparisons: pl.DataFrame) -> dict:
     n, k, config, linked = row
     lo, hi = stats.wilson(k, n) if n else (math.nan, math.nan)
     sig = comparisons.filter(pl.col("significant"))
-    return {"replies": n, "corrupted": k, "corrupted_rate": (k / n) if n else None,
-            "ci_low": lo if n else None, "ci_high": hi if n else None, "config_leaks": config, "linked": linked,
-            # how many tests the table holds, and how many survive the false-discovery correction
-            "comparisons": comparisons.height, "q_threshold": Q_THRESHOLD, "significant": sig.height,
-            "significant_raising": sig.filter(pl.col("effect") == "raises").height}
+    return {
+        "replies": n,
+        "corrupted": k,
+        "corrupted_rate": (k / n) if n else None,
+        "ci_low": lo if n else None,
+        "ci_high": hi if n else None,
+        "config_leaks": config,
+        "linked": linked,
+        # how many tests the table holds, and how many survive the false-discovery correction
+        "comparisons": comparisons.height,
+        "q_threshold": Q_THRESHOLD,
+        "significant": sig.height,
+        "significant_raising": sig.filter(pl.col("effect") == "raises").height,
+    }

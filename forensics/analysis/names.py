@@ -5,8 +5,10 @@ from __future__ import annotations
 from forensics.core.errors import UsageError
 
 # the tables whose rows carry a host; `files` first, it names every ingested input's host
-_HOST_SQL = ("SELECT host FROM files WHERE status = 'ingested' UNION SELECT host FROM batches "
-             "UNION SELECT host FROM events UNION SELECT host FROM transfer_events")
+_HOST_SQL = (
+    "SELECT host FROM files WHERE status = 'ingested' UNION SELECT host FROM batches "
+    "UNION SELECT host FROM events UNION SELECT host FROM transfer_events"
+)
 
 
 def known_hosts(con) -> list[str]:

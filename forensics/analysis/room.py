@@ -61,12 +61,15 @@ def room_story(store: Store, room: int, offsets: dict[str, float] | None = None)
     con = connect(store, used, materialize=True)
     try:
         timeline = pl.from_arrow(con.sql(STORY_SQL, params={"room": room}).to_arrow_table())
-        summary = pl.from_arrow(con.sql("SELECT * FROM rooms WHERE bootstrap_room = $room",
-                                        params={"room": room}).to_arrow_table())
+        summary = pl.from_arrow(
+            con.sql("SELECT * FROM rooms WHERE bootstrap_room = $room", params={"room": room}).to_arrow_table()
+        )
         warnings = clock_warnings(store, con) if offsets is None else []
     finally:
         con.close()
     if timeline.height == 0:
-        raise ForensicsError(f"no line or trace event names room {room}",
-                             help="list rooms with `forensics sql \"SELECT bootstrap_room, outcome FROM rooms\"`")
+        raise ForensicsError(
+            f"no line or trace event names room {room}",
+            help='list rooms with `forensics sql "SELECT bootstrap_room, outcome FROM rooms"`',
+        )
     return RoomStory(room, used, summary, timeline, warnings)

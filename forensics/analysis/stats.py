@@ -120,11 +120,14 @@ def two_proportions(k1: int, n1: int, k0: int, n0: int, alpha: float = 0.05) -> 
     """
     p = fisher_exact(k1, n1 - k1, k0, n0 - k0)
     return {
-        "rate_a": k1 / n1 if n1 else math.nan, "ci_a": wilson(k1, n1),
-        "rate_b": k0 / n0 if n0 else math.nan, "ci_b": wilson(k0, n0),
+        "rate_a": k1 / n1 if n1 else math.nan,
+        "ci_a": wilson(k1, n1),
+        "rate_b": k0 / n0 if n0 else math.nan,
+        "ci_b": wilson(k0, n0),
         "difference": (k1 / n1 - k0 / n0) if n1 and n0 else math.nan,
         "difference_ci": rate_difference_ci(k1, n1, k0, n0),
-        "risk_ratio": risk_ratio(k1, n1, k0, n0), "risk_ratio_ci": risk_ratio_ci(k1, n1, k0, n0),
+        "risk_ratio": risk_ratio(k1, n1, k0, n0),
+        "risk_ratio_ci": risk_ratio_ci(k1, n1, k0, n0),
         "p_value": p,
         "verdict": "significant" if p < alpha else "within noise",
     }

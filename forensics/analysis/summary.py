@@ -34,37 +34,69 @@ def build(store: Store) -> dict:
     # end of an ingest) leaves them cached for the first report
     con = connect(store, offsets, materialize=True)
     try:
-        hosts = [dict(zip(("host", "roles", "inputs", "lines", "first_ts", "last_ts", "formats"), r))
-                 for r in con.execute(_HOSTS_SQL).fetchall()]
+        hosts = [
+            dict(zip(("host", "roles", "inputs", "lines", "first_ts", "last_ts", "formats"), r))
+            for r in con.execute(_HOSTS_SQL).fetchall()
+        ]
         ingested, skipped, failed, lines, unparsed, nbytes = con.execute(_INPUTS_SQL).fetchall()[0]
-        tables = [{"table": t.name, "view": t.view,
-                   "rows": con.execute(f'SELECT count(*) FROM "{t.name}"').fetchall()[0][0]}
-                  for t in schema.TABLES.values()]
+        tables = [
+            {"table": t.name, "view": t.view, "rows": con.execute(f'SELECT count(*) FROM "{t.name}"').fetchall()[0][0]}
+            for t in schema.TABLES.values()
+        ]
         warnings = clock_warnings(store, con) + merge_warnings(con)
         top_unparsed = con.execute(
             "SELECT path, unparsed_lines, lines FROM files WHERE unparsed_lines > 0 "
-            "ORDER BY unparsed_lines DESC, path LIMIT 3").fetchall()
+            "ORDER BY unparsed_lines DESC, path LIMIT 3"
+        ).fetchall()
         known = names.known_hosts(con)
     finally:
         con.close()
-    estimates = [{"host_a": p.host_a, "host_b": p.host_b, "estimate_s": p.estimate, "lower_s": p.lower,
-                  "upper_s": p.upper, "pairs": int(p.n_lower + p.n_upper), "in_force_s": p.in_force}
-                 for p in estimate(store).pairs]
-    warnings += [f"warning: clocks.json sets an offset for {h}, a host the store holds no rows of "
-                 f"(`forensics clocks unset {h}` removes it)" for h in sorted(offsets) if h not in known]
+    estimates = [
+        {
+            "host_a": p.host_a,
+            "host_b": p.host_b,
+            "estimate_s": p.estimate,
+            "lower_s": p.lower,
+            "upper_s": p.upper,
+            "pairs": int(p.n_lower + p.n_upper),
+            "in_force_s": p.in_force,
+        }
+        for p in estimate(store).pairs
+    ]
+    warnings += [
+        f"warning: clocks.json sets an offset for {h}, a host the store holds no rows of "
+        f"(`forensics clocks unset {h}` removes it)"
+        for h in sorted(offsets)
+        if h not in known
+    ]
     if failed:
-        warnings.append(f"warning: {failed} input{'s' if failed != 1 else ''} failed to parse "
-                        "(see `forensics sql \"SELECT path, skip_reason FROM files WHERE status = 'failed'\"`)")
+        warnings.append(
+            f"warning: {failed} input{'s' if failed != 1 else ''} failed to parse "
+            "(see `forensics sql \"SELECT path, skip_reason FROM files WHERE status = 'failed'\"`)"
+        )
     for h in hosts:
         for k in ("first_ts", "last_ts"):
             h[k] = None if h[k] is None else h[k].isoformat()
-    return {"kind": "forensics.summary", "version": 1, "store": str(store.root),
-            "inputs": {"ingested": ingested, "skipped": skipped, "failed": failed, "bytes": nbytes, "lines": lines,
-                       "unparsed_lines": unparsed, "unparsed_share": unparsed / lines if lines else 0.0,
-                       "most_unparsed": [{"path": p, "unparsed_lines": u, "lines": n} for p, u, n in top_unparsed]},
-            "hosts": hosts, "tables": tables,
-            "clock_offsets": dict(sorted(offsets.items())), "clock_estimates": estimates,
-            "warnings": warnings}
+    return {
+        "kind": "forensics.summary",
+        "version": 1,
+        "store": str(store.root),
+        "inputs": {
+            "ingested": ingested,
+            "skipped": skipped,
+            "failed": failed,
+            "bytes": nbytes,
+            "lines": lines,
+            "unparsed_lines": unparsed,
+            "unparsed_share": unparsed / lines if lines else 0.0,
+            "most_unparsed": [{"path": p, "unparsed_lines": u, "lines": n} for p, u, n in top_unparsed],
+        },
+        "hosts": hosts,
+        "tables": tables,
+        "clock_offsets": dict(sorted(offsets.items())),
+        "clock_estimates": estimates,
+        "warnings": warnings,
+    }
 
 
 def merge_warnings(con) -> list[str]:
@@ -72,20 +104,25 @@ def merge_warnings(con) -> list[str]:
     from different folders that took their host from the file name (`decode-0/sglang.log` and
     `decode-1/sglang.log` given as files are both host `sglang`)."""
     out = []
-    rows = con.execute("SELECT host, list(DISTINCT role ORDER BY role), list(path ORDER BY path) FROM files "
-                       "WHERE status = 'ingested' AND host IS NOT NULL GROUP BY host ORDER BY host").fetchall()
+    rows = con.execute(
+        "SELECT host, list(DISTINCT role ORDER BY role), list(path ORDER BY path) FROM files "
+        "WHERE status = 'ingested' AND host IS NOT NULL GROUP BY host ORDER BY host"
+    ).fetchall()
     for host, roles, paths in rows:
         roles = [r for r in roles if r and r != "unknown"]
-        named_by_file = {os.path.dirname(p.split("!")[0]) for p in paths
-                         if _stem(os.path.basename(p.split("!")[0])) == host}
+        named_by_file = {
+            os.path.dirname(p.split("!")[0]) for p in paths if _stem(os.path.basename(p.split("!")[0])) == host
+        }
         if len(roles) > 1:
             why = f"inputs of {len(roles)} roles ({', '.join(roles)})"
         elif len(named_by_file) > 1:
             why = f"files of the same name from {len(named_by_file)} folders ({', '.join(sorted(named_by_file)[:3])})"
         else:
             continue
-        out.append(f"warning: host {host} holds {why}: if they are different machines, their rows are merged; "
-                   f"ingest each machine's inputs with `--host NAME`")
+        out.append(
+            f"warning: host {host} holds {why}: if they are different machines, their rows are merged; "
+            f"ingest each machine's inputs with `--host NAME`"
+        )
     return out
 
 
@@ -105,8 +142,13 @@ def row_counts(store: Store) -> dict[str, int | None]:
 
     con = catalog_connect(store.require(), materialize=False)
     try:
-        return {t.name: (con.execute(f'SELECT count(*) FROM "{t.name}"').fetchall()[0][0]
-                         if not t.view or snapshot_path(store, t.name) is not None else None)
-                for t in schema.TABLES.values()}
+        return {
+            t.name: (
+                con.execute(f'SELECT count(*) FROM "{t.name}"').fetchall()[0][0]
+                if not t.view or snapshot_path(store, t.name) is not None
+                else None
+            )
+            for t in schema.TABLES.values()
+        }
     finally:
         con.close()

@@ -62,7 +62,8 @@ def _far_away(con, lo: dt.datetime, hi: dt.datetime) -> list[tuple[str, str]]:
     return con.execute(
         f"SELECT host, path FROM files WHERE NOT ({_MAIN}) AND first_ts IS NOT NULL "
         "AND (first_ts < CAST(? AS TIMESTAMPTZ) OR last_ts > CAST(? AS TIMESTAMPTZ)) ORDER BY host, path",
-        [lo - pad, hi + pad]).fetchall()
+        [lo - pad, hi + pad],
+    ).fetchall()
 
 
 def _window(con, since: str | None, until: str | None) -> tuple[str | None, str | None, list[str]]:
@@ -77,11 +78,18 @@ def _window(con, since: str | None, until: str | None) -> tuple[str | None, str 
     if not far:
         return since, until, []
     hosts = sorted({h for h, _ in far if h})
-    which = (f"window {when.fmt(lo)} to {when.fmt(hi)}, the span" if since is None and until is None else
-             f"window starts {when.fmt(lo)}, the start" if until is not None else f"window ends {when.fmt(hi)}, the end")
-    note = (f"{which} of the inputs holding most lines: "
-            f"{len(far)} small input{'s' if len(far) != 1 else ''} far outside it left out "
-            f"(host{'s' if len(hosts) != 1 else ''} {names.listing(hosts, 5)}); pass --since / --until to see them")
+    which = (
+        f"window {when.fmt(lo)} to {when.fmt(hi)}, the span"
+        if since is None and until is None
+        else f"window starts {when.fmt(lo)}, the start"
+        if until is not None
+        else f"window ends {when.fmt(hi)}, the end"
+    )
+    note = (
+        f"{which} of the inputs holding most lines: "
+        f"{len(far)} small input{'s' if len(far) != 1 else ''} far outside it left out "
+        f"(host{'s' if len(hosts) != 1 else ''} {names.listing(hosts, 5)}); pass --since / --until to see them"
+    )
     return since or lo.isoformat(), until or hi.isoformat(), [note]
 
 
@@ -98,26 +106,36 @@ def _data_span(con, since: str | None, until: str | None) -> tuple[dt.datetime |
     [(lo, hi)] = con.execute(
         "SELECT coalesce(CAST(? AS TIMESTAMPTZ), min(t)), coalesce(CAST(? AS TIMESTAMPTZ), max(t)) FROM "
         "(SELECT ts AS t FROM batches UNION ALL SELECT ts FROM events UNION ALL SELECT t_start FROM replies)",
-        [since, until]).fetchall()
+        [since, until],
+    ).fetchall()
     return lo, hi
 
 
-def _fit(con, since, until, bucket_s: float, max_buckets: int, what: str = "chart"
-         ) -> tuple[str | None, str | None, list[str]]:
+def _fit(
+    con, since, until, bucket_s: float, max_buckets: int, what: str = "chart"
+) -> tuple[str | None, str | None, list[str]]:
     """A window of at most `max_buckets` buckets: a longer one keeps its last stretch (logs end with
     the incident that made someone read them), with a note naming what was cut and how to see it."""
     lo, hi = _data_span(con, since, until)
     if lo is None or hi is None or (hi - lo).total_seconds() / bucket_s <= max_buckets:
         return since, until, []
     start = hi - dt.timedelta(seconds=bucket_s * (max_buckets - 1))
-    note = (f"the {what} shows {when.fmt(start)} to {when.fmt(hi)}: {when.fmt(lo)} to {when.fmt(hi)} in "
-            f"{bucket_s:g} s buckets would be {int((hi - lo).total_seconds() // bucket_s) + 1} of them, and a {what} "
-            f"holds {max_buckets}; pass a wider --bucket, or --since / --until for another stretch")
+    note = (
+        f"the {what} shows {when.fmt(start)} to {when.fmt(hi)}: {when.fmt(lo)} to {when.fmt(hi)} in "
+        f"{bucket_s:g} s buckets would be {int((hi - lo).total_seconds() // bucket_s) + 1} of them, and a {what} "
+        f"holds {max_buckets}; pass a wider --bucket, or --since / --until for another stretch"
+    )
     return start.isoformat(), hi.isoformat(), [note]
 
 
-def build(store: Store, bucket: str = "auto", since: str | None = None, until: str | None = None,
-          host: str | None = None, max_buckets: int | None = None) -> dict:
+def build(
+    store: Store,
+    bucket: str = "auto",
+    since: str | None = None,
+    until: str | None = None,
+    host: str | None = None,
+    max_buckets: int | None = None,
+) -> dict:
     """The timeline as a result model: params, clock offsets, bucket rows and the marker intervals.
 
     `since` / `until` take what `forensics.analysis.when` reads (ISO, or relative to the store's last
@@ -138,8 +156,9 @@ def build(store: Store, bucket: str = "auto", since: str | None = None, until: s
         elif (_span_s(since, until, con) or 0) / bucket_s > MAX_BUCKETS / 2:
             since, until, more = _fit(con, since, until, bucket_s, MAX_BUCKETS, "timeline")
             notes += more
-        rows = queries.run(store, "timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host},
-                           con=con)
+        rows = queries.run(
+            store, "timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host}, con=con
+        )
         # the default thresholds, as the bucket markers use them (one shared, snapshotted computation)
         wedges = run_sql(store, "SELECT * FROM incident_wedges ORDER BY t_start, host, kind", con=con)
         storms = run_sql(store, "SELECT * FROM incident_abort_storms ORDER BY t_start", con=con)
@@ -149,8 +168,18 @@ def build(store: Store, bucket: str = "auto", since: str | None = None, until: s
     if host:
         wedges = wedges.filter(pl.col("host") == host)
         storms = storms.filter(pl.col("hosts").list.contains(host))
-    return {"bucket_s": bucket_s, "since": since, "until": until, "host": host, "clock_offsets": offsets,
-            "clock_warnings": warnings, "notes": notes, "rows": rows, "wedges": wedges, "abort_storms": storms}
+    return {
+        "bucket_s": bucket_s,
+        "since": since,
+        "until": until,
+        "host": host,
+        "clock_offsets": offsets,
+        "clock_warnings": warnings,
+        "notes": notes,
+        "rows": rows,
+        "wedges": wedges,
+        "abort_storms": storms,
+    }
 
 
 def anomalies(rows: pl.DataFrame) -> pl.Series:
@@ -159,12 +188,20 @@ def anomalies(rows: pl.DataFrame) -> pl.Series:
         return pl.Series("anomaly", [], dtype=pl.Utf8)
     base = rows["corrupted_rate"].drop_nulls().median() or 0.0
     return rows.select(
-        pl.concat_str([
-            pl.when(pl.col("wedged_hosts").list.len() > 0).then(pl.lit("wedge ") + pl.col("wedged_hosts").list.join(",")),
-            pl.when(pl.col("abort_storm_hosts").list.len() > 0)
-            .then(pl.lit("abort storm ") + pl.col("abort_storm_hosts").list.join(",")),
-            pl.when(pl.col("transfer_failures") > 0).then(pl.format("{} failures", pl.col("transfer_failures"))),
-            pl.when((pl.col("corrupted_rate") > max(2 * base, 0.1)) & (pl.col("replies") >= 3))
-            .then(pl.format("corrupted {}", pl.col("corrupted_rate"))),
-        ], separator="; ", ignore_nulls=True).alias("anomaly")
+        pl.concat_str(
+            [
+                pl.when(pl.col("wedged_hosts").list.len() > 0).then(
+                    pl.lit("wedge ") + pl.col("wedged_hosts").list.join(",")
+                ),
+                pl.when(pl.col("abort_storm_hosts").list.len() > 0).then(
+                    pl.lit("abort storm ") + pl.col("abort_storm_hosts").list.join(",")
+                ),
+                pl.when(pl.col("transfer_failures") > 0).then(pl.format("{} failures", pl.col("transfer_failures"))),
+                pl.when((pl.col("corrupted_rate") > max(2 * base, 0.1)) & (pl.col("replies") >= 3)).then(
+                    pl.format("corrupted {}", pl.col("corrupted_rate"))
+                ),
+            ],
+            separator="; ",
+            ignore_nulls=True,
+        ).alias("anomaly")
     ).to_series()

@@ -32,8 +32,9 @@ from forensics.ingest.store import Store
 
 # the code a verdict depends on: the signatures, the escaping of their evidence, and how a stored
 # row becomes the turn the detectors read (this module)
-_CODE = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (detectors, text))
-                       + Path(__file__).read_bytes()).hexdigest()
+_CODE = hashlib.sha256(
+    b"".join(Path(m.__file__).read_bytes() for m in (detectors, text)) + Path(__file__).read_bytes()
+).hexdigest()
 
 
 def version(th: detectors.Thresholds | None = None) -> str:
@@ -62,11 +63,14 @@ def verdict_rows(turns: pl.DataFrame, th: detectors.Thresholds | None = None) ->
     """Key and verdict columns for the stored turns of one input, each session assessed in `seq` order."""
     th = detectors.DEFAULT if th is None else th
     # a store written before a stored column existed: the detectors get NULL for it
-    turns = turns.with_columns(pl.lit(None, dtype=c.dtype).alias(c.name) for c in schema.TURNS.stored
-                               if c.name not in turns.columns)
+    turns = turns.with_columns(
+        pl.lit(None, dtype=c.dtype).alias(c.name) for c in schema.TURNS.stored if c.name not in turns.columns
+    )
     if turns.select(_KEY).is_duplicated().any():
-        raise ForensicsError("turns of one input repeat (source, session_id, seq)",
-                             help="a bug in a transcript parser, not in your data: report it with this line")
+        raise ForensicsError(
+            "turns of one input repeat (source, session_id, seq)",
+            help="a bug in a transcript parser, not in your data: report it with this line",
+        )
     sessions: dict[tuple, list[dict]] = {}
     for row in turns.iter_rows(named=True):
         sessions.setdefault((row["source"], row["session_id"]), []).append(row)
@@ -74,9 +78,18 @@ def verdict_rows(turns: pl.DataFrame, th: detectors.Thresholds | None = None) ->
     for rows in sessions.values():
         rows.sort(key=lambda r: r["seq"])
         for r, v in zip(rows, detectors.assess_session([_turn(r) for r in rows], th)):
-            out.append({"source": r["source"], "session_id": r["session_id"], "seq": r["seq"],
-                        "signatures": v.signatures, "corruption_class": v.corruption_class, "corrupted": v.corrupted,
-                        "evidence": v.evidence, "degraded_markup": v.degraded})
+            out.append(
+                {
+                    "source": r["source"],
+                    "session_id": r["session_id"],
+                    "seq": r["seq"],
+                    "signatures": v.signatures,
+                    "corruption_class": v.corruption_class,
+                    "corrupted": v.corrupted,
+                    "evidence": v.evidence,
+                    "degraded_markup": v.degraded,
+                }
+            )
     return pl.DataFrame(out, schema=_VERDICT_SCHEMA)
 
 
@@ -108,8 +121,10 @@ def ensure(store: Store, th: detectors.Thresholds | None = None) -> str:
     for key, files in sorted(by_input.items()):
         name = f"{key}.parquet"
         # a damaged file is computed again: the turns it was computed from are in the store
-        if any(p.exists() and checks.parquet_problem(p, full=True) is None
-               for p in [folder / name] + ([Path(spare) / ver / name] if spare else [])):
+        if any(
+            p.exists() and checks.parquet_problem(p, full=True) is None
+            for p in [folder / name] + ([Path(spare) / ver / name] if spare else [])
+        ):
             continue
         rows = verdict_rows(pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed"), th)
         try:

@@ -15,15 +15,31 @@ import re
 from forensics.core.errors import UsageError
 
 _UTC = dt.timezone.utc
-_UNIT_S = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400,
-           "w": 604800, "week": 604800}
-_AGO = re.compile(r"-?\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs?|seconds?|m|mins?|minutes?|h|hours?|d|days?|w|weeks?)"
-                  r"(\s+ago)?", re.I)
+_UNIT_S = {
+    "ms": 0.001,
+    "s": 1,
+    "sec": 1,
+    "m": 60,
+    "min": 60,
+    "h": 3600,
+    "hour": 3600,
+    "d": 86400,
+    "day": 86400,
+    "w": 604800,
+    "week": 604800,
+}
+_AGO = re.compile(
+    r"-?\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs?|seconds?|m|mins?|minutes?|h|hours?|d|days?|w|weeks?)"
+    r"(\s+ago)?",
+    re.I,
+)
 _DAY = re.compile(r"(today|yesterday)(?:[ T](\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?))?", re.I)
 _CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?")
 
-HELP = ("write an ISO time (2026-11-20T14:00:00, UTC unless it carries a zone), or one relative to the store's "
-        "last event: -30m, 1h, 2h ago, yesterday 14:00, 14:00")
+HELP = (
+    "write an ISO time (2026-11-20T14:00:00, UTC unless it carries a zone), or one relative to the store's "
+    "last event: -30m, 1h, 2h ago, yesterday 14:00, 14:00"
+)
 
 # the sentence the timeline's header prints about a relative instant
 NOTE = "{opt} {text}: {when}, {how} the store's last event ({last})"
@@ -54,7 +70,13 @@ def parse(text: str, last: dt.datetime | None, opt: str = "--since") -> tuple[dt
         last = _need_last(last, opt, t)
         day = last.date() - dt.timedelta(days=1 if m.group(1).lower() == "yesterday" else 0)
         when = _at(day, m.group(2) or "00:00", opt, t)
-        return when, NOTE.format(opt=opt, text=t, when=fmt(when), how="the day of" if m.group(1).lower() == "today" else "the day before", last=fmt(last))
+        return when, NOTE.format(
+            opt=opt,
+            text=t,
+            when=fmt(when),
+            how="the day of" if m.group(1).lower() == "today" else "the day before",
+            last=fmt(last),
+        )
     if _CLOCK.fullmatch(t):
         last = _need_last(last, opt, t)
         when = _at(last.date(), t, opt, t)
@@ -83,8 +105,10 @@ def _at(day: dt.date, clock: str, opt: str, text: str) -> dt.datetime:
 
 def _need_last(last: dt.datetime | None, opt: str, text: str) -> dt.datetime:
     if last is None:
-        raise UsageError(f"{opt} {text!r} is relative to the store's last event, and the store holds no timestamps",
-                         help="give an ISO time, e.g. 2026-11-20T14:00:00")
+        raise UsageError(
+            f"{opt} {text!r} is relative to the store's last event, and the store holds no timestamps",
+            help="give an ISO time, e.g. 2026-11-20T14:00:00",
+        )
     return last if last.tzinfo else last.replace(tzinfo=_UTC)
 
 
@@ -95,7 +119,8 @@ def fmt(t: dt.datetime) -> str:
 def last_event(con) -> dt.datetime | None:
     """The latest timestamp of the inputs holding at least 1% of the lines (see the module docstring)."""
     [(last,)] = con.execute(
-        "SELECT max(last_ts) FROM files WHERE lines >= 0.01 * (SELECT sum(lines) FROM files)").fetchall()
+        "SELECT max(last_ts) FROM files WHERE lines >= 0.01 * (SELECT sum(lines) FROM files)"
+    ).fetchall()
     return last
 
 
@@ -109,6 +134,8 @@ def resolve(con, since: str | None, until: str | None) -> tuple[str | None, str 
         if note:
             notes.append(note)
     if out[0] and out[1] and out[0] > out[1]:
-        raise UsageError(f"--since {since} ({fmt(out[0])}) is after --until {until} ({fmt(out[1])})",
-                         help="swap them, or widen the window")
+        raise UsageError(
+            f"--since {since} ({fmt(out[0])}) is after --until {until} ({fmt(out[1])})",
+            help="swap them, or widen the window",
+        )
     return *(None if t is None else t.isoformat() for t in out), notes

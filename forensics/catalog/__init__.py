@@ -30,9 +30,17 @@ from forensics.core import schema
 from forensics.ingest.store import Store
 
 _DUCK_TYPES = {
-    pl.Utf8: "VARCHAR", pl.Int64: "BIGINT", pl.Int32: "INTEGER", pl.Int16: "SMALLINT", pl.Int8: "TINYINT",
-    pl.UInt64: "UBIGINT", pl.UInt32: "UINTEGER", pl.Float64: "DOUBLE", pl.Float32: "FLOAT",
-    pl.Boolean: "BOOLEAN", pl.Date: "DATE",
+    pl.Utf8: "VARCHAR",
+    pl.Int64: "BIGINT",
+    pl.Int32: "INTEGER",
+    pl.Int16: "SMALLINT",
+    pl.Int8: "TINYINT",
+    pl.UInt64: "UBIGINT",
+    pl.UInt32: "UINTEGER",
+    pl.Float64: "DOUBLE",
+    pl.Float32: "FLOAT",
+    pl.Boolean: "BOOLEAN",
+    pl.Date: "DATE",
 }
 
 
@@ -97,14 +105,17 @@ def _with_analysis(t: schema.Table, files: list[str], verdicts: list[str]) -> st
     """The public view of a table whose analysis columns come from verdict files: NULL until there are some."""
     raw = f"read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, filename = true, hive_partitioning = false)"
     if not verdicts:
-        cols = ", ".join(f'CAST(NULL AS {duck_type(c.dtype)}) AS "{c.name}"' if c.analysis else f'"{c.name}"'
-                         for c in t.columns)
+        cols = ", ".join(
+            f'CAST(NULL AS {duck_type(c.dtype)}) AS "{c.name}"' if c.analysis else f'"{c.name}"' for c in t.columns
+        )
         return f"SELECT {cols} FROM {raw}"
     # a verdict file is named after its input, and the key is unique within one input
     v = f"read_parquet([{', '.join(_quote(f) for f in verdicts)}], union_by_name = true, filename = true, hive_partitioning = false)"
     cols = ", ".join(f'{"v" if c.analysis else "r"}."{c.name}"' for c in t.columns)
-    on = " AND ".join(["parse_filename(v.filename, true) = parse_filename(parse_dirpath(r.filename))"]
-                      + [f'v."{k}" IS NOT DISTINCT FROM r."{k}"' for k in schema.VERDICT_KEY])
+    on = " AND ".join(
+        ["parse_filename(v.filename, true) = parse_filename(parse_dirpath(r.filename))"]
+        + [f'v."{k}" IS NOT DISTINCT FROM r."{k}"' for k in schema.VERDICT_KEY]
+    )
     return f"SELECT {cols} FROM {raw} r LEFT JOIN {v} v ON {on}"
 
 
@@ -117,8 +128,9 @@ MEMORY_LIMIT = "4GB"
 VIEWS_MEMORY_LIMIT = "700MB"
 
 
-def connect(store: Store, offsets: dict[str, float] | None = None, materialize: bool = False
-            ) -> duckdb.DuckDBPyConnection:
+def connect(
+    store: Store, offsets: dict[str, float] | None = None, materialize: bool = False
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's tables and views.
 
     `offsets` overrides the store's clocks.json (host -> seconds the host's clock is ahead).
@@ -189,9 +201,11 @@ def _create(con, name: str, sql: str) -> None:
     except duckdb.Error as e:
         from forensics.core.errors import ForensicsError
 
-        raise ForensicsError(f"derived view {name} does not build: {str(e).splitlines()[0]}",
-                             file=f"forensics/views/{name}",
-                             help="a bug in the toolkit, not in your data: report it with this line") from None
+        raise ForensicsError(
+            f"derived view {name} does not build: {str(e).splitlines()[0]}",
+            file=f"forensics/views/{name}",
+            help="a bug in the toolkit, not in your data: report it with this line",
+        ) from None
 
 
 _MACROS: list[tuple[str, str]] = []
@@ -266,13 +280,14 @@ def _point_at(con, views: list[str], folder: Path) -> list[str]:
     paths = []
     for name in views:
         path = folder / f"{name}.parquet"
-        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))}, hive_partitioning = false)')
+        con.execute(
+            f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))}, hive_partitioning = false)'
+        )
         paths.append(str(path))
     return paths
 
 
-def _cached(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]
-            ) -> list[str]:
+def _cached(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]) -> list[str]:
     """The derived views read from the snapshot set of this exact store state, when there is a sound one.
 
     The joins behind them take minutes on a large incident; their result only changes when an
@@ -293,15 +308,18 @@ def _cached(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple
         snapshots.sweep(cache.parent, {cache.name, VERDICTS})
         return _point_at(con, views, cache)
     os.close(fd)
-    snapshots.note(f"derived-view cache {cache} {problem}: "
-                   + ("recomputed" if materialize else "not used (the views are computed from the tables)"))
+    snapshots.note(
+        f"derived-view cache {cache} {problem}: "
+        + ("recomputed" if materialize else "not used (the views are computed from the tables)")
+    )
     if materialize:
         snapshots.remove(cache)
     return []
 
 
-def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]
-               ) -> list[str]:
+def _use_cache(
+    con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]
+) -> list[str]:
     """Compute the snapshot set of this store state (`materialize`) and swap the views for it.
 
     Views are done in file order, so each one is computed from its already cached inputs.
@@ -325,8 +343,10 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tu
         except duckdb.Error as e:
             if base is None:
                 raise
-            snapshots.note(f"extending the derived-view snapshots of {base[0].name} failed "
-                           f"({str(e).splitlines()[0]}): computing them for the whole store")
+            snapshots.note(
+                f"extending the derived-view snapshots of {base[0].name} failed "
+                f"({str(e).splitlines()[0]}): computing them for the whole store"
+            )
             for _, sql in derived_views():
                 con.execute(sql)
             build.restart()
@@ -338,8 +358,10 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tu
         for _, sql in derived_views():
             con.execute(sql)
         build.abandon()
-        snapshots.note(f"the derived-view snapshots could not be written ({str(e).splitlines()[0]}): "
-                       "the views are computed from the tables by every query")
+        snapshots.note(
+            f"the derived-view snapshots could not be written ({str(e).splitlines()[0]}): "
+            "the views are computed from the tables by every query"
+        )
         return []
     finally:
         con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
@@ -351,8 +373,14 @@ def _use_cache(con, store: Store, offsets: dict, materialize: bool, verdicts: tu
     return _point_at(con, views, folder)
 
 
-def _compute(con, store: Store, views: list[str], build: snapshots.Build,
-             base: tuple[Path, int, set[str]] | None, committed: set[str]) -> None:
+def _compute(
+    con,
+    store: Store,
+    views: list[str],
+    build: snapshots.Build,
+    base: tuple[Path, int, set[str]] | None,
+    committed: set[str],
+) -> None:
     """Write every derived view's snapshot into `build`, each view then reading its own.
 
     From `base`, a set of an earlier state of the store, only the rooms that the inputs committed
@@ -360,8 +388,9 @@ def _compute(con, store: Store, views: list[str], build: snapshots.Build,
     """
     inc = None
     if base is not None:
-        new_files = [f for table in refresh.ROOM_TABLES for f in store.table_files(table)
-                     if Path(f).parent.name not in base[2]]
+        new_files = [
+            f for table in refresh.ROOM_TABLES for f in store.table_files(table) if Path(f).parent.name not in base[2]
+        ]
         try:
             inc = refresh.Incremental(con, base[0], new_files)
         except duckdb.Error:
@@ -378,7 +407,9 @@ def _compute(con, store: Store, views: list[str], build: snapshots.Build,
             inc.write(name, path, done)
         else:
             _copy_view(con, name, path)
-        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))}, hive_partitioning = false)')
+        con.execute(
+            f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))}, hive_partitioning = false)'
+        )
         build.add(name)
         if name in refresh.ROOM_LOCAL:
             done[name] = path
@@ -389,12 +420,14 @@ def _compute(con, store: Store, views: list[str], build: snapshots.Build,
 
 
 def _copy_view(con, name: str, path: Path) -> None:
-    sql = f"COPY (SELECT * FROM \"{name}\") TO {_quote(str(path))} (FORMAT parquet)"
+    sql = f'COPY (SELECT * FROM "{name}") TO {_quote(str(path))} (FORMAT parquet)'
     try:
         con.execute(sql)
     except duckdb.OutOfMemoryException as e:
-        snapshots.note(f"derived view {name} did not fit in {VIEWS_MEMORY_LIMIT} ({str(e).splitlines()[0]}): "
-                       f"computed again within {MEMORY_LIMIT}")
+        snapshots.note(
+            f"derived view {name} did not fit in {VIEWS_MEMORY_LIMIT} ({str(e).splitlines()[0]}): "
+            f"computed again within {MEMORY_LIMIT}"
+        )
         con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         try:
             con.execute(sql)

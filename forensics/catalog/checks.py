@@ -56,8 +56,10 @@ def parquet_problem(path: str | os.PathLike, full: bool = False) -> str | None:
 def repair_help(store: Store) -> str:
     import shlex
 
-    return (f"run `forensics verify --repair --store {shlex.quote(str(store.root))}`: it drops the input the "
-            "file belongs to, and `forensics ingest` of the same dump reads it again")
+    return (
+        f"run `forensics verify --repair --store {shlex.quote(str(store.root))}`: it drops the input the "
+        "file belongs to, and `forensics ingest` of the same dump reads it again"
+    )
 
 
 def damaged(store: Store, path: str, why: str, more: int = 0) -> StoreError:
@@ -98,8 +100,11 @@ def unreadable(store: Store, files: list[str]) -> StoreError | None:
 
 
 # what DuckDB says when a file's pages (past the footer the reports check) are damaged
-_READ_FAILURE = re.compile(r"Failed to read file|TProtocolException|decompression|Corrupt|Invalid Input Error: .*parquet"
-                           r"|IO Error", re.I)
+_READ_FAILURE = re.compile(
+    r"Failed to read file|TProtocolException|decompression|Corrupt|Invalid Input Error: .*parquet"
+    r"|IO Error",
+    re.I,
+)
 
 
 def explain_read_error(store: Store, err: Exception) -> StoreError | None:
@@ -110,7 +115,9 @@ def explain_read_error(store: Store, err: Exception) -> StoreError | None:
     msg = str(err)
     if not store.exists() or not _READ_FAILURE.search(msg):
         return None
-    named = [f for f in re.findall(r'"([^"]+\.parquet)"', msg) if Path(f).resolve().is_relative_to(store.root.resolve())]
+    named = [
+        f for f in re.findall(r'"([^"]+\.parquet)"', msg) if Path(f).resolve().is_relative_to(store.root.resolve())
+    ]
     candidates = named or [str(p) for p in sorted(store.data.glob("*/*.parquet"))]
     for f in candidates:
         why = parquet_problem(f, full=True) or pages_problem(f)
@@ -203,8 +210,11 @@ def verify(store: Store, repair: bool = False) -> Report:
     try:
         lock = store.lock() if repair else None  # no ingest commits while inputs are dropped
     except OSError as e:
-        raise StoreError(f"cannot repair {store.root}: {e.strerror or e}", file=str(store.root),
-                         help="repair needs write access to the store: check its owner and mode") from None
+        raise StoreError(
+            f"cannot repair {store.root}: {e.strerror or e}",
+            file=str(store.root),
+            help="repair needs write access to the store: check its owner and mode",
+        ) from None
     try:
         bad_inputs: dict[str, list[tuple[str, str]]] = {}
         n_files = 0
@@ -230,8 +240,11 @@ def verify(store: Store, repair: bool = False) -> Report:
         _check_snapshots(store, rep, repair, catalog)
         _check_clocks(store, rep, repair)
     except OSError as e:
-        raise StoreError(f"verify stopped: {e.strerror or e}", file=getattr(e, "filename", None) or str(store.root),
-                         help="check the store's owner and mode, then run it again") from None
+        raise StoreError(
+            f"verify stopped: {e.strerror or e}",
+            file=getattr(e, "filename", None) or str(store.root),
+            help="check the store's owner and mode, then run it again",
+        ) from None
     finally:
         if lock is not None:
             lock.close()
@@ -268,16 +281,22 @@ def _check_verdicts(store: Store, rep: Report, repair: bool) -> None:
 def _check_snapshots(store: Store, rep: Report, repair: bool, catalog) -> None:
     derived = store.root / "derived"
     views = catalog._views()
-    folders = sorted(p for p in derived.iterdir() if p.is_dir() and p.name != catalog.VERDICTS
-                     and not p.name.startswith(".")) if derived.is_dir() else []
+    folders = (
+        sorted(p for p in derived.iterdir() if p.is_dir() and p.name != catalog.VERDICTS and not p.name.startswith("."))
+        if derived.is_dir()
+        else []
+    )
     rep.checked["derived snapshot sets"] = len(folders)
     for folder in folders:
         why = snapshots.check(folder, views, deep=True)
         if why:
             done = ""
             if repair:
-                done = ("removed: the next report computes the views again" if snapshots.remove(folder)
-                        else "in use by a running report: run verify --repair again once it ends")
+                done = (
+                    "removed: the next report computes the views again"
+                    if snapshots.remove(folder)
+                    else "in use by a running report: run verify --repair again once it ends"
+                )
             rep.findings.append(Finding(str(folder), f"derived-view cache {why}", done))
 
 
@@ -300,6 +319,8 @@ def _check_clocks(store: Store, rep: Report, repair: bool) -> None:
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(kept, indent=1, sort_keys=True))
         os.replace(tmp, path)
-        done = (f"moved to clocks.json.broken; {len(kept)} valid offset{'s' * (len(kept) != 1)} kept "
-                "(`forensics clocks` shows them)")
+        done = (
+            f"moved to clocks.json.broken; {len(kept)} valid offset{'s' * (len(kept) != 1)} kept "
+            "(`forensics clocks` shows them)"
+        )
     rep.findings.append(Finding(str(path), f"clocks.json {why}", done))

@@ -57,8 +57,10 @@ class Query:
         given = dict(given or {})
         unknown = set(given) - {p.name for p in self.params}
         if unknown:
-            raise UsageError(f"query {self.name} has no parameter {sorted(unknown)[0]!r}",
-                             help=f"its parameters: {', '.join(p.name for p in self.params) or 'none'}")
+            raise UsageError(
+                f"query {self.name} has no parameter {sorted(unknown)[0]!r}",
+                help=f"its parameters: {', '.join(p.name for p in self.params) or 'none'}",
+            )
         out = {}
         for p in self.params:
             if f"${p.name}" in self.sql:
@@ -85,8 +87,11 @@ def parse_header(name: str, text: str) -> Query:
         if section == "parameters" and item != "none":
             pm = _PARAM.match(item)
             if not pm:
-                raise ForensicsError(f"query {name}: cannot read parameter line {item!r}", file=f"queries/{name}.sql",
-                                     help="write `<name> <TYPE> = <default>: <meaning>`")
+                raise ForensicsError(
+                    f"query {name}: cannot read parameter line {item!r}",
+                    file=f"queries/{name}.sql",
+                    help="write `<name> <TYPE> = <default>: <meaning>`",
+                )
             params.append(Param(*pm.groups()))
         elif section == "columns":
             col, _, doc = item.partition(":")
@@ -94,11 +99,19 @@ def parse_header(name: str, text: str) -> Query:
         elif section == "description":
             head["description"] += " " + item
     if head.get("name") != name:
-        raise ForensicsError(f"query {name}: header name is {head.get('name')!r}", file=f"queries/{name}.sql",
-                             help="the `-- name:` line must equal the file stem")
-    return Query(name=name, description=head.get("description", ""),
-                 inputs=[s.strip() for s in head.get("inputs", "").split(",") if s.strip()],
-                 params=params, columns=columns, sql=text)
+        raise ForensicsError(
+            f"query {name}: header name is {head.get('name')!r}",
+            file=f"queries/{name}.sql",
+            help="the `-- name:` line must equal the file stem",
+        )
+    return Query(
+        name=name,
+        description=head.get("description", ""),
+        inputs=[s.strip() for s in head.get("inputs", "").split(",") if s.strip()],
+        params=params,
+        columns=columns,
+        sql=text,
+    )
 
 
 def from_text(text: str) -> Query | None:

@@ -95,14 +95,17 @@ class Incremental:
         self.con, self.base = con, base
         if new_files:
             files = ", ".join(_q(f) for f in new_files)
-            con.execute("CREATE TEMP TABLE _touched AS SELECT DISTINCT bootstrap_room FROM "
-                        f"read_parquet([{files}], union_by_name = true, hive_partitioning = false) "
-                        "WHERE bootstrap_room IS NOT NULL AND bootstrap_room <> 0")
+            con.execute(
+                "CREATE TEMP TABLE _touched AS SELECT DISTINCT bootstrap_room FROM "
+                f"read_parquet([{files}], union_by_name = true, hive_partitioning = false) "
+                "WHERE bootstrap_room IS NOT NULL AND bootstrap_room <> 0"
+            )
         else:
             con.execute("CREATE TEMP TABLE _touched (bootstrap_room BIGINT)")
         self.touched = con.execute("SELECT count(*) FROM _touched").fetchone()[0]
         self.rooms_before = con.execute(
-            f"SELECT count(*) FROM read_parquet({_q(base / 'rooms.parquet')}, hive_partitioning = false)").fetchone()[0]
+            f"SELECT count(*) FROM read_parquet({_q(base / 'rooms.parquet')}, hive_partitioning = false)"
+        ).fetchone()[0]
 
     def worth_it(self) -> bool:
         """Recomputing most rooms alone costs more than computing them all at once."""
@@ -115,17 +118,23 @@ class Incremental:
         restricted = []
         for table in ROOM_TABLES:
             con.execute(f'ALTER VIEW "{table}" RENAME TO "_all_{table}"')
-            con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM "_all_{table}" '
-                        "WHERE bootstrap_room IN (SELECT bootstrap_room FROM _touched)")
+            con.execute(
+                f'CREATE VIEW "{table}" AS SELECT * FROM "_all_{table}" '
+                "WHERE bootstrap_room IN (SELECT bootstrap_room FROM _touched)"
+            )
             restricted.append(table)
         try:
             # the room-local views already written read their new snapshots, restricted too
             for dep, dep_path in done.items():
-                con.execute(f'CREATE OR REPLACE VIEW "{dep}" AS SELECT * FROM read_parquet({_q(dep_path)}, hive_partitioning = false) '
-                            "WHERE bootstrap_room IN (SELECT bootstrap_room FROM _touched)")
+                con.execute(
+                    f'CREATE OR REPLACE VIEW "{dep}" AS SELECT * FROM read_parquet({_q(dep_path)}, hive_partitioning = false) '
+                    "WHERE bootstrap_room IN (SELECT bootstrap_room FROM _touched)"
+                )
             order = ROOM_LOCAL[name]
-            kept = (f"SELECT * FROM read_parquet({_q(self.base / f'{name}.parquet')}, hive_partitioning = false) "
-                    "ANTI JOIN _touched USING (bootstrap_room)")
+            kept = (
+                f"SELECT * FROM read_parquet({_q(self.base / f'{name}.parquet')}, hive_partitioning = false) "
+                "ANTI JOIN _touched USING (bootstrap_room)"
+            )
             if name == "transfers":
                 # its ORDER BY names a column of the view's own: a NULL chunk sorts first
                 order = order.replace("chunk_k", "coalesce(chunk, -2147483648)")
@@ -139,7 +148,9 @@ class Incremental:
                 con.execute(f'DROP VIEW "{table}"')
                 con.execute(f'ALTER VIEW "_all_{table}" RENAME TO "{table}"')
             for dep, dep_path in done.items():
-                con.execute(f'CREATE OR REPLACE VIEW "{dep}" AS SELECT * FROM read_parquet({_q(dep_path)}, hive_partitioning = false)')
+                con.execute(
+                    f'CREATE OR REPLACE VIEW "{dep}" AS SELECT * FROM read_parquet({_q(dep_path)}, hive_partitioning = false)'
+                )
 
     def follow_bounds(self, bounds: Path) -> bool:
         """Add the rooms whose failures the new clock bounds may order differently; False when
@@ -164,4 +175,3 @@ class Incremental:
             WHERE fa.bootstrap_room NOT IN (SELECT bootstrap_room FROM _touched)""")
         self.touched = con.execute("SELECT count(*) FROM _touched").fetchone()[0]
         return self.worth_it()
-

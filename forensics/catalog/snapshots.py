@@ -58,8 +58,14 @@ def sha256(path: Path) -> str:
 def describe(view: str, path: Path) -> dict:
     """The manifest entry of one snapshot file."""
     rows, cols = _arrow_schema(path)
-    return {"view": view, "file": path.name, "size": path.stat().st_size, "rows": rows, "schema": cols,
-            "sha256": sha256(path)}
+    return {
+        "view": view,
+        "file": path.name,
+        "size": path.stat().st_size,
+        "rows": rows,
+        "schema": cols,
+        "sha256": sha256(path),
+    }
 
 
 def read_manifest(folder: Path) -> dict:
@@ -70,10 +76,22 @@ def read_manifest(folder: Path) -> dict:
         raise ValueError("has no manifest") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"has an unreadable manifest ({type(e).__name__})") from None
-    ok = (isinstance(m, dict) and m.get("format") == _FORMAT and isinstance(m.get("views"), list)
-          and all(isinstance(v, dict) and isinstance(v.get("view"), str) and isinstance(v.get("file"), str)
-                  and "/" not in v["file"] and isinstance(v.get("size"), int) and isinstance(v.get("rows"), int)
-                  and isinstance(v.get("schema"), list) and isinstance(v.get("sha256"), str) for v in m["views"]))
+    ok = (
+        isinstance(m, dict)
+        and m.get("format") == _FORMAT
+        and isinstance(m.get("views"), list)
+        and all(
+            isinstance(v, dict)
+            and isinstance(v.get("view"), str)
+            and isinstance(v.get("file"), str)
+            and "/" not in v["file"]
+            and isinstance(v.get("size"), int)
+            and isinstance(v.get("rows"), int)
+            and isinstance(v.get("schema"), list)
+            and isinstance(v.get("sha256"), str)
+            for v in m["views"]
+        )
+    )
     if not ok:
         raise ValueError("has a manifest that is not one this version writes")
     return m
@@ -236,8 +254,7 @@ class Build:
         process reads it (its lock keeps it) and a later sweep removes it.
         """
         tmp = self.folder / f".{MANIFEST}.tmp"
-        tmp.write_text(json.dumps({"format": _FORMAT, "key": self.key, **self.about, "views": self.entries},
-                                  indent=1))
+        tmp.write_text(json.dumps({"format": _FORMAT, "key": self.key, **self.about, "views": self.entries}, indent=1))
         os.replace(tmp, self.folder / MANIFEST)
         final = self.derived / self.key
         try:

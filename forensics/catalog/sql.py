@@ -44,28 +44,38 @@ from forensics.ingest.store import Store
 _READ_ONLY = "SQL over the store is read-only"
 _TEMP_HELP = "CREATE TEMP TABLE name AS SELECT ... keeps a result for the rest of the same command"
 _TO_FILE = ("results go to a file only through -o", 'forensics sql "SELECT ..." --format csv -o FILE')
-_OTHER_DATA = ("SQL reads this store only",
-               "ingest the other logs into a store (`forensics ingest DIR --store S`); `forensics compare` "
-               "sets stores side by side")
-_SETTINGS = ("settings are fixed while user SQL runs",
-             "SET VARIABLE name = value works; memory and temp settings are the toolkit's")
+_OTHER_DATA = (
+    "SQL reads this store only",
+    "ingest the other logs into a store (`forensics ingest DIR --store S`); `forensics compare` "
+    "sets stores side by side",
+)
+_SETTINGS = (
+    "settings are fixed while user SQL runs",
+    "SET VARIABLE name = value works; memory and temp settings are the toolkit's",
+)
 # why each refused statement is refused, and what to do instead; keyed by its first word
 _REFUSED = {
-    "COPY": _TO_FILE, "EXPORT": _TO_FILE, "IMPORT": _TO_FILE,
-    **dict.fromkeys(("INSERT", "UPDATE", "DELETE", "MERGE", "TRUNCATE"),
-                    (_READ_ONLY, "select what you need; " + _TEMP_HELP)),
-    **dict.fromkeys(("CREATE", "DROP", "ALTER", "COMMENT"),
-                    (_READ_ONLY, "the store's views stay as they are; " + _TEMP_HELP)),
+    "COPY": _TO_FILE,
+    "EXPORT": _TO_FILE,
+    "IMPORT": _TO_FILE,
+    **dict.fromkeys(
+        ("INSERT", "UPDATE", "DELETE", "MERGE", "TRUNCATE"), (_READ_ONLY, "select what you need; " + _TEMP_HELP)
+    ),
+    **dict.fromkeys(
+        ("CREATE", "DROP", "ALTER", "COMMENT"), (_READ_ONLY, "the store's views stay as they are; " + _TEMP_HELP)
+    ),
     **dict.fromkeys(("ATTACH", "DETACH", "USE"), _OTHER_DATA),
-    **dict.fromkeys(("INSTALL", "LOAD"), ("the extensions are fixed",
-                                                   "the views need only DuckDB's built-in ones")),
+    **dict.fromkeys(("INSTALL", "LOAD"), ("the extensions are fixed", "the views need only DuckDB's built-in ones")),
     **dict.fromkeys(("SET", "RESET"), _SETTINGS),
-    "PRAGMA": ("only the read-only PRAGMAs are (show_tables, table_info, show, database_size, version)",
-               _SETTINGS[1]),
-    **dict.fromkeys(("PREPARE", "EXECUTE", "DEALLOCATE"), ("the command binds the values",
-                                                           "pass -p NAME=VALUE and write $NAME in the SQL")),
-    **dict.fromkeys(("BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT"),
-                    (_READ_ONLY + ", there is nothing to commit", "leave the transaction statements out")),
+    "PRAGMA": ("only the read-only PRAGMAs are (show_tables, table_info, show, database_size, version)", _SETTINGS[1]),
+    **dict.fromkeys(
+        ("PREPARE", "EXECUTE", "DEALLOCATE"),
+        ("the command binds the values", "pass -p NAME=VALUE and write $NAME in the SQL"),
+    ),
+    **dict.fromkeys(
+        ("BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT"),
+        (_READ_ONLY + ", there is nothing to commit", "leave the transaction statements out"),
+    ),
     **dict.fromkeys(("VACUUM", "ANALYZE", "CHECKPOINT"), (_READ_ONLY, "leave it out")),
 }
 # words that start a statement which changes something: met anywhere in the text of a CREATE TEMP,
@@ -76,7 +86,8 @@ _SELECT_NODES = frozenset({"SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_N
 # table functions that only read: the store's files (DuckDB's lock refuses any other path), the
 # catalogue, generators. Not here, so refused: query, query_table and json_execute_serialized_sql
 # (SQL from a string), enable_logging, checkpoint, arrow_scan (a raw pointer), python_map_function, ...
-_TABLE_FUNCTIONS = frozenset("""
+_TABLE_FUNCTIONS = frozenset(
+    """
     range generate_series unnest repeat repeat_row summary json_each json_tree glob
     read_parquet parquet_scan read_csv read_csv_auto read_json read_json_auto read_ndjson read_ndjson_auto
     read_json_objects read_json_objects_auto read_ndjson_objects read_text read_blob sniff_csv
@@ -87,11 +98,14 @@ _TABLE_FUNCTIONS = frozenset("""
     pragma_table_info pragma_show pragma_version pragma_platform pragma_database_size pragma_collations
     pragma_user_agent pragma_metadata_info pragma_storage_info
     pg_timezone_names icu_calendar_names test_all_types histogram histogram_values
-""".split())
-_READ_PRAGMAS = frozenset("""
+""".split()
+)
+_READ_PRAGMAS = frozenset(
+    """
     show_tables show_tables_expanded show_databases database_list table_info show database_size version
     platform functions collations user_agent metadata_info storage_info
-""".split())
+""".split()
+)
 _KW, _ID, _COMMENT = duckdb.token_type.keyword, duckdb.token_type.identifier, duckdb.token_type.comment
 _LOCKED = re.compile(r'Cannot change configuration option "([^"]+)"')
 _NO_ACCESS = re.compile(r'Cannot access (?:file|directory) "([^"]+)"')
@@ -127,8 +141,11 @@ def _view_macros() -> frozenset[str]:
     """The table macros the derived views define (wedge_intervals, ...): toolkit SQL, callable."""
     from forensics.catalog import derived_views
 
-    return frozenset(m.lower() for _, sql in derived_views()
-                     for m in re.findall(r"CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+(\w+)", sql, re.I))
+    return frozenset(
+        m.lower()
+        for _, sql in derived_views()
+        for m in re.findall(r"CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+(\w+)", sql, re.I)
+    )
 
 
 def _kind(st) -> str:
@@ -151,8 +168,10 @@ class _Gate:
         """Names in this session: relations and functions not temporary, and every table function."""
         if self._catalog is None:
             q = self.con.sql
-            rel = q("SELECT lower(table_name) FROM duckdb_tables() WHERE NOT temporary UNION "
-                    "SELECT lower(view_name) FROM duckdb_views() WHERE NOT temporary AND NOT internal").fetchall()
+            rel = q(
+                "SELECT lower(table_name) FROM duckdb_tables() WHERE NOT temporary UNION "
+                "SELECT lower(view_name) FROM duckdb_views() WHERE NOT temporary AND NOT internal"
+            ).fetchall()
             funcs = q("SELECT DISTINCT lower(function_name), function_type FROM duckdb_functions()").fetchall()
             self._catalog = {
                 "relations": {r for (r,) in rel},
@@ -172,17 +191,27 @@ class _Gate:
             self.refuse(_tokens(sql), None)
         for st in statements:
             toks = _tokens(st.query)
-            self.shown = " ".join(st.query[toks[0].pos:].split()) if toks else ""
+            self.shown = " ".join(st.query[toks[0].pos :].split()) if toks else ""
             self.statement(st.query, _kind(st), toks)
 
-    def refuse(self, toks: list[_Tok], kind: str | None, word: str | None = None, what: str | None = None,
-               help: str | None = None):
+    def refuse(
+        self,
+        toks: list[_Tok],
+        kind: str | None,
+        word: str | None = None,
+        what: str | None = None,
+        help: str | None = None,
+    ):
         lead = toks[0].word if toks else ""
         if lead == "FORCE" and len(toks) > 1:
             word = word or f"FORCE {toks[1].word}"
-        word = word or (lead if lead in _REFUSED else {"COPY_DATABASE": "COPY", "MERGE_INTO": "MERGE",
-                                                         "CREATE_FUNC": "CREATE", "VARIABLE_SET": "SET"}
-                        .get(kind or "", kind or lead or "this statement"))
+        word = word or (
+            lead
+            if lead in _REFUSED
+            else {"COPY_DATABASE": "COPY", "MERGE_INTO": "MERGE", "CREATE_FUNC": "CREATE", "VARIABLE_SET": "SET"}.get(
+                kind or "", kind or lead or "this statement"
+            )
+        )
         words = word.split()
         key = words[1] if words[0] == "FORCE" and len(words) > 1 else words[0]
         reason, fix = _REFUSED.get(key, (_READ_ONLY, "`forensics tables` lists what you can query"))
@@ -199,7 +228,7 @@ class _Gate:
         if kind == "EXPLAIN":
             return self.explain(text, toks)
         if kind == "CALL" and lead == "CALL" and len(toks) > 1:
-            return self.select("SELECT * FROM " + text[toks[1].pos:], toks)
+            return self.select("SELECT * FROM " + text[toks[1].pos :], toks)
         if kind == "PRAGMA" and lead == "PRAGMA" and len(toks) > 1:
             if toks[1].name in _READ_PRAGMAS:
                 return self.scan(toks[2:], toks)
@@ -255,7 +284,7 @@ class _Gate:
                     break
         if i >= len(toks):
             return
-        inner = text[toks[i].pos:]
+        inner = text[toks[i].pos :]
         try:
             (st,) = duckdb.extract_statements(inner)
         except (duckdb.Error, ValueError):
@@ -267,30 +296,41 @@ class _Gate:
     def create_temp(self, text: str, toks: list[_Tok]) -> None:
         words = [t.word for t in toks[:8]]
         i = 3 if words[1:3] == ["OR", "REPLACE"] else 1
-        if i + 2 >= len(toks) or words[i] not in ("TEMP", "TEMPORARY") or words[i + 1] not in (
-                "TABLE", "VIEW", "MACRO", "FUNCTION"):
+        if (
+            i + 2 >= len(toks)
+            or words[i] not in ("TEMP", "TEMPORARY")
+            or words[i + 1] not in ("TABLE", "VIEW", "MACRO", "FUNCTION")
+        ):
             self.refuse(toks, "CREATE")
         obj = words[i + 1]
         j = i + 2
-        if [t.word for t in toks[j:j + 3]] == ["IF", "NOT", "EXISTS"]:
+        if [t.word for t in toks[j : j + 3]] == ["IF", "NOT", "EXISTS"]:
             j += 3
         if j >= len(toks):
             self.refuse(toks, "CREATE")
         name = toks[j].name
         if j + 1 < len(toks) and toks[j + 1].text == ".":
-            self.refuse(toks, None, what="a temporary object takes a plain name",
-                        help="write CREATE TEMP " + obj + " name ..., without a schema or database")
+            self.refuse(
+                toks,
+                None,
+                what="a temporary object takes a plain name",
+                help="write CREATE TEMP " + obj + " name ..., without a schema or database",
+            )
         cat = self.catalog()
         taken = cat["functions"] if obj in ("MACRO", "FUNCTION") else cat["relations"]
         if name in taken:
             kind = "function" if obj in ("MACRO", "FUNCTION") else "store table or view"
-            self.refuse(toks, None, what=f"CREATE TEMP {obj} {toks[j].text} is not allowed: {name} is a {kind}",
-                        help=f"pick another name: a temporary {name} would change what the store's views return")
-        rest = toks[j + 1:]
+            self.refuse(
+                toks,
+                None,
+                what=f"CREATE TEMP {obj} {toks[j].text} is not allowed: {name} is a {kind}",
+                help=f"pick another name: a temporary {name} would change what the store's views return",
+            )
+        rest = toks[j + 1 :]
         body = self._after_as(rest) if obj in ("TABLE", "VIEW") else None
         if body is not None:
             try:
-                (st,) = duckdb.extract_statements(text[body.pos:])
+                (st,) = duckdb.extract_statements(text[body.pos :])
                 if _kind(st) == "SELECT":
                     return self.select(st.query, toks)
             except (duckdb.Error, ValueError):
@@ -320,14 +360,21 @@ class _Gate:
         name = name.lower()
         if name in _TABLE_FUNCTIONS or name in _READ_PRAGMAS or name in self.temp_tables or name in _view_macros():
             return
-        self.refuse(toks, None, what=f"table function {name}() is not allowed: {_READ_ONLY}",
-                    help="the table functions that only read are allowed (range, unnest, duckdb_tables, "
-                         "read_parquet of the store's own files, ...); write the query itself, not SQL in a string")
+        self.refuse(
+            toks,
+            None,
+            what=f"table function {name}() is not allowed: {_READ_ONLY}",
+            help="the table functions that only read are allowed (range, unnest, duckdb_tables, "
+            "read_parquet of the store's own files, ...); write the query itself, not SQL in a string",
+        )
 
     def file(self, path: str, toks: list[_Tok]) -> None:
-        self.refuse(toks, None, what=f"reading {path} is not allowed: SQL reads only the store's tables",
-                    help="ingest the file first (`forensics ingest PATH`), then query its table; "
-                         "`forensics tables` lists them")
+        self.refuse(
+            toks,
+            None,
+            what=f"reading {path} is not allowed: SQL reads only the store's tables",
+            help="ingest the file first (`forensics ingest PATH`), then query its table; `forensics tables` lists them",
+        )
 
 
 def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
@@ -340,31 +387,47 @@ def _usage_from(e: duckdb.Error, shown: str) -> UsageError | None:
     msg = str(e)
     m = _NO_ACCESS.search(msg)
     if isinstance(e, duckdb.PermissionException) and m:
-        return UsageError(f"reading {m.group(1)} is not allowed: SQL reads only the store's own files", text=shown,
-                          help="ingest it first (`forensics ingest PATH`), then query its table; "
-                               "`forensics tables` lists them")
+        return UsageError(
+            f"reading {m.group(1)} is not allowed: SQL reads only the store's own files",
+            text=shown,
+            help="ingest it first (`forensics ingest PATH`), then query its table; `forensics tables` lists them",
+        )
     if isinstance(e, duckdb.PermissionException):
-        return UsageError("this is not allowed: SQL over the store reads the store and nothing else", text=shown,
-                          help="`forensics tables` lists what you can query")
+        return UsageError(
+            "this is not allowed: SQL over the store reads the store and nothing else",
+            text=shown,
+            help="`forensics tables` lists what you can query",
+        )
     m = _PATH_TABLE.search(msg)
     path = m and (m.group(1) or m.group(2))
     if path and re.search(r"[/\\.:]", path):  # a file named where a table goes
-        return UsageError(f"reading {path} is not allowed: SQL reads only the store's tables", text=shown,
-                          help="ingest it first (`forensics ingest PATH`), then query its table; "
-                               "`forensics tables` lists them")
+        return UsageError(
+            f"reading {path} is not allowed: SQL reads only the store's tables",
+            text=shown,
+            help="ingest it first (`forensics ingest PATH`), then query its table; `forensics tables` lists them",
+        )
     m = _LOCKED.search(msg)
     if m:
         reason, fix = _SETTINGS
         return UsageError(f"changing the setting {m.group(1)} is not allowed: {reason}", text=shown, help=fix)
     if "but it exists in the" in msg and "extension" in msg:
-        return UsageError(msg.strip().splitlines()[0], text=shown,
-                          help="the extensions are fixed: the views need only DuckDB's built-in ones")
+        return UsageError(
+            msg.strip().splitlines()[0],
+            text=shown,
+            help="the extensions are fixed: the views need only DuckDB's built-in ones",
+        )
     return None
 
 
-def run_sql(store: Store, sql: str, params: dict | None = None, offsets: dict[str, float] | None = None,
-            con: duckdb.DuckDBPyConnection | None = None, materialize: bool = False,
-            source: str | None = None) -> pl.DataFrame:
+def run_sql(
+    store: Store,
+    sql: str,
+    params: dict | None = None,
+    offsets: dict[str, float] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+    materialize: bool = False,
+    source: str | None = None,
+) -> pl.DataFrame:
     """Run `sql` with `params` bound; on a connection of its own unless `con` is given.
 
     The SQL may only read (see the module docstring); `materialize` caches the derived views for
@@ -374,8 +437,7 @@ def run_sql(store: Store, sql: str, params: dict | None = None, offsets: dict[st
     own = con is None
     if own:
         con = connect(store.require(), offsets, materialize=materialize)
-    shown = next((ln.strip() for ln in sql.strip().splitlines() if ln.strip() and not ln.strip().startswith("--")),
-                 "")
+    shown = next((ln.strip() for ln in sql.strip().splitlines() if ln.strip() and not ln.strip().startswith("--")), "")
     try:
         check_read_only(con, sql)
         rel = con.sql(sql, params=params or None)
@@ -417,7 +479,7 @@ def query_error(e: duckdb.Error, sql: str, shown: str, source: str | None = None
             hints.append(ln.strip())
     if items:
         more = len(items) - _HINT_ITEMS
-        hints[-1] = (hints[-1] + " " + "; ".join(items[:_HINT_ITEMS]) + (f"; +{more} more" if more > 0 else ""))
+        hints[-1] = hints[-1] + " " + "; ".join(items[:_HINT_ITEMS]) + (f"; +{more} more" if more > 0 else "")
     if hints:
         what = what + " " + " ".join(hints)
     file, line, text = source, None, shown
@@ -432,8 +494,10 @@ def query_error(e: duckdb.Error, sql: str, shown: str, source: str | None = None
 
 def _help_for(e: duckdb.Error, what: str) -> str:
     if isinstance(e, duckdb.ParserException):
-        return ("the SQL is not valid DuckDB SQL near the text shown; `forensics query show NAME` prints "
-                "working queries (`forensics query list` names them)")
+        return (
+            "the SQL is not valid DuckDB SQL near the text shown; `forensics query show NAME` prints "
+            "working queries (`forensics query list` names them)"
+        )
     m = _MISSING_PARAMS.search(what)
     if m:
         names = [n.strip() for n in m.group(1).split(",")]
@@ -446,10 +510,11 @@ def _help_for(e: duckdb.Error, what: str) -> str:
         return _TABLES_HELP
     if isinstance(e, duckdb.BinderException) and "not found in FROM clause" in what:
         return "`forensics tables TABLE` lists a table's columns"
-    if isinstance(e, (duckdb.BinderException, duckdb.ConversionException)) and re.search(
-            r"cast|convert", what, re.I):
-        return ("cast with CAST(x AS TYPE) or x::TYPE; -p binds a whole number as an integer, a decimal as a "
-                "double, and -p NAME:str=VALUE as text")
+    if isinstance(e, (duckdb.BinderException, duckdb.ConversionException)) and re.search(r"cast|convert", what, re.I):
+        return (
+            "cast with CAST(x AS TYPE) or x::TYPE; -p binds a whole number as an integer, a decimal as a "
+            "double, and -p NAME:str=VALUE as text"
+        )
     if isinstance(e, duckdb.BinderException):
         return "`forensics tables TABLE` lists a table's columns and their types"
     return "the query ran but DuckDB stopped it; the message says why"

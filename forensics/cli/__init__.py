@@ -19,23 +19,37 @@ EXIT_FAILED = 1  # a failed run; usage errors exit 2 (ForensicsError.exit_code)
 def store_option(f):
     from forensics.ingest.store import DEFAULT_STORE
 
-    return click.option("--store", "store", envvar="FORENSICS_STORE", default=DEFAULT_STORE, show_default=True,
-                        type=click.Path(file_okay=False), help="Store folder (or $FORENSICS_STORE).")(f)
+    return click.option(
+        "--store",
+        "store",
+        envvar="FORENSICS_STORE",
+        default=DEFAULT_STORE,
+        show_default=True,
+        type=click.Path(file_okay=False),
+        help="Store folder (or $FORENSICS_STORE).",
+    )(f)
 
 
 def format_option(choices=("table", "csv", "json", "markdown"), default="table"):
-    return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
-                        help="Output format.")
+    return click.option(
+        "--format", "fmt", type=click.Choice(choices), default=default, show_default=True, help="Output format."
+    )
 
 
 RESULT_FORMATS = ("table", "csv", "tsv", "json", "jsonl", "markdown", "parquet")
 
 
 def param_option(f):
-    return click.option("-p", "--param", "params", multiple=True, metavar="NAME[:TYPE]=VALUE",
-                        help="Bind a parameter, $NAME in the SQL (repeatable); never pasted into the text. "
-                             "A whole number binds as an integer, a decimal as a double, anything else as "
-                             "text; NAME:str= (or :int, :float, :bool) says which.")(f)
+    return click.option(
+        "-p",
+        "--param",
+        "params",
+        multiple=True,
+        metavar="NAME[:TYPE]=VALUE",
+        help="Bind a parameter, $NAME in the SQL (repeatable); never pasted into the text. "
+        "A whole number binds as an integer, a decimal as a double, anything else as "
+        "text; NAME:str= (or :int, :float, :bool) says which.",
+    )(f)
 
 
 class SqlCommand(click.Command):
@@ -52,18 +66,21 @@ class SqlCommand(click.Command):
                 break
             # an option is `--name` or `--name=value`; a comment has a space or line after its `--`
             sql = a.startswith("--") and not re.fullmatch(r"--[A-Za-z0-9][\w-]*(=.*)?", a, re.S)
-            if sql and not (out and out[-1] in valued) and "--" not in args[i + 1:]:
+            if sql and not (out and out[-1] in valued) and "--" not in args[i + 1 :]:
                 # the options after it are still read; the SQL goes after `--`, where nothing is an option
-                out.extend([*args[i + 1:], "--", a])
+                out.extend([*args[i + 1 :], "--", a])
                 break
             out.append(a)
         return super().parse_args(ctx, out)
 
 
 def redact_option(f):
-    return click.option("--redact", is_flag=True,
-                        help="Mask secrets, addresses, e-mails, domain names, home paths and host names (the same "
-                             "name gets the same pseudonym); stderr says what was masked.")(f)
+    return click.option(
+        "--redact",
+        is_flag=True,
+        help="Mask secrets, addresses, e-mails, domain names, home paths and host names (the same "
+        "name gets the same pseudonym); stderr says what was masked.",
+    )(f)
 
 
 def _redactor(redact: bool, store):
@@ -111,9 +128,15 @@ def handled(f):
             if damage is not None:
                 click.echo(escape_control(damage.render()), err=True)
                 sys.exit(damage.exit_code)
-            click.echo(escape_control(ForensicsError(
-                f"internal error: {type(e).__name__}: {e}",
-                help="rerun with `forensics --debug ...` and report the traceback").render()), err=True)
+            click.echo(
+                escape_control(
+                    ForensicsError(
+                        f"internal error: {type(e).__name__}: {e}",
+                        help="rerun with `forensics --debug ...` and report the traceback",
+                    ).render()
+                ),
+                err=True,
+            )
             sys.exit(EXIT_FAILED)
 
     return wrapper
@@ -155,7 +178,9 @@ def check_output(output) -> None:
         return
     folder = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(folder):
-        raise UsageError(f"-o {output}: no folder {folder}", help=f"create it first (mkdir -p {folder}) or write elsewhere")
+        raise UsageError(
+            f"-o {output}: no folder {folder}", help=f"create it first (mkdir -p {folder}) or write elsewhere"
+        )
     if os.path.isdir(output):
         raise UsageError(f"-o {output} is a folder", help="give a file name inside it")
 
@@ -169,8 +194,9 @@ def check_zone(tz: str) -> None:
 
         zoneinfo.ZoneInfo(tz)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, IsADirectoryError):
-        raise UsageError(f"--tz {tz}: no such time zone",
-                         help="give an IANA zone name, e.g. UTC, Asia/Shanghai, America/Los_Angeles") from None
+        raise UsageError(
+            f"--tz {tz}: no such time zone", help="give an IANA zone name, e.g. UTC, Asia/Shanghai, America/Los_Angeles"
+        ) from None
 
 
 class _Group(click.Group):
@@ -187,8 +213,10 @@ class _Group(click.Group):
             sys.exit(2)
         except click.UsageError as e:
             cmd = e.ctx.command_path if e.ctx else "forensics"
-            click.echo(escape_control(UsageError(e.format_message(), help=f"`{cmd} --help` lists what it takes")
-                                      .render()), err=True)
+            click.echo(
+                escape_control(UsageError(e.format_message(), help=f"`{cmd} --help` lists what it takes").render()),
+                err=True,
+            )
             sys.exit(2)
         except click.ClickException as e:
             e.show()
@@ -219,18 +247,32 @@ def main(debug: bool) -> None:
 @click.option("--role", type=click.Choice(["prefill", "decode", "unified"]), help="Server role (default: inferred).")
 @click.option("--tz", default="UTC", show_default=True, help="Zone of naive timestamps, e.g. Asia/Shanghai.")
 @click.option("--year", type=int, help="Year for timestamps that print none (NIXL/glog, MM-DD).")
-@click.option("--date", "log_date", metavar="YYYY-MM-DD",
-              help="Date for lines that print a time only (2024 builds: `[16:43:29 TP0]`); a year alone acts as --year.")
+@click.option(
+    "--date",
+    "log_date",
+    metavar="YYYY-MM-DD",
+    help="Date for lines that print a time only (2024 builds: `[16:43:29 TP0]`); a year alone acts as --year.",
+)
 @click.option("--run", "run_label", help="Label the inputs as one run, for `forensics compare`.")
-@click.option("--parser", "forced_format", metavar="NAME",
-              help="Skip detection and read every input with this parser, notes too (see `forensics formats`).")
+@click.option(
+    "--parser",
+    "forced_format",
+    metavar="NAME",
+    help="Skip detection and read every input with this parser, notes too (see `forensics formats`).",
+)
 # the option's name until --parser, kept for one release so that scripts keep working
 @click.option("--format", "deprecated_format", hidden=True)
 @click.option("--jobs", "-j", type=int, help="Parallel workers (default: all cores).")
-@click.option("--clock-offset", multiple=True, metavar="HOST=SECONDS",
-              help="Record that HOST's clock runs SECONDS ahead (repeatable).")
+@click.option(
+    "--clock-offset",
+    multiple=True,
+    metavar="HOST=SECONDS",
+    help="Record that HOST's clock runs SECONDS ahead (repeatable).",
+)
 @handled
-def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_format, deprecated_format, jobs, clock_offset):
+def ingest(
+    paths, store, host, role, tz, year, log_date, run_label, forced_format, deprecated_format, jobs, clock_offset
+):
     """Parse log files, folders and archives (.gz, .zst, .tar.gz) into the store."""
     runtime.configure_ingest()
     from forensics.cli.progress import IngestProgress
@@ -247,8 +289,10 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
             raise UsageError(f"no such file or directory: {p}", help="check the path given to ingest")
     if deprecated_format:
         if forced_format and forced_format != deprecated_format:
-            raise UsageError(f"--parser {forced_format} and --format {deprecated_format} disagree",
-                             help="--format is the old name of --parser: pass --parser alone")
+            raise UsageError(
+                f"--parser {forced_format} and --format {deprecated_format} disagree",
+                help="--format is the old name of --parser: pass --parser alone",
+            )
         click.echo("warning: `ingest --format` is deprecated, use --parser", err=True)
         forced_format = deprecated_format
     offsets = {}
@@ -261,9 +305,12 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
         if not sep or not h:
             raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}")
         if why := offset_problem(offsets[h]):
-            raise UsageError(f"--clock-offset {item}: {why}", help="an offset is a finite number of seconds within a day")
-    opts = ing.Options(host=host, role=role, tz=tz, year=year, date=log_date, run=run_label, format=forced_format,
-                       jobs=jobs)
+            raise UsageError(
+                f"--clock-offset {item}: {why}", help="an offset is a finite number of seconds within a day"
+            )
+    opts = ing.Options(
+        host=host, role=role, tz=tz, year=year, date=log_date, run=run_label, format=forced_format, jobs=jobs
+    )
     from forensics.ingest import stop
 
     with stop.handling():
@@ -301,10 +348,15 @@ def ingest(paths, store, host, role, tz, year, log_date, run_label, forced_forma
             raise
         from forensics.core.text import escape_control
 
-        click.echo(escape_control(f"warning: ingest committed its inputs, but the store summary failed: "
-                                  f"{type(e).__name__}: {e}"), err=True)
-        click.echo("  = help: `forensics verify` checks the store; `forensics --debug summary` shows the traceback",
-                   err=True)
+        click.echo(
+            escape_control(
+                f"warning: ingest committed its inputs, but the store summary failed: {type(e).__name__}: {e}"
+            ),
+            err=True,
+        )
+        click.echo(
+            "  = help: `forensics verify` checks the store; `forensics --debug summary` shows the traceback", err=True
+        )
     else:
         click.echo("", err=True)
         for line in lines(model):
@@ -328,15 +380,24 @@ def _interrupted(e) -> None:
 
 
 def result_output(f):
-    return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
-                        help="Write the result to this file (outside the store); its extension (.csv .tsv .json "
-                             ".jsonl .md .parquet) chooses the format; - is stdout.")(f)
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        help="Write the result to this file (outside the store); its extension (.csv .tsv .json "
+        ".jsonl .md .parquet) chooses the format; - is stdout.",
+    )(f)
 
 
 @main.command(cls=SqlCommand)
 @click.argument("query", required=False)
-@click.option("-f", "--file", "sql_file", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Read the SQL from this file (- is stdin).")
+@click.option(
+    "-f",
+    "--file",
+    "sql_file",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Read the SQL from this file (- is stdin).",
+)
 @store_option
 @format_option(RESULT_FORMATS)
 @param_option
@@ -380,8 +441,10 @@ def _sql_text(query, sql_file) -> tuple[str, str | None]:
     if query is not None and sql_file is not None:
         raise UsageError("give the SQL once: as QUERY or as -f FILE", help="drop one of them")
     if sql_file is None and query is None and sys.stdin.isatty():
-        raise UsageError("no SQL given", help='forensics sql "SELECT ...", forensics sql -f FILE.sql, or pipe it '
-                                              "into `forensics sql -`")
+        raise UsageError(
+            "no SQL given",
+            help='forensics sql "SELECT ...", forensics sql -f FILE.sql, or pipe it into `forensics sql -`',
+        )
     if sql_file is None and query not in (None, "-"):
         return query, None
     path = sql_file or "-"
@@ -392,8 +455,9 @@ def _sql_text(query, sql_file) -> tuple[str, str | None]:
             with open(path, encoding="utf-8") as f:
                 text, source = f.read(), path
         except (OSError, UnicodeDecodeError) as e:
-            raise UsageError(f"cannot read -f {path}: {getattr(e, 'strerror', None) or e}",
-                             help="give a readable UTF-8 file of SQL") from None
+            raise UsageError(
+                f"cannot read -f {path}: {getattr(e, 'strerror', None) or e}", help="give a readable UTF-8 file of SQL"
+            ) from None
     if not any(ln.strip() and not ln.strip().startswith("--") for ln in text.splitlines()):
         raise UsageError(f"no SQL in {source}", help="the file or stdin holds no statement")
     return text, source
@@ -421,7 +485,11 @@ def _outside_store(output, store) -> None:
 
     from forensics.core.errors import UsageError
 
-    if output and output != "-" and os.path.commonpath([os.path.realpath(output), os.path.realpath(store)]) == os.path.realpath(store):
+    if (
+        output
+        and output != "-"
+        and os.path.commonpath([os.path.realpath(output), os.path.realpath(store)]) == os.path.realpath(store)
+    ):
         raise UsageError(f"-o {output} is inside the store {store}", help="write the result outside the store folder")
 
 
@@ -438,8 +506,18 @@ def _echo_head(line: str, fmt: str) -> None:
     click.echo(head_line(line, fmt), err=fmt in ("csv", "json"))
 
 
-_PARAM_TYPES = {"str": str, "text": str, "varchar": str, "int": int, "integer": int, "bigint": int,
-                "float": float, "double": float, "bool": "bool", "boolean": "bool"}
+_PARAM_TYPES = {
+    "str": str,
+    "text": str,
+    "varchar": str,
+    "int": int,
+    "integer": int,
+    "bigint": int,
+    "float": float,
+    "double": float,
+    "bool": "bool",
+    "boolean": "bool",
+}
 
 
 def _params(items, typed: bool = True) -> dict:
@@ -460,8 +538,13 @@ def _params(items, typed: bool = True) -> dict:
             raise UsageError(f"-p {k}: no type {kind!r}", help="types: str, int, float, bool")
         conv = _PARAM_TYPES[kind.lower()] if colon else None
         if conv is None and typed:
-            conv = (int if re.fullmatch(r"[+-]?\d+", v) else
-                    float if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", v) else str)
+            conv = (
+                int
+                if re.fullmatch(r"[+-]?\d+", v)
+                else float
+                if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", v)
+                else str
+            )
         try:
             if conv == "bool":
                 if v.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
@@ -470,8 +553,9 @@ def _params(items, typed: bool = True) -> dict:
             else:
                 out[name] = conv(v) if conv else v
         except ValueError:
-            raise UsageError(f"-p {k}={v}: {v!r} is not a {kind}", help=f"give a {kind}, or -p {name}:str=VALUE") \
-                from None
+            raise UsageError(
+                f"-p {k}={v}: {v!r} is not a {kind}", help=f"give a {kind}, or -p {name}:str=VALUE"
+            ) from None
     return out
 
 
@@ -479,8 +563,13 @@ def _params(items, typed: bool = True) -> dict:
 @click.argument("table", required=False)
 @format_option(("table", "markdown", "json"))
 @table_options
-@click.option("--store", "store", envvar="FORENSICS_STORE", type=click.Path(file_okay=False),
-              help="Show this store's row counts too (default: ./forensics-store when it exists, or $FORENSICS_STORE).")
+@click.option(
+    "--store",
+    "store",
+    envvar="FORENSICS_STORE",
+    type=click.Path(file_okay=False),
+    help="Show this store's row counts too (default: ./forensics-store when it exists, or $FORENSICS_STORE).",
+)
 @handled
 def tables(table, fmt, store):
     """Print the schema reference: every table and column with its meaning (and a store's row counts)."""
@@ -499,16 +588,37 @@ def tables(table, fmt, store):
         from forensics.reports.render import dumps_json
 
         # one document: a reader parses it at once (several arrays back to back are not JSON)
-        click.echo(dumps_json({"kind": "forensics.tables", "version": 1, "tables": [
-            {"name": n, "view": schema.TABLES[n].view, "doc": schema.TABLES[n].doc,
-             "rows": (counts or {}).get(n),
-             "columns": [{"column": c.name, "type": duck_type(c.dtype), "meaning": c.doc}
-                         for c in schema.TABLES[n].columns]} for n in names]}))
+        click.echo(
+            dumps_json(
+                {
+                    "kind": "forensics.tables",
+                    "version": 1,
+                    "tables": [
+                        {
+                            "name": n,
+                            "view": schema.TABLES[n].view,
+                            "doc": schema.TABLES[n].doc,
+                            "rows": (counts or {}).get(n),
+                            "columns": [
+                                {"column": c.name, "type": duck_type(c.dtype), "meaning": c.doc}
+                                for c in schema.TABLES[n].columns
+                            ],
+                        }
+                        for n in names
+                    ],
+                }
+            )
+        )
         return
     for n in names:
         t = schema.TABLES[n]
-        df = pl.DataFrame({"column": [c.name for c in t.columns], "type": [duck_type(c.dtype) for c in t.columns],
-                           "meaning": [c.doc for c in t.columns]})
+        df = pl.DataFrame(
+            {
+                "column": [c.name for c in t.columns],
+                "type": [duck_type(c.dtype) for c in t.columns],
+                "meaning": [c.doc for c in t.columns],
+            }
+        )
         rows = _rows_phrase(counts, n)
         if fmt == "table":
             click.echo(f"\n{n}{' (view)' if t.view else ''}{rows}: {t.doc}")
@@ -528,8 +638,12 @@ def formats():
 
 @main.command()
 @click.option("--corrupted", is_flag=True, help="Only corrupted replies (parse_leak, incoherent, empty).")
-@click.option("--class", "cls", metavar="CLASS",
-              help="Only this class: clean, parse_leak, incoherent, empty, config, transfer_error.")
+@click.option(
+    "--class",
+    "cls",
+    metavar="CLASS",
+    help="Only this class: clean, parse_leak, incoherent, empty, config, transfer_error.",
+)
 @click.option("--session", help="Only this session id.")
 @store_option
 @format_option()
@@ -621,8 +735,9 @@ def _check_host(store, host: str, what: str, force_hint: str) -> None:
     finally:
         con.close()
     if host not in hosts:
-        raise UsageError(f"{what} {host}: no such host in the store",
-                         help=f"known hosts: {names.listing(hosts)}; {force_hint}")
+        raise UsageError(
+            f"{what} {host}: no such host in the store", help=f"known hosts: {names.listing(hosts)}; {force_hint}"
+        )
 
 
 def _row_counts(store) -> dict | None:
@@ -667,9 +782,12 @@ def summary(store, fmt, output):
 
 @main.command()
 @store_option
-@click.option("--repair", is_flag=True,
-              help="Drop unreadable inputs (listed: ingest the same dump to read them again), remove damaged "
-                   "derived views and verdicts (the next report computes them), keep clocks.json's valid entries.")
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Drop unreadable inputs (listed: ingest the same dump to read them again), remove damaged "
+    "derived views and verdicts (the next report computes them), keep clocks.json's valid entries.",
+)
 @handled
 def verify(store, repair):
     """Check the whole store: every data file, the inputs, derived views, verdicts and clocks.json.
@@ -685,14 +803,17 @@ def verify(store, repair):
         line = f"{'repaired' if f.repaired else 'broken'}: {f.path}: {f.what}"
         click.echo(escape_control(line + (f" -> {f.repaired}" if f.repaired else "")))
     if rep.dropped:
-        click.echo(f"dropped {len(rep.dropped)} input{'s' * (len(rep.dropped) != 1)}; "
-                   "`forensics ingest` of the same dump reads them again:")
+        click.echo(
+            f"dropped {len(rep.dropped)} input{'s' * (len(rep.dropped) != 1)}; "
+            "`forensics ingest` of the same dump reads them again:"
+        )
         for p in rep.dropped:
             click.echo(escape_control(f"  {p}"))
     checked = ", ".join(f"{n} {what}" for what, n in rep.checked.items())
-    click.echo(f"checked {checked} in {rep.seconds:.1f} s: "
-               + (f"{len(rep.broken)} broken" if rep.broken else "nothing broken")
-               )
+    click.echo(
+        f"checked {checked} in {rep.seconds:.1f} s: "
+        + (f"{len(rep.broken)} broken" if rep.broken else "nothing broken")
+    )
     if rep.broken:
         if not repair:
             click.echo("  = help: `forensics verify --repair` fixes what can be fixed", err=True)
@@ -783,16 +904,33 @@ TIMELINE_FORMATS = ("table", "markdown", "csv", "json", "html", "png", "svg", "p
 
 @main.command()
 @store_option
-@click.option("--bucket", default="auto", show_default=True,
-              help="Bucket width: 10s, 500ms, 1m, ...; auto is 10s, wider when that gives over 500 buckets.")
-@click.option("--since", help="First instant: UTC ISO (2026-11-20T14:00:00), or before the store's last event "
-                               "(-30m, 1h, 2h ago, yesterday 14:00, 14:00).")
+@click.option(
+    "--bucket",
+    default="auto",
+    show_default=True,
+    help="Bucket width: 10s, 500ms, 1m, ...; auto is 10s, wider when that gives over 500 buckets.",
+)
+@click.option(
+    "--since",
+    help="First instant: UTC ISO (2026-11-20T14:00:00), or before the store's last event "
+    "(-30m, 1h, 2h ago, yesterday 14:00, 14:00).",
+)
 @click.option("--until", help="Last instant, written as for --since.")
 @click.option("--host", help="Only this host: its load and events, its rooms' transfers (either side), its replies.")
-@click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(TIMELINE_FORMATS),
-              help="Output format (the extension of -o chooses it when not given).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Write to this file (.html .png .svg .json .csv .md ...) instead of stdout; - is stdout.")
+@click.option(
+    "--format",
+    "fmt",
+    default="table",
+    show_default=True,
+    type=click.Choice(TIMELINE_FORMATS),
+    help="Output format (the extension of -o chooses it when not given).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write to this file (.html .png .svg .json .csv .md ...) instead of stdout; - is stdout.",
+)
 @table_options
 @redact_option
 @handled
@@ -809,8 +947,14 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
     check_output(output)
     with computing(Store(store)):
         # a chart draws every bucket: a longer window is narrowed (with a note), never refused
-        model = tl.build(Store(store), bucket, since, until, host,
-                         max_buckets=tl.MAX_CHART_BUCKETS if fmt in ("html", "png", "svg") else None)
+        model = tl.build(
+            Store(store),
+            bucket,
+            since,
+            until,
+            host,
+            max_buckets=tl.MAX_CHART_BUCKETS if fmt in ("html", "png", "svg") else None,
+        )
     red = _redactor(redact, Store(store))
     for note in model["notes"]:
         click.echo(f"note: {red.text(note) if red else note}", err=True)
@@ -823,7 +967,9 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
             binary_to_stdout(fmt, output)
         # the export reads more from the store than the model holds: it masks the two together
         notes: list[str] = []
-        write_file(output, lambda path: notes.extend(timeline_export.write(model, fmt, path, Store(store), redactor=red)))
+        write_file(
+            output, lambda path: notes.extend(timeline_export.write(model, fmt, path, Store(store), redactor=red))
+        )
         for note in notes:
             click.echo(note, err=True)
         _say_redacted(red)
@@ -840,8 +986,12 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
 @store_option
 @click.option("--format", "fmt", default="markdown", show_default=True, type=click.Choice(["markdown", "json"]))
 @redact_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Write to this file (.md, .json) instead of stdout; - is stdout.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write to this file (.md, .json) instead of stdout; - is stdout.",
+)
 @handled
 def evidence(store, fmt, redact, output):
     """The bug-report tables: corrupted vs clean by dimension, wedges, abort storms, checksums."""
@@ -864,11 +1014,18 @@ def evidence(store, fmt, redact, output):
 @main.command()
 @click.argument("stores", nargs=-1, required=True, type=click.Path(file_okay=False))
 @click.option("--format", "fmt", default="markdown", show_default=True, type=click.Choice(["markdown", "json"]))
-@click.option("--baseline", metavar="STORE|RUN",
-              help="The run the others are tested against: a store (its first run) or a --run label. "
-                   "Default: the first store given.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Write to this file (.md, .json) instead of stdout; - is stdout.")
+@click.option(
+    "--baseline",
+    metavar="STORE|RUN",
+    help="The run the others are tested against: a store (its first run) or a --run label. "
+    "Default: the first store given.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write to this file (.md, .json) instead of stdout; - is stdout.",
+)
 @handled
 def compare(stores, fmt, baseline, output):
     """Compare runs (stores, or --run labels within one) against a baseline: corruption rate and throughput."""
@@ -881,9 +1038,11 @@ def compare(stores, fmt, baseline, output):
     result = cmp.build(list(stores), baseline=baseline)
     if len(stores) == 1 and result["corruption"].height < 2:
         runs = ", ".join(result["corruption"]["run"].to_list()) or "none with replies"
-        raise UsageError(f"compare needs two runs, and {stores[0]} holds one ({runs})",
-                         help="give a second store (`forensics compare BASELINE_STORE OTHER_STORE`), or ingest "
-                              "each run into one store with `ingest --run LABEL`")
+        raise UsageError(
+            f"compare needs two runs, and {stores[0]} holds one ({runs})",
+            help="give a second store (`forensics compare BASELINE_STORE OTHER_STORE`), or ingest "
+            "each run into one store with `ingest --run LABEL`",
+        )
     _write(output, lambda out: render_compare(result, fmt, out))
 
 

@@ -13,9 +13,19 @@ from forensics.core.errors import UsageError
 # what each extension holds; where several formats write one extension (a Perfetto trace is JSON
 # too) the first is the one inferred
 EXTENSIONS = {
-    ".csv": ("csv",), ".tsv": ("tsv",), ".tab": ("tsv",), ".json": ("json", "perfetto"),
-    ".jsonl": ("jsonl",), ".ndjson": ("jsonl",), ".md": ("markdown",), ".markdown": ("markdown",),
-    ".parquet": ("parquet",), ".html": ("html",), ".htm": ("html",), ".png": ("png",), ".svg": ("svg",),
+    ".csv": ("csv",),
+    ".tsv": ("tsv",),
+    ".tab": ("tsv",),
+    ".json": ("json", "perfetto"),
+    ".jsonl": ("jsonl",),
+    ".ndjson": ("jsonl",),
+    ".md": ("markdown",),
+    ".markdown": ("markdown",),
+    ".parquet": ("parquet",),
+    ".html": ("html",),
+    ".htm": ("html",),
+    ".png": ("png",),
+    ".svg": ("svg",),
 }
 STDOUT = "-"
 
@@ -36,11 +46,22 @@ def table_options(f):
         render.TABLE.wide = bool(value)
         return value
 
-    f = click.option("--wide", is_flag=True, expose_value=False, callback=set_wide,
-                     help="Tables: every column and whole cells, however wide.")(f)
-    return click.option("--max-width", type=click.IntRange(min=20), expose_value=False, callback=set_width,
-                        metavar="N", help="Tables: at most N characters wide (default: the terminal's width); "
-                                          "cells are cut with … and columns that do not fit are counted.")(f)
+    f = click.option(
+        "--wide",
+        is_flag=True,
+        expose_value=False,
+        callback=set_wide,
+        help="Tables: every column and whole cells, however wide.",
+    )(f)
+    return click.option(
+        "--max-width",
+        type=click.IntRange(min=20),
+        expose_value=False,
+        callback=set_width,
+        metavar="N",
+        help="Tables: at most N characters wide (default: the terminal's width); "
+        "cells are cut with … and columns that do not fit are counted.",
+    )(f)
 
 
 def output_format(fmt: str, output: str | None, choices, command: str) -> str:
@@ -59,20 +80,29 @@ def output_format(fmt: str, output: str | None, choices, command: str) -> str:
         if fmt in fits:
             return fmt
         names = [e for e, fs in EXTENSIONS.items() if fmt in fs]
-        raise UsageError(f"--format {fmt} does not fit -o {output}: a {ext} file holds {' or '.join(writable or fits)}",
-                         help=f"leave --format out (the extension chooses {writable[0]})" if writable else
-                         f"name the file with {' or '.join(names)}" if names else "write it to another extension")
+        raise UsageError(
+            f"--format {fmt} does not fit -o {output}: a {ext} file holds {' or '.join(writable or fits)}",
+            help=f"leave --format out (the extension chooses {writable[0]})"
+            if writable
+            else f"name the file with {' or '.join(names)}"
+            if names
+            else "write it to another extension",
+        )
     if not writable:
-        raise UsageError(f"`forensics {command}` writes no {ext} files",
-                         help=f"its formats: {', '.join(choices)}; pick one with --format or the extension of -o")
+        raise UsageError(
+            f"`forensics {command}` writes no {ext} files",
+            help=f"its formats: {', '.join(choices)}; pick one with --format or the extension of -o",
+        )
     return writable[0]
 
 
 def binary_to_stdout(fmt: str, output: str | None) -> None:
     """Refuse binary bytes to a terminal, where they would only garble it: a file, or a pipe, takes them."""
     if output == STDOUT and sys.stdout.isatty():
-        raise UsageError(f"--format {fmt} is binary: it is not written to a terminal",
-                         help="add -o FILE, or pipe `-o -` into the program that reads it")
+        raise UsageError(
+            f"--format {fmt} is binary: it is not written to a terminal",
+            help="add -o FILE, or pipe `-o -` into the program that reads it",
+        )
 
 
 def write_text(output: str | None, fn) -> None:

@@ -23,9 +23,15 @@ class IngestProgress:
     def start(self, total_bytes: int, n_files: int) -> None:
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-        self.progress = Progress(TextColumn("ingest {task.fields[files]}"), BarColumn(), DownloadColumn(),
-                                 TransferSpeedColumn(), console=self.console, transient=True,
-                                 disable=not sys.stderr.isatty())
+        self.progress = Progress(
+            TextColumn("ingest {task.fields[files]}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            console=self.console,
+            transient=True,
+            disable=not sys.stderr.isatty(),
+        )
         self.progress.start()
         self.task = self.progress.add_task("ingest", total=total_bytes or None, files=f"0/{n_files}")
         self.n_files, self.n_done = n_files, 0
@@ -47,16 +53,25 @@ class IngestProgress:
         from forensics.core.text import escape_control
 
         # a pipe or CI log gets 80 columns by default, which truncates every path
-        con = Console(stderr=True, markup=False, emoji=False, highlight=False,
-                      width=None if sys.stderr.isatty() else 160)
+        con = Console(
+            stderr=True, markup=False, emoji=False, highlight=False, width=None if sys.stderr.isatty() else 160
+        )
         t = Table(header_style="bold")
         for c in ("file", "format", "host", "role", "lines", "parsed", "cont.", "unparsed", "status"):
             t.add_column(c, justify="right" if c in ("lines", "parsed", "cont.", "unparsed") else "left")
         read = [r for r in results if r.status != "skipped"]
         for r in read:
-            t.add_row(escape_control(_short(r.path)), r.format or "", escape_control(r.host or ""), r.role or "",
-                      str(r.lines),
-                      str(r.parsed), str(r.continuation), str(r.unparsed), r.status)
+            t.add_row(
+                escape_control(_short(r.path)),
+                r.format or "",
+                escape_control(r.host or ""),
+                r.role or "",
+                str(r.lines),
+                str(r.parsed),
+                str(r.continuation),
+                str(r.unparsed),
+                r.status,
+            )
         if read:
             con.print(t)
         if line := skipped_line(results):
@@ -76,8 +91,10 @@ def failed_line(results) -> str | None:
     if not failed:
         return None
     names = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
-    return (f"error: {len(failed)} of {len(results)} input{'s' if len(results) != 1 else ''} failed: {names} "
-            "(the others are ingested; a failed parse leaves its lines in `unparsed`)")
+    return (
+        f"error: {len(failed)} of {len(results)} input{'s' if len(results) != 1 else ''} failed: {names} "
+        "(the others are ingested; a failed parse leaves its lines in `unparsed`)"
+    )
 
 
 def skipped_line(results) -> str | None:
@@ -108,7 +125,7 @@ def nothing_line(paths, results) -> str:
     return ForensicsError(
         f"nothing recognised as a log or transcript in {', '.join(paths)}: "
         + (what.replace("skipped ", "saw ", 1) if results else what),
-        help="point ingest at the dump's folder, or read the inputs with `--parser NAME` (see `forensics formats`)"
+        help="point ingest at the dump's folder, or read the inputs with `--parser NAME` (see `forensics formats`)",
     ).render()
 
 
@@ -124,7 +141,8 @@ class computing:
             from rich.console import Console
 
             self.status = Console(stderr=True).status(
-                f"computing {self.what}: once per store state, then cached", spinner="dots")
+                f"computing {self.what}: once per store state, then cached", spinner="dots"
+            )
             self.status.start()
         return self
 
@@ -140,7 +158,9 @@ def _cached(store) -> bool:
     from forensics.catalog import derived_views, snapshot_path
 
     try:
-        names = [n for _, sql in derived_views() for n in re.findall(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", sql, re.I)]
+        names = [
+            n for _, sql in derived_views() for n in re.findall(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", sql, re.I)
+        ]
         return not names or snapshot_path(store, names[-1]) is not None
     except Exception:
         return True

@@ -1,9 +1,9 @@
 """One error shape for the whole toolkit (lnav style).
 
-    error: <what>
-      --> file:line
-      | <the offending line>
-      = help: <the fix>
+error: <what>
+  --> file:line
+  | <the offending line>
+  = help: <the fix>
 """
 
 from __future__ import annotations
@@ -14,8 +14,15 @@ class ForensicsError(Exception):
 
     exit_code = 1
 
-    def __init__(self, what: str, *, file: str | None = None, line: int | None = None,
-                 text: str | None = None, help: str | None = None):
+    def __init__(
+        self,
+        what: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        text: str | None = None,
+        help: str | None = None,
+    ):
         super().__init__(what)
         self.what, self.file, self.line, self.text, self.help = what, file, line, text, help
 

@@ -129,8 +129,9 @@ class _Slice(io.RawIOBase):
 def _decompress(raw: io.BufferedIOBase) -> io.BufferedIOBase:
     head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
     if head.startswith(GZIP_MAGIC):
-        return io.BufferedReader(_CutTolerant(gzip.GzipFile(fileobj=raw), (EOFError, OSError, zlib.error)),
-                                 buffer_size=1 << 20)
+        return io.BufferedReader(
+            _CutTolerant(gzip.GzipFile(fileobj=raw), (EOFError, OSError, zlib.error)), buffer_size=1 << 20
+        )
     if head.startswith(ZSTD_MAGIC):
         import zstandard
 
@@ -161,5 +162,8 @@ def open_source(src: Source) -> io.BufferedIOBase:
             raise InputError(f"archive member is not a regular file: {src.member}", file=src.fs_path)
         return _decompress(io.BufferedReader(f, buffer_size=1 << 20))  # type: ignore[arg-type]
     except OSError as e:
-        raise InputError(f"cannot read {src.path}: {e.strerror or e}", file=src.path,
-                         help="check the file exists and is readable (permissions, a broken link)") from e
+        raise InputError(
+            f"cannot read {src.path}: {e.strerror or e}",
+            file=src.path,
+            help="check the file exists and is readable (permissions, a broken link)",
+        ) from e

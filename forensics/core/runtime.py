@@ -38,5 +38,8 @@ def native_scanner_built() -> bool:
     """Whether the C scanner is installed, found without importing the parsers (that loads polars)."""
     spec = importlib.util.find_spec("forensics.parsers")
     dirs = list(spec.submodule_search_locations or []) if spec else []
-    return any(os.path.exists(os.path.join(d, "_fastlog" + sfx))
-               for d in dirs for sfx in importlib.machinery.EXTENSION_SUFFIXES)
+    return any(
+        os.path.exists(os.path.join(d, "_fastlog" + sfx))
+        for d in dirs
+        for sfx in importlib.machinery.EXTENSION_SUFFIXES
+    )

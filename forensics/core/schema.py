@@ -53,8 +53,12 @@ def _rank_columns() -> tuple[Column, ...]:
 
 _LINE_COLS = (
     Column("ts", TS, "UTC time of the line (microseconds); from the best clock the line carries"),
-    Column("ts_raw", pl.Utf8, "the timestamp text as written in the line; null on a line without a clock of its own "
-           "(a bare stats line, whose ts is then the nearest timed line's above it)"),
+    Column(
+        "ts_raw",
+        pl.Utf8,
+        "the timestamp text as written in the line; null on a line without a clock of its own "
+        "(a bare stats line, whose ts is then the nearest timed line's above it)",
+    ),
     Column("prefix", pl.Utf8, "outer prefix added by a log shipper (k8s CRI, docker, Kibana, tqdm), stripped"),
     Column("host", pl.Utf8, "host the file came from (--host, else the file's folder or name)"),
     Column("role", pl.Utf8, "'prefill' | 'decode' | 'unified' | 'unknown' (--role, else inferred)"),
@@ -71,10 +75,17 @@ FILES = Table(
     "the line counts are NULL, skip_kind and skip_reason say why).",
     (
         Column("path", pl.Utf8, "input file as given to ingest (archive members as archive!member)"),
-        Column("sha256", pl.Utf8, "sha256 of the decompressed content from its start to byte_end; the same content "
-               "is ingested once"),
-        Column("bytes", pl.Int64, "decompressed bytes the row covers (byte_end - byte_start; the whole file but for "
-               "a grown file's later pieces)"),
+        Column(
+            "sha256",
+            pl.Utf8,
+            "sha256 of the decompressed content from its start to byte_end; the same content is ingested once",
+        ),
+        Column(
+            "bytes",
+            pl.Int64,
+            "decompressed bytes the row covers (byte_end - byte_start; the whole file but for "
+            "a grown file's later pieces)",
+        ),
         Column("format", pl.Utf8, "parser that read it (see `forensics formats`)"),
         Column("host", pl.Utf8, "host name used for its rows"),
         Column("role", pl.Utf8, "server role used for its rows"),
@@ -87,26 +98,46 @@ FILES = Table(
         Column("tz", pl.Utf8, "zone assumed for naive timestamps"),
         Column("run", pl.Utf8, "run label given with ingest --run"),
         Column("ingested_at", TS, "when the file was ingested"),
-        Column("status", pl.Utf8, "'ingested' (read by the parser in format) | 'skipped' (not a log, not read) | "
-               "'failed' (the parser failed: every line is in unparsed, reason parser_failed:<error>)"),
-        Column("skip_kind", pl.Utf8, "what a skipped file was taken for: markdown, json, csv, yaml, image, pdf, "
-               "html, empty, binary, text (no log markers), special (a FIFO, socket or device, never opened)"),
+        Column(
+            "status",
+            pl.Utf8,
+            "'ingested' (read by the parser in format) | 'skipped' (not a log, not read) | "
+            "'failed' (the parser failed: every line is in unparsed, reason parser_failed:<error>)",
+        ),
+        Column(
+            "skip_kind",
+            pl.Utf8,
+            "what a skipped file was taken for: markdown, json, csv, yaml, image, pdf, "
+            "html, empty, binary, text (no log markers), special (a FIFO, socket or device, never opened)",
+        ),
         Column("skip_reason", pl.Utf8, "why it was skipped, or the error its parser failed with, in words"),
         # a log that grew since it was ingested adds a piece; never its earlier lines again
-        Column("piece", pl.Int32, "1 for a file as first ingested; n + 1 for the lines a grown file (same path and "
-               "host, the committed bytes a prefix of it) added after piece n"),
+        Column(
+            "piece",
+            pl.Int32,
+            "1 for a file as first ingested; n + 1 for the lines a grown file (same path and "
+            "host, the committed bytes a prefix of it) added after piece n",
+        ),
         Column("byte_start", pl.Int64, "first decompressed byte of the file the row covers (0 but for later pieces)"),
         Column("byte_end", pl.Int64, "decompressed byte after the last one the row covers: where a later piece starts"),
         Column("line_start", pl.Int64, "line_no of the row's first line (line numbers run on across pieces)"),
         Column("line_end", pl.Int64, "line_no of the row's last line"),
-        Column("grown", pl.Utf8, "NULL for a file read as it first came; 'appended': the lines after the committed "
-               "piece before it, read on with the parser's state; 'replaced': the file re-read from the start of its "
-               "committed last piece, which this row replaced (its last line was partial, a record ran across the end, "
-               "or the format is read whole: compressed files, transcripts)"),
+        Column(
+            "grown",
+            pl.Utf8,
+            "NULL for a file read as it first came; 'appended': the lines after the committed "
+            "piece before it, read on with the parser's state; 'replaced': the file re-read from the start of its "
+            "committed last piece, which this row replaced (its last line was partial, a record ran across the end, "
+            "or the format is read whole: compressed files, transcripts)",
+        ),
         Column("replaced_sha256", pl.Utf8, "for 'replaced': sha256 of the version it replaced"),
         Column("replaced_bytes", pl.Int64, "for 'replaced': the byte_end of the version it replaced"),
-        Column("resume_state", pl.Utf8, "what the parser knew at byte_end (JSON: the host given, and for server logs "
-               "the year, role and clock), read back when the file has grown"),
+        Column(
+            "resume_state",
+            pl.Utf8,
+            "what the parser knew at byte_end (JSON: the host given, and for server logs "
+            "the year, role and clock), read back when the file has grown",
+        ),
     ),
 )
 
@@ -144,9 +175,12 @@ BATCHES = Table(
         Column("graph_backend", pl.Utf8, "which graph key was printed: 'cuda' | 'cpu' | 'npu' | 'musa'"),
         Column("accept_len", pl.Float64, "speculative accept len"),
         Column("accept_rate", pl.Float64, "speculative accept rate"),
-        Column("extra", pl.List(pl.Struct({"key": pl.Utf8, "value": pl.Utf8})),
-               "every other key: value of the line, and a known key whose value no column holds (`inf`, `nan`, "
-               "past BIGINT: its column is NULL) (a MAP in SQL)"),
+        Column(
+            "extra",
+            pl.List(pl.Struct({"key": pl.Utf8, "value": pl.Utf8})),
+            "every other key: value of the line, and a known key whose value no column holds (`inf`, `nan`, "
+            "past BIGINT: its column is NULL) (a MAP in SQL)",
+        ),
         Column("tail", pl.Utf8, "text that is not a key: value item (e.g. a truncated last item)"),
         Column("truncated", pl.Boolean, "the line was cut (last line of a file without newline)"),
     )
@@ -172,7 +206,11 @@ EVENTS = Table(
         Column("source", pl.Utf8, "line family: sglang | uvicorn | glog | ucx | c10d | nccl | nixl | request_log"),
         Column("rid", pl.Utf8, "request id on this server (prefill and decode rids of one request may differ)"),
         Column("bootstrap_room", pl.Int64, "PD bootstrap room (63-bit); the join key across servers"),
-        Column("reason", pl.Utf8, "normalised failure reason: aborted, waiting_timeout, bootstrap_timeout, node_failure, ..."),
+        Column(
+            "reason",
+            pl.Utf8,
+            "normalised failure reason: aborted, waiting_timeout, bootstrap_timeout, node_failure, ...",
+        ),
         Column("finish_reason", pl.Utf8, "finish reason type of a finished request: stop | length | abort"),
         Column("prompt_tokens", pl.Int64, "prompt tokens (request lines)"),
         Column("completion_tokens", pl.Int64, "completion tokens (finished requests)"),
@@ -197,8 +235,12 @@ UNPARSED = Table(
         Column("source_file", pl.Utf8, "input file"),
         Column("line_no", pl.Int64, "1-based line number"),
         Column("line", pl.Utf8, "the raw line (invalid bytes escaped as \\xNN, cut at 64 KiB)"),
-        Column("reason", pl.Utf8, "why: unrecognised | truncated | invalid_json | schema:<field> | too_deep | line_too_long | "
-               "parser_failed:<error> | ..."),
+        Column(
+            "reason",
+            pl.Utf8,
+            "why: unrecognised | truncated | invalid_json | schema:<field> | too_deep | line_too_long | "
+            "parser_failed:<error> | ...",
+        ),
         Column("format", pl.Utf8, "parser that gave up on it"),
     ),
 )
@@ -228,201 +270,299 @@ def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
 
 
 # --- issue 3: KV transfers, telemetry, rooms -----------------------------------------------------
-TRANSFER_EVENTS = register(Table(
-    "transfer_events",
-    "One row per line of a KV transfer trace (TRANSFER_TRACE.md §8), in file order. The spec's "
-    "`ts_utc` / `file` / `room` are `ts` / `source_file` / `bootstrap_room` here, like every other table.",
-    (
-        Column("ts", TS, "UTC event time (microseconds)"),
-        Column("ts_raw", pl.Utf8, "the `ts` value as written (float seconds or ISO-8601 text)"),
-        Column("ts_naive", pl.Boolean, "`ts` was an ISO string without an offset, taken as UTC"),
-        Column("host", pl.Utf8, "host of the emitting process (the trace's own `host` field)"),
-        Column("pid", pl.Int64, "OS process id of the emitter"),
-        Column("side", pl.Utf8, "'prefill' | 'decode'"),
-        Column("engine_rank", pl.Int32, "the emitter's engine (TP) rank"),
-        Column("dp_rank", pl.Int32, "the emitter's DP rank"),
-        Column("bootstrap_room", pl.Int64, "PD bootstrap room (exact 63-bit; 0 = warmup/health)"),
-        Column("rid", pl.Utf8, "sglang request id on the emitting side"),
-        Column("kind", pl.Utf8, "'kv' | 'aux' | 'state' | 'index_k' (other values kept, unknown_enum)"),
-        Column("chunk", pl.Int32, "chunk index within the room (kv, chunked index_k); NULL for aux/state"),
-        Column("is_last", pl.Boolean, "the room's last chunk"),
-        Column("event", pl.Utf8, "'post' | 'done' | 'fail' | 'notif' | 'abort' | 'checksum' (other values kept)"),
-        Column("unknown_enum", pl.Boolean, "kind or event outside the spec's lists; excluded from verdicts"),
-        Column("bytes", pl.Int64, "bytes in the unit, or covered by the checksum"),
-        Column("status", pl.Utf8, "NIXL status name (integers of old builds mapped, NIXL.md §7)"),
-        Column("status_raw", pl.Utf8, "the status as written when it was an integer"),
-        Column("peer", pl.Utf8, "remote NIXL agent (decode agent on prefill rows, prefill agent on decode rows)"),
-        Column("error", pl.Utf8, "error or reason text"),
-        Column("checksum", pl.Utf8, "checksum normalised: lower-case hex, no 0x"),
-        Column("checksum_int", pl.Utf8, "the checksum as an unsigned decimal integer (compared across sides)"),
-        Column("extra", pl.Utf8, "every unknown field, as a JSON object (e.g. checksum_algo, notif, src_rank)"),
-    ) + _SOURCE_COLS,
-))
+TRANSFER_EVENTS = register(
+    Table(
+        "transfer_events",
+        "One row per line of a KV transfer trace (TRANSFER_TRACE.md §8), in file order. The spec's "
+        "`ts_utc` / `file` / `room` are `ts` / `source_file` / `bootstrap_room` here, like every other table.",
+        (
+            Column("ts", TS, "UTC event time (microseconds)"),
+            Column("ts_raw", pl.Utf8, "the `ts` value as written (float seconds or ISO-8601 text)"),
+            Column("ts_naive", pl.Boolean, "`ts` was an ISO string without an offset, taken as UTC"),
+            Column("host", pl.Utf8, "host of the emitting process (the trace's own `host` field)"),
+            Column("pid", pl.Int64, "OS process id of the emitter"),
+            Column("side", pl.Utf8, "'prefill' | 'decode'"),
+            Column("engine_rank", pl.Int32, "the emitter's engine (TP) rank"),
+            Column("dp_rank", pl.Int32, "the emitter's DP rank"),
+            Column("bootstrap_room", pl.Int64, "PD bootstrap room (exact 63-bit; 0 = warmup/health)"),
+            Column("rid", pl.Utf8, "sglang request id on the emitting side"),
+            Column("kind", pl.Utf8, "'kv' | 'aux' | 'state' | 'index_k' (other values kept, unknown_enum)"),
+            Column("chunk", pl.Int32, "chunk index within the room (kv, chunked index_k); NULL for aux/state"),
+            Column("is_last", pl.Boolean, "the room's last chunk"),
+            Column("event", pl.Utf8, "'post' | 'done' | 'fail' | 'notif' | 'abort' | 'checksum' (other values kept)"),
+            Column("unknown_enum", pl.Boolean, "kind or event outside the spec's lists; excluded from verdicts"),
+            Column("bytes", pl.Int64, "bytes in the unit, or covered by the checksum"),
+            Column("status", pl.Utf8, "NIXL status name (integers of old builds mapped, NIXL.md §7)"),
+            Column("status_raw", pl.Utf8, "the status as written when it was an integer"),
+            Column("peer", pl.Utf8, "remote NIXL agent (decode agent on prefill rows, prefill agent on decode rows)"),
+            Column("error", pl.Utf8, "error or reason text"),
+            Column("checksum", pl.Utf8, "checksum normalised: lower-case hex, no 0x"),
+            Column("checksum_int", pl.Utf8, "the checksum as an unsigned decimal integer (compared across sides)"),
+            Column("extra", pl.Utf8, "every unknown field, as a JSON object (e.g. checksum_algo, notif, src_rank)"),
+        )
+        + _SOURCE_COLS,
+    )
+)
 
-TELEMETRY = register(Table(
-    "telemetry",
-    "NIXL telemetry ring-buffer events (NIXL.md §9, format versions 1-4), read without consuming the file.",
-    (
-        Column("ts", TS, "event time (format v1 only: wall clock at enqueue); NULL for v2+"),
-        Column("host", pl.Utf8, "host the file came from (for clock offsets)"),
-        Column("agent", pl.Utf8, "NIXL agent name: the file's name (a UUID under sglang)"),
-        Column("version", pl.Int32, "telemetry format version 1-4"),
-        Column("slot", pl.Int64, "ring slot the event was read from"),
-        Column("seq", pl.Int64, "order of the event from read_pos (live events), or among stale v1 slots"),
-        Column("category", pl.Utf8, "MEMORY | TRANSFER | CONNECTION | BACKEND | ERROR | PERFORMANCE | SYSTEM | CUSTOM "
-                                    "(v3+: derived from the event type)"),
-        Column("event", pl.Utf8, "event name, e.g. agent_tx_bytes, agent_xfer_time, NIXL_ERR_BACKEND, agent_err_backend"),
-        Column("event_type", pl.Int32, "numeric event type (v2+)"),
-        Column("value", pl.Int64, "bytes, microseconds, counts (see NIXL.md §8)"),
-        Column("stale", pl.Boolean, "a v1 slot outside read_pos..write_pos: already consumed, salvaged"),
-        Column("buffer_full", pl.Boolean, "the ring was full when copied: later events were dropped by the writer"),
-        Column("dropped_events", pl.Int64,
-               "events the agent reported dropping (sum of v4 agent_telemetry_events_dropped); NULL before v4"),
-    ) + _SOURCE_COLS[:1],
-))
+TELEMETRY = register(
+    Table(
+        "telemetry",
+        "NIXL telemetry ring-buffer events (NIXL.md §9, format versions 1-4), read without consuming the file.",
+        (
+            Column("ts", TS, "event time (format v1 only: wall clock at enqueue); NULL for v2+"),
+            Column("host", pl.Utf8, "host the file came from (for clock offsets)"),
+            Column("agent", pl.Utf8, "NIXL agent name: the file's name (a UUID under sglang)"),
+            Column("version", pl.Int32, "telemetry format version 1-4"),
+            Column("slot", pl.Int64, "ring slot the event was read from"),
+            Column("seq", pl.Int64, "order of the event from read_pos (live events), or among stale v1 slots"),
+            Column(
+                "category",
+                pl.Utf8,
+                "MEMORY | TRANSFER | CONNECTION | BACKEND | ERROR | PERFORMANCE | SYSTEM | CUSTOM "
+                "(v3+: derived from the event type)",
+            ),
+            Column(
+                "event",
+                pl.Utf8,
+                "event name, e.g. agent_tx_bytes, agent_xfer_time, NIXL_ERR_BACKEND, agent_err_backend",
+            ),
+            Column("event_type", pl.Int32, "numeric event type (v2+)"),
+            Column("value", pl.Int64, "bytes, microseconds, counts (see NIXL.md §8)"),
+            Column("stale", pl.Boolean, "a v1 slot outside read_pos..write_pos: already consumed, salvaged"),
+            Column("buffer_full", pl.Boolean, "the ring was full when copied: later events were dropped by the writer"),
+            Column(
+                "dropped_events",
+                pl.Int64,
+                "events the agent reported dropping (sum of v4 agent_telemetry_events_dropped); NULL before v4",
+            ),
+        )
+        + _SOURCE_COLS[:1],
+    )
+)
 
-ROOM_EVENTS = register(Table(
-    "room_events",
-    "Server-log events naming a real bootstrap room (not 0), with the PD side that wrote them "
-    "(from the line's template, else the file's role). Clock offsets applied.",
-    EVENTS.columns + (
-        Column("clock_offset_s", pl.Float64, "clock offset subtracted from the host's ts"),
-        Column("side", pl.Utf8, "'prefill' | 'decode' | 'unknown'"),
-        Column("ts_resolution_s", pl.Float64, "1.0 for whole-second sglang prefixes (true time up to 1 s later), else 0"),
-    ),
-    view=True,
-))
+ROOM_EVENTS = register(
+    Table(
+        "room_events",
+        "Server-log events naming a real bootstrap room (not 0), with the PD side that wrote them "
+        "(from the line's template, else the file's role). Clock offsets applied.",
+        EVENTS.columns
+        + (
+            Column("clock_offset_s", pl.Float64, "clock offset subtracted from the host's ts"),
+            Column("side", pl.Utf8, "'prefill' | 'decode' | 'unknown'"),
+            Column(
+                "ts_resolution_s",
+                pl.Float64,
+                "1.0 for whole-second sglang prefixes (true time up to 1 s later), else 0",
+            ),
+        ),
+        view=True,
+    )
+)
 
-TRANSFERS = register(Table(
-    "transfers",
-    "One row per transfer unit (bootstrap_room, kind, chunk) per sending rank, from the transfer trace and "
-    "NIXL notification payloads in debug logs. Clock offsets applied; room 0 (warmup) excluded.",
-    (
-        Column("bootstrap_room", pl.Int64, "PD bootstrap room"),
-        Column("kind", pl.Utf8, "'kv' | 'aux' | 'state' | 'index_k'"),
-        Column("chunk", pl.Int32, "chunk index (NULL for aux/state)"),
-        Column("side", pl.Utf8, "side that describes the transfer: 'prefill' (sender) or 'decode' (only the receiver seen)"),
-        Column("host", pl.Utf8, "host of that side"),
-        Column("engine_rank", pl.Int32, "engine rank of that side"),
-        Column("t_post", TS, "when prefill posted the WRITE"),
-        Column("t_done", TS, "completion: prefill handle DONE, else decode notification / done"),
-        Column("t_notif", TS, "when the decode notification arrived (decode clock, corrected)"),
-        Column("duration_ms", pl.Float64, "t_done - t_post in milliseconds"),
-        Column("bytes", pl.Int64, "bytes in the unit"),
-        Column("is_last", pl.Boolean, "the room's last chunk"),
-        Column("status", pl.Utf8, "'done' | 'failed' | 'aborted' | 'timeout' | 'unknown'"),
-        Column("nixl_status", pl.Utf8, "NIXL status of the failure or completion"),
-        Column("peer", pl.Utf8, "remote NIXL agent"),
-        Column("error", pl.Utf8, "failure text of the unit, else the room's abort text"),
-        Column("clock_offset_s", pl.Float64, "clock offset subtracted from this side's host"),
-        Column("source_file", pl.Utf8, "file of the first event of the unit"),
-        Column("line_no", pl.Int64, "its line number"),
-    ),
-    view=True,
-))
+TRANSFERS = register(
+    Table(
+        "transfers",
+        "One row per transfer unit (bootstrap_room, kind, chunk) per sending rank, from the transfer trace and "
+        "NIXL notification payloads in debug logs. Clock offsets applied; room 0 (warmup) excluded.",
+        (
+            Column("bootstrap_room", pl.Int64, "PD bootstrap room"),
+            Column("kind", pl.Utf8, "'kv' | 'aux' | 'state' | 'index_k'"),
+            Column("chunk", pl.Int32, "chunk index (NULL for aux/state)"),
+            Column(
+                "side",
+                pl.Utf8,
+                "side that describes the transfer: 'prefill' (sender) or 'decode' (only the receiver seen)",
+            ),
+            Column("host", pl.Utf8, "host of that side"),
+            Column("engine_rank", pl.Int32, "engine rank of that side"),
+            Column("t_post", TS, "when prefill posted the WRITE"),
+            Column("t_done", TS, "completion: prefill handle DONE, else decode notification / done"),
+            Column("t_notif", TS, "when the decode notification arrived (decode clock, corrected)"),
+            Column("duration_ms", pl.Float64, "t_done - t_post in milliseconds"),
+            Column("bytes", pl.Int64, "bytes in the unit"),
+            Column("is_last", pl.Boolean, "the room's last chunk"),
+            Column("status", pl.Utf8, "'done' | 'failed' | 'aborted' | 'timeout' | 'unknown'"),
+            Column("nixl_status", pl.Utf8, "NIXL status of the failure or completion"),
+            Column("peer", pl.Utf8, "remote NIXL agent"),
+            Column("error", pl.Utf8, "failure text of the unit, else the room's abort text"),
+            Column("clock_offset_s", pl.Float64, "clock offset subtracted from this side's host"),
+            Column("source_file", pl.Utf8, "file of the first event of the unit"),
+            Column("line_no", pl.Int64, "its line number"),
+        ),
+        view=True,
+    )
+)
 
-CLOCK_BOUNDS = register(Table(
-    "clock_bounds",
-    "How far one host's clock may still run ahead of another's after the offsets in force, bounded by events of "
-    "one room that must happen in order (the orderings of `forensics clocks`). One row per ordered host pair.",
-    (
-        Column("host_a", pl.Utf8, "the reference host"),
-        Column("host_b", pl.Utf8, "the other host"),
-        Column("lower_s", pl.Float64, "host_b's corrected clock runs at least this far ahead of host_a's (NULL: no bound)"),
-        Column("upper_s", pl.Float64, "... and at most this far (NULL: no bound)"),
-        Column("n_lower", pl.Int64, "ordered event pairs giving a lower bound"),
-        Column("n_upper", pl.Int64, "ordered event pairs giving an upper bound"),
-        Column("ahead_s", pl.Float64, "what room_failures allows for: upper_s (else lower_s) when the bounds exclude "
-                                      "zero, i.e. show the offsets in force to be off; else 0"),
-    ),
-    view=True,
-))
+CLOCK_BOUNDS = register(
+    Table(
+        "clock_bounds",
+        "How far one host's clock may still run ahead of another's after the offsets in force, bounded by events of "
+        "one room that must happen in order (the orderings of `forensics clocks`). One row per ordered host pair.",
+        (
+            Column("host_a", pl.Utf8, "the reference host"),
+            Column("host_b", pl.Utf8, "the other host"),
+            Column(
+                "lower_s",
+                pl.Float64,
+                "host_b's corrected clock runs at least this far ahead of host_a's (NULL: no bound)",
+            ),
+            Column("upper_s", pl.Float64, "... and at most this far (NULL: no bound)"),
+            Column("n_lower", pl.Int64, "ordered event pairs giving a lower bound"),
+            Column("n_upper", pl.Int64, "ordered event pairs giving an upper bound"),
+            Column(
+                "ahead_s",
+                pl.Float64,
+                "what room_failures allows for: upper_s (else lower_s) when the bounds exclude "
+                "zero, i.e. show the offsets in force to be off; else 0",
+            ),
+        ),
+        view=True,
+    )
+)
 
-ROOM_FAILURES = register(Table(
-    "room_failures",
-    "Every failure of a bootstrap room, from both sides' server logs and the transfer trace, classified into "
-    "the room outcome it stands for. `rooms` takes its outcome from the first. Clock offsets applied; room 0 excluded.",
-    (
-        Column("bootstrap_room", pl.Int64, "PD bootstrap room"),
-        Column("ts", TS, "corrected time of the line or trace event (NULL for a line without a time)"),
-        Column("ts_resolution_s", pl.Float64, "1.0 for a whole-second log prefix (true time up to 1 s later), else 0"),
-        Column("side", pl.Utf8, "'prefill' | 'decode' | 'unknown'"),
-        Column("host", pl.Utf8, "host that wrote it"),
-        Column("source", pl.Utf8, "'sglang' | 'request_log' (a `Finish:` that ended in an abort) | 'trace'"),
-        Column("what", pl.Utf8, "event kind of the line, or `<event> <kind> [chunk]` of the trace event"),
-        Column("outcome", pl.Utf8, "the outcome it stands for: 'waiting_timeout' | 'bootstrap_timeout' | 'aborted' | "
-                                   "'transfer_failed'"),
-        Column("reason", pl.Utf8, "normalised reason (SGLANG.md §9.3): waiting_timeout, bootstrap_timeout, aborted, "
-                                  "request_timeout, node_failure, transport, transfer_error (none given), ..."),
-        Column("cause_rank", pl.Int32, "order among failures of one moment, cause first: 0 waiting timeout, 1 bootstrap "
-                                       "timeout, 2 request timeout, 3 transfer failure, 4 abort, 5 reason-less failure"),
-        Column("first_failure", pl.Boolean, "the room's first failure, its outcome: of the failures that may have come "
-                                            "first (began before the earliest one surely ended, allowing for the clock "
-                                            "differences clock_bounds shows), the lowest cause_rank"),
-        Column("detail", pl.Utf8, "the message, or the trace event's error (else status)"),
-        Column("clock_offset_s", pl.Float64, "clock offset subtracted from the host's ts"),
-        Column("source_file", pl.Utf8, "file of the line or event"),
-        Column("line_no", pl.Int64, "its line number"),
-    ),
-    view=True,
-))
+ROOM_FAILURES = register(
+    Table(
+        "room_failures",
+        "Every failure of a bootstrap room, from both sides' server logs and the transfer trace, classified into "
+        "the room outcome it stands for. `rooms` takes its outcome from the first. Clock offsets applied; room 0 excluded.",
+        (
+            Column("bootstrap_room", pl.Int64, "PD bootstrap room"),
+            Column("ts", TS, "corrected time of the line or trace event (NULL for a line without a time)"),
+            Column(
+                "ts_resolution_s", pl.Float64, "1.0 for a whole-second log prefix (true time up to 1 s later), else 0"
+            ),
+            Column("side", pl.Utf8, "'prefill' | 'decode' | 'unknown'"),
+            Column("host", pl.Utf8, "host that wrote it"),
+            Column("source", pl.Utf8, "'sglang' | 'request_log' (a `Finish:` that ended in an abort) | 'trace'"),
+            Column("what", pl.Utf8, "event kind of the line, or `<event> <kind> [chunk]` of the trace event"),
+            Column(
+                "outcome",
+                pl.Utf8,
+                "the outcome it stands for: 'waiting_timeout' | 'bootstrap_timeout' | 'aborted' | 'transfer_failed'",
+            ),
+            Column(
+                "reason",
+                pl.Utf8,
+                "normalised reason (SGLANG.md §9.3): waiting_timeout, bootstrap_timeout, aborted, "
+                "request_timeout, node_failure, transport, transfer_error (none given), ...",
+            ),
+            Column(
+                "cause_rank",
+                pl.Int32,
+                "order among failures of one moment, cause first: 0 waiting timeout, 1 bootstrap "
+                "timeout, 2 request timeout, 3 transfer failure, 4 abort, 5 reason-less failure",
+            ),
+            Column(
+                "first_failure",
+                pl.Boolean,
+                "the room's first failure, its outcome: of the failures that may have come "
+                "first (began before the earliest one surely ended, allowing for the clock "
+                "differences clock_bounds shows), the lowest cause_rank",
+            ),
+            Column("detail", pl.Utf8, "the message, or the trace event's error (else status)"),
+            Column("clock_offset_s", pl.Float64, "clock offset subtracted from the host's ts"),
+            Column("source_file", pl.Utf8, "file of the line or event"),
+            Column("line_no", pl.Int64, "its line number"),
+        ),
+        view=True,
+    )
+)
 
-ROOMS = register(Table(
-    "rooms",
-    "One row per bootstrap_room, joining both servers' events and the transfer trace. A room seen on one side "
-    "only is kept. Clock offsets applied; room 0 (warmup) excluded.",
-    (
-        Column("bootstrap_room", pl.Int64, "PD bootstrap room: the join key across servers"),
-        Column("prefill_host", pl.Utf8, "prefill host (first by name when several)"),
-        Column("prefill_rank", pl.Int32, "lowest prefill engine/TP rank seen"),
-        Column("decode_host", pl.Utf8, "decode host"),
-        Column("decode_rank", pl.Int32, "lowest decode engine/TP rank seen"),
-        Column("rid_prefill", pl.Utf8, "request id on prefill"),
-        Column("rid_decode", pl.Utf8, "request id on decode (may differ from prefill's)"),
-        Column("t_received", TS, "first request_received line of the room"),
-        Column("t_bootstrapped", TS, "prefill learned the decode destination (`got info room=`, `is bootstrapped`)"),
-        Column("t_first_transfer", TS, "first WRITE posted (or first notification when only decode is seen)"),
-        Column("t_last_transfer", TS, "last transfer completion (or post when it never completed)"),
-        Column("t_finished", TS, "request_finished, else the last failure or abort of the room"),
-        Column("outcome", pl.Utf8, "the room's first failure in corrected time (room_failures; within a log line's 1 s, "
-                                   "the cause before its consequences): 'transfer_failed' | 'waiting_timeout' | "
-                                   "'bootstrap_timeout' | 'aborted'; without one 'ok' (finished, or every unit done), "
-                                   "else 'unknown'"),
-        Column("t_outcome", TS, "when that first failure happened (NULL for ok / unknown)"),
-        Column("outcome_side", pl.Utf8, "side that logged or traced it: 'prefill' | 'decode' | 'unknown'"),
-        Column("outcome_host", pl.Utf8, "host that logged or traced it"),
-        Column("outcome_reason", pl.Utf8, "its normalised reason (events.reason: waiting_timeout, transport, aborted, ...)"),
-        Column("later_failures", pl.List(pl.Struct({"ts": TS, "side": pl.Utf8, "host": pl.Utf8, "outcome": pl.Utf8,
-                                                    "reason": pl.Utf8, "n": pl.Int64})),
-               "the room's other failures, its consequences: one entry per side, host and outcome other than the "
-               "first failure's own (ts of its first line or event, n of them), in time order; empty when none"),
-        Column("checksum_prefill", pl.Utf8, "prefill checksums compared (hex; comma-separated by kind, chunk, rank)"),
-        Column("checksum_decode", pl.Utf8, "decode checksums compared"),
-        Column("checksum_match", pl.Boolean, "TRANSFER_TRACE.md §5 verdict: true verified, false corrupted "
-                                             "(or a `KV checksum mismatch` line), NULL unverified"),
-        Column("checksum_verdict", pl.Utf8, "'verified' | 'corrupted' | 'unverified'"),
-        Column("mismatched_units", pl.Utf8, "units whose checksums differ, as kind:chunk (comma-separated)"),
-        Column("n_post", pl.Int64, "trace post events"),
-        Column("n_fail", pl.Int64, "trace fail events plus transfer failure lines"),
-        Column("n_abort", pl.Int64, "trace abort events plus abort lines"),
-        Column("first_error", pl.Utf8, "text of the first failure (else of a `KV checksum mismatch` line)"),
-        Column("seen_prefill", pl.Boolean, "the room appears in prefill events or trace"),
-        Column("seen_decode", pl.Boolean, "the room appears in decode events or trace"),
-        Column("sides_seen", pl.Utf8, "'prefill+decode' | 'prefill' | 'decode' | 'unknown' (only lines of unknown role)"),
-    ),
-    view=True,
-))
+ROOMS = register(
+    Table(
+        "rooms",
+        "One row per bootstrap_room, joining both servers' events and the transfer trace. A room seen on one side "
+        "only is kept. Clock offsets applied; room 0 (warmup) excluded.",
+        (
+            Column("bootstrap_room", pl.Int64, "PD bootstrap room: the join key across servers"),
+            Column("prefill_host", pl.Utf8, "prefill host (first by name when several)"),
+            Column("prefill_rank", pl.Int32, "lowest prefill engine/TP rank seen"),
+            Column("decode_host", pl.Utf8, "decode host"),
+            Column("decode_rank", pl.Int32, "lowest decode engine/TP rank seen"),
+            Column("rid_prefill", pl.Utf8, "request id on prefill"),
+            Column("rid_decode", pl.Utf8, "request id on decode (may differ from prefill's)"),
+            Column("t_received", TS, "first request_received line of the room"),
+            Column(
+                "t_bootstrapped", TS, "prefill learned the decode destination (`got info room=`, `is bootstrapped`)"
+            ),
+            Column("t_first_transfer", TS, "first WRITE posted (or first notification when only decode is seen)"),
+            Column("t_last_transfer", TS, "last transfer completion (or post when it never completed)"),
+            Column("t_finished", TS, "request_finished, else the last failure or abort of the room"),
+            Column(
+                "outcome",
+                pl.Utf8,
+                "the room's first failure in corrected time (room_failures; within a log line's 1 s, "
+                "the cause before its consequences): 'transfer_failed' | 'waiting_timeout' | "
+                "'bootstrap_timeout' | 'aborted'; without one 'ok' (finished, or every unit done), "
+                "else 'unknown'",
+            ),
+            Column("t_outcome", TS, "when that first failure happened (NULL for ok / unknown)"),
+            Column("outcome_side", pl.Utf8, "side that logged or traced it: 'prefill' | 'decode' | 'unknown'"),
+            Column("outcome_host", pl.Utf8, "host that logged or traced it"),
+            Column(
+                "outcome_reason",
+                pl.Utf8,
+                "its normalised reason (events.reason: waiting_timeout, transport, aborted, ...)",
+            ),
+            Column(
+                "later_failures",
+                pl.List(
+                    pl.Struct(
+                        {
+                            "ts": TS,
+                            "side": pl.Utf8,
+                            "host": pl.Utf8,
+                            "outcome": pl.Utf8,
+                            "reason": pl.Utf8,
+                            "n": pl.Int64,
+                        }
+                    )
+                ),
+                "the room's other failures, its consequences: one entry per side, host and outcome other than the "
+                "first failure's own (ts of its first line or event, n of them), in time order; empty when none",
+            ),
+            Column(
+                "checksum_prefill", pl.Utf8, "prefill checksums compared (hex; comma-separated by kind, chunk, rank)"
+            ),
+            Column("checksum_decode", pl.Utf8, "decode checksums compared"),
+            Column(
+                "checksum_match",
+                pl.Boolean,
+                "TRANSFER_TRACE.md §5 verdict: true verified, false corrupted "
+                "(or a `KV checksum mismatch` line), NULL unverified",
+            ),
+            Column("checksum_verdict", pl.Utf8, "'verified' | 'corrupted' | 'unverified'"),
+            Column("mismatched_units", pl.Utf8, "units whose checksums differ, as kind:chunk (comma-separated)"),
+            Column("n_post", pl.Int64, "trace post events"),
+            Column("n_fail", pl.Int64, "trace fail events plus transfer failure lines"),
+            Column("n_abort", pl.Int64, "trace abort events plus abort lines"),
+            Column("first_error", pl.Utf8, "text of the first failure (else of a `KV checksum mismatch` line)"),
+            Column("seen_prefill", pl.Boolean, "the room appears in prefill events or trace"),
+            Column("seen_decode", pl.Boolean, "the room appears in decode events or trace"),
+            Column(
+                "sides_seen",
+                pl.Utf8,
+                "'prefill+decode' | 'prefill' | 'decode' | 'unknown' (only lines of unknown role)",
+            ),
+        ),
+        view=True,
+    )
+)
 
 
 # --- agent transcripts ---------------------------------------------------------------------------
 _TURN_CORE = (
     Column("source", pl.Utf8, "'opencode' | 'openai_proxy' | 'claude_code' | 'outputs_dir'"),
-    Column("session_id", pl.Utf8, "session (opencode ses_…, Claude Code sessionId, proxy session or file, outputs folder)"),
+    Column(
+        "session_id", pl.Utf8, "session (opencode ses_…, Claude Code sessionId, proxy session or file, outputs folder)"
+    ),
     Column("turn_id", pl.Utf8, "the assistant message / exchange / output file; unique within (source, session_id)"),
     Column("t_start", TS, "UTC time the request went out (request line, assistant time.created, previous user line)"),
     Column("t_end", TS, "UTC time the reply was complete (response line, time.completed, assistant line, file mtime)"),
     Column("model", pl.Utf8, "model name the source records"),
-    Column("finish_reason", pl.Utf8, "stop | length | tool_calls | content_filter | abort | error | …, in sglang's words"),
+    Column(
+        "finish_reason", pl.Utf8, "stop | length | tool_calls | content_filter | abort | error | …, in sglang's words"
+    ),
     Column("prompt_tokens", pl.Int64, "prompt tokens (opencode: input + cache.read)"),
     Column("completion_tokens", pl.Int64, "completion tokens (opencode: output + reasoning)"),
     Column("n_tool_calls", pl.Int64, "structured tool calls in the reply"),
@@ -432,24 +572,47 @@ _TURN_CORE = (
     Column("bootstrap_room", pl.Int64, "PD bootstrap room when the request carried one (see error_bootstrap_room)"),
     Column("http_status", pl.Int32, "HTTP status of the response (proxy; API errors in opencode / Claude Code)"),
     # the verdict: decided by the detectors over the stored turns (forensics.analysis.verdicts)
-    Column("signatures", pl.List(pl.Utf8), "corruption signatures that fired, 'S1'..'S16' (TRANSCRIPTS.md §6)",
-           analysis=True),
-    Column("corruption_class", pl.Utf8, "'clean' | 'parse_leak' | 'incoherent' | 'empty' | 'config' | 'transfer_error'",
-           analysis=True),
-    Column("corrupted", pl.Boolean,
-           "class is parse_leak, incoherent or empty (config and transfer_error are not corruption)", analysis=True),
-    Column("evidence", pl.Utf8, "snippet per deciding signature, the match between ⟦ ⟧, control characters escaped",
-           analysis=True),
+    Column(
+        "signatures",
+        pl.List(pl.Utf8),
+        "corruption signatures that fired, 'S1'..'S16' (TRANSCRIPTS.md §6)",
+        analysis=True,
+    ),
+    Column(
+        "corruption_class",
+        pl.Utf8,
+        "'clean' | 'parse_leak' | 'incoherent' | 'empty' | 'config' | 'transfer_error'",
+        analysis=True,
+    ),
+    Column(
+        "corrupted",
+        pl.Boolean,
+        "class is parse_leak, incoherent or empty (config and transfer_error are not corruption)",
+        analysis=True,
+    ),
+    Column(
+        "evidence",
+        pl.Utf8,
+        "snippet per deciding signature, the match between ⟦ ⟧, control characters escaped",
+        analysis=True,
+    ),
 )
 _TURN_EXTRA = (
-    Column("degraded_markup", pl.Boolean,
-           "markup that fired was an ASCII / spaced look-alike of DSML or a special token", analysis=True),
+    Column(
+        "degraded_markup",
+        pl.Boolean,
+        "markup that fired was an ASCII / spaced look-alike of DSML or a special token",
+        analysis=True,
+    ),
     Column("seq", pl.Int64, "0-based position of the turn in its session, by time"),
     Column("parent_id", pl.Utf8, "the user message or request the turn answers"),
     Column("error_text", pl.Utf8, "error body or message recorded for the turn"),
     Column("error_rid", pl.Utf8, "rid the error body names (`req.rid='…'`, `rid=…`): the failing request's rid"),
-    Column("error_bootstrap_room", pl.Int64,
-           "bootstrap room the error body names (`KVTransferError(bootstrap_room=N)`, `bootstrap_room: N`)"),
+    Column(
+        "error_bootstrap_room",
+        pl.Int64,
+        "bootstrap room the error body names (`KVTransferError(bootstrap_room=N)`, `bootstrap_room: N`)",
+    ),
     Column("reasoning_tokens", pl.Int64, "reasoning tokens, where reported"),
     Column("cached_tokens", pl.Int64, "prefix-cache tokens, where reported"),
     Column("response_id", pl.Utf8, "upstream response id (chatcmpl-…, msg_…, a rid)"),
@@ -458,61 +621,90 @@ _TURN_EXTRA = (
     Column("line_no", pl.Int64, "line of the reply (JSONL), else its ordinal in the file"),
 )
 
-TURNS = register(Table(
-    "turns",
-    "One row per assistant turn of an agent transcript, as parsed: the canonical turn record "
-    "(TRANSCRIPTS.md §10) with its text and corruption verdict. Read `replies` for the linked view.",
-    _TURN_CORE + _TURN_EXTRA + (
-        Column("content", pl.Utf8, "visible reply text"),
-        Column("reasoning", pl.Utf8, "reasoning text"),
-        Column("tool_calls", pl.Utf8, "structured tool calls, JSON [{id, name, arguments}]"),
-        Column("offered_tools", pl.Utf8, "names of the tools the request offered, JSON, when known"),
-    ),
-    # what the detectors read besides the public columns, so a new detector version needs no re-ingest
-    stored_only=(
-        Column("offered_tool_params", pl.Utf8, "the tools the request offered with their required parameters, "
-                                               "JSON [{name, required}], when known"),
-        Column("tools_offered", pl.Boolean, "the agent offers tools, even when the transcript does not list them"),
-        Column("user_text", pl.Utf8, "text of the user turn the reply answers"),
-    ),
-))
+TURNS = register(
+    Table(
+        "turns",
+        "One row per assistant turn of an agent transcript, as parsed: the canonical turn record "
+        "(TRANSCRIPTS.md §10) with its text and corruption verdict. Read `replies` for the linked view.",
+        _TURN_CORE
+        + _TURN_EXTRA
+        + (
+            Column("content", pl.Utf8, "visible reply text"),
+            Column("reasoning", pl.Utf8, "reasoning text"),
+            Column("tool_calls", pl.Utf8, "structured tool calls, JSON [{id, name, arguments}]"),
+            Column("offered_tools", pl.Utf8, "names of the tools the request offered, JSON, when known"),
+        ),
+        # what the detectors read besides the public columns, so a new detector version needs no re-ingest
+        stored_only=(
+            Column(
+                "offered_tool_params",
+                pl.Utf8,
+                "the tools the request offered with their required parameters, JSON [{name, required}], when known",
+            ),
+            Column("tools_offered", pl.Boolean, "the agent offers tools, even when the transcript does not list them"),
+            Column("user_text", pl.Utf8, "text of the user turn the reply answers"),
+        ),
+    )
+)
 # The verdict columns are decided per session of one input: within an input these name one turn.
 VERDICT_KEY = ("source", "session_id", "seq")
 
-REPLY_CANDIDATES = register(Table(
-    "reply_candidates",
-    "Every server request that could be a turn's upstream request, with how it matched and a score.",
-    (
-        Column("source", pl.Utf8, "turn source"),
-        Column("session_id", pl.Utf8, "turn session"),
-        Column("turn_id", pl.Utf8, "turn id"),
-        Column("method", pl.Utf8, "'error_room' | 'error_rid' (named by the turn's error body) | 'rid' | "
-                                  "'bootstrap_room' | 'time_tokens'"),
-        Column("score", pl.Float64, "0..1: 1 for a room or rid named by an error or a rid, lower for weaker matches"),
-        Column("server_rid", pl.Utf8, "rid of the server request"),
-        Column("server_bootstrap_room", pl.Int64, "bootstrap room of the server request"),
-        Column("server_host", pl.Utf8, "host that logged the request"),
-        Column("server_role", pl.Utf8, "role of that host"),
-        Column("server_ts", TS, "time of the request line"),
-        Column("server_event", pl.Utf8, "'request_finished' | 'request_received'; for a link named by an error "
-                                        "body, also the server's failure line (transfer_failed, bootstrap_failed, …)"),
-        Column("prompt_tokens_diff", pl.Int64, "server prompt_tokens minus the turn's"),
-        Column("completion_tokens_diff", pl.Int64, "server completion_tokens minus the turn's"),
-    ),
-    view=True,
-))
+REPLY_CANDIDATES = register(
+    Table(
+        "reply_candidates",
+        "Every server request that could be a turn's upstream request, with how it matched and a score.",
+        (
+            Column("source", pl.Utf8, "turn source"),
+            Column("session_id", pl.Utf8, "turn session"),
+            Column("turn_id", pl.Utf8, "turn id"),
+            Column(
+                "method",
+                pl.Utf8,
+                "'error_room' | 'error_rid' (named by the turn's error body) | 'rid' | "
+                "'bootstrap_room' | 'time_tokens'",
+            ),
+            Column(
+                "score", pl.Float64, "0..1: 1 for a room or rid named by an error or a rid, lower for weaker matches"
+            ),
+            Column("server_rid", pl.Utf8, "rid of the server request"),
+            Column("server_bootstrap_room", pl.Int64, "bootstrap room of the server request"),
+            Column("server_host", pl.Utf8, "host that logged the request"),
+            Column("server_role", pl.Utf8, "role of that host"),
+            Column("server_ts", TS, "time of the request line"),
+            Column(
+                "server_event",
+                pl.Utf8,
+                "'request_finished' | 'request_received'; for a link named by an error "
+                "body, also the server's failure line (transfer_failed, bootstrap_failed, …)",
+            ),
+            Column("prompt_tokens_diff", pl.Int64, "server prompt_tokens minus the turn's"),
+            Column("completion_tokens_diff", pl.Int64, "server completion_tokens minus the turn's"),
+        ),
+        view=True,
+    )
+)
 
-REPLIES = register(Table(
-    "replies",
-    "One row per assistant turn with its corruption verdict and its link to the server request.",
-    _TURN_CORE + (
-        Column("link_method", pl.Utf8, "'error_room' | 'error_rid' (named by the error body) | 'rid' | "
-                                       "'bootstrap_room' | 'time_tokens' | NULL when no unique match"),
-        Column("link_confidence", pl.Float64, "0..1 confidence of the link"),
-        Column("link_candidates", pl.Int64, "server requests that matched by the chosen method (see reply_candidates)"),
-        Column("server_rid", pl.Utf8, "rid of the linked server request"),
-        Column("server_bootstrap_room", pl.Int64, "bootstrap room of the linked server request"),
-        Column("server_host", pl.Utf8, "host that logged the linked request (decode side preferred)"),
-    ) + _TURN_EXTRA,
-    view=True,
-))
+REPLIES = register(
+    Table(
+        "replies",
+        "One row per assistant turn with its corruption verdict and its link to the server request.",
+        _TURN_CORE
+        + (
+            Column(
+                "link_method",
+                pl.Utf8,
+                "'error_room' | 'error_rid' (named by the error body) | 'rid' | "
+                "'bootstrap_room' | 'time_tokens' | NULL when no unique match",
+            ),
+            Column("link_confidence", pl.Float64, "0..1 confidence of the link"),
+            Column(
+                "link_candidates", pl.Int64, "server requests that matched by the chosen method (see reply_candidates)"
+            ),
+            Column("server_rid", pl.Utf8, "rid of the linked server request"),
+            Column("server_bootstrap_room", pl.Int64, "bootstrap room of the linked server request"),
+            Column("server_host", pl.Utf8, "host that logged the linked request (decode side preferred)"),
+        )
+        + _TURN_EXTRA,
+        view=True,
+    )
+)

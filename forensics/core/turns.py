@@ -19,11 +19,25 @@ from forensics.core import schema
 
 # AI-SDK (opencode), Anthropic (Claude Code) and OpenAI finish reasons onto sglang's vocabulary.
 _FINISH = {
-    "stop": "stop", "end_turn": "stop", "stop_sequence": "stop", "eos": "stop",
-    "tool_calls": "tool_calls", "tool-calls": "tool_calls", "tool_use": "tool_calls", "function_call": "tool_calls",
-    "length": "length", "max_tokens": "length", "model_context_window_exceeded": "length",
-    "content_filter": "content_filter", "content-filter": "content_filter", "refusal": "content_filter",
-    "abort": "abort", "error": "error", "other": "other", "unknown": "unknown", "pause_turn": "other",
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "eos": "stop",
+    "tool_calls": "tool_calls",
+    "tool-calls": "tool_calls",
+    "tool_use": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "content_filter": "content_filter",
+    "content-filter": "content_filter",
+    "refusal": "content_filter",
+    "abort": "abort",
+    "error": "error",
+    "other": "other",
+    "unknown": "unknown",
+    "pause_turn": "other",
 }
 
 
@@ -86,20 +100,26 @@ def frame(turns: list[Turn]) -> pl.DataFrame:
     for session in by_session.values():
         session.sort(key=lambda t: (t.t_start or t.t_end or _EPOCH, t.line_no or 0))
         for seq, t in enumerate(session):
-            rows.append({
-                **{f.name: getattr(t, f.name) for f in dataclasses.fields(Turn)
-                   if f.name not in ("tool_calls", "offered_tools")},
-                "error_rid": t.error_rid if t.error_rid is not None else rid_in_error(t.error_text),
-                "error_bootstrap_room": (t.error_bootstrap_room if t.error_bootstrap_room is not None
-                                         else room_in_error(t.error_text)),
-                "seq": seq,
-                "tool_calls": json.dumps(t.tool_calls, ensure_ascii=False) if t.tool_calls else None,
-                "offered_tools": json.dumps([o["name"] for o in t.offered_tools]) if t.offered_tools else None,
-                "offered_tool_params": json.dumps(t.offered_tools, ensure_ascii=False) if t.offered_tools else None,
-                "n_tool_calls": len(t.tool_calls),
-                "content_chars": len(t.content or ""),
-                "reasoning_chars": len(t.reasoning or ""),
-            })
+            rows.append(
+                {
+                    **{
+                        f.name: getattr(t, f.name)
+                        for f in dataclasses.fields(Turn)
+                        if f.name not in ("tool_calls", "offered_tools")
+                    },
+                    "error_rid": t.error_rid if t.error_rid is not None else rid_in_error(t.error_text),
+                    "error_bootstrap_room": (
+                        t.error_bootstrap_room if t.error_bootstrap_room is not None else room_in_error(t.error_text)
+                    ),
+                    "seq": seq,
+                    "tool_calls": json.dumps(t.tool_calls, ensure_ascii=False) if t.tool_calls else None,
+                    "offered_tools": json.dumps([o["name"] for o in t.offered_tools]) if t.offered_tools else None,
+                    "offered_tool_params": json.dumps(t.offered_tools, ensure_ascii=False) if t.offered_tools else None,
+                    "n_tool_calls": len(t.tool_calls),
+                    "content_chars": len(t.content or ""),
+                    "reasoning_chars": len(t.reasoning or ""),
+                }
+            )
     if not rows:
         return schema.conform("turns", pl.DataFrame())
     return schema.conform("turns", pl.DataFrame(rows, schema_overrides=_OVERRIDES, infer_schema_length=None))
@@ -113,11 +133,13 @@ def frame(turns: list[Turn]) -> pl.DataFrame:
 _ROOM_IN_ERROR = re.compile(
     r"bootstrap_room\\?['\"]?\s*[=:]\s*\\?['\"]?(\d{1,19})\b"
     r"|\bRequest (\d{1,19}) (?:timed out|waiting_timeout)"
-    r"|\broom[= ](\d{1,19})\b")
+    r"|\broom[= ](\d{1,19})\b"
+)
 # `req.rid='…'`, `rid=…`, `rid: …`, `"rid": "…"` (§14), and the two messages that name a rid bare
 _RID_IN_ERROR = re.compile(
     r"\brid\\?['\"]?\s*[=:]\s*\\?['\"]?(?!None\b)([0-9A-Za-z][\w.:-]{2,127})"
-    r"|\bRequest (\S{3,128}) (?:\(bootstrap_room|exceeds the maximum)")
+    r"|\bRequest (\S{3,128}) (?:\(bootstrap_room|exceeds the maximum)"
+)
 _INT64_MAX = (1 << 63) - 1
 
 

@@ -101,8 +101,11 @@ def note(store, path: str, host: str, key: str) -> None:
 
 def committed(store, sources: list[Source], hosts: dict[str, str]) -> dict[str, Prior]:
     """The committed pieces of each plain file among `sources`, by path (same path, same host)."""
-    plain = {s.path for s in sources
-             if s.member is None and not s.special and s.size is not None and not os.path.isdir(s.fs_path)}
+    plain = {
+        s.path
+        for s in sources
+        if s.member is None and not s.special and s.size is not None and not os.path.isdir(s.fs_path)
+    }
     if not plain or not store.data.is_dir():
         return {}
     if not (store.root / PIECES).is_dir():
@@ -132,11 +135,17 @@ def committed(store, sources: list[Source], hosts: dict[str, str]) -> dict[str, 
         start = r.get("byte_start") or 0
         lines = r.get("lines") or 0
         line_start = r.get("line_start") or 1
-        p = Piece(key=r["_key"], sha256=r.get("sha256") or "", format=r.get("format"), piece=r.get("piece") or 1,
-                  byte_start=start, byte_end=r.get("byte_end") if r.get("byte_end") is not None else start + nbytes,
-                  line_start=line_start,
-                  line_end=r.get("line_end") if r.get("line_end") is not None else line_start + lines - 1,
-                  state=state)
+        p = Piece(
+            key=r["_key"],
+            sha256=r.get("sha256") or "",
+            format=r.get("format"),
+            piece=r.get("piece") or 1,
+            byte_start=start,
+            byte_end=r.get("byte_end") if r.get("byte_end") is not None else start + nbytes,
+            line_start=line_start,
+            line_end=r.get("line_end") if r.get("line_end") is not None else line_start + lines - 1,
+            state=state,
+        )
         by_path.setdefault(path, []).append((r.get("ingested_at"), p))
     out = {}
     for path, ps in by_path.items():
@@ -169,8 +178,22 @@ def files_rows(files: list[str]) -> list[dict]:
     """Every files row with the folder it is in (`_key`); a file that cannot be read is passed over."""
     import pyarrow.parquet as pq
 
-    want = ("path", "sha256", "bytes", "format", "host", "lines", "status", "ingested_at", "piece", "byte_start",
-            "byte_end", "line_start", "line_end", "resume_state")
+    want = (
+        "path",
+        "sha256",
+        "bytes",
+        "format",
+        "host",
+        "lines",
+        "status",
+        "ingested_at",
+        "piece",
+        "byte_start",
+        "byte_end",
+        "line_start",
+        "line_end",
+        "resume_state",
+    )
     rows = []
     for f in files:
         try:
@@ -209,7 +232,7 @@ def examine(src: Source, prior: Prior, forced: str | None) -> "Growth | str | No
             return None
         while b := read_upto(f, 1 << 22):
             if len(head) < _HEAD:
-                head += b[:_HEAD - len(head)]
+                head += b[: _HEAD - len(head)]
             h.update(b)
             n += len(b)
             new_lines += b.count(b"\n")
@@ -221,12 +244,33 @@ def examine(src: Source, prior: Prior, forced: str | None) -> "Growth | str | No
         return "same"
     end_open = 1 if new_last != b"\n" else 0
     if _appendable(src, last, prefix_last, head):
-        return Growth("appended", h.hexdigest(), n, last.byte_end, last.line_end, new_lines + end_open,
-                      last.piece + 1, last.state, None, last.format, cut)
+        return Growth(
+            "appended",
+            h.hexdigest(),
+            n,
+            last.byte_end,
+            last.line_end,
+            new_lines + end_open,
+            last.piece + 1,
+            last.state,
+            None,
+            last.format,
+            cut,
+        )
     before = prior.before if last.piece > 1 else None
-    return Growth("replaced", h.hexdigest(), n, last.byte_start, last.line_start - 1,
-                  tail_lines + new_lines + end_open, last.piece, before.state if before else None, last,
-                  last.format, cut)
+    return Growth(
+        "replaced",
+        h.hexdigest(),
+        n,
+        last.byte_start,
+        last.line_start - 1,
+        tail_lines + new_lines + end_open,
+        last.piece,
+        before.state if before else None,
+        last,
+        last.format,
+        cut,
+    )
 
 
 def _appendable(src: Source, last: Piece, prefix_last: bytes, head: bytes) -> bool:

@@ -283,16 +283,28 @@ def _dir_digest(path: str) -> tuple[str, int]:
     return h.hexdigest(), n
 
 
-def ingest_one(store_root: str, src: Source, opts: Options, host: str, progress: Callable[[int], None] | None = None,
-               prior: grown.Prior | None = None) -> FileResult:
+def ingest_one(
+    store_root: str,
+    src: Source,
+    opts: Options,
+    host: str,
+    progress: Callable[[int], None] | None = None,
+    prior: grown.Prior | None = None,
+) -> FileResult:
     """Parse one input into the store. Runs in a worker process."""
     finish = _parse_one(store_root, src, opts, host, progress, prior, None)
     return finish() if callable(finish) else finish
 
 
-def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress: Callable[[int], None] | None = None,
-               prior: grown.Prior | None = None, pool: "_Pool | None" = None,
-               ) -> "FileResult | Callable[[], FileResult]":
+def _parse_one(
+    store_root: str,
+    src: Source,
+    opts: Options,
+    host: str,
+    progress: Callable[[int], None] | None = None,
+    prior: grown.Prior | None = None,
+    pool: "_Pool | None" = None,
+) -> "FileResult | Callable[[], FileResult]":
     """Parse one input; what is left once every line is parsed (writing the last parts, the files
     row and the commit) is returned as a function, to overlap with the next input
     (`_one_after_another`). Fails early with the FileResult itself. With `pool` the parser may
@@ -328,8 +340,16 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
     except Exception as e:  # a sniff that crashed: the input fails alone
         return _record_failed(store, src, opts, host, None, e)
     res.format = parser.name
-    ctx = Context(host=host, role=opts.role, tz=opts.tz, year=opts.year, date=opts.date, run=opts.run,
-                  on_progress=progress, resume=growth.state if growth else None)
+    ctx = Context(
+        host=host,
+        role=opts.role,
+        tz=opts.tz,
+        year=opts.year,
+        date=opts.date,
+        run=opts.run,
+        on_progress=progress,
+        resume=growth.state if growth else None,
+    )
     is_dir = os.path.isdir(src.fs_path) and src.member is None
     src_given = src  # as discovered: a failed parse reads its lines from here
     hasher: _HashingStream | None = None
@@ -399,9 +419,21 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
         except Exception as e:
             return failed(e)
         try:
-            return _commit(store, writer, res, ctx, parser.name, src.path, sha, nbytes, opts, started, extent,
-                           growth.replaces.key if growth and growth.replaces else None,
-                           host if src.member is None and not is_dir else None)
+            return _commit(
+                store,
+                writer,
+                res,
+                ctx,
+                parser.name,
+                src.path,
+                sha,
+                nbytes,
+                opts,
+                started,
+                extent,
+                growth.replaces.key if growth and growth.replaces else None,
+                host if src.member is None and not is_dir else None,
+            )
         except stop.Interrupted:
             writer.abort()
             raise
@@ -409,17 +441,24 @@ def _parse_one(store_root: str, src: Source, opts: Options, host: str, progress:
     return finish
 
 
-def _extent(growth: "grown.Growth | None", nbytes: int, lines: int | None, host: str, ctx: Context,
-            texts: list[TextStream]) -> dict:
+def _extent(
+    growth: "grown.Growth | None", nbytes: int, lines: int | None, host: str, ctx: Context, texts: list[TextStream]
+) -> dict:
     """The files columns saying which bytes and lines of the file a row covers, and what the parser
     knew at its end (read back if the file grows)."""
     state = {"host": host, **(ctx.carry or {})}
     if texts:
         state["cr_only"] = bool(texts[-1].cr_only)
     start, first_line, piece = (growth.start, growth.line_offset + 1, growth.piece) if growth else (0, 1, 1)
-    ext = {"piece": piece, "byte_start": start, "byte_end": start + nbytes, "line_start": first_line,
-           "line_end": first_line - 1 + lines if lines is not None else None,
-           "grown": growth.mode if growth else None, "resume_state": json.dumps(state, sort_keys=True, default=str)}
+    ext = {
+        "piece": piece,
+        "byte_start": start,
+        "byte_end": start + nbytes,
+        "line_start": first_line,
+        "line_end": first_line - 1 + lines if lines is not None else None,
+        "grown": growth.mode if growth else None,
+        "resume_state": json.dumps(state, sort_keys=True, default=str),
+    }
     if growth and growth.replaces:
         ext |= {"replaced_sha256": growth.replaces.sha256, "replaced_bytes": growth.replaces.byte_end}
     return ext
@@ -428,8 +467,9 @@ def _extent(growth: "grown.Growth | None", nbytes: int, lines: int | None, host:
 def _renumbered(batches, offset: int):
     """A later piece's rows with the file's line numbers: its own plus the lines before it."""
     for batch in batches:
-        yield {t: df.with_columns(pl.col("line_no") + offset) if "line_no" in df.columns else df
-               for t, df in batch.items()}
+        yield {
+            t: df.with_columns(pl.col("line_no") + offset) if "line_no" in df.columns else df for t, df in batch.items()
+        }
 
 
 def failure_reason(e: BaseException) -> str:
@@ -449,10 +489,16 @@ def _record_failed(store: Store, src: Source, opts: Options, host: str, fmt: str
     from forensics.parsers.lines import MAX_LINE_CHARS, read_blocks
 
     why = f"{type(e).__name__}: {e}"[:500]
-    res = FileResult(path=src.path, format=fmt, host=host, role=opts.role, status="failed",
-                     error=f"error: {src.path}: the {fmt or 'format detection'} parser failed ({why})\n"
-                           f"  = help: its lines are in `unparsed` with reason {failure_reason(e)!r}; "
-                           "the other inputs are ingested")
+    res = FileResult(
+        path=src.path,
+        format=fmt,
+        host=host,
+        role=opts.role,
+        status="failed",
+        error=f"error: {src.path}: the {fmt or 'format detection'} parser failed ({why})\n"
+        f"  = help: its lines are in `unparsed` with reason {failure_reason(e)!r}; "
+        "the other inputs are ingested",
+    )
     started = dt.datetime.now(dt.timezone.utc)
     writer = store.writer(f"failed{os.getpid()}_{abs(hash(src.path))}")
     n = 0
@@ -466,10 +512,16 @@ def _record_failed(store: Store, src: Source, opts: Options, host: str, fmt: str
         text = TextStream(hasher)
         for df, _ in read_blocks(text):
             n += df.height
-            writer.write("unparsed", df.select(
-                pl.lit(src.path).alias("source_file"), "line_no", pl.col("line").str.slice(0, MAX_LINE_CHARS),
-                pl.lit(failure_reason(e)).alias("reason"), pl.lit(fmt).alias("format"),
-            ).cast(schema.UNPARSED.polars_schema))
+            writer.write(
+                "unparsed",
+                df.select(
+                    pl.lit(src.path).alias("source_file"),
+                    "line_no",
+                    pl.col("line").str.slice(0, MAX_LINE_CHARS),
+                    pl.lit(failure_reason(e)).alias("reason"),
+                    pl.lit(fmt).alias("format"),
+                ).cast(schema.UNPARSED.polars_schema),
+            )
         res.notes = text.notes()
     except (ForensicsError, OSError, EOFError) as again:
         writer.abort()
@@ -479,11 +531,30 @@ def _record_failed(store: Store, src: Source, opts: Options, host: str, fmt: str
         hasher.inner.close()
     res.lines = res.unparsed = n
     sha = hasher.h.hexdigest()
-    writer.write("files", pl.DataFrame([{
-        "path": src.path, "sha256": sha, "bytes": hasher.n, "format": fmt, "host": host, "role": opts.role,
-        "lines": n, "parsed_lines": 0, "continuation_lines": 0, "unparsed_lines": n, "tz": opts.tz, "run": opts.run,
-        "ingested_at": started, "status": "failed", "skip_reason": why,
-    }]))
+    writer.write(
+        "files",
+        pl.DataFrame(
+            [
+                {
+                    "path": src.path,
+                    "sha256": sha,
+                    "bytes": hasher.n,
+                    "format": fmt,
+                    "host": host,
+                    "role": opts.role,
+                    "lines": n,
+                    "parsed_lines": 0,
+                    "continuation_lines": 0,
+                    "unparsed_lines": n,
+                    "tz": opts.tz,
+                    "run": opts.run,
+                    "ingested_at": started,
+                    "status": "failed",
+                    "skip_reason": why,
+                }
+            ]
+        ),
+    )
     key = _failed_key(src.path, sha)
     keyed = store.tmp / f"{key}.{os.getpid()}"
     os.replace(writer.dir, keyed)
@@ -493,22 +564,54 @@ def _record_failed(store: Store, src: Source, opts: Options, host: str, fmt: str
     return res
 
 
-def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path: str, sha: str, nbytes: int,
-            opts: Options, started: dt.datetime, extent: dict | None = None, replaces: str | None = None,
-            listed: str | None = None) -> FileResult:
+def _commit(
+    store: Store,
+    writer,
+    res: FileResult,
+    ctx: Context,
+    fmt: str,
+    path: str,
+    sha: str,
+    nbytes: int,
+    opts: Options,
+    started: dt.datetime,
+    extent: dict | None = None,
+    replaces: str | None = None,
+    listed: str | None = None,
+) -> FileResult:
     """The files row, then the input's parts under their content key, committed (or a duplicate);
     in place of the committed piece `replaces` for a grown file re-read from that piece."""
     res.host, res.role = ctx.inferred_host or ctx.host, ctx.role or ctx.inferred_role
     res.lines, res.parsed, res.continuation, res.unparsed = (
-        ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines)
+        ctx.lines,
+        ctx.parsed_lines,
+        ctx.continuation_lines,
+        ctx.unparsed_lines,
+    )
     res.notes = ctx.notes
-    files_row = pl.DataFrame([{
-        "path": path, "sha256": sha, "bytes": nbytes, "format": fmt, "host": res.host,
-        "role": res.role, "lines": ctx.lines, "parsed_lines": ctx.parsed_lines,
-        "continuation_lines": ctx.continuation_lines, "unparsed_lines": ctx.unparsed_lines,
-        "first_ts": ctx.first_ts, "last_ts": ctx.last_ts, "tz": opts.tz, "run": opts.run, "ingested_at": started,
-        "status": "ingested", **(extent or {}),
-    }])
+    files_row = pl.DataFrame(
+        [
+            {
+                "path": path,
+                "sha256": sha,
+                "bytes": nbytes,
+                "format": fmt,
+                "host": res.host,
+                "role": res.role,
+                "lines": ctx.lines,
+                "parsed_lines": ctx.parsed_lines,
+                "continuation_lines": ctx.continuation_lines,
+                "unparsed_lines": ctx.unparsed_lines,
+                "first_ts": ctx.first_ts,
+                "last_ts": ctx.last_ts,
+                "tz": opts.tz,
+                "run": opts.run,
+                "ingested_at": started,
+                "status": "ingested",
+                **(extent or {}),
+            }
+        ]
+    )
     writer.write("files", files_row)
     final_key = sha[:32]
     # rename the tmp folder to its content key; commit decides whether it is new
@@ -522,8 +625,10 @@ def _commit(store: Store, writer, res: FileResult, ctx: Context, fmt: str, path:
         res.status = "ingested" if fresh else "duplicate"
         _drop_failed(store, path, sha)
     if (extent or {}).get("grown"):
-        res.notes.append(f"grown since it was ingested: {extent['grown']} as piece {extent['piece']} (bytes "
-                         f"{extent['byte_start']}-{extent['byte_end']}, lines from {extent['line_start']})")
+        res.notes.append(
+            f"grown since it was ingested: {extent['grown']} as piece {extent['piece']} (bytes "
+            f"{extent['byte_start']}-{extent['byte_end']}, lines from {extent['line_start']})"
+        )
     return res
 
 
@@ -565,10 +670,23 @@ def _skip(store: Store, src: Source, why: NotALog, opts: Options) -> FileResult:
         res.status, res.error = "failed", f"cannot read {src.path}: {e}"
         return res
     writer = store.writer(hashlib.sha256(f"skipped\0{src.path}\0{sha}".encode()).hexdigest()[:32])
-    writer.write("files", pl.DataFrame([{
-        "path": src.path, "sha256": sha, "bytes": nbytes, "run": opts.run, "ingested_at": started,
-        "status": "skipped", "skip_kind": why.kind, "skip_reason": why.reason,
-    }]))
+    writer.write(
+        "files",
+        pl.DataFrame(
+            [
+                {
+                    "path": src.path,
+                    "sha256": sha,
+                    "bytes": nbytes,
+                    "run": opts.run,
+                    "ingested_at": started,
+                    "status": "skipped",
+                    "skip_kind": why.kind,
+                    "skip_reason": why.reason,
+                }
+            ]
+        ),
+    )
     with stop.committing():
         writer.commit()  # False when this name and content were listed by an earlier ingest
     return res
@@ -577,13 +695,25 @@ def _skip(store: Store, src: Source, why: NotALog, opts: Options) -> FileResult:
 def _skip_special(store: Store, src: Source, opts: Options) -> FileResult:
     """The files row of a FIFO, socket or device (status 'skipped'): listed, never opened."""
     reason = f"a {src.special}, not a file: never opened (reading it could block or never end)"
-    res = FileResult(path=src.path, status="skipped", skip_kind="special", skip_reason=reason,
-                     notes=[f"skipped: {reason}"])
+    res = FileResult(
+        path=src.path, status="skipped", skip_kind="special", skip_reason=reason, notes=[f"skipped: {reason}"]
+    )
     writer = store.writer(hashlib.sha256(f"special\0{src.path}\0{src.special}".encode()).hexdigest()[:32])
-    writer.write("files", pl.DataFrame([{
-        "path": src.path, "run": opts.run, "ingested_at": dt.datetime.now(dt.timezone.utc),
-        "status": "skipped", "skip_kind": "special", "skip_reason": reason,
-    }]))
+    writer.write(
+        "files",
+        pl.DataFrame(
+            [
+                {
+                    "path": src.path,
+                    "run": opts.run,
+                    "ingested_at": dt.datetime.now(dt.timezone.utc),
+                    "status": "skipped",
+                    "skip_kind": "special",
+                    "skip_reason": reason,
+                }
+            ]
+        ),
+    )
     with stop.committing():
         writer.commit()
     return res
@@ -662,8 +792,9 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
         lock.close()
 
 
-def _find_and_ingest(paths: list[str], store: Store, opts: Options, sources: list[Source],
-                     results: list[FileResult], progress) -> None:
+def _find_and_ingest(
+    paths: list[str], store: Store, opts: Options, sources: list[Source], results: list[FileResult], progress
+) -> None:
     """The inputs under `paths` into `sources`, then each into the store, its result into `results`."""
     dir_claim = _dir_claimer()
     for item in discover(paths, dir_claim, spool=str(store.tmp / "archives"), skip=(str(store.root),)):
@@ -679,23 +810,35 @@ def _find_and_ingest(paths: list[str], store: Store, opts: Options, sources: lis
     _ingest_all(str(store.root), sources, opts, hosts, priors, results, progress)
 
 
-def _stopped(store: Store, sources: list[Source], results: list[FileResult], before: set[str],
-             e: stop.Interrupted) -> None:
+def _stopped(
+    store: Store, sources: list[Source], results: list[FileResult], before: set[str], e: stop.Interrupted
+) -> None:
     """After a signal: the commit under way ends, the inputs being written are removed from .tmp,
     and `e` says what was committed and what was not (by the store's folders: an input finished
     on a thread or in a worker as the signal came is committed with no result here)."""
     stop.settle()
     store.clear_tmp()
     done = {r.path for r in results}
-    new = [str(store.data / k / f) for k in store.committed() - before
-           for f in os.listdir(store.data / k) if f.startswith("files-")]
+    new = [
+        str(store.data / k / f)
+        for k in store.committed() - before
+        for f in os.listdir(store.data / k)
+        if f.startswith("files-")
+    ]
     done |= {r["path"] for r in grown.files_rows(new)}
     e.total, e.done = len(sources), len(done)
     e.not_done = [s.path for s in sources if s.path not in done]
 
 
-def _ingest_all(store_root: str, sources: list[Source], opts: Options, hosts: dict, priors: dict,
-                results: list[FileResult], progress) -> None:
+def _ingest_all(
+    store_root: str,
+    sources: list[Source],
+    opts: Options,
+    hosts: dict,
+    priors: dict,
+    results: list[FileResult],
+    progress,
+) -> None:
     """Every input into the store, each result appended to `results` as it comes.
 
     One pool of `jobs` workers does the parsing: each small input goes to it whole; the large ones
@@ -709,8 +852,7 @@ def _ingest_all(store_root: str, sources: list[Source], opts: Options, hosts: di
         pooled, large = [], pooled + large
     ex = _start_pool(jobs) if pooled or (jobs > 1 and large) else None
     try:
-        futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path], None, priors.get(s.path)): s
-                for s in pooled}
+        futs = {ex.submit(ingest_one, store_root, s, opts, hosts[s.path], None, priors.get(s.path)): s for s in pooled}
         for r in _one_after_another(store_root, large, opts, hosts, progress, priors, _Pool(ex, jobs) if ex else None):
             results.append(r)
             if progress:
@@ -765,8 +907,9 @@ def _start_pool(jobs: int) -> ProcessPoolExecutor:
         else:
             os.environ["POLARS_MAX_THREADS"] = saved
     server = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
-    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=stop.worker_init,
-                             initargs=(os.getpid(), server))
+    ex = ProcessPoolExecutor(
+        max_workers=jobs, mp_context=ctx, initializer=stop.worker_init, initargs=(os.getpid(), server)
+    )
     # The workers start while this process finds, sniffs and reads the first inputs: a submit
     # waits for the start of the worker it adds, and that for the fork server's imports.
     import threading
@@ -848,8 +991,15 @@ def _kill_pool(ex: ProcessPoolExecutor) -> None:
         p.join(timeout=5)
 
 
-def _one_after_another(store_root: str, sources: list[Source], opts: Options, hosts: dict, progress,
-                       priors: dict | None = None, pool: "_Pool | None" = None) -> Iterator[FileResult]:
+def _one_after_another(
+    store_root: str,
+    sources: list[Source],
+    opts: Options,
+    hosts: dict,
+    progress,
+    priors: dict | None = None,
+    pool: "_Pool | None" = None,
+) -> Iterator[FileResult]:
     """The inputs read in this process, each parsed on every core (`pool`'s workers, else this
     process); the last parts of one are written while the next is read.
 
@@ -869,6 +1019,7 @@ def _one_after_another(store_root: str, sources: list[Source], opts: Options, ho
 
     advance = progress.advance if progress else None
     if pool is not None:
+
         def one(s: Source) -> FileResult:
             finish = _parse_one(store_root, s, opts, hosts[s.path], advance, (priors or {}).get(s.path), pool)
             return finished(finish) if callable(finish) else finish

@@ -19,19 +19,45 @@ SKIP_NAMES = {".DS_Store"}
 # Document kinds by name. A log is never written under these extensions; a notes file quoting log
 # lines would otherwise read as one. `--parser` still reads such a file with the parser named.
 DOCUMENT_EXTENSIONS = {
-    ".md": "markdown", ".markdown": "markdown", ".rst": "markdown",
-    ".json": "json", ".csv": "csv", ".tsv": "csv", ".yaml": "yaml", ".yml": "yaml",
-    ".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image", ".webp": "image", ".svg": "image",
-    ".bmp": "image", ".tif": "image", ".tiff": "image", ".pdf": "pdf", ".html": "html", ".htm": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".rst": "markdown",
+    ".json": "json",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".png": "image",
+    ".jpg": "image",
+    ".jpeg": "image",
+    ".gif": "image",
+    ".webp": "image",
+    ".svg": "image",
+    ".bmp": "image",
+    ".tif": "image",
+    ".tiff": "image",
+    ".pdf": "pdf",
+    ".html": "html",
+    ".htm": "html",
 }
 _MAGIC = (
-    (b"\x89PNG\r\n\x1a\n", "image"), (b"\xff\xd8\xff", "image"), (b"GIF87a", "image"), (b"GIF89a", "image"),
-    (b"II*\x00", "image"), (b"MM\x00*", "image"), (b"%PDF-", "pdf"),
+    (b"\x89PNG\r\n\x1a\n", "image"),
+    (b"\xff\xd8\xff", "image"),
+    (b"GIF87a", "image"),
+    (b"GIF89a", "image"),
+    (b"II*\x00", "image"),
+    (b"MM\x00*", "image"),
+    (b"%PDF-", "pdf"),
 )
 _KIND_TEXT = {
-    "markdown": "a Markdown document", "json": "a JSON document",
-    "csv": "a CSV table", "yaml": "a YAML document", "image": "an image", "pdf": "a PDF document",
-    "html": "an HTML page", "empty": "an empty file",
+    "markdown": "a Markdown document",
+    "json": "a JSON document",
+    "csv": "a CSV table",
+    "yaml": "a YAML document",
+    "image": "an image",
+    "pdf": "a PDF document",
+    "html": "an HTML page",
+    "empty": "an empty file",
 }
 # a JSON document or JSON Lines; docker's `{"log":` lines are server logs, sglang's prefix is `[2026-`
 _JSON_START = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*(?:\{(?!"log":)|\[\s*[\[{"\]])')
@@ -102,8 +128,14 @@ def _tar_members(path: str, display: str, spool: str | None = None) -> Iterator[
             for m in tf:
                 if m.isfile():
                     offset = m.offset_data if seekable and not m.issparse() else None
-                    yield Source(path=f"{display}!{m.name}", fs_path=plain, member=m.name, size=m.size,
-                                 mtime=m.mtime, offset=offset)
+                    yield Source(
+                        path=f"{display}!{m.name}",
+                        fs_path=plain,
+                        member=m.name,
+                        size=m.size,
+                        mtime=m.mtime,
+                        offset=offset,
+                    )
         except (tarfile.TarError, EOFError, OSError):
             return  # a cut archive: the members before the cut are read, the cut one fails on read
 
@@ -127,8 +159,12 @@ def _decompressed(path: str, kind: str, spool: str) -> str:
     return out
 
 
-_SPECIAL = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
-            (stat.S_ISBLK, "block device"))
+_SPECIAL = (
+    (stat.S_ISFIFO, "FIFO"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+)
 
 
 def special_kind(path: str) -> str | None:
@@ -146,11 +182,13 @@ def special_kind(path: str) -> str | None:
 def is_store(path: str) -> bool:
     """True for a forensics store: never read as an input, even inside the dump folder."""
     return os.path.isdir(os.path.join(path, "data")) and any(
-        os.path.exists(os.path.join(path, m)) for m in (".lock", ".tmp", "derived"))
+        os.path.exists(os.path.join(path, m)) for m in (".lock", ".tmp", "derived")
+    )
 
 
-def discover(paths: list[str], dir_claim=None, spool: str | None = None, skip: tuple[str, ...] = ()
-             ) -> Iterator[Source | tuple[str, str]]:
+def discover(
+    paths: list[str], dir_claim=None, spool: str | None = None, skip: tuple[str, ...] = ()
+) -> Iterator[Source | tuple[str, str]]:
     """Yield a Source per input file, or (dir, format) for a directory a parser claims whole.
 
     `dir_claim(dir) -> format | None` lets transcript parsers take a folder as one input
@@ -189,8 +227,9 @@ def _file(path: str, spool: str | None = None) -> Iterator[Source]:
     yield Source(path=path, fs_path=path, size=st.st_size, mtime=st.st_mtime)
 
 
-def _walk(root: str, dir_claim, spool: str | None = None, skip: set[str] = frozenset()
-          ) -> Iterator[Source | tuple[str, str]]:
+def _walk(
+    root: str, dir_claim, spool: str | None = None, skip: set[str] = frozenset()
+) -> Iterator[Source | tuple[str, str]]:
     # followlinks=False: a directory symlink loop in a dump must not recurse forever.
     for d, dirs, files in os.walk(root, followlinks=False):
         claimed = dir_claim(d) if dir_claim and not any(special_kind(os.path.join(d, f)) for f in files) else None
@@ -199,8 +238,13 @@ def _walk(root: str, dir_claim, spool: str | None = None, skip: set[str] = froze
             yield (d, claimed)
             continue
         # a store in the dump (a run before this one put it there) is output, not input
-        dirs[:] = sorted(x for x in dirs if not x.startswith(".") and os.path.realpath(os.path.join(d, x)) not in skip
-                         and not is_store(os.path.join(d, x)))
+        dirs[:] = sorted(
+            x
+            for x in dirs
+            if not x.startswith(".")
+            and os.path.realpath(os.path.join(d, x)) not in skip
+            and not is_store(os.path.join(d, x))
+        )
         for f in sorted(files):
             full = os.path.join(d, f)
             if f.startswith("."):

@@ -38,12 +38,16 @@ class Interrupted(BaseException):
     def line(self) -> str:
         name = signal.Signals(self.signum).name
         if self.phase == "verdicts":
-            return (f"interrupted ({name}): all {self.total} inputs are committed; the verdicts were not computed "
-                    "(the next report or ingest computes them)")
+            return (
+                f"interrupted ({name}): all {self.total} inputs are committed; the verdicts were not computed "
+                "(the next report or ingest computes them)"
+            )
         left = len(self.not_done)
         which = f" ({self.not_done[0]}{f' and {left - 1} more' if left > 1 else ''})" if left else ""
-        return (f"interrupted ({name}): {self.done} of {self.total} inputs committed, {left} not{which}: nothing "
-                "of those is in the store; run the same ingest again to continue")
+        return (
+            f"interrupted ({name}): {self.done} of {self.total} inputs committed, {left} not{which}: nothing "
+            "of those is in the store; run the same ingest again to continue"
+        )
 
 
 def requested() -> bool:

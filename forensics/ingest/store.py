@@ -77,9 +77,12 @@ def read_clocks(path: Path) -> dict:
 
 
 def _clocks_error(path: Path, what: str) -> StoreError:
-    return StoreError(f"clocks.json {what}", file=str(path),
-                      help="`forensics verify --repair` keeps its valid entries (the file moves to "
-                           "clocks.json.broken); or fix it by hand, or delete it and `forensics clocks set HOST SECONDS`")
+    return StoreError(
+        f"clocks.json {what}",
+        file=str(path),
+        help="`forensics verify --repair` keeps its valid entries (the file moves to "
+        "clocks.json.broken); or fix it by hand, or delete it and `forensics clocks set HOST SECONDS`",
+    )
 
 
 def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
@@ -100,8 +103,9 @@ def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
             if pa.types.is_struct(vt) and [f.name for f in vt] == ["key", "value"]:
                 arr = col.combine_chunks().cast(pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())])))
                 flat = arr.flatten()
-                m = pa.MapArray.from_arrays(arr.offsets, flat.field("key"), flat.field("value").cast(pa.string()),
-                                            mask=arr.is_null())
+                m = pa.MapArray.from_arrays(
+                    arr.offsets, flat.field("key"), flat.field("value").cast(pa.string()), mask=arr.is_null()
+                )
                 at = at.set_column(i, name, m)
         elif name in _PER_INPUT and _is_text(t):
             at = at.set_column(i, name, _one_value_as_dictionary(col))
@@ -127,8 +131,9 @@ def _one_value_as_dictionary(col: "pa.ChunkedArray") -> "pa.ChunkedArray | pa.Di
 
     if len(col) == 0 or col.null_count or not pc.all(pc.equal(col, col[0])).as_py():
         return col
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(col), dtype=np.int32)),
-                                          pa.array([col[0].as_py()], pa.string()))
+    return pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(len(col), dtype=np.int32)), pa.array([col[0].as_py()], pa.string())
+    )
 
 
 def _encodings(at: "pa.Table") -> dict:
@@ -149,10 +154,16 @@ def _encodings(at: "pa.Table") -> dict:
             head = col.slice(0, 2000).cast(pa.string())  # count_distinct takes no string views
             if head.null_count == len(head) or pc.count_distinct(head).as_py() <= len(head) // 20:
                 repeats.append(name)
-    stats = [n for n, c in zip(at.column_names, at.columns) if n in repeats or not
-             (_is_text(c.type) or pa.types.is_map(c.type) or pa.types.is_list(c.type))]
-    delta = {n: "DELTA_BINARY_PACKED" for n, c in zip(at.column_names, at.columns)
-             if n not in repeats and (pa.types.is_integer(c.type) or pa.types.is_temporal(c.type))}
+    stats = [
+        n
+        for n, c in zip(at.column_names, at.columns)
+        if n in repeats or not (_is_text(c.type) or pa.types.is_map(c.type) or pa.types.is_list(c.type))
+    ]
+    delta = {
+        n: "DELTA_BINARY_PACKED"
+        for n, c in zip(at.column_names, at.columns)
+        if n not in repeats and (pa.types.is_integer(c.type) or pa.types.is_temporal(c.type))
+    }
     return {"use_dictionary": repeats, "write_statistics": stats, "column_encoding": delta}
 
 
@@ -188,8 +199,9 @@ class Store:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as e:
             fh.close()
-            raise ForensicsError(f"another ingest is writing to {self.root}",
-                                 help="wait for it to finish, or use another --store") from e
+            raise ForensicsError(
+                f"another ingest is writing to {self.root}", help="wait for it to finish, or use another --store"
+            ) from e
         return fh
 
     def clear_tmp(self) -> None:
@@ -227,9 +239,11 @@ class Store:
     def set_clock(self, host: str, seconds: float) -> None:
         why = offset_problem(seconds)
         if why:
-            raise UsageError(f"clock offset for {host}: {why}",
-                             help=f"an offset is a finite number of seconds within ±{MAX_OFFSET_S:g}; a clock off by "
-                                  "more has the wrong date: ingest with --date or --tz")
+            raise UsageError(
+                f"clock offset for {host}: {why}",
+                help=f"an offset is a finite number of seconds within ±{MAX_OFFSET_S:g}; a clock off by "
+                "more has the wrong date: ingest with --date or --tz",
+            )
         c = self.clocks()
         c[host] = float(seconds)
         p = self.root / "clocks.json"

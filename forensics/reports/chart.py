@@ -39,8 +39,10 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
         lo, hi = 0, bucket_us
     n = -(-(hi - lo) // bucket_us)
     if n > 20_000:
-        raise UsageError(f"{n} buckets of {model['bucket_s']:g} s are too many for a chart",
-                         help="pass a larger --bucket, or narrow the window with --since / --until")
+        raise UsageError(
+            f"{n} buckets of {model['bucket_s']:g} s are too many for a chart",
+            help="pass a larger --bucket, or narrow the window with --since / --until",
+        )
     fig = Figure(figsize=(16, 9), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(hosts) + 1, 1, sharex=True, squeeze=False)[:, 0]
@@ -70,8 +72,17 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
         t0, t1 = item["t0"], max(item["t1"], item["t0"] + min_band)
         ax.axvspan(x(t0), x(t1), color=color, alpha=0.18, lw=0, zorder=0)
         if label:
-            ax.text(x(t0 if label_at == "t0" else t1), height, " " + label, transform=ax.get_xaxis_transform(),
-                    va="top", ha="left", fontsize=8, color=color, zorder=5)
+            ax.text(
+                x(t0 if label_at == "t0" else t1),
+                height,
+                " " + label,
+                transform=ax.get_xaxis_transform(),
+                va="top",
+                ha="left",
+                fontsize=8,
+                color=color,
+                zorder=5,
+            )
 
     def counted(rows):
         """Counts per bucket index (reports.detail's counts) on the bucket grid."""
@@ -97,8 +108,11 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
         transfers = [r for r in d["counts"]["rooms"] if r["host"] == h["name"]]
         fails = [m for m in d["counts"]["marks"] if m["host"] == h["name"] and m["mark"] == "failure"]
         aborts = [m for m in d["counts"]["marks"] if m["host"] == h["name"] and m["mark"] == "abort"]
-        for rows, color, label, alpha in ((transfers, "#adb5bd", "transfers", 0.6),
-                                          (fails, "#e03131", "failures", 0.9), (aborts, "#f59f00", "aborts", 0.9)):
+        for rows, color, label, alpha in (
+            (transfers, "#adb5bd", "transfers", 0.6),
+            (fails, "#e03131", "failures", 0.9),
+            (aborts, "#f59f00", "aborts", 0.9),
+        ):
             if rows:
                 tw.stairs(counted(rows), edges, fill=True, color=color, alpha=alpha, label=f"{label} / bucket")
         tw.set_ylabel("per bucket")
@@ -109,7 +123,14 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
                 band(ax, w, "#c92a2a", f"wedge ({w['kind']}, {w['silent_s']:.0f} s)")
         for s in d["storms"]:
             if s["host"] == h["name"]:
-                band(ax, s, "#e67700", f"abort storm ({s['aborts_on_host']} of {s['n_aborts']})", height=0.86, label_at="t1")
+                band(
+                    ax,
+                    s,
+                    "#e67700",
+                    f"abort storm ({s['aborts_on_host']} of {s['n_aborts']})",
+                    height=0.86,
+                    label_at="t1",
+                )
         ax.set_title(f"{h['name']} ({h['role']})", loc="left", fontsize=10, fontweight="bold")
         handles = ax.get_legend_handles_labels()[0] + tw.get_legend_handles_labels()[0]
         if handles:
@@ -122,15 +143,22 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
     for cls in ("clean", "parse_leak", "incoherent", "empty", "config", "transfer_error"):
         y = np.nan_to_num(per_bucket(starts, rows[f"replies_{cls}"].to_list()))
         if y.any():
-            ax.stairs(bottom + y, edges, baseline=bottom.copy(), fill=True, color=CLASS_COLORS[cls],
-                      label=cls.replace("_", " "))
+            ax.stairs(
+                bottom + y,
+                edges,
+                baseline=bottom.copy(),
+                fill=True,
+                color=CLASS_COLORS[cls],
+                label=cls.replace("_", " "),
+            )
             bottom += y
     for w in d["wedges"]:
         band(ax, w, "#c92a2a")
     for s in d["storms"]:
         band(ax, s, "#e67700")
-    ax.set_title("replies by class (corrupted: parse leak, incoherent, empty)", loc="left", fontsize=10,
-                 fontweight="bold")
+    ax.set_title(
+        "replies by class (corrupted: parse leak, incoherent, empty)", loc="left", fontsize=10, fontweight="bold"
+    )
     ax.set_ylabel("replies / bucket")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper right", fontsize=7, ncol=6, framealpha=0.8)
@@ -138,9 +166,12 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
     ax.set_xlabel("UTC")
     ax.set_xlim(edges[0], edges[-1])
-    fig.suptitle(f"forensics timeline — {escape_control(d['store'])} — {describe_offsets(d['offsets'])} — "
-                 f"{model['bucket_s']:g} s buckets"
-                 + "".join("\n" + textwrap.fill(escape_control(w), 190)
-                           for w in [*d["clock_warnings"], *model.get("notes", [])]),
-                 fontsize=11)
+    fig.suptitle(
+        f"forensics timeline — {escape_control(d['store'])} — {describe_offsets(d['offsets'])} — "
+        f"{model['bucket_s']:g} s buckets"
+        + "".join(
+            "\n" + textwrap.fill(escape_control(w), 190) for w in [*d["clock_warnings"], *model.get("notes", [])]
+        ),
+        fontsize=11,
+    )
     fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)

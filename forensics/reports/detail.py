@@ -21,12 +21,20 @@ from forensics.ingest.store import Store
 from forensics.reports.escape import escape_control
 
 CLASS_COLORS = {
-    "clean": "#c3c7cc", "parse_leak": "#c2255c", "incoherent": "#e8590c", "empty": "#7048e8",
-    "config": "#82a01e", "transfer_error": "#8d5a3c",
+    "clean": "#c3c7cc",
+    "parse_leak": "#c2255c",
+    "incoherent": "#e8590c",
+    "empty": "#7048e8",
+    "config": "#82a01e",
+    "transfer_error": "#8d5a3c",
 }
 OUTCOME_COLORS = {
-    "ok": "#4263eb", "aborted": "#f59f00", "transfer_failed": "#e03131", "waiting_timeout": "#9c36b5",
-    "bootstrap_timeout": "#9c36b5", "unknown": "#868e96",
+    "ok": "#4263eb",
+    "aborted": "#f59f00",
+    "transfer_failed": "#e03131",
+    "waiting_timeout": "#9c36b5",
+    "bootstrap_timeout": "#9c36b5",
+    "unknown": "#868e96",
 }
 _ROLE_ORDER = {"prefill": 0, "unified": 1, "decode": 2}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -86,10 +94,16 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
         if plan["rows"] == "none":
             rooms = marks = pl.DataFrame()
         elif limit:
-            rooms = (_run(store, con, ROOM_PICK, "room_spans", filtered, {**grid, "cap": MAX_ROOMS}) if cut_rooms
-                     else queries.run(store, "room_spans", filtered, con=con))
-            marks = (_run(store, con, MARK_PICK, "event_marks", filtered, {**grid, "cap": MAX_MARKS}) if cut_marks
-                     else queries.run(store, "event_marks", filtered, con=con))
+            rooms = (
+                _run(store, con, ROOM_PICK, "room_spans", filtered, {**grid, "cap": MAX_ROOMS})
+                if cut_rooms
+                else queries.run(store, "room_spans", filtered, con=con)
+            )
+            marks = (
+                _run(store, con, MARK_PICK, "event_marks", filtered, {**grid, "cap": MAX_MARKS})
+                if cut_marks
+                else queries.run(store, "event_marks", filtered, con=con)
+            )
         reply_counts = pl.DataFrame()
         cut_replies = False
         replies = []
@@ -111,16 +125,32 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
     if cut_replies:
         counts["replies"] = _by_bucket(reply_counts.drop("corrupted"), "cls")
     if cut_rooms:
-        notes.append(_cut_note(f"{rooms.height:,} of the window's {n_rooms:,} rooms",
-                               "failed or with differing checksums first, then the slowest",
-                               "the transfer lanes count every room per bucket", model))
+        notes.append(
+            _cut_note(
+                f"{rooms.height:,} of the window's {n_rooms:,} rooms",
+                "failed or with differing checksums first, then the slowest",
+                "the transfer lanes count every room per bucket",
+                model,
+            )
+        )
     if cut_marks:
-        notes.append(_cut_note(f"{marks.height:,} of the window's {n_marks:,} failure, abort and error lines",
-                               "failures first, then aborts, then errors",
-                               "the transfer lanes count every line per bucket", model))
+        notes.append(
+            _cut_note(
+                f"{marks.height:,} of the window's {n_marks:,} failure, abort and error lines",
+                "failures first, then aborts, then errors",
+                "the transfer lanes count every line per bucket",
+                model,
+            )
+        )
     if cut_replies:
-        notes.append(_cut_note(f"{len(replies):,} of the window's {int(reply_counts['n'].sum()):,} replies",
-                               "corrupted ones first", "the reply lanes count every reply per bucket", model))
+        notes.append(
+            _cut_note(
+                f"{len(replies):,} of the window's {int(reply_counts['n'].sum()):,} replies",
+                "corrupted ones first",
+                "the reply lanes count every reply per bucket",
+                model,
+            )
+        )
     return {
         "window": (us(lo), us(hi)),
         "hosts": hosts,
@@ -136,14 +166,16 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
         "notes": safe(notes),
         # the window's replies, drawn or not
         "n_replies": (int(reply_counts["n"].sum()), int(reply_counts.filter("corrupted")["n"].sum()))
-        if cut_replies else None,
+        if cut_replies
+        else None,
     }
 
 
 def _cut_note(what: str, order: str, counted: str, model: dict) -> str:
-    return (f"the page draws {what} one by one ({order}, spread over the window); {counted}. "
-            f"To see each one, narrow the window with --since / --until"
-            + ("" if model["host"] else " or --host"))
+    return (
+        f"the page draws {what} one by one ({order}, spread over the window); {counted}. "
+        f"To see each one, narrow the window with --since / --until" + ("" if model["host"] else " or --host")
+    )
 
 
 # each room in the window counted per host, side, bucket and outcome: the transfer lanes and the
@@ -214,9 +246,11 @@ def _replies(store: Store, con, window: dict, grid: dict, plan: dict, cap: int |
             ORDER BY prio, rn, t0 LIMIT $cap"""
         params.update(grid, cap=cap)
     if plan["context"]:
-        sql = (f"WITH q AS (\n{rh.sql}\n), picked AS ({pick}), ctx AS (\n{ctx.sql}\n)\n"
-               "SELECT p.*, ctx.events FROM picked p LEFT JOIN ctx USING (source, session_id, turn_id) "
-               "ORDER BY p.t0, p.source, p.session_id, p.turn_id")
+        sql = (
+            f"WITH q AS (\n{rh.sql}\n), picked AS ({pick}), ctx AS (\n{ctx.sql}\n)\n"
+            "SELECT p.*, ctx.events FROM picked p LEFT JOIN ctx USING (source, session_id, turn_id) "
+            "ORDER BY p.t0, p.source, p.session_id, p.turn_id"
+        )
         params.update(ctx.bind())
     else:
         sql = f"WITH q AS (\n{rh.sql}\n)\nSELECT * FROM ({pick}) ORDER BY t0, source, session_id, turn_id"
@@ -234,7 +268,9 @@ def _load(store: Store, con, params: dict) -> list[dict]:
     load = queries.run(store, "host_load", params, con=con)
     out = []
     for (host, role), part in load.group_by(["host", "role"], maintain_order=True):
-        out.append({"host": host, "role": role, **{c: part[c].to_list() for c in part.columns if c not in ("host", "role")}})
+        out.append(
+            {"host": host, "role": role, **{c: part[c].to_list() for c in part.columns if c not in ("host", "role")}}
+        )
     return out
 
 
@@ -243,13 +279,22 @@ def _room_counts(counts: pl.DataFrame) -> list[dict]:
     side whose time lies outside the window, so that a host's side is known even then."""
     if counts.height == 0:
         return []
-    sides = [counts.filter(pl.col("has_sent"))
-             .select(host="prefill_host", side=pl.lit("sent"), k="k_sent", outcome="outcome", n="n"),
-             counts.filter(pl.col("has_received"))
-             .select(host="decode_host", side=pl.lit("received"), k="k_received", outcome="outcome", n="n")]
-    return (pl.concat(sides).filter(pl.col("host").is_not_null())
-            .group_by("host", "side", "k", "outcome").agg(pl.col("n").sum())
-            .sort("host", "side", "k", "outcome", nulls_last=True).to_dicts())
+    sides = [
+        counts.filter(pl.col("has_sent")).select(
+            host="prefill_host", side=pl.lit("sent"), k="k_sent", outcome="outcome", n="n"
+        ),
+        counts.filter(pl.col("has_received")).select(
+            host="decode_host", side=pl.lit("received"), k="k_received", outcome="outcome", n="n"
+        ),
+    ]
+    return (
+        pl.concat(sides)
+        .filter(pl.col("host").is_not_null())
+        .group_by("host", "side", "k", "outcome")
+        .agg(pl.col("n").sum())
+        .sort("host", "side", "k", "outcome", nulls_last=True)
+        .to_dicts()
+    )
 
 
 def _by_bucket(counts: pl.DataFrame, key: str) -> list[dict]:
@@ -263,8 +308,17 @@ def storm_bands(storms: pl.DataFrame) -> list[dict]:
     out = []
     for s in storms.to_dicts():
         for h in s.pop("per_host") or []:
-            out.append({**s, "host": h["host"], "aborts_on_host": h["n_aborts"], "t0": us(h["t_start"]),
-                        "t1": us(h["t_end"]), "storm_t0": us(s["t_start"]), "storm_t1": us(s["t_end"])})
+            out.append(
+                {
+                    **s,
+                    "host": h["host"],
+                    "aborts_on_host": h["n_aborts"],
+                    "t0": us(h["t_start"]),
+                    "t1": us(h["t_end"]),
+                    "storm_t0": us(s["t_start"]),
+                    "storm_t1": us(s["t_end"]),
+                }
+            )
     return out
 
 
@@ -278,7 +332,9 @@ def _window(model: dict) -> tuple[dt.datetime | None, dt.datetime | None]:
 def _hosts(model, load, room_counts, mark_counts, roles) -> list[dict]:
     """Hosts with something to draw, prefill first (the order of the flow), then by name."""
     seen = {x["host"] for x in load} | set(mark_counts["host"].to_list())
-    seen |= set(room_counts["prefill_host"].drop_nulls().to_list()) | set(room_counts["decode_host"].drop_nulls().to_list())
+    seen |= set(room_counts["prefill_host"].drop_nulls().to_list()) | set(
+        room_counts["decode_host"].drop_nulls().to_list()
+    )
     seen |= set(model["wedges"]["host"].to_list()) | {h for hs in model["abort_storms"]["hosts"].to_list() for h in hs}
     if model["host"]:
         seen &= {model["host"]}

@@ -25,8 +25,18 @@ import re
 
 from forensics.core.text import CONTROL, escape_control
 
-__all__ = ["CONTROL", "escape_control", "terminal", "rich_text", "csv_cell", "csv_frame", "markdown_text",
-           "markdown_code", "json_in_html", "script_json"]
+__all__ = [
+    "CONTROL",
+    "escape_control",
+    "terminal",
+    "rich_text",
+    "csv_cell",
+    "csv_frame",
+    "markdown_text",
+    "markdown_code",
+    "json_in_html",
+    "script_json",
+]
 
 
 def terminal(v) -> str:
@@ -119,10 +129,16 @@ def markdown_code(v) -> str:
 
 # -- JSON inside HTML -------------------------------------------------------------------------------
 
+
 def json_in_html(json_text: str) -> str:
     """JSON text without `<`, `>`, `&`, U+2028, U+2029: they occur only inside strings, where \\u escapes mean the same."""
-    return (json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        json_text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 def script_json(obj) -> str:

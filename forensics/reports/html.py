@@ -32,21 +32,46 @@ def page_data(model: dict, d: dict, store_name: str) -> dict:
     load = []
     for h in names:
         parts = [p for p in d["load"] if p["host"] == h]
-        load.append({k: [v for p in parts for v in p[c]] for k, c in (("t", "t_us"), ("queue", "queue_req"),
-                                                                      ("running", "running_req"),
-                                                                      ("throughput", "throughput"),
-                                                                      ("bootstrap", "bootstrap_req"))})
+        load.append(
+            {
+                k: [v for p in parts for v in p[c]]
+                for k, c in (
+                    ("t", "t_us"),
+                    ("queue", "queue_req"),
+                    ("running", "running_req"),
+                    ("throughput", "throughput"),
+                    ("bootstrap", "bootstrap_req"),
+                )
+            }
+        )
         load[-1]["t"] = [ms(v) for v in load[-1]["t"]]
     segments = []
     for r in d["rooms"]:
         if r["t0"] is not None and r["prefill_host"] in index:
-            segments.append({"host": index[r["prefill_host"]], "t0": ms(r["t0"]), "t1": ms(r["t1"]),
-                             "room": r["room"], "outcome": r["outcome"], "peer": r["decode_host"], "side": "sent"})
+            segments.append(
+                {
+                    "host": index[r["prefill_host"]],
+                    "t0": ms(r["t0"]),
+                    "t1": ms(r["t1"]),
+                    "room": r["room"],
+                    "outcome": r["outcome"],
+                    "peer": r["decode_host"],
+                    "side": "sent",
+                }
+            )
         if r["recv_t0"] is not None and r["decode_host"] in index:
             start = r["t0"] if r["t0"] is not None and r["t0"] <= r["recv_t0"] else r["recv_t0"]
-            segments.append({"host": index[r["decode_host"]], "t0": ms(start), "t1": ms(r["recv_t1"]),
-                             "room": r["room"], "outcome": r["outcome"], "peer": r["prefill_host"],
-                             "side": "received"})
+            segments.append(
+                {
+                    "host": index[r["decode_host"]],
+                    "t0": ms(start),
+                    "t1": ms(r["recv_t1"]),
+                    "room": r["room"],
+                    "outcome": r["outcome"],
+                    "peer": r["prefill_host"],
+                    "side": "received",
+                }
+            )
     data = {
         "store": escape_control(store_name),
         "bucket_s": model["bucket_s"],
@@ -54,25 +79,73 @@ def page_data(model: dict, d: dict, store_name: str) -> dict:
         "offsets": {escape_control(h): v for h, v in d["offsets"].items()},
         "hosts": [{**h, "load": load[i], "bucket_ms": model["bucket_s"] * 1000} for i, h in enumerate(d["hosts"])],
         "transfers": segments,
-        "marks": [{"host": index[m["host"]], "t": ms(m["t_us"]), "mark": m["mark"], "kind": m["kind"],
-                   "reason": m["reason"], "room": m["room"], "message": m["message"]}
-                  for m in d["marks"] if m["host"] in index],
-        "replies": [{"t0": ms(r["t0"]), "t1": ms(r["t1"]), "cls": r["corruption_class"], "corrupted": r["corrupted"],
-                     "host": index.get(r["host"], -1), "host_name": r["host"], "rank": r["rank"], "room": r["room"],
-                     "source": r["source"], "session": r["session_id"], "turn": r["turn_id"],
-                     "signatures": r["signatures"] or [], "evidence": r["evidence"], "outcome": r["outcome"],
-                     "finish_reason": r["finish_reason"], "link": r["link_method"],
-                     "events": [{"t": ms(e["t_us"]), "host": e["host"], "kind": e["kind"], "reason": e["reason"],
-                                 "message": e["message"]} for e in r["events"]]}
-                    for r in d["replies"]],
-        "wedges": [{"host": index[w["host"]], "t0": ms(w["t0"]), "t1": ms(w["t1"]), "kind": w["kind"],
-                    "label": f"wedge: {w['kind']} {w['silent_s']:.0f} s, {w['in_flight']} in flight, {w['n_rooms']} rooms, "
-                             f"ended by {w['ended_by']}; " + "; ".join(w.get("signals") or [])}
-                   for w in d["wedges"] if w["host"] in index],
-        "storms": [{"host": index[s["host"]], "t0": ms(s["t0"]), "t1": ms(s["t1"]),
-                    "label": f"abort storm: {s['aborts_on_host']} of {s['n_aborts']} aborts on {s['n_hosts']} hosts "
-                             f"({s['aborts_per_s']}/s)"}
-                   for s in d["storms"] if s["host"] in index],
+        "marks": [
+            {
+                "host": index[m["host"]],
+                "t": ms(m["t_us"]),
+                "mark": m["mark"],
+                "kind": m["kind"],
+                "reason": m["reason"],
+                "room": m["room"],
+                "message": m["message"],
+            }
+            for m in d["marks"]
+            if m["host"] in index
+        ],
+        "replies": [
+            {
+                "t0": ms(r["t0"]),
+                "t1": ms(r["t1"]),
+                "cls": r["corruption_class"],
+                "corrupted": r["corrupted"],
+                "host": index.get(r["host"], -1),
+                "host_name": r["host"],
+                "rank": r["rank"],
+                "room": r["room"],
+                "source": r["source"],
+                "session": r["session_id"],
+                "turn": r["turn_id"],
+                "signatures": r["signatures"] or [],
+                "evidence": r["evidence"],
+                "outcome": r["outcome"],
+                "finish_reason": r["finish_reason"],
+                "link": r["link_method"],
+                "events": [
+                    {
+                        "t": ms(e["t_us"]),
+                        "host": e["host"],
+                        "kind": e["kind"],
+                        "reason": e["reason"],
+                        "message": e["message"],
+                    }
+                    for e in r["events"]
+                ],
+            }
+            for r in d["replies"]
+        ],
+        "wedges": [
+            {
+                "host": index[w["host"]],
+                "t0": ms(w["t0"]),
+                "t1": ms(w["t1"]),
+                "kind": w["kind"],
+                "label": f"wedge: {w['kind']} {w['silent_s']:.0f} s, {w['in_flight']} in flight, {w['n_rooms']} rooms, "
+                f"ended by {w['ended_by']}; " + "; ".join(w.get("signals") or []),
+            }
+            for w in d["wedges"]
+            if w["host"] in index
+        ],
+        "storms": [
+            {
+                "host": index[s["host"]],
+                "t0": ms(s["t0"]),
+                "t1": ms(s["t1"]),
+                "label": f"abort storm: {s['aborts_on_host']} of {s['n_aborts']} aborts on {s['n_hosts']} hosts "
+                f"({s['aborts_per_s']}/s)",
+            }
+            for s in d["storms"]
+            if s["host"] in index
+        ],
         "other_replies": other_replies(model),
         "class_colors": CLASS_COLORS,
         "outcome_colors": OUTCOME_COLORS,
@@ -115,14 +188,19 @@ def fill(template: str, parts: dict[str, str]) -> str:
 def write(model: dict, d: dict, path: str) -> None:
     """Write the page of `model` and its detail `d` (reports.detail.gather, plus the store's name) to `path`."""
     data = page_data(model, d, d["store"])
-    n_replies, n_corrupted = d.get("n_replies") or (len(data["replies"]), sum(1 for r in data["replies"] if r["corrupted"]))
+    n_replies, n_corrupted = d.get("n_replies") or (
+        len(data["replies"]),
+        sum(1 for r in data["replies"] if r["corrupted"]),
+    )
     lo, hi = d["window"]
-    header = (f"{iso(lo)} to {iso(hi)} · {model['bucket_s']:g} s buckets · {n_replies} replies, "
-              f"{n_corrupted} corrupted · {len(data['wedges'])} wedges · {len(data['storms'])} abort storms"
-              + (f" · host {model['host']}" if model["host"] else ""))
+    header = (
+        f"{iso(lo)} to {iso(hi)} · {model['bucket_s']:g} s buckets · {n_replies} replies, "
+        f"{n_corrupted} corrupted · {len(data['wedges'])} wedges · {len(data['storms'])} abort storms"
+        + (f" · host {model['host']}" if model["host"] else "")
+    )
     data["page"] = {
         "title": f"forensics timeline — {escape_control(d['store'])}",
-        "store": escape_control(d['store']),
+        "store": escape_control(d["store"]),
         "summary": escape_control(header),
         "offsets": [escape_control(t) for t in [describe_offsets(d["offsets"]), *d["clock_warnings"], *d["notes"]]],
         "legend_classes": list(CLASS_COLORS),
@@ -137,8 +215,7 @@ DATA_SLOT = '<script type="application/json" id="timeline-data">'
 
 def assemble(data_json: str) -> str:
     """The page: the static assets filled in, then the data JSON joined in at its one slot."""
-    page = fill(_asset("timeline.html"), {"CSS": _asset("timeline.css"), "JS": _asset("timeline.js"),
-                                          "DATA": "%DATA%"})
+    page = fill(_asset("timeline.html"), {"CSS": _asset("timeline.css"), "JS": _asset("timeline.js"), "DATA": "%DATA%"})
     if page.count(DATA_SLOT + "%DATA%") != 1:
         raise ValueError("the page template needs exactly one data element")
     # joined, not substituted: nothing is searched for or replaced once the data is in

@@ -26,8 +26,7 @@ from forensics.ingest.store import Store
 from forensics.reports.detail import iso, other_replies
 from forensics.reports.escape import escape_control, json_in_html
 
-_COUNTERS = ("queue_req", "running_req", "bootstrap_req", "inflight_req", "transfer_req", "gen_throughput",
-             "new_token")
+_COUNTERS = ("queue_req", "running_req", "bootstrap_req", "inflight_req", "transfer_req", "gen_throughput", "new_token")
 TRACE_BUDGET = 300_000_000
 # bytes one event takes in the file, measured on the generated incident: a counter sample, a room
 # (two slices on each side, with the room's args on each begin), a mark or a reply instant
@@ -44,8 +43,10 @@ def _window_params(model: dict) -> dict:
     if rows.height == 0:
         epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
         return {"since": epoch, "before": epoch}
-    return {"since": rows["bucket_start"].min(),
-            "before": rows["bucket_start"].max() + dt.timedelta(seconds=model["bucket_s"])}
+    return {
+        "since": rows["bucket_start"].min(),
+        "before": rows["bucket_start"].max() + dt.timedelta(seconds=model["bucket_s"]),
+    }
 
 
 def fit(model: dict, store: Store, budget: int = TRACE_BUDGET) -> tuple[dict, str | None]:
@@ -60,24 +61,30 @@ def fit(model: dict, store: Store, budget: int = TRACE_BUDGET) -> tuple[dict, st
         return model, None
     con = connect(store.require(), model["clock_offsets"])
     try:
-        series = pl.from_arrow(con.sql(
-            "SELECT epoch_us(time_bucket(to_microseconds(CAST($bucket_s * 1e6 AS BIGINT)), ts)) AS t_us, "
-            "count(DISTINCT (host, dp_rank)) AS n FROM batches "
-            "WHERE ts >= CAST($since AS TIMESTAMPTZ) AND ts < CAST($before AS TIMESTAMPTZ) "
-            "AND (CAST($host AS VARCHAR) IS NULL OR host = $host) GROUP BY ALL",
-            params={**_window_params(model), "bucket_s": model["bucket_s"], "host": model["host"]}).to_arrow_table())
+        series = pl.from_arrow(
+            con.sql(
+                "SELECT epoch_us(time_bucket(to_microseconds(CAST($bucket_s * 1e6 AS BIGINT)), ts)) AS t_us, "
+                "count(DISTINCT (host, dp_rank)) AS n FROM batches "
+                "WHERE ts >= CAST($since AS TIMESTAMPTZ) AND ts < CAST($before AS TIMESTAMPTZ) "
+                "AND (CAST($host AS VARCHAR) IS NULL OR host = $host) GROUP BY ALL",
+                params={**_window_params(model), "bucket_s": model["bucket_s"], "host": model["host"]},
+            ).to_arrow_table()
+        )
     finally:
         con.close()
     col = lambda c: pl.col(c).fill_null(0) if c in rows.columns else pl.lit(0)  # noqa: E731
-    est = (rows.select(pl.col("bucket_start"),
-                       t_us=pl.col("bucket_start").dt.epoch("us"),
-                       trouble=col("transfer_failures") + col("aborts") + col("errors")
-                       + col("replies") - col("replies_clean"),
-                       other=col("transfers") * _ROOM_BYTES
-                       + (col("transfer_failures") + col("aborts") + col("errors") + col("replies")) * _MARK_BYTES)
-           .join(series.with_columns(pl.col("t_us").cast(pl.Int64)), on="t_us", how="left")
-           .with_columns(bytes=pl.col("other") + pl.col("n").fill_null(0) * len(_COUNTERS) * _COUNTER_BYTES)
-           .sort("bucket_start"))
+    est = (
+        rows.select(
+            pl.col("bucket_start"),
+            t_us=pl.col("bucket_start").dt.epoch("us"),
+            trouble=col("transfer_failures") + col("aborts") + col("errors") + col("replies") - col("replies_clean"),
+            other=col("transfers") * _ROOM_BYTES
+            + (col("transfer_failures") + col("aborts") + col("errors") + col("replies")) * _MARK_BYTES,
+        )
+        .join(series.with_columns(pl.col("t_us").cast(pl.Int64)), on="t_us", how="left")
+        .with_columns(bytes=pl.col("other") + pl.col("n").fill_null(0) * len(_COUNTERS) * _COUNTER_BYTES)
+        .sort("bucket_start")
+    )
     total = int(est["bytes"].sum())
     if total <= budget:
         return model, None
@@ -88,7 +95,11 @@ def fit(model: dict, store: Store, budget: int = TRACE_BUDGET) -> tuple[dict, st
     while True:
         left = sizes[lo - 1] if lo > 0 else None
         right = sizes[hi + 1] if hi + 1 < len(sizes) else None
-        pick = min((s, side) for s, side in ((left, -1), (right, 1)) if s is not None) if left is not None or right is not None else None
+        pick = (
+            min((s, side) for s, side in ((left, -1), (right, 1)) if s is not None)
+            if left is not None or right is not None
+            else None
+        )
         if pick is None or used + pick[0] > budget:
             break
         used += pick[0]
@@ -100,10 +111,12 @@ def fit(model: dict, store: Store, budget: int = TRACE_BUDGET) -> tuple[dict, st
     t0, t1 = starts[lo], starts[hi] + dt.timedelta(seconds=model["bucket_s"])
     cut = {**model, "rows": rows.filter((pl.col("bucket_start") >= t0) & (pl.col("bucket_start") < t1))}
     fmt = "%Y-%m-%dT%H:%M:%S"
-    note = (f"perfetto: the whole window would be about {total / 1e6:,.0f} MB (Perfetto's UI cannot load traces "
-            f"near 2 GB); the trace is cut to {t0:{fmt}} .. {t1:{fmt}} UTC around the most failures, aborts and "
-            f"corrupted replies ({used / 1e6:,.0f} MB). For another part pass --since/--until; a wider --bucket "
-            f"(now {model['bucket_s']:g} s) makes fewer counter samples")
+    note = (
+        f"perfetto: the whole window would be about {total / 1e6:,.0f} MB (Perfetto's UI cannot load traces "
+        f"near 2 GB); the trace is cut to {t0:{fmt}} .. {t1:{fmt}} UTC around the most failures, aborts and "
+        f"corrupted replies ({used / 1e6:,.0f} MB). For another part pass --since/--until; a wider --bucket "
+        f"(now {model['bucket_s']:g} s) makes fewer counter samples"
+    )
     return cut, note
 
 
@@ -115,8 +128,9 @@ def counter_rows(model: dict, store: Store, host_name: Callable[[str], str] = la
     con = connect(store.require(), model["clock_offsets"])
     names: dict[str, str] = {}
     try:
-        reader = con.sql(_counters_sql(), params={**_window_params(model), "bucket_s": model["bucket_s"],
-                                                  "host": model["host"]}).to_arrow_reader(_BATCH_ROWS)
+        reader = con.sql(
+            _counters_sql(), params={**_window_params(model), "bucket_s": model["bucket_s"], "host": model["host"]}
+        ).to_arrow_reader(_BATCH_ROWS)
         for batch in reader:
             for r in batch.to_pylist():
                 h = r["host"]
@@ -137,32 +151,95 @@ def _events(model: dict, d: dict, track, agent) -> list[dict]:
         got = r["recv_t0"] is not None and r["decode_host"] in pids
         # a flow whose end precedes its start is dropped by Perfetto; it also means a clock offset is missing
         flow = {"bind_id": f"0x{int(r['room']):x}"} if sent and got and r["recv_t0"] >= r["t0"] else {}
-        args = {"bootstrap_room": r["room"], "outcome": r["outcome"], "prefill_host": r["prefill_host"],
-                "decode_host": r["decode_host"], "decode_rank": r["decode_rank"], "units": r["units"],
-                "bytes": r["bytes"], "checksum": r["checksum_verdict"], "error": r["error"]}
+        args = {
+            "bootstrap_room": r["room"],
+            "outcome": r["outcome"],
+            "prefill_host": r["prefill_host"],
+            "decode_host": r["decode_host"],
+            "decode_rank": r["decode_rank"],
+            "units": r["units"],
+            "bytes": r["bytes"],
+            "checksum": r["checksum_verdict"],
+            "error": r["error"],
+        }
         if sent:
             pid, tid = track(r["prefill_host"], r["prefill_rank"])
             name = "transfer" if r["outcome"] == "ok" else f"transfer ({r['outcome']})"
-            ev.append({"ph": "b", "cat": "transfer", "name": name, "id": r["room"], "pid": pid, "tid": tid,
-                       "ts": r["t0"], "args": args, **({**flow, "flow_out": True} if flow else {})})
-            ev.append({"ph": "e", "cat": "transfer", "name": name, "id": r["room"], "pid": pid, "tid": tid,
-                       "ts": max(r["t1"], r["t0"])})
+            ev.append(
+                {
+                    "ph": "b",
+                    "cat": "transfer",
+                    "name": name,
+                    "id": r["room"],
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": r["t0"],
+                    "args": args,
+                    **({**flow, "flow_out": True} if flow else {}),
+                }
+            )
+            ev.append(
+                {
+                    "ph": "e",
+                    "cat": "transfer",
+                    "name": name,
+                    "id": r["room"],
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": max(r["t1"], r["t0"]),
+                }
+            )
         if got:
             pid, tid = track(r["decode_host"], r["decode_rank"])
             name = "receive" if r["outcome"] == "ok" else f"receive ({r['outcome']})"
-            ev.append({"ph": "b", "cat": "transfer.recv", "name": name, "id": r["room"], "pid": pid,
-                       "tid": tid, "ts": r["recv_t0"], "args": args, **({**flow, "flow_in": True} if flow else {})})
-            ev.append({"ph": "e", "cat": "transfer.recv", "name": name, "id": r["room"], "pid": pid,
-                       "tid": tid, "ts": max(r["recv_t1"], r["recv_t0"])})
+            ev.append(
+                {
+                    "ph": "b",
+                    "cat": "transfer.recv",
+                    "name": name,
+                    "id": r["room"],
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": r["recv_t0"],
+                    "args": args,
+                    **({**flow, "flow_in": True} if flow else {}),
+                }
+            )
+            ev.append(
+                {
+                    "ph": "e",
+                    "cat": "transfer.recv",
+                    "name": name,
+                    "id": r["room"],
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": max(r["recv_t1"], r["recv_t0"]),
+                }
+            )
 
     for m in d["marks"]:
         if m["host"] not in pids:
             continue
         pid, tid = track(m["host"], m["rank"])
         name = m["kind"] + (f" ({m['reason']})" if m["reason"] else "")
-        ev.append({"ph": "i", "s": "t", "cat": m["mark"], "name": name, "pid": pid, "tid": tid, "ts": m["t_us"],
-                   "args": {"bootstrap_room": m["room"], "rid": m["rid"], "reason": m["reason"],
-                            "severity": m["severity"], "message": m["message"]}})
+        ev.append(
+            {
+                "ph": "i",
+                "s": "t",
+                "cat": m["mark"],
+                "name": name,
+                "pid": pid,
+                "tid": tid,
+                "ts": m["t_us"],
+                "args": {
+                    "bootstrap_room": m["room"],
+                    "rid": m["rid"],
+                    "reason": m["reason"],
+                    "severity": m["severity"],
+                    "message": m["message"],
+                },
+            }
+        )
 
     for r in d["replies"]:
         if not r["corrupted"]:
@@ -171,12 +248,28 @@ def _events(model: dict, d: dict, track, agent) -> list[dict]:
             pid, tid = track(r["host"], r["rank"])
         else:
             pid, tid = agent()
-        ev.append({"ph": "i", "s": "t", "cat": "reply", "name": f"corrupted reply ({r['corruption_class']})",
-                   "pid": pid, "tid": tid, "ts": r["t0"],
-                   "args": {"bootstrap_room": r["room"], "class": r["corruption_class"], "source": r["source"],
-                            "session_id": r["session_id"], "turn_id": r["turn_id"],
-                            "signatures": ", ".join(r["signatures"] or []), "evidence": r["evidence"],
-                            "room_outcome": r["outcome"], "reply_end": iso(r["t1"])}})
+        ev.append(
+            {
+                "ph": "i",
+                "s": "t",
+                "cat": "reply",
+                "name": f"corrupted reply ({r['corruption_class']})",
+                "pid": pid,
+                "tid": tid,
+                "ts": r["t0"],
+                "args": {
+                    "bootstrap_room": r["room"],
+                    "class": r["corruption_class"],
+                    "source": r["source"],
+                    "session_id": r["session_id"],
+                    "turn_id": r["turn_id"],
+                    "signatures": ", ".join(r["signatures"] or []),
+                    "evidence": r["evidence"],
+                    "room_outcome": r["outcome"],
+                    "reply_end": iso(r["t1"]),
+                },
+            }
+        )
 
     # wedges and storms overlap each other and other kinds: async slices, never thread slices
     for w in d["wedges"]:
@@ -184,24 +277,68 @@ def _events(model: dict, d: dict, track, agent) -> list[dict]:
             continue
         pid, tid = track(w["host"], w.get("dp_rank"))
         wid = f"{w['host']}/{w['kind']}/{w.get('dp_rank')}/{w['t0']}"
-        ev.append({"ph": "b", "cat": "wedge", "name": f"wedge: {w['kind']}", "id": wid, "pid": pid, "tid": tid,
-                   "ts": w["t0"], "args": {k: w.get(k) for k in ("tp_rank", "silent_s", "typical_s", "in_flight",
-                                                                  "pending_transfers", "n_rooms", "rooms",
-                                                                  "ended_by", "signals", "incident",
-                                                                  "incident_hosts")}})
-        ev.append({"ph": "e", "cat": "wedge", "name": f"wedge: {w['kind']}", "id": wid, "pid": pid, "tid": tid,
-                   "ts": w["t1"]})
+        ev.append(
+            {
+                "ph": "b",
+                "cat": "wedge",
+                "name": f"wedge: {w['kind']}",
+                "id": wid,
+                "pid": pid,
+                "tid": tid,
+                "ts": w["t0"],
+                "args": {
+                    k: w.get(k)
+                    for k in (
+                        "tp_rank",
+                        "silent_s",
+                        "typical_s",
+                        "in_flight",
+                        "pending_transfers",
+                        "n_rooms",
+                        "rooms",
+                        "ended_by",
+                        "signals",
+                        "incident",
+                        "incident_hosts",
+                    )
+                },
+            }
+        )
+        ev.append(
+            {"ph": "e", "cat": "wedge", "name": f"wedge: {w['kind']}", "id": wid, "pid": pid, "tid": tid, "ts": w["t1"]}
+        )
     for s in d["storms"]:
         if s["host"] not in pids:
             continue
         pid, tid = track(s["host"], None)
         sid = f"{s['host']}/{s['t0']}"
-        ev.append({"ph": "b", "cat": "abort_storm", "name": "abort storm", "id": sid, "pid": pid, "tid": tid,
-                   "ts": s["t0"], "args": {k: s.get(k) for k in ("aborts_on_host", "n_aborts", "host_aborts", "host_counts",
-                                                                  "aborts_per_s", "errors_after",
-                                                                  "corrupted_replies_after", "agent_aborts")}})
-        ev.append({"ph": "e", "cat": "abort_storm", "name": "abort storm", "id": sid, "pid": pid, "tid": tid,
-                   "ts": s["t1"]})
+        ev.append(
+            {
+                "ph": "b",
+                "cat": "abort_storm",
+                "name": "abort storm",
+                "id": sid,
+                "pid": pid,
+                "tid": tid,
+                "ts": s["t0"],
+                "args": {
+                    k: s.get(k)
+                    for k in (
+                        "aborts_on_host",
+                        "n_aborts",
+                        "host_aborts",
+                        "host_counts",
+                        "aborts_per_s",
+                        "errors_after",
+                        "corrupted_replies_after",
+                        "agent_aborts",
+                    )
+                },
+            }
+        )
+        ev.append(
+            {"ph": "e", "cat": "abort_storm", "name": "abort storm", "id": sid, "pid": pid, "tid": tid, "ts": s["t1"]}
+        )
     ev.sort(key=lambda e: e["ts"])
     return ev
 
@@ -245,9 +382,14 @@ def write(model: dict, d: dict, path: str, counters: Iterable[dict] = (), note: 
 
     other = _events(model, d, track, agent)
     stream = heapq.merge(_counter_events(counters, track), other, key=lambda e: e["ts"])
-    other_data = {"source": "forensics timeline", "store": escape_control(d["store"]),
-                  "clock_offsets": describe_offsets(d["offsets"]), "clock_warnings": d["clock_warnings"],
-                  "bucket_s": model["bucket_s"], **({"note": note} if note else {})}
+    other_data = {
+        "source": "forensics timeline",
+        "store": escape_control(d["store"]),
+        "clock_offsets": describe_offsets(d["offsets"]),
+        "clock_warnings": d["clock_warnings"],
+        "bucket_s": model["bucket_s"],
+        **({"note": note} if note else {}),
+    }
     # ASCII-only JSON without < > &: no raw bidi or control character, and no markup, reaches
     # whatever shows the file (a viewer, a browser, a paste into an issue)
     dump = lambda o: json_in_html(json.dumps(o, ensure_ascii=True, allow_nan=False, separators=(",", ":")))  # noqa: E731
@@ -271,20 +413,52 @@ def write(model: dict, d: dict, path: str, counters: Iterable[dict] = (), note: 
         meta = []
         for h in d["hosts"]:
             pid = track.pids[h["name"]]
-            meta.append({"ph": "M", "name": "process_name", "pid": pid, "tid": pid * 100_000, "ts": t_meta,
-                         "args": {"name": f"{h['name']} ({h['role']})"}})
-            meta.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": pid * 100_000, "ts": t_meta,
-                         "args": {"sort_index": pid}})
+            meta.append(
+                {
+                    "ph": "M",
+                    "name": "process_name",
+                    "pid": pid,
+                    "tid": pid * 100_000,
+                    "ts": t_meta,
+                    "args": {"name": f"{h['name']} ({h['role']})"},
+                }
+            )
+            meta.append(
+                {
+                    "ph": "M",
+                    "name": "process_sort_index",
+                    "pid": pid,
+                    "tid": pid * 100_000,
+                    "ts": t_meta,
+                    "args": {"sort_index": pid},
+                }
+            )
         if unlinked:
-            meta.append({"ph": "M", "name": "process_name", "pid": agent_pid, "tid": agent_pid * 100_000,
-                         "ts": t_meta, "args": {"name": other_replies(model)}})
+            meta.append(
+                {
+                    "ph": "M",
+                    "name": "process_name",
+                    "pid": agent_pid,
+                    "tid": agent_pid * 100_000,
+                    "ts": t_meta,
+                    "args": {"name": other_replies(model)},
+                }
+            )
             track.threads[(agent_pid, agent_pid * 100_000)] = "replies"
         for (pid, tid), name in sorted(track.threads.items()):
-            meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": t_meta,
-                         "args": {"name": name}})
-            meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "ts": t_meta,
-                         "args": {"sort_index": tid}})
+            meta.append(
+                {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": t_meta, "args": {"name": name}}
+            )
+            meta.append(
+                {
+                    "ph": "M",
+                    "name": "thread_sort_index",
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": t_meta,
+                    "args": {"sort_index": tid},
+                }
+            )
         if meta:
             f.write(sep + ",".join(dump(m) for m in meta))
         f.write("]}")
-

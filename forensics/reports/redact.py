@@ -39,19 +39,36 @@ _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _B64 = r"A-Za-z0-9+/="
 SECRET_RULES: list[tuple[str, tuple[str, ...], re.Pattern]] = [
     # privatekey: the whole block, or to the end of its base64 when the END line is cut off
-    ("private-key", ("private key",),
-     re.compile(r"-----BEGIN[ A-Z0-9_]{0,100}?PRIVATE KEY(?: BLOCK)?-----"
-                r"(?:[\s\S]*?-----END[ A-Z0-9_]{0,100}?PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:-]*)")),
+    (
+        "private-key",
+        ("private key",),
+        re.compile(
+            r"-----BEGIN[ A-Z0-9_]{0,100}?PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:[\s\S]*?-----END[ A-Z0-9_]{0,100}?PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:-]*)"
+        ),
+    ),
     # jwt: header and payload are base64 of JSON objects, so both start with `ey`
     ("jwt", ("ey",), re.compile(r"\bey[A-Za-z0-9_-]{10,}\.ey[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_\-+/]*={0,2}")),
-    ("github", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{22,})")),
+    (
+        "github",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{22,})"),
+    ),
     ("gitlab", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{16,}")),
-    ("slack", ("xox", "xapp-", "hooks.slack.com"),
-     re.compile(r"\b(?:xox[abeoprs](?:\.xox[bp])?-[A-Za-z0-9-]{8,}|xapp-\d-[A-Za-z0-9-]{8,}"
-                r"|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{8,})", re.I)),
-    ("aws", ("a3t", "akia", "asia", "abia", "acca"),
-     re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b")),
+    (
+        "slack",
+        ("xox", "xapp-", "hooks.slack.com"),
+        re.compile(
+            r"\b(?:xox[abeoprs](?:\.xox[bp])?-[A-Za-z0-9-]{8,}|xapp-\d-[A-Za-z0-9-]{8,}"
+            r"|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{8,})",
+            re.I,
+        ),
+    ),
+    (
+        "aws",
+        ("a3t", "akia", "asia", "abia", "acca"),
+        re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+    ),
     ("anthropic", ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}")),
     ("openai", ("sk-",), re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}")),
     ("huggingface", ("hf_", "api_org_"), re.compile(r"\b(?:hf_[A-Za-z0-9]{20,}|api_org_[A-Za-z0-9]{20,})")),
@@ -63,8 +80,10 @@ SECRET_RULES: list[tuple[str, tuple[str, ...], re.Pattern]] = [
 # user:password@ in a URL, also with JSON's escaped slashes (https:\/\/u:p@h)
 URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{1,20}:(?:\\?/){2})([^\s/?#@\"'<>\\]+)@")
 # curl: -H 'Authorization: Bearer …', or a bearer token on its own
-AUTHORIZATION = re.compile(r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?)"
-                           r"([^\s\"',;]{6,})")
+AUTHORIZATION = re.compile(
+    r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?)"
+    r"([^\s\"',;]{6,})"
+)
 BEARER = re.compile(r"(?i)\b(bearer\s+)([A-Za-z0-9._~+/=-]{8,})")
 # generic-api-key's keywords, as assignments in code, config, JSON, env files and query strings;
 # the key is kept (it says what was there), the value masked; plain numbers and null-ish values are
@@ -74,11 +93,14 @@ _SUFFIX = r"(?:[_-]?(?:access|secret|api|auth|key|id|token|value|string|hash|b64
 ASSIGNMENT = re.compile(
     rf"(?i)(?<!\[)({_KEYWORD}{_SUFFIX}[\"']?\s*(?:[:=]|=>|:=)\s*[\"']?)"
     r"(?!\[secret:)(?!(?:none|null|nil|true|false|undefined|\*+|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?:[\s\"',;&}\])]|$))"
-    r"((?<=\")[^\"\n]{1,256}(?=\")|(?<=')[^'\n]{1,256}(?=')|[^\s\"',;&}\])]{3,})")
+    r"((?<=\")[^\"\n]{1,256}(?=\")|(?<=')[^'\n]{1,256}(?=')|[^\s\"',;&}\])]{3,})"
+)
 # the same keywords as command-line flags: `--api-key VALUE`
-CLI_FLAG = re.compile(r"(?i)((?<![\w-])--[a-z0-9-]{0,30}?(?:passw(?:or)?d|pwd|secret|token|api-?key|access-?key"
-                      r"|private-?key|credentials?)(?:-[a-z0-9]+)?\s+)(?!-)(?!(?:none|null|true|false|\d+)(?:\s|$))"
-                      r"([^\s\"']{3,})")
+CLI_FLAG = re.compile(
+    r"(?i)((?<![\w-])--[a-z0-9-]{0,30}?(?:passw(?:or)?d|pwd|secret|token|api-?key|access-?key"
+    r"|private-?key|credentials?)(?:-[a-z0-9]+)?\s+)(?!-)(?!(?:none|null|true|false|\d+)(?:\s|$))"
+    r"([^\s\"']{3,})"
+)
 # aws_secret is a sub-rule of the access key: a bare 40-character secret next to an access key id
 AWS_SECRET = re.compile(rf"(?<![{_B64}])[A-Za-z0-9+/]{{40}}(?![{_B64}])")
 
@@ -96,13 +118,17 @@ _PSEUDONYM = re.compile(r"(?:host|node|machine|ip|ipv6|mac|domain|email|user)-\d
 EMAIL = re.compile(r"(?i)(?<![\w.+%-])[a-z0-9._%+-]+@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,63}(?![\w-])")
 # the user's part of a home path: /home/x, /Users/x, C:\Users\x (also JSON's C:\\Users\\x), ~x
 HOME_PATH = re.compile(r"(\\?/(?:home|Users)\\?/)([^/\s\"'<>|\\:;,]+)")
-WINDOWS_HOME = re.compile(r"(?i)\b([a-z]:(?:\\\\|\\|/)(?:Users|Documents and Settings)(?:\\\\|\\|/))"
-                          r"([^\\/\s\"'<>|:;,]+)")
+WINDOWS_HOME = re.compile(
+    r"(?i)\b([a-z]:(?:\\\\|\\|/)(?:Users|Documents and Settings)(?:\\\\|\\|/))"
+    r"([^\\/\s\"'<>|:;,]+)"
+)
 TILDE_USER = re.compile(r"(?<![\w~/.\\-])~([A-Za-z_][A-Za-z0-9_.-]{0,31})(?=/|$|[\s\"',;:)\]])")
 IPV6_CANDIDATE = re.compile(r"(?<![\w:.%])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f.]*(?:%[A-Za-z0-9_.-]+)?")
 # a MAC may follow a dash (`sglang-02:5b:…:21.log`), but not as the tail of a longer dashed hex run
-MAC = re.compile(r"(?<![\w:.])(?<![0-9A-Fa-f]-)(?:[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}"
-                 r"|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})(?![\w:-])")
+MAC = re.compile(
+    r"(?<![\w:.])(?<![0-9A-Fa-f]-)(?:[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}"
+    r"|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})(?![\w:-])"
+)
 IPV4 = re.compile(rf"(?<![\w.])(?:{_OCTET}\.){{3}}{_OCTET}(?![\w]|\.\d)")
 # addresses that say where a server listened, not whose machine it was
 KEPT_ADDRESSES = {"0.0.0.0", "127.0.0.1", "::", "::1", "255.255.255.255"}
@@ -115,31 +141,65 @@ _GENERIC_TLDS = (
     "local localdomain localhost internal intranet lan corp home priv private svc cluster consul "
     "example test invalid arpa onion"
 ).split()
-_NOT_TLDS = set("py sh md rs so pl cc ps gz xz db ml js ts hh cs rb go hs fs el kt mk pm ui ok id to is it "
-                "at be do no me my as am an in on or up we of if by".split())
+_NOT_TLDS = set(
+    "py sh md rs so pl cc ps gz xz db ml js ts hh cs rb go hs fs el kt mk pm ui ok id to is it "
+    "at be do no me my as am an in on or up we of if by".split()
+)
 _TLD = rf"(?:{'|'.join(sorted(set(_GENERIC_TLDS), key=len, reverse=True))}|(?!(?:{'|'.join(sorted(_NOT_TLDS))})\b)[a-z]{{2}})"
 FQDN = re.compile(rf"(?i)(?<![\w.-])((?:[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.)+{_TLD})(?![\w-]|\.[a-z0-9])")
 
 # a name that can only be a machine's: the host of a URL (`http://pd-router:8000/v1`: k8s service names
 # have no domain), or the value of a host-like key; an address or a pseudonym there is already masked
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
-URL_HOST = re.compile(rf"(?i)\b([a-z][a-z0-9+.-]{{1,20}}:(?:\\?/){{2}}(?:\[secret:credentials\]@)?)({_NAME})"
-                      r"(?=[:/\\?#\s\"'<>)\]]|$)")
-HOST_ASSIGNMENT = re.compile(rf"(?i)(?<![A-Za-z0-9])((?:[a-z]+_)?(?:host|hostname|host_name|node_name|pod_name|"
-                             rf"server_name|endpoint)[\"']?\s*[:=]\s*[\"']?)((?=[A-Za-z]){_NAME})(?![\w.-])")
+URL_HOST = re.compile(
+    rf"(?i)\b([a-z][a-z0-9+.-]{{1,20}}:(?:\\?/){{2}}(?:\[secret:credentials\]@)?)({_NAME})"
+    r"(?=[:/\\?#\s\"'<>)\]]|$)"
+)
+HOST_ASSIGNMENT = re.compile(
+    rf"(?i)(?<![A-Za-z0-9])((?:[a-z]+_)?(?:host|hostname|host_name|node_name|pod_name|"
+    rf"server_name|endpoint)[\"']?\s*[:=]\s*[\"']?)((?=[A-Za-z]){_NAME})(?![\w.-])"
+)
 _KEPT_NAMES = {"localhost", "none", "null", "true", "false"}
 
 # host names that are also ordinary words of logs and reports (a transcripts folder called `agent`):
 # masked where a whole value is the host, but not as a word inside text
-WORD_HOSTS = set("agent agents transcripts transcript logs log trace traces prefill decode router proxy server "
-                 "servers client gateway worker workers master main node host unified local localhost "
-                 "default data dump test tmp opencode claude sglang nixl ucx kvtrace store".split())
+WORD_HOSTS = set(
+    "agent agents transcripts transcript logs log trace traces prefill decode router proxy server "
+    "servers client gateway worker workers master main node host unified local localhost "
+    "default data dump test tmp opencode claude sglang nixl ucx kvtrace store".split()
+)
 _PSEUDONYM_PREFIXES = ("host", "node", "machine", "server-name")
 
 # the order the kinds are reported in
-KINDS = ("private-key", "jwt", "github", "gitlab", "slack", "aws", "anthropic", "openai", "huggingface",
-         "google", "stripe", "npm", "pypi", "base64", "url-credentials", "authorization", "bearer", "credential",
-         "store-path", "home-path", "email", "host", "ipv6", "mac", "ipv4", "domain", "excerpt-edge")
+KINDS = (
+    "private-key",
+    "jwt",
+    "github",
+    "gitlab",
+    "slack",
+    "aws",
+    "anthropic",
+    "openai",
+    "huggingface",
+    "google",
+    "stripe",
+    "npm",
+    "pypi",
+    "base64",
+    "url-credentials",
+    "authorization",
+    "bearer",
+    "credential",
+    "store-path",
+    "home-path",
+    "email",
+    "host",
+    "ipv6",
+    "mac",
+    "ipv4",
+    "domain",
+    "excerpt-edge",
+)
 
 
 def _opaque(run: str) -> bool:
@@ -162,8 +222,10 @@ class Redactor:
     def __init__(self, hosts: list[str] = (), store_paths: list[str] = ()):
         names = sorted({h for h in hosts if h and h.strip()})
         lowered = {h.lower() for h in names}
-        prefix = next((p for p in _PSEUDONYM_PREFIXES
-                       if not any(re.fullmatch(rf"{re.escape(p)}-\d+", h) for h in lowered)), "host-name")
+        prefix = next(
+            (p for p in _PSEUDONYM_PREFIXES if not any(re.fullmatch(rf"{re.escape(p)}-\d+", h) for h in lowered)),
+            "host-name",
+        )
         self.hosts: dict[str, str] = {}  # lower-cased name (and its escaped form) -> pseudonym
         for i, h in enumerate(names):
             p = self.hosts.setdefault(h.lower(), f"{prefix}-{i + 1}")
@@ -171,10 +233,12 @@ class Redactor:
         self._pseudonyms = set(self.hosts.values())
         # longest first, so that `decode-12` is never read as `decode-1` followed by `2`
         in_text = sorted((h for h in self.hosts if h not in WORD_HOSTS and len(h) > 1), key=len, reverse=True)
-        self._host_re = (re.compile(r"(?i)(?<![\w-])(?:" + "|".join(re.escape(h) for h in in_text) + r")(?![\w-])")
-                         if in_text else None)
-        paths = sorted({p.rstrip("/\\") for p in store_paths if p and len(p.rstrip("/\\")) > 1}, key=len,
-                       reverse=True)
+        self._host_re = (
+            re.compile(r"(?i)(?<![\w-])(?:" + "|".join(re.escape(h) for h in in_text) + r")(?![\w-])")
+            if in_text
+            else None
+        )
+        paths = sorted({p.rstrip("/\\") for p in store_paths if p and len(p.rstrip("/\\")) > 1}, key=len, reverse=True)
         self._store_re = re.compile("|".join(re.escape(p) for p in paths)) if paths else None
         self._names: dict[str, dict[str, str]] = collections.defaultdict(dict)
         self._cache: dict[str, tuple[str, collections.Counter]] = {}
@@ -187,8 +251,11 @@ class Redactor:
 
         from forensics.catalog.sql import run_sql
 
-        names = run_sql(store, "SELECT DISTINCT host FROM files WHERE host IS NOT NULL "
-                               "UNION SELECT DISTINCT host FROM events WHERE host IS NOT NULL")
+        names = run_sql(
+            store,
+            "SELECT DISTINCT host FROM files WHERE host IS NOT NULL "
+            "UNION SELECT DISTINCT host FROM events WHERE host IS NOT NULL",
+        )
         hosts = names["host"].to_list() + list(store.clocks())
         root = str(store.root)
         return cls(hosts, [root, os.path.abspath(root), os.path.realpath(root)])
@@ -210,6 +277,7 @@ class Redactor:
                 if out != m.group():
                     found[kind] += 1
                 return out
+
             return pattern.sub(counted, text)
 
         low = s.lower()
@@ -246,8 +314,12 @@ class Redactor:
         if ":" in s or "-" in s or "." in s:
             s = sub(MAC, "mac", lambda m: self._pseudonym("mac", "mac", m.group().lower()), s)
         if "." in s:
-            s = sub(IPV4, "ipv4", lambda m: m.group() if m.group() in KEPT_ADDRESSES
-                    else self._pseudonym("ip", "ip", m.group()), s)
+            s = sub(
+                IPV4,
+                "ipv4",
+                lambda m: m.group() if m.group() in KEPT_ADDRESSES else self._pseudonym("ip", "ip", m.group()),
+                s,
+            )
             s = sub(FQDN, "domain", self._domain, s)
         if "//" in s:
             s = sub(URL_HOST, "domain", lambda m: m.group(1) + self._name(m.group(2)), s)
@@ -324,8 +396,9 @@ class Redactor:
         if isinstance(v, tuple):
             return tuple(self.value(x) for x in v)
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return dataclasses.replace(v, **{f.name: self.value(getattr(v, f.name))
-                                              for f in dataclasses.fields(v) if f.init})
+            return dataclasses.replace(
+                v, **{f.name: self.value(getattr(v, f.name)) for f in dataclasses.fields(v) if f.init}
+            )
         return v
 
     def series(self, s: pl.Series) -> pl.Series:

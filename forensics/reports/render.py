@@ -104,13 +104,23 @@ def flat(df: pl.DataFrame) -> pl.DataFrame:
     if not nested:
         return df
     return df.with_columns(
-        pl.Series(c, [None if v is None else json.dumps(v, default=_json_default, ensure_ascii=False)
-                      for v in df[c].to_list()], dtype=pl.Utf8)
-        for c in nested)
+        pl.Series(
+            c,
+            [None if v is None else json.dumps(v, default=_json_default, ensure_ascii=False) for v in df[c].to_list()],
+            dtype=pl.Utf8,
+        )
+        for c in nested
+    )
 
 
-def render(df: pl.DataFrame, fmt: str, out=None, title: str | None = None, wrap: frozenset[str] = frozenset(),
-           first: tuple[str, ...] = ()) -> None:
+def render(
+    df: pl.DataFrame,
+    fmt: str,
+    out=None,
+    title: str | None = None,
+    wrap: frozenset[str] = frozenset(),
+    first: tuple[str, ...] = (),
+) -> None:
     """Write `df` as `fmt` to the text stream `out` (parquet: use write_parquet, it is not text). For a table,
     `wrap`: columns whose text folds onto more lines instead of being cut; `first`: columns kept before others."""
     out = out or sys.stdout
@@ -137,6 +147,7 @@ def write_parquet(df: pl.DataFrame, path: str) -> None:
 
 # -- tables for a person ----------------------------------------------------------------------------
 
+
 def table_width(out) -> int | None:
     """The width a table may take on `out`: --max-width, else the terminal's, else $COLUMNS, else 120; None: --wide."""
     if TABLE.wide:
@@ -150,9 +161,15 @@ def table_width(out) -> int | None:
     return int(cols) if cols.isdigit() and int(cols) > 0 else 120
 
 
-def table(df: pl.DataFrame, out=None, title: str | None = None, wrap: frozenset[str] = frozenset(),
-          first: tuple[str, ...] = ()) -> None:
+def table(
+    df: pl.DataFrame,
+    out=None,
+    title: str | None = None,
+    wrap: frozenset[str] = frozenset(),
+    first: tuple[str, ...] = (),
+) -> None:
     """`df` as a table a person reads (print_table); lists shortened unless --wide."""
+
     def cells():
         return ([_cell(v, whole=TABLE.wide) for v in row] for row in df.iter_rows())
 
@@ -171,9 +188,19 @@ FOLD_COL = 24
 CHUNK_ROWS = 500
 
 
-def print_table(out, headers: list[str], rows, *, title: str | None = None, styles=None,
-                wrap: frozenset[str] = frozenset(), n_rows: int | None = None, show_lines: bool = False,
-                ends: bool = True, first: tuple[str, ...] = ()) -> None:
+def print_table(
+    out,
+    headers: list[str],
+    rows,
+    *,
+    title: str | None = None,
+    styles=None,
+    wrap: frozenset[str] = frozenset(),
+    n_rows: int | None = None,
+    show_lines: bool = False,
+    ends: bool = True,
+    first: tuple[str, ...] = (),
+) -> None:
     """Rows of cells (str, or rich Text for styled ones) as a box table no wider than table_width(out).
 
     As DuckDB's duckbox does: cells too long are cut with `…`, and when even cut columns do not fit,
@@ -204,20 +231,26 @@ def print_table(out, headers: list[str], rows, *, title: str | None = None, styl
     keep = list(range(n))
     widths = list(natural)
     if limit is not None:
-        keep, widths = _fit(natural, [h in wrap for h in headers], limit, ends,
-                            [headers.index(h) for h in first if h in headers])
+        keep, widths = _fit(
+            natural, [h in wrap for h in headers], limit, ends, [headers.index(h) for h in first if h in headers]
+        )
     hidden = n - len(keep)
     cut = any(headers[i] not in wrap and widths[pos] < natural[i] for pos, i in enumerate(keep))
 
     def make(part, at: int = 0) -> Table:
-        t = Table(title=None if title is None else rich_text(title), header_style="bold", show_lines=show_lines,
-                  collapse_padding=False)
+        t = Table(
+            title=None if title is None else rich_text(title),
+            header_style="bold",
+            show_lines=show_lines,
+            collapse_padding=False,
+        )
         for pos, i in enumerate(keep):
             if hidden and pos == _split(keep):
                 t.add_column(HIDDEN_MARK, width=1, no_wrap=True)
             folds = headers[i] in wrap
-            t.add_column(rich_text(headers[i]), width=widths[pos], no_wrap=not folds,
-                         overflow="fold" if folds else "ellipsis")
+            t.add_column(
+                rich_text(headers[i]), width=widths[pos], no_wrap=not folds, overflow="fold" if folds else "ellipsis"
+            )
         for k, r in enumerate(part, at):
             cells = [c if isinstance(c, Text) else rich_text(c) for c in (r[i] for i in keep)]
             if hidden:
@@ -235,14 +268,16 @@ def print_table(out, headers: list[str], rows, *, title: str | None = None, styl
         rows_n = count if n_rows is None else n_rows
         what = f"{rows_n} row{'s' * (rows_n != 1)}, {n} columns"
         what += f" ({n - hidden} shown)" if hidden else ""
-        con.print(Text(f"{what}; … marks what is cut: --wide shows everything, --max-width N sets the width"),
-                  soft_wrap=True)
+        con.print(
+            Text(f"{what}; … marks what is cut: --wide shows everything, --max-width N sets the width"), soft_wrap=True
+        )
 
 
 def _print_in_parts(con, make, rows, n_cols: int, show_lines: bool) -> None:
     """The table `make(rows)` would print, rendered CHUNK_ROWS rows at a time: the widths are fixed,
     so each part's rows render as they would in the whole; the parts are joined by cutting their
     header and bottom edge off (and putting back the line between rows)."""
+
     def lines(t) -> list[str]:
         with con.capture() as cap:
             con.print(t)
@@ -251,7 +286,7 @@ def _print_in_parts(con, make, rows, n_cols: int, show_lines: bool) -> None:
     # a table of blank one-line rows: title, top edge, header and the rule under it, then the rows
     # (with the line between them), then the bottom edge
     blank = lines(make([[""] * n_cols] * 2))
-    head, bottom = blank[:-4 if show_lines else -3], blank[-1]
+    head, bottom = blank[: -4 if show_lines else -3], blank[-1]
     between = blank[-3] if show_lines else ""
     at = 0
     it = iter(rows)
@@ -259,7 +294,7 @@ def _print_in_parts(con, make, rows, n_cols: int, show_lines: bool) -> None:
         part = list(itertools.islice(it, CHUNK_ROWS))
         if not part:
             break
-        body = lines(make(part, at))[len(head):-1]
+        body = lines(make(part, at))[len(head) : -1]
         con.file.write("".join(head) if at == 0 else between)
         con.file.write("".join(body))
         at += len(part)
@@ -271,8 +306,9 @@ def _split(keep: list[int]) -> int:
     return next((p for p, (a, b) in enumerate(zip(keep, keep[1:]), 1) if b != a + 1), len(keep))
 
 
-def _fit(natural: list[int], folds: list[bool], limit: int, ends: bool = True,
-         first: list[int] | None = None) -> tuple[list[int], list[int]]:
+def _fit(
+    natural: list[int], folds: list[bool], limit: int, ends: bool = True, first: list[int] | None = None
+) -> tuple[list[int], list[int]]:
     """Which columns fit in `limit` characters and how wide each is.
 
     Each column asks for its widest cell, at most MAX_COL; columns are taken from both ends inwards
@@ -282,8 +318,13 @@ def _fit(natural: list[int], folds: list[bool], limit: int, ends: bool = True,
     """
     n = len(natural)
     ask = [min(w, FOLD_COL if f else MAX_COL) for w, f in zip(natural, folds)]
-    order = list(dict.fromkeys([*(first or []), *(x for pair in zip(range(n), reversed(range(n))) for x in pair)]
-                               if ends else [*(first or []), *range(n)]))
+    order = list(
+        dict.fromkeys(
+            [*(first or []), *(x for pair in zip(range(n), reversed(range(n))) for x in pair)]
+            if ends
+            else [*(first or []), *range(n)]
+        )
+    )
     keep: list[int] = []
     for i in order:
         mark = 4 if len(keep) + 1 < n else 0
@@ -353,9 +394,13 @@ def _tsv_scalar(v) -> str:
 
 def jsonl_text(df: pl.DataFrame) -> str:
     """`df` as JSON Lines: one compact object per row, the same values as --format json."""
-    lines = (CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}",
-                         json.dumps(r, default=_json_default, ensure_ascii=False, separators=(",", ":")))
-             for r in to_json_rows(df))
+    lines = (
+        CONTROL.sub(
+            lambda m: f"\\u{ord(m.group()):04x}",
+            json.dumps(r, default=_json_default, ensure_ascii=False, separators=(",", ":")),
+        )
+        for r in to_json_rows(df)
+    )
     return "".join(line + "\n" for line in lines)
 
 

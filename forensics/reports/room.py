@@ -7,8 +7,16 @@ import datetime as dt
 from forensics.analysis.room import RoomStory
 from forensics.reports.render import escape_control
 
-SUMMARY_KEYS = ("outcome", "sides_seen", "prefill_host", "decode_host", "rid_prefill", "rid_decode",
-                "checksum_verdict", "mismatched_units")
+SUMMARY_KEYS = (
+    "outcome",
+    "sides_seen",
+    "prefill_host",
+    "decode_host",
+    "rid_prefill",
+    "rid_decode",
+    "checksum_verdict",
+    "mismatched_units",
+)
 # the first failure's line, cut in the middle: its template leads, its reason (the KVTransferError text) ends it
 ERROR_HEAD, ERROR_TAIL = 50, 100
 
@@ -24,18 +32,27 @@ def summary_lines(story: RoomStory) -> list[str]:
     if not story.summary.height:
         return []
     row = story.summary.row(0, named=True)
-    out = [f"room {story.room}: " + ", ".join(f"{k}={escape_control(str(row[k]))}" for k in SUMMARY_KEYS
-                                               if row[k] is not None)]
+    out = [
+        f"room {story.room}: "
+        + ", ".join(f"{k}={escape_control(str(row[k]))}" for k in SUMMARY_KEYS if row[k] is not None)
+    ]
     if row["outcome_side"] is None and row["t_outcome"] is None and not row["later_failures"]:
         return out
     error = escape_control(row["first_error"] or "")
     if len(error) > ERROR_HEAD + ERROR_TAIL + 3:
         error = error[:ERROR_HEAD] + " … " + error[-ERROR_TAIL:]
-    out.append(f"first failure: {_ts(row['t_outcome'])} {row['outcome_side']} {escape_control(str(row['outcome_host']))} "
-               f"{row['outcome']} ({row['outcome_reason']})" + (f": {error}" if error else ""))
+    out.append(
+        f"first failure: {_ts(row['t_outcome'])} {row['outcome_side']} {escape_control(str(row['outcome_host']))} "
+        f"{row['outcome']} ({row['outcome_reason']})" + (f": {error}" if error else "")
+    )
     for x in row["later_failures"]:
-        when = ("+?" if x["ts"] is None or row["t_outcome"] is None
-                else f"{(x['ts'] - row['t_outcome']).total_seconds():+.1f} s")
-        out.append(f"  then {when}  {x['side']} {escape_control(str(x['host']))} {x['outcome']} "
-                   f"({x['reason']})" + (f" x{x['n']}" if x["n"] > 1 else ""))
+        when = (
+            "+?"
+            if x["ts"] is None or row["t_outcome"] is None
+            else f"{(x['ts'] - row['t_outcome']).total_seconds():+.1f} s"
+        )
+        out.append(
+            f"  then {when}  {x['side']} {escape_control(str(x['host']))} {x['outcome']} "
+            f"({x['reason']})" + (f" x{x['n']}" if x["n"] > 1 else "")
+        )
     return out

@@ -31,19 +31,33 @@ def _t(iso: str | None) -> str:
 
 def lines(m: dict) -> list[str]:
     i = m["inputs"]
-    out = [f"store {escape_control(m['store'])}: {i['ingested']} input{'s' if i['ingested'] != 1 else ''} ingested, "
-           f"{i['skipped']} skipped, {i['failed']} failed; {_n(i['lines'])} lines ({_size(i['bytes'])}), "
-           f"{_n(i['unparsed_lines'])} unparsed ({100 * i['unparsed_share']:.2f}%)"]
+    out = [
+        f"store {escape_control(m['store'])}: {i['ingested']} input{'s' if i['ingested'] != 1 else ''} ingested, "
+        f"{i['skipped']} skipped, {i['failed']} failed; {_n(i['lines'])} lines ({_size(i['bytes'])}), "
+        f"{_n(i['unparsed_lines'])} unparsed ({100 * i['unparsed_share']:.2f}%)"
+    ]
     for u in i["most_unparsed"]:
         out.append(f"  unparsed: {_n(u['unparsed_lines'])} of {_n(u['lines'])} lines in {escape_control(u['path'])}")
     out.append("")
     head = ("host", "roles", "inputs", "lines", "first (UTC)", "last (UTC)", "formats")
-    rows = [(escape_control(h["host"]), h["roles"] or "-", _n(h["inputs"]), _n(h["lines"] or 0), _t(h["first_ts"]),
-             _t(h["last_ts"]), h["formats"] or "-") for h in m["hosts"]]
+    rows = [
+        (
+            escape_control(h["host"]),
+            h["roles"] or "-",
+            _n(h["inputs"]),
+            _n(h["lines"] or 0),
+            _t(h["first_ts"]),
+            _t(h["last_ts"]),
+            h["formats"] or "-",
+        )
+        for h in m["hosts"]
+    ]
     widths = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
     right = {2, 3}
     for r in [head, *rows]:
-        out.append("  ".join(c.rjust(w) if k in right else c.ljust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip())
+        out.append(
+            "  ".join(c.rjust(w) if k in right else c.ljust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip()
+        )
     out.append("")
     stored = [t for t in m["tables"] if not t["view"]]
     views = [t for t in m["tables"] if t["view"]]
@@ -51,12 +65,21 @@ def lines(m: dict) -> list[str]:
     out.append("views: " + ", ".join(f"{t['table']} {_n(t['rows'])}" for t in views))
     out.append("")
     offsets = m["clock_offsets"]
-    out.append("clock offsets set: " + (", ".join(f"{escape_control(h)} {v:+g} s" for h, v in offsets.items())
-                                        or "none"))
+    out.append(
+        "clock offsets set: " + (", ".join(f"{escape_control(h)} {v:+g} s" for h, v in offsets.items()) or "none")
+    )
     est = [e for e in m["clock_estimates"] if e["estimate_s"] is not None]
-    out.append("clock offsets estimated: " + (", ".join(
-        f"{escape_control(e['host_b'])} {e['estimate_s']:+.3f} s vs {escape_control(e['host_a'])} "
-        f"({_n(e['pairs'])} pairs)" for e in est) or "none (no host pair shares rooms)"))
+    out.append(
+        "clock offsets estimated: "
+        + (
+            ", ".join(
+                f"{escape_control(e['host_b'])} {e['estimate_s']:+.3f} s vs {escape_control(e['host_a'])} "
+                f"({_n(e['pairs'])} pairs)"
+                for e in est
+            )
+            or "none (no host pair shares rooms)"
+        )
+    )
     if m["warnings"]:
         out.append("")
         out += [escape_control(w) for w in m["warnings"]]

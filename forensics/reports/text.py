@@ -27,9 +27,19 @@ from forensics.reports.render import (
 )
 
 TIMELINE_TABLE_COLUMNS = [
-    "bucket_start", "replies", "corrupted_rate", "prefill_new_tokens_per_s", "prefill_queue_req",
-    "prefill_bootstrap_req", "decode_running_req", "decode_gen_throughput", "transfers", "transfer_p99_ms",
-    "transfer_failures", "aborts", "errors",
+    "bucket_start",
+    "replies",
+    "corrupted_rate",
+    "prefill_new_tokens_per_s",
+    "prefill_queue_req",
+    "prefill_bootstrap_req",
+    "decode_running_req",
+    "decode_gen_throughput",
+    "transfers",
+    "transfer_p99_ms",
+    "transfer_failures",
+    "aborts",
+    "errors",
 ]
 
 
@@ -51,13 +61,18 @@ def _clean_floats(rows):
 
 # -- timeline ------------------------------------------------------------------------------------
 
+
 def timeline_json(model: dict) -> str:
     from forensics.analysis.timeline import anomalies
 
     rows = model["rows"].with_columns(anomaly=anomalies(model["rows"]))
     doc = {
-        "kind": "forensics.timeline", "version": 1,
-        "bucket_s": model["bucket_s"], "since": model["since"], "until": model["until"], "host": model["host"],
+        "kind": "forensics.timeline",
+        "version": 1,
+        "bucket_s": model["bucket_s"],
+        "since": model["since"],
+        "until": model["until"],
+        "host": model["host"],
         "clock_offsets": model["clock_offsets"],
         "clock_warnings": model.get("clock_warnings", []),
         "columns": rows.columns,
@@ -84,8 +99,10 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         out.write(csv_text(rows))
         return
     if fmt == "markdown":
-        out.write(f"_{markdown_text(describe_offsets(model['clock_offsets']), inline=True)}; "
-                  f"bucket {model['bucket_s']:g} s_\n\n")
+        out.write(
+            f"_{markdown_text(describe_offsets(model['clock_offsets']), inline=True)}; "
+            f"bucket {model['bucket_s']:g} s_\n\n"
+        )
         markdown_warnings(out, model.get("clock_warnings", []))
         shown = rows.filter((pl.col("anomaly") != "") | (pl.col("replies") > 0) | pl.col("transfers").gt(0))
         out.write(markdown(shown.select([*TIMELINE_TABLE_COLUMNS, "anomaly"])))
@@ -98,10 +115,18 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
     print_warnings(con, model.get("clock_warnings", []))
     cols = [*TIMELINE_TABLE_COLUMNS, "anomaly"]
     cells = [[_cell(r[c]) for c in cols] for r in rows.select(cols).iter_rows(named=True)]
-    styles = ["bold red" if "wedge" in a or "storm" in a else ("yellow" if a else None)
-              for (a,) in rows.select("anomaly").iter_rows()]
-    print_table(out, [_stacked(c) for c in cols], cells, styles=styles, wrap=frozenset({"anomaly"}),
-                title=f"timeline ({model['bucket_s']:g} s buckets) — {describe_offsets(model['clock_offsets'])}")
+    styles = [
+        "bold red" if "wedge" in a or "storm" in a else ("yellow" if a else None)
+        for (a,) in rows.select("anomaly").iter_rows()
+    ]
+    print_table(
+        out,
+        [_stacked(c) for c in cols],
+        cells,
+        styles=styles,
+        wrap=frozenset({"anomaly"}),
+        title=f"timeline ({model['bucket_s']:g} s buckets) — {describe_offsets(model['clock_offsets'])}",
+    )
     if model["wedges"].height:
         con.print(Text("wedges", style="bold"))
         for line in wedge_incidents(model["wedges"]):
@@ -124,8 +149,11 @@ def markdown_warnings(out, warnings: list[str]) -> None:
     """The header's clock warnings (forensics.analysis.clocks.clock_warnings) as Markdown quotes."""
     for w in warnings:
         text, _, command = w.rpartition(SET_IT)
-        out.write(f"> **{markdown_text((text or command).strip(), inline=True)}**"
-                  + (f" {markdown_text(SET_IT, inline=True)}{markdown_code(command)}" if text else "") + "\n\n")
+        out.write(
+            f"> **{markdown_text((text or command).strip(), inline=True)}**"
+            + (f" {markdown_text(SET_IT, inline=True)}{markdown_code(command)}" if text else "")
+            + "\n\n"
+        )
 
 
 def print_warnings(con, warnings: list[str]) -> None:
@@ -177,13 +205,21 @@ def wedge_table(df: pl.DataFrame) -> pl.DataFrame:
     """The wedges as a report shows them: rank as one label, rooms abbreviated, signals as text."""
     if df.height == 0:
         return df
-    rank = pl.concat_str([pl.format("DP{}", "dp_rank"), pl.format("TP{}", "tp_rank")], separator=" ",
-                         ignore_nulls=True)
+    rank = pl.concat_str([pl.format("DP{}", "dp_rank"), pl.format("TP{}", "tp_rank")], separator=" ", ignore_nulls=True)
     return df.select(
-        "incident", "host", pl.when(rank != "").then(rank).alias("rank"), "kind", "t_start", "t_end",
-        "silent_s", "in_flight", "n_rooms",
+        "incident",
+        "host",
+        pl.when(rank != "").then(rank).alias("rank"),
+        "kind",
+        "t_start",
+        "t_end",
+        "silent_s",
+        "in_flight",
+        "n_rooms",
         pl.Series("rooms", [_abbrev(r) for r in df["rooms"].to_list()], dtype=pl.Utf8),
-        "ended_by", pl.col("signals").list.join("; ").alias("signals"))
+        "ended_by",
+        pl.col("signals").list.join("; ").alias("signals"),
+    )
 
 
 def wedge_incidents(df: pl.DataFrame) -> list[str]:
@@ -196,9 +232,11 @@ def wedge_incidents(df: pl.DataFrame) -> list[str]:
         if len(hosts) < 2:
             continue
         t0, t1 = g["t_start"].min(), g["t_start"].max()
-        lines.append(f"incident {inc}: {', '.join(hosts)} wedged within {(t1 - t0).total_seconds():.0f} s "
-                     f"from {t0:%Y-%m-%d %H:%M:%S} UTC ({g.height} wedges, {int(g['in_flight'].sum())} requests "
-                     "in flight)")
+        lines.append(
+            f"incident {inc}: {', '.join(hosts)} wedged within {(t1 - t0).total_seconds():.0f} s "
+            f"from {t0:%Y-%m-%d %H:%M:%S} UTC ({g.height} wedges, {int(g['in_flight'].sum())} requests "
+            "in flight)"
+        )
     return lines
 
 
@@ -220,6 +258,7 @@ def _markdown_section(out, title: str, df: pl.DataFrame) -> None:
 
 # -- evidence ------------------------------------------------------------------------------------
 
+
 def evidence_json(report: dict) -> str:
     doc = {"kind": "forensics.evidence", "version": 1}
     doc.update({k: _jsonable(v) for k, v in report.items()})
@@ -239,21 +278,29 @@ def render_evidence(report: dict, fmt: str, out=None) -> None:
     out.write(f"_{markdown_text(describe_offsets(report['clock_offsets']), inline=True)}_\n\n")
     markdown_warnings(out, report.get("clock_warnings", []))
     if s["replies"]:
-        out.write(f"{s['corrupted']} of {s['replies']} replies corrupted ({100 * s['corrupted_rate']:.1f}%, "
-                  f"95% CI {100 * s['ci_low']:.1f}-{100 * s['ci_high']:.1f}%); {s['config_leaks']} config leaks "
-                  f"kept apart; {s['linked']} replies linked to a server request.\n")
+        out.write(
+            f"{s['corrupted']} of {s['replies']} replies corrupted ({100 * s['corrupted_rate']:.1f}%, "
+            f"95% CI {100 * s['ci_low']:.1f}-{100 * s['ci_high']:.1f}%); {s['config_leaks']} config leaks "
+            f"kept apart; {s['linked']} replies linked to a server request.\n"
+        )
     else:
         out.write("No replies in the store: ingest the agent transcripts to compare corrupted and clean replies.\n")
     comp = report["comparisons"]
     if comp.height:
-        out.write(f"\n{s['comparisons']} comparisons made (each bucket of a dimension against the rest); "
-                  f"{s['significant']} significant at Benjamini–Hochberg q < {s['q_threshold']:g} "
-                  f"({s['significant_raising']} raising the rate). Rows without that are not evidence on their own.\n")
-    out.write("\n### Corrupted vs clean, by dimension (risk-raising first, then protective; by q, then effect size)\n\n")
+        out.write(
+            f"\n{s['comparisons']} comparisons made (each bucket of a dimension against the rest); "
+            f"{s['significant']} significant at Benjamini–Hochberg q < {s['q_threshold']:g} "
+            f"({s['significant_raising']} raising the rate). Rows without that are not evidence on their own.\n"
+        )
+    out.write(
+        "\n### Corrupted vs clean, by dimension (risk-raising first, then protective; by q, then effect size)\n\n"
+    )
     if comp.height:
         out.write(markdown(comparison_table(comp)))
-        out.write(f"\n_* significant at q < {s['q_threshold']:g}. Intervals are 95%: Wilson for rates, Newcombe's "
-                  "score interval for differences, Katz for risk ratios._\n")
+        out.write(
+            f"\n_* significant at q < {s['q_threshold']:g}. Intervals are 95%: Wilson for rates, Newcombe's "
+            "score interval for differences, Katz for risk ratios._\n"
+        )
     else:
         out.write("_not enough replies to compare_\n")
     _markdown_section(out, "Corrupted replies and the events around them", _context_table(report["corrupted_replies"]))
@@ -280,33 +327,50 @@ def comparison_table(comp: pl.DataFrame) -> pl.DataFrame:
     """The comparisons as shown: rates and effects with their intervals, p and q side by side."""
     rows = []
     for r in comp.iter_rows(named=True):
-        rows.append({
-            "dimension": r["dimension"], "bucket": r["bucket"],
-            "effect": r["effect"] + (" *" if r["significant"] else ""),
-            "replies": r["replies"], "corrupted": r["corrupted"],
-            "rate": f"{_pct(r['rate'])}% ({_pct(r['ci_low'])}-{_pct(r['ci_high'])})",
-            "rest": f"{_pct(r['rest_rate'])}%",
-            "difference": f"{r['difference'] * 100:+.1f} pts ({r['difference_low'] * 100:+.1f} to "
-                          f"{r['difference_high'] * 100:+.1f})",
-            "risk ratio": f"{_ratio(r['risk_ratio'])} ({_ratio(r['risk_ratio_low'])}-{_ratio(r['risk_ratio_high'])})",
-            "Fisher p": _sig(r["p_value"]), "BH q": _sig(r["q_value"]),
-        })
+        rows.append(
+            {
+                "dimension": r["dimension"],
+                "bucket": r["bucket"],
+                "effect": r["effect"] + (" *" if r["significant"] else ""),
+                "replies": r["replies"],
+                "corrupted": r["corrupted"],
+                "rate": f"{_pct(r['rate'])}% ({_pct(r['ci_low'])}-{_pct(r['ci_high'])})",
+                "rest": f"{_pct(r['rest_rate'])}%",
+                "difference": f"{r['difference'] * 100:+.1f} pts ({r['difference_low'] * 100:+.1f} to "
+                f"{r['difference_high'] * 100:+.1f})",
+                "risk ratio": f"{_ratio(r['risk_ratio'])} ({_ratio(r['risk_ratio_low'])}-{_ratio(r['risk_ratio_high'])})",
+                "Fisher p": _sig(r["p_value"]),
+                "BH q": _sig(r["q_value"]),
+            }
+        )
     return pl.DataFrame(rows, schema={c: (pl.Int64 if c in ("replies", "corrupted") else pl.Utf8) for c in rows[0]})
 
 
 def _context_table(df: pl.DataFrame) -> pl.DataFrame:
     if df.height == 0:
         return df
+
     def events(evs):
-        return "; ".join(f"{e['ts'].strftime('%H:%M:%S') if e['ts'] else '?'} {e['host']} {e['kind']}"
-                         + (f" ({e['reason']})" if e["reason"] else "") for e in (evs or []))
+        return "; ".join(
+            f"{e['ts'].strftime('%H:%M:%S') if e['ts'] else '?'} {e['host']} {e['kind']}"
+            + (f" ({e['reason']})" if e["reason"] else "")
+            for e in (evs or [])
+        )
+
     return df.select(
-        "t_start", "source", "session_id", "turn_id", "corruption_class", "decode_host", "bootstrap_room",
+        "t_start",
+        "source",
+        "session_id",
+        "turn_id",
+        "corruption_class",
+        "decode_host",
+        "bootstrap_room",
         pl.col("evidence").str.slice(0, 120),
     ).with_columns(pl.Series("events nearby", [events(v) for v in df["events"].to_list()], dtype=pl.Utf8))
 
 
 # -- compare ----------------------------------------------------------------------------------------
+
 
 def render_compare(result: dict, fmt: str, out=None) -> None:
     out = out or sys.stdout
@@ -317,9 +381,11 @@ def render_compare(result: dict, fmt: str, out=None) -> None:
     markdown_warnings(out, result.get("clock_warnings", []))
     b = result.get("baseline")
     if b:
-        out.write(f"Baseline: run {markdown_code(b['run'])} of store {markdown_code(b['store'])} "
-                  f"({markdown_text(b['chosen_by'], inline=True)}; `--baseline` chooses another). "
-                  "Every other run is tested against it.\n\n")
+        out.write(
+            f"Baseline: run {markdown_code(b['run'])} of store {markdown_code(b['store'])} "
+            f"({markdown_text(b['chosen_by'], inline=True)}; `--baseline` chooses another). "
+            "Every other run is tested against it.\n\n"
+        )
     for path in result.get("without_replies") or []:
         out.write(f"Store {markdown_code(path)} holds no agent replies: it is not in the table.\n\n")
     c = result["corruption"]
@@ -327,20 +393,34 @@ def render_compare(result: dict, fmt: str, out=None) -> None:
         rows = []
         for r in c.iter_rows(named=True):
             vs = r["verdict"] != "baseline"
-            rows.append({
-                "run": r["run"], "replies": r["replies"], "corrupted": r["corrupted"],
-                "rate": f"{_pct(r['rate'])}% ({_pct(r['ci_low'])}-{_pct(r['ci_high'])})",
-                "vs": r["vs"] or "",
-                "difference": (f"{r['difference'] * 100:+.1f} pts ({r['difference_low'] * 100:+.1f} to "
-                               f"{r['difference_high'] * 100:+.1f})") if vs else "",
-                "risk ratio": (f"{_ratio(r['risk_ratio'])} ({_ratio(r['risk_ratio_low'])}-"
-                               f"{_ratio(r['risk_ratio_high'])})") if vs else "",
-                "Fisher p": _sig(r["p_value"]) if vs else "", "BH q": _sig(r["q_value"]) if vs else "",
-                "verdict": r["verdict"],
-            })
+            rows.append(
+                {
+                    "run": r["run"],
+                    "replies": r["replies"],
+                    "corrupted": r["corrupted"],
+                    "rate": f"{_pct(r['rate'])}% ({_pct(r['ci_low'])}-{_pct(r['ci_high'])})",
+                    "vs": r["vs"] or "",
+                    "difference": (
+                        f"{r['difference'] * 100:+.1f} pts ({r['difference_low'] * 100:+.1f} to "
+                        f"{r['difference_high'] * 100:+.1f})"
+                    )
+                    if vs
+                    else "",
+                    "risk ratio": (
+                        f"{_ratio(r['risk_ratio'])} ({_ratio(r['risk_ratio_low'])}-{_ratio(r['risk_ratio_high'])})"
+                    )
+                    if vs
+                    else "",
+                    "Fisher p": _sig(r["p_value"]) if vs else "",
+                    "BH q": _sig(r["q_value"]) if vs else "",
+                    "verdict": r["verdict"],
+                }
+            )
         out.write(markdown(pl.DataFrame(rows)))
-        out.write("\n_Intervals are 95% (Wilson, Newcombe, Katz); the verdict is q < 0.05, q being "
-                  "Benjamini–Hochberg over the runs compared (p itself when there is one)._\n")
+        out.write(
+            "\n_Intervals are 95% (Wilson, Newcombe, Katz); the verdict is q < 0.05, q being "
+            "Benjamini–Hochberg over the runs compared (p itself when there is one)._\n"
+        )
     else:
         out.write("_no replies in these stores_\n")
     out.write("\n## Decode throughput by concurrency band\n\n")
@@ -358,8 +438,14 @@ def print_replies(df: pl.DataFrame, out=None) -> None:
 
     from rich.text import Text
 
-    styles = {"clean": "green", "parse_leak": "bold red", "incoherent": "bold magenta", "empty": "yellow",
-              "config": "cyan", "transfer_error": "bold blue"}
+    styles = {
+        "clean": "green",
+        "parse_leak": "bold red",
+        "incoherent": "bold magenta",
+        "empty": "yellow",
+        "config": "cyan",
+        "transfer_error": "bold blue",
+    }
 
     def rows():
         for row in df.iter_rows(named=True):
@@ -369,7 +455,7 @@ def print_replies(df: pl.DataFrame, out=None) -> None:
                     text, pos = Text(), 0
                     ev = escape_control(v)
                     for m in _MARK.finditer(ev):
-                        text.append(ev[pos:m.start()])
+                        text.append(ev[pos : m.start()])
                         text.append(m.group(1), style="bold black on yellow")
                         pos = m.end()
                     text.append(ev[pos:])
@@ -381,5 +467,11 @@ def print_replies(df: pl.DataFrame, out=None) -> None:
             yield cells
 
     # the evidence is what a reader came for: it wraps, whole, where other cells are cut
-    print_table(out or sys.stdout, df.columns, rows, wrap=frozenset({"evidence", "session_id", "turn_id"}),
-                show_lines=True, first=("t_end", "corruption_class", "evidence", "session_id", "turn_id"))
+    print_table(
+        out or sys.stdout,
+        df.columns,
+        rows,
+        wrap=frozenset({"evidence", "session_id", "turn_id"}),
+        show_lines=True,
+        first=("t_end", "corruption_class", "evidence", "session_id", "turn_id"),
+    )

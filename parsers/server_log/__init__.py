@@ -75,15 +75,27 @@ def _guess_year(text: str) -> int | None:
 # without its head), NCCL, NIXL and the bare sglang messages of the grammar, a traceback header.
 # Counted over the whole head, so an excerpt that opens on a traceback tail or a cut line is
 # still recognised by the lines after it.
-_MARKERS = re.compile("|".join((
-    r"\[(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}",
-    r"\[[0-9]{2}:[0-9]{2}:[0-9]{2}(?: [A-Z_]+[0-9]+)+\]",  # time-only prefix (2024 builds)
-    r"^[IWEF][0-9]{4} [0-9][0-9]:", r"UCX +[A-Z]+ ", r"NCCL (?:INFO|WARN)",
-    r"(?:Prefill|Decode|new fill) batch[.,]", r"Traceback \(most recent",
-    r':[0-9]+ - "[A-Z]+ \S+ HTTP/[0-9.]+" [0-9]{3}', r"Uvicorn running on|Application startup complete",
-    r"sglang_router_rs::",
-    f"(?:{RE_GLOG})", f"(?:{RE_UCX})", f"(?:{RE_NCCL})", f"(?:{RE_BARE_KNOWN})",
-)), re.M)
+_MARKERS = re.compile(
+    "|".join(
+        (
+            r"\[(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}",
+            r"\[[0-9]{2}:[0-9]{2}:[0-9]{2}(?: [A-Z_]+[0-9]+)+\]",  # time-only prefix (2024 builds)
+            r"^[IWEF][0-9]{4} [0-9][0-9]:",
+            r"UCX +[A-Z]+ ",
+            r"NCCL (?:INFO|WARN)",
+            r"(?:Prefill|Decode|new fill) batch[.,]",
+            r"Traceback \(most recent",
+            r':[0-9]+ - "[A-Z]+ \S+ HTTP/[0-9.]+" [0-9]{3}',
+            r"Uvicorn running on|Application startup complete",
+            r"sglang_router_rs::",
+            f"(?:{RE_GLOG})",
+            f"(?:{RE_UCX})",
+            f"(?:{RE_NCCL})",
+            f"(?:{RE_BARE_KNOWN})",
+        )
+    ),
+    re.M,
+)
 # Lines whose markers say nothing about the file: JSON objects and arrays (a transcript or a
 # summary quoting log lines; docker's `{"log":` wrapper is a log line), members of a
 # pretty-printed JSON document, and SSE framing (a captured stream's replies may quote logs).
@@ -133,12 +145,22 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     ctx.notes.extend(passes.clock_notes(clock))
     if totals.unstorable:
         n = sum(k for k, _ in totals.unstorable)
-        ctx.notes.append(f"{n} stats line{'s' * (n != 1)} with a value not finite or past its column's range "
-                         f"(first at line {min(f for _, f in totals.unstorable)}): the column is NULL, the text in `extra`")
-    ctx.carry = {"year": year, "role": role, "outer_offset_s": ctx.outer_offset_s, "clock": {
-        "base": clock.base.isoformat(), "base_from": clock.base_from,
-        "date": clock.date.isoformat() if clock.date else None, "secs": clock.secs,
-        "last_ts": clock.last_ts.isoformat() if clock.last_ts else None}}
+        ctx.notes.append(
+            f"{n} stats line{'s' * (n != 1)} with a value not finite or past its column's range "
+            f"(first at line {min(f for _, f in totals.unstorable)}): the column is NULL, the text in `extra`"
+        )
+    ctx.carry = {
+        "year": year,
+        "role": role,
+        "outer_offset_s": ctx.outer_offset_s,
+        "clock": {
+            "base": clock.base.isoformat(),
+            "base_from": clock.base_from,
+            "date": clock.date.isoformat() if clock.date else None,
+            "secs": clock.secs,
+            "last_ts": clock.last_ts.isoformat() if clock.last_ts else None,
+        },
+    }
 
 
 def _resume_clock(clock: passes.Clock, state: dict) -> None:
@@ -172,8 +194,6 @@ def _base_date(ctx: Context, head_text: str, source: Source) -> tuple[_dt.date, 
     return _dt.date(ctx.year or 1970, 1, 1), "no --date, dated line or file date: January 1"
 
 
-
-
 def _role_from_name(path: str) -> str | None:
     low = path.lower()
     if "prefill" in low:
@@ -181,4 +201,3 @@ def _role_from_name(path: str) -> str | None:
     if "decode" in low:
         return "decode"
     return None
-

@@ -89,7 +89,7 @@ def _groups(col: str | pl.Expr, pattern: str) -> pl.Expr:
     expr = pl.col(col) if isinstance(col, str) else col
     assert pattern.startswith("^") and pattern.endswith("(.*)$"), pattern
     n = re.compile(pattern).groups
-    head = expr.str.extract_groups("^(" + pattern[1:-len("(.*)$")] + ")")
+    head = expr.str.extract_groups("^(" + pattern[1 : -len("(.*)$")] + ")")
     whole = head.struct.field("1")
     tail = pl.when(whole.is_not_null()).then(expr.str.slice(whole.str.len_chars()))
     return pl.struct(*[head.struct.field(str(i + 1)).alias(str(i)) for i in range(1, n)], tail.alias(str(n)))
@@ -105,7 +105,7 @@ def _with_groups(df: pl.DataFrame, col: str, gates: dict[str, pl.Expr], **patter
     """
     heads = {}
     for name, p in patterns.items():
-        head = "^(" + p[1:-len("(.*)$")] + ")"
+        head = "^(" + p[1 : -len("(.*)$")] + ")"
         if name in gates and not df.select(gates[name].fill_null(False).any()).item():
             fields = {str(i + 1): pl.Utf8 for i in range(re.compile(head).groups)}
             heads[f"_h{name}"] = pl.lit(None, dtype=pl.Struct(fields))
@@ -119,7 +119,9 @@ def _with_groups(df: pl.DataFrame, col: str, gates: dict[str, pl.Expr], **patter
         head = pl.col(f"_h{name}")
         whole = head.struct.field("1")
         tail = pl.when(whole.is_not_null()).then(pl.col(col).str.slice(whole.str.len_chars()))
-        structs[name] = pl.struct(*[head.struct.field(str(i + 1)).alias(str(i)) for i in range(1, n)], tail.alias(str(n)))
+        structs[name] = pl.struct(
+            *[head.struct.field(str(i + 1)).alias(str(i)) for i in range(1, n)], tail.alias(str(n))
+        )
     return df.with_columns(**structs).drop(*heads)
 
 
@@ -137,21 +139,27 @@ def _sglang_time(date: pl.Expr, time: pl.Expr, ms: pl.Expr, year: int) -> tuple[
     clock = pl.concat_str(time, pl.when(ms.is_not_null()).then(pl.lit(".") + ms).otherwise(pl.lit("")))
     raw = pl.when(date.is_not_null()).then(pl.concat_str(date, pl.lit(" "), clock)).otherwise(clock)
     local = pl.concat_str(full, pl.lit(" "), time, pl.lit("."), ms.fill_null("000")).str.to_datetime(
-        "%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+        "%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us"
+    )
     return raw, local
 
 
 def _rank_cols(tags: pl.Expr) -> dict[str, pl.Expr]:
     # in ' DP0 TP0' the TP pattern must not match inside ATTN_CP / MOE_DP: anchor on the space; a
     # tag beyond Int32 (a garbled line) is null rather than the end of the ingest
-    return {r: tags.str.extract(rf" {r.removesuffix('_rank').upper()}([0-9]+)", 1).cast(pl.Int32, strict=False)
-            for r in RANKS}
+    return {
+        r: tags.str.extract(rf" {r.removesuffix('_rank').upper()}([0-9]+)", 1).cast(pl.Int32, strict=False)
+        for r in RANKS
+    }
 
 
 def _outer_ts(text: pl.Expr) -> pl.Expr:
     """A shipper's ISO-8601 time (CRI, docker), to UTC."""
-    return (text.str.replace(r"Z$", "+00:00").str.replace(r"([+-][0-9]{2})([0-9]{2})$", "$1:$2")
-            .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC"))
+    return (
+        text.str.replace(r"Z$", "+00:00")
+        .str.replace(r"([+-][0-9]{2})([0-9]{2})$", "$1:$2")
+        .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC")
+    )
 
 
 def _cri_ts(df: pl.DataFrame) -> pl.Expr:
@@ -166,8 +174,11 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     line = pl.col("line")
     is_json = line.str.starts_with(DOCKER_JSON_LEAD)
     iso = line.str.slice(4, 1) == "-"  # `\d{4}-` starts both shippers' times
-    gates = {"_cri": iso & line.str.contains("std", literal=True), "_dock": iso,
-             "_kib": line.str.contains(" @ ", literal=True)}
+    gates = {
+        "_cri": iso & line.str.contains("std", literal=True),
+        "_dock": iso,
+        "_kib": line.str.contains(" @ ", literal=True),
+    }
     df = _with_groups(df, "line", gates, _cri=RE_CRI, _dock=RE_DOCKER_T, _kib=RE_KIBANA).with_columns(
         _json_log=pl.when(is_json).then(line.str.json_path_match("$.log")),
         _json_time=pl.when(is_json).then(line.str.json_path_match("$.time")),
@@ -181,27 +192,35 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     )
     outer_text = pl.coalesce(pl.col("_json_time"), pl.col("_cri").struct.field("1"), pl.col("_dock").struct.field("1"))
     prefix = (
-        pl.when(pl.col("_json_log").is_not_null()).then(pl.concat_str(pl.lit("docker-json "), pl.col("_json_time")))
+        pl.when(pl.col("_json_log").is_not_null())
+        .then(pl.concat_str(pl.lit("docker-json "), pl.col("_json_time")))
         .when(pl.col("_cri").struct.field("3").is_not_null())
         .then(pl.concat_str(pl.col("_cri").struct.field("1"), pl.lit(" "), pl.col("_cri").struct.field("2")))
-        .when(pl.col("_dock").struct.field("2").is_not_null()).then(pl.col("_dock").struct.field("1"))
-        .when(pl.col("_kib").struct.field("2").is_not_null()).then(pl.col("_kib").struct.field("1"))
+        .when(pl.col("_dock").struct.field("2").is_not_null())
+        .then(pl.col("_dock").struct.field("1"))
+        .when(pl.col("_kib").struct.field("2").is_not_null())
+        .then(pl.col("_kib").struct.field("1"))
     )
     df = df.with_columns(
         body=body.str.strip_chars_end(" \t\r"),
         prefix=prefix,
         partial=pl.col("_cri").struct.field("2") == "P",
-        kibana_ts=pl.col("_kib").struct.field("1").str.to_datetime("%b %d, %Y @ %H:%M:%S%.f", strict=False,
-                                                                   time_unit="us"),
+        kibana_ts=pl.col("_kib")
+        .struct.field("1")
+        .str.to_datetime("%b %d, %Y @ %H:%M:%S%.f", strict=False, time_unit="us"),
         outer_ts=_outer_ts(outer_text),
     ).drop("_json_log", "_json_time", "_cri", "_dock", "_kib")
     df = _strip_leaders(df)
     if not df.select(pl.col("body").str.slice(1).str.contains("[", literal=True).any()).item():
         return df  # nothing can be glued in front of a `[...]` prefix
     glued = pl.col("body").str.extract_groups(RE_GLUED)
-    is_glued = ~pl.col("body").str.contains(r"^(?:\[[0-9]|[IWEF][0-9]{4} |\[rank[0-9])") & glued.struct.field("2").is_not_null()
+    is_glued = (
+        ~pl.col("body").str.contains(r"^(?:\[[0-9]|[IWEF][0-9]{4} |\[rank[0-9])")
+        & glued.struct.field("2").is_not_null()
+    )
     return df.with_columns(
-        prefix=pl.when(is_glued).then(pl.concat_str(pl.col("prefix").fill_null(""), glued.struct.field("1")))
+        prefix=pl.when(is_glued)
+        .then(pl.concat_str(pl.col("prefix").fill_null(""), glued.struct.field("1")))
         .otherwise(pl.col("prefix")),
         body=pl.when(is_glued).then(glued.struct.field("2")).otherwise(pl.col("body")),
     )
@@ -217,12 +236,16 @@ def _strip_leaders(df: pl.DataFrame) -> pl.DataFrame:
     dots = pl.when(first == ".").then(pl.col("body")).str.extract_groups(RE_DOTS)
     repeated = ray.struct.field("2").str.extract(RE_RAY_REPEATED, 1)
     ray_lead = pl.when(ray.struct.field("1").is_not_null()).then(
-        pl.concat_str(ray.struct.field("1"), repeated, separator=" ", ignore_nulls=True))
+        pl.concat_str(ray.struct.field("1"), repeated, separator=" ", ignore_nulls=True)
+    )
     lead = pl.coalesce(ray_lead, dots.struct.field("1"))
     return df.with_columns(
-        prefix=pl.when(lead.is_not_null()).then(pl.concat_str(pl.col("prefix"), lead, separator=" ", ignore_nulls=True))
+        prefix=pl.when(lead.is_not_null())
+        .then(pl.concat_str(pl.col("prefix"), lead, separator=" ", ignore_nulls=True))
         .otherwise(pl.col("prefix")),
-        body=pl.coalesce(ray.struct.field("2").str.replace(RE_RAY_REPEATED, ""), dots.struct.field("2"), pl.col("body")),
+        body=pl.coalesce(
+            ray.struct.field("2").str.replace(RE_RAY_REPEATED, ""), dots.struct.field("2"), pl.col("body")
+        ),
     )
 
 
@@ -243,41 +266,84 @@ def _join_partials(df: pl.DataFrame) -> pl.DataFrame:
 def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     """Recognise every line's family; extract its time, rank tags and message."""
     body = pl.col("body")
-    gates = {"_sg": body.str.starts_with("["), "_cu": body.str.contains("][", literal=True),
-             "_gl": body.str.slice(0, 1).is_in(["I", "W", "E", "F"]), "_ux": body.str.contains("UCX", literal=True),
-             "_c10": body.str.starts_with("[rank"), "_nc": body.str.contains(" NCCL ", literal=True),
-             "_rt": (body.str.slice(4, 1) == "-") & body.str.contains(" [A-Z]{4,5} +[A-Za-z_]")}
-    df = _with_groups(df, "body", gates, _sg=RE_SGLANG, _cu=RE_SGLANG_CUSTOM, _gl=RE_GLOG, _ux=RE_UCX, _c10=RE_C10D,
-                      _nc=RE_NCCL, _rt=RE_ROUTER)
+    gates = {
+        "_sg": body.str.starts_with("["),
+        "_cu": body.str.contains("][", literal=True),
+        "_gl": body.str.slice(0, 1).is_in(["I", "W", "E", "F"]),
+        "_ux": body.str.contains("UCX", literal=True),
+        "_c10": body.str.starts_with("[rank"),
+        "_nc": body.str.contains(" NCCL ", literal=True),
+        "_rt": (body.str.slice(4, 1) == "-") & body.str.contains(" [A-Z]{4,5} +[A-Za-z_]"),
+    }
+    df = _with_groups(
+        df,
+        "body",
+        gates,
+        _sg=RE_SGLANG,
+        _cu=RE_SGLANG_CUSTOM,
+        _gl=RE_GLOG,
+        _ux=RE_UCX,
+        _c10=RE_C10D,
+        _nc=RE_NCCL,
+        _rt=RE_ROUTER,
+    )
     f = lambda s, i: pl.col(s).struct.field(str(i))  # noqa: E731
     # a when-chain runs every branch on every row: the two regexes below only on the lines no
     # sglang prefix decides (null never takes a branch)
     undecided = pl.when(f("_cu", 5).is_null() & f("_sg", 5).is_null()).then(body)
     family = (
-        pl.when(f("_cu", 5).is_not_null()).then(pl.lit("sglang"))
-        .when(f("_sg", 5).is_not_null()).then(pl.lit("sglang"))
-        .when(undecided.str.contains(RE_GLOG_NOTICE)).then(pl.lit("glog"))
-        .when(undecided.str.contains(RE_UVICORN_LEVEL)).then(pl.lit("uvicorn"))
-        .when(f("_gl", 8).is_not_null()).then(pl.lit("glog"))
-        .when(f("_ux", 8).is_not_null()).then(pl.lit("ucx"))
-        .when(f("_c10", 9).is_not_null()).then(pl.lit("c10d"))
-        .when(f("_nc", 6).is_not_null()).then(pl.lit("nccl"))
-        .when(f("_rt", 7).is_not_null()).then(pl.lit("router"))
-        .when(undecided.str.contains(RE_CRASH)).then(pl.lit("crash"))
-        .when(undecided.str.contains(RE_AIOHTTP_ACCESS)).then(pl.lit("aiohttp"))
-        .when(undecided.str.contains(RE_BARE_KNOWN)).then(pl.lit("bare"))
+        pl.when(f("_cu", 5).is_not_null())
+        .then(pl.lit("sglang"))
+        .when(f("_sg", 5).is_not_null())
+        .then(pl.lit("sglang"))
+        .when(undecided.str.contains(RE_GLOG_NOTICE))
+        .then(pl.lit("glog"))
+        .when(undecided.str.contains(RE_UVICORN_LEVEL))
+        .then(pl.lit("uvicorn"))
+        .when(f("_gl", 8).is_not_null())
+        .then(pl.lit("glog"))
+        .when(f("_ux", 8).is_not_null())
+        .then(pl.lit("ucx"))
+        .when(f("_c10", 9).is_not_null())
+        .then(pl.lit("c10d"))
+        .when(f("_nc", 6).is_not_null())
+        .then(pl.lit("nccl"))
+        .when(f("_rt", 7).is_not_null())
+        .then(pl.lit("router"))
+        .when(undecided.str.contains(RE_CRASH))
+        .then(pl.lit("crash"))
+        .when(undecided.str.contains(RE_AIOHTTP_ACCESS))
+        .then(pl.lit("aiohttp"))
+        .when(undecided.str.contains(RE_BARE_KNOWN))
+        .then(pl.lit("bare"))
     )
     # the custom-config shape also matches the plain prefix, so it is tried first
-    message = pl.coalesce(f("_cu", 5), f("_sg", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), f("_rt", 7), body)
-    sg_raw, sg_local = _sglang_time(pl.coalesce(f("_cu", 1), f("_sg", 1)), pl.coalesce(f("_cu", 2), f("_sg", 2)),
-                                    pl.coalesce(f("_cu", 3), f("_sg", 3)), year)
+    message = pl.coalesce(
+        f("_cu", 5), f("_sg", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), f("_rt", 7), body
+    )
+    sg_raw, sg_local = _sglang_time(
+        pl.coalesce(f("_cu", 1), f("_sg", 1)),
+        pl.coalesce(f("_cu", 2), f("_sg", 2)),
+        pl.coalesce(f("_cu", 3), f("_sg", 3)),
+        year,
+    )
     gl_raw = pl.concat_str(f("_gl", 1), f("_gl", 2), f("_gl", 3), pl.lit(" "), f("_gl", 4))
-    gl_local = pl.concat_str(pl.lit(f"{year}-"), f("_gl", 2), pl.lit("-"), f("_gl", 3), pl.lit(" "), f("_gl", 4)
-                             ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
-    c10_raw = pl.concat_str(f("_c10", 2), f("_c10", 3), f("_c10", 4), pl.lit(" "), f("_c10", 5), pl.lit("."), f("_c10", 6))
-    c10_local = pl.concat_str(pl.lit(f"{year}-"), f("_c10", 3).str.zfill(2), pl.lit("-"), f("_c10", 4), pl.lit(" "),
-                              f("_c10", 5), pl.lit("."), f("_c10", 6).str.slice(0, 6)
-                              ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+    gl_local = pl.concat_str(
+        pl.lit(f"{year}-"), f("_gl", 2), pl.lit("-"), f("_gl", 3), pl.lit(" "), f("_gl", 4)
+    ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+    c10_raw = pl.concat_str(
+        f("_c10", 2), f("_c10", 3), f("_c10", 4), pl.lit(" "), f("_c10", 5), pl.lit("."), f("_c10", 6)
+    )
+    c10_local = pl.concat_str(
+        pl.lit(f"{year}-"),
+        f("_c10", 3).str.zfill(2),
+        pl.lit("-"),
+        f("_c10", 4),
+        pl.lit(" "),
+        f("_c10", 5),
+        pl.lit("."),
+        f("_c10", 6).str.slice(0, 6),
+    ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
     ux_ts = (f("_ux", 1).cast(pl.Float64, strict=False) * 1e6).round().cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
     # an aiohttp access line on its own carries its time with its offset: `[26/Jun/2025:02:04:08 +0000]`
     clf_raw = pl.when(undecided.str.contains(RE_AIOHTTP_ACCESS)).then(body).str.extract(r"\[([^\]]+)\]", 1)
@@ -287,17 +353,25 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     local = pl.coalesce(sg_local, gl_local, c10_local, rt_local)
     rank_cols = _rank_cols(f("_sg", 4))
     level = (
-        pl.when(f("_cu", 4).is_not_null()).then(f("_cu", 4))
-        .when(f("_gl", 1).is_not_null()).then(f("_gl", 1))
-        .when(f("_ux", 7).is_not_null()).then(f("_ux", 7))
-        .when(f("_c10", 2).is_not_null()).then(f("_c10", 2))
-        .when(f("_nc", 5).is_not_null()).then(f("_nc", 5))
-        .when(f("_rt", 3).is_not_null()).then(f("_rt", 3))
+        pl.when(f("_cu", 4).is_not_null())
+        .then(f("_cu", 4))
+        .when(f("_gl", 1).is_not_null())
+        .then(f("_gl", 1))
+        .when(f("_ux", 7).is_not_null())
+        .then(f("_ux", 7))
+        .when(f("_c10", 2).is_not_null())
+        .then(f("_c10", 2))
+        .when(f("_nc", 5).is_not_null())
+        .then(f("_nc", 5))
+        .when(f("_rt", 3).is_not_null())
+        .then(f("_rt", 3))
     )
     df = df.with_columns(
         family=family,
         message=message,
-        ts_raw=pl.coalesce(sg_raw, gl_raw, f("_ux", 1), c10_raw, rt_raw, clf_raw, pl.col("prefix").str.extract(r"^(\S+)", 1)),
+        ts_raw=pl.coalesce(
+            sg_raw, gl_raw, f("_ux", 1), c10_raw, rt_raw, clf_raw, pl.col("prefix").str.extract(r"^(\S+)", 1)
+        ),
         _local=local,
         _ux_ts=pl.coalesce(ux_ts, clf_ts),
         level=level,
@@ -313,7 +387,9 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     # as when the blocks are read one after another.
     known = pl.lit(ctx.outer_offset_s is not None)
     if ctx.outer_offset_s is None and df["kibana_ts"].is_not_null().any():
-        blocks = df.filter(pl.col("kibana_ts").is_not_null())["_blk"].unique().sort() if "_blk" in df.columns else [None]
+        blocks = (
+            df.filter(pl.col("kibana_ts").is_not_null())["_blk"].unique().sort() if "_blk" in df.columns else [None]
+        )
         for b in blocks:
             rows = df if b is None else df.filter(pl.col("_blk") == b)
             d = rows.select((pl.col("_local") - pl.col("kibana_ts")).dt.total_seconds().median()).item()
@@ -324,9 +400,9 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
                 break
     kib_local = pl.col("kibana_ts") + pl.duration(seconds=ctx.outer_offset_s or 0)
     local_all = pl.coalesce(pl.col("_local"), pl.when(known).then(kib_local))
-    return df.with_columns(
-        ts=pl.coalesce(pl.col("outer_ts"), _local_to_utc(local_all, ctx.tz), pl.col("_ux_ts"))
-    ).drop("_local", "_ux_ts")
+    return df.with_columns(ts=pl.coalesce(pl.col("outer_ts"), _local_to_utc(local_all, ctx.tz), pl.col("_ux_ts"))).drop(
+        "_local", "_ux_ts"
+    )
 
 
 def _stats_anywhere(df: pl.DataFrame) -> pl.DataFrame:
@@ -338,17 +414,21 @@ def _stats_anywhere(df: pl.DataFrame) -> pl.DataFrame:
     m = pl.when(lone).then(pl.col("body")).str.extract_groups(RE_STATS_ANYWHERE)
     head, rest = m.struct.field("1"), m.struct.field("2")
     t = head.str.extract_groups(RE_HEAD_TIME)
-    raw = pl.concat_str(t.struct.field("1"), pl.lit(" "), t.struct.field("2"),
-                        pl.when(t.struct.field("3").is_not_null()).then(pl.lit(".") + t.struct.field("3"))
-                        .otherwise(pl.lit("")))
-    local = pl.concat_str(t.struct.field("1"), pl.lit(" "), t.struct.field("2"), pl.lit("."),
-                          t.struct.field("3").fill_null("000")).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False,
-                                                                                 time_unit="us")
+    raw = pl.concat_str(
+        t.struct.field("1"),
+        pl.lit(" "),
+        t.struct.field("2"),
+        pl.when(t.struct.field("3").is_not_null()).then(pl.lit(".") + t.struct.field("3")).otherwise(pl.lit("")),
+    )
+    local = pl.concat_str(
+        t.struct.field("1"), pl.lit(" "), t.struct.field("2"), pl.lit("."), t.struct.field("3").fill_null("000")
+    ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
     took = rest.is_not_null()
     return df.with_columns(
         family=pl.when(took).then(pl.lit("bare")).otherwise(pl.col("family")),
         message=pl.when(took).then(rest).otherwise(pl.col("message")),
-        prefix=pl.when(took).then(pl.concat_str(pl.col("prefix"), head, separator=" ", ignore_nulls=True))
+        prefix=pl.when(took)
+        .then(pl.concat_str(pl.col("prefix"), head, separator=" ", ignore_nulls=True))
         .otherwise(pl.col("prefix")),
         ts_raw=pl.when(took).then(raw).otherwise(pl.col("ts_raw")),
         _local=pl.when(took).then(local).otherwise(pl.col("_local")),
@@ -375,15 +455,23 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     # part of it. `_brk` says whether the row above is the line above.
     chain = lone_body.str.contains(RE_TB_CHAIN).fill_null(False)
     brk_below = pl.col("_brk").shift(-1, fill_value=False) if "_brk" in df.columns else pl.lit(False)
-    blank_in_chain = lone & (body == "") & (
-        (chain.shift(1, fill_value=False) & ~brk) | (chain.shift(-1, fill_value=False) & ~brk_below))
+    blank_in_chain = (
+        lone
+        & (body == "")
+        & ((chain.shift(1, fill_value=False) & ~brk) | (chain.shift(-1, fill_value=False) & ~brk_below))
+    )
     # faulthandler puts a blank line before each `Thread 0x...` block and the module list
     blank_in_dump = lone & (body == "") & ~brk_below & lone_body.shift(-1).str.contains(RE_CRASH_BODY).fill_null(False)
     # an excerpt may begin with a traceback's last line alone (`...KVTransferError: KVTransferError(...)`)
     at_start = (pl.int_range(pl.len()) == 0) & (pl.col("line_no") == 1) & (body != "")
-    tb_like = (lone_body.str.contains(RE_TB) | (lone_body.str.contains(RE_EXC_LINE)
-                                                & ((indented.shift(1, fill_value=False) & ~brk) | at_start))
-               ) | blank_in_chain | blank_in_dump
+    tb_like = (
+        (
+            lone_body.str.contains(RE_TB)
+            | (lone_body.str.contains(RE_EXC_LINE) & ((indented.shift(1, fill_value=False) & ~brk) | at_start))
+        )
+        | blank_in_chain
+        | blank_in_dump
+    )
     df = df.with_columns(
         _cont=lone & tb_like,
         _is_event=pl.col("family").is_not_null() & ~pl.col("message").str.contains(RE_STATS),
@@ -395,8 +483,11 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(_grp=grp, _head_ok=head_ok)
     # A traceback with no event above it (file start, or after a stats line) opens its own record,
     # and so does the tail of one an excerpt begins in (its frames, `^^^^` markers, before any head).
-    opens = pl.col("_cont") & ~pl.col("_head_ok") & (
-        body.str.contains(RE_TB_OPEN) | ((pl.int_range(pl.len()) == 0) & (pl.col("line_no") == 1)))
+    opens = (
+        pl.col("_cont")
+        & ~pl.col("_head_ok")
+        & (body.str.contains(RE_TB_OPEN) | ((pl.int_range(pl.len()) == 0) & (pl.col("line_no") == 1)))
+    )
     df = df.with_columns(
         family=pl.when(opens).then(pl.lit("python")).otherwise(pl.col("family")),
         _cont=pl.col("_cont") & ~opens,

@@ -45,9 +45,9 @@ def _on_rows(df: pl.DataFrame, mask: pl.Series | pl.Expr, fn, schema: dict) -> p
     if sub.height == df.height:
         return df.with_columns(sub)
     idx = mask.arg_true()
-    return df.with_columns([
-        pl.Series(c.name, dtype=c.dtype).extend_constant(None, df.height).scatter(idx, c) for c in sub.get_columns()
-    ])
+    return df.with_columns(
+        [pl.Series(c.name, dtype=c.dtype).extend_constant(None, df.height).scatter(idx, c) for c in sub.get_columns()]
+    )
 
 
 _REGEX_THREADS: dict[tuple[str, str], object] = {}
@@ -89,8 +89,6 @@ def _first_capture(d: pl.DataFrame, patterns: list[str]) -> pl.Series:
     return res
 
 
-
-
 def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     return _event_rooms(_event_fields(ev, ctx))
 
@@ -109,57 +107,101 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     kind0 = (
         pl.when((fam == "aiohttp") | (fam.is_in(["sglang", "bare"]) & msg.str.contains(RE_AIOHTTP_ACCESS)))
         .then(pl.lit("bootstrap_access"))
-        .when(fam == "uvicorn").then(pl.when(is_access).then(pl.lit("http_access")).otherwise(pl.lit("http_log")))
-        .when(fam.is_in(["sglang", "bare"]) & is_access).then(pl.lit("http_access"))
-        .when(fam.is_in(["sglang", "bare"]) & pl.col("_lvl_uv").is_not_null()).then(pl.lit("http_log"))
-        .when(fam == "glog").then(
-            pl.when(glog_nixl).then(pl.when(is_err_level).then(pl.lit("nixl_error")).otherwise(pl.lit("nixl_log")))
-            .when(glog_mc).then(pl.when(is_err_level).then(pl.lit("mooncake_error")).otherwise(pl.lit("mooncake_log")))
-            .otherwise(pl.when(is_err_level).then(pl.lit("glog_error")).otherwise(pl.lit("glog"))))
-        .when(fam == "ucx").then(
-            pl.when(pl.col("level").is_in(["ERROR", "FATAL"])).then(pl.lit("ucx_error"))
-            .when(pl.col("level") == "WARN").then(pl.lit("ucx_warning")).otherwise(pl.lit("ucx_log")))
-        .when(fam == "router").then(
-            pl.when(pl.col("level") == "ERROR").then(pl.lit("router_error"))
-            .when(pl.col("level") == "WARN").then(pl.lit("router_warning")).otherwise(pl.lit("router_log")))
-        .when(fam.is_in(["c10d", "nccl"])).then(
-            pl.when(timeout_txt).then(pl.lit("collective_timeout"))
-            .otherwise(pl.concat_str(fam, pl.lit("_log"))))
-        .when(fam == "python").then(pl.lit("exception"))
+        .when(fam == "uvicorn")
+        .then(pl.when(is_access).then(pl.lit("http_access")).otherwise(pl.lit("http_log")))
+        .when(fam.is_in(["sglang", "bare"]) & is_access)
+        .then(pl.lit("http_access"))
+        .when(fam.is_in(["sglang", "bare"]) & pl.col("_lvl_uv").is_not_null())
+        .then(pl.lit("http_log"))
+        .when(fam == "glog")
+        .then(
+            pl.when(glog_nixl)
+            .then(pl.when(is_err_level).then(pl.lit("nixl_error")).otherwise(pl.lit("nixl_log")))
+            .when(glog_mc)
+            .then(pl.when(is_err_level).then(pl.lit("mooncake_error")).otherwise(pl.lit("mooncake_log")))
+            .otherwise(pl.when(is_err_level).then(pl.lit("glog_error")).otherwise(pl.lit("glog")))
+        )
+        .when(fam == "ucx")
+        .then(
+            pl.when(pl.col("level").is_in(["ERROR", "FATAL"]))
+            .then(pl.lit("ucx_error"))
+            .when(pl.col("level") == "WARN")
+            .then(pl.lit("ucx_warning"))
+            .otherwise(pl.lit("ucx_log"))
+        )
+        .when(fam == "router")
+        .then(
+            pl.when(pl.col("level") == "ERROR")
+            .then(pl.lit("router_error"))
+            .when(pl.col("level") == "WARN")
+            .then(pl.lit("router_warning"))
+            .otherwise(pl.lit("router_log"))
+        )
+        .when(fam.is_in(["c10d", "nccl"]))
+        .then(pl.when(timeout_txt).then(pl.lit("collective_timeout")).otherwise(pl.concat_str(fam, pl.lit("_log"))))
+        .when(fam == "python")
+        .then(pl.lit("exception"))
         .when(msg.str.contains(RE_NIXL_BINDING))
         .then(pl.lit("nixl_log"))
     )
     ev = ev.with_columns(_lvl_uv=lvl_uv).with_columns(_k0=kind0)
-    ev = _on_rows(ev, pl.col("_k0").is_null(),
-                  lambda d: _regex_thread("kinds", _first_kind, d["message"], KIND_RULES, "log").alias("_sgk").to_frame(),
-                  {"_sgk": pl.Utf8})
+    ev = _on_rows(
+        ev,
+        pl.col("_k0").is_null(),
+        lambda d: _regex_thread("kinds", _first_kind, d["message"], KIND_RULES, "log").alias("_sgk").to_frame(),
+        {"_sgk": pl.Utf8},
+    )
     level_sev = (
-        pl.when(pl.col("level").is_in(["E", "ERROR", "CRITICAL"])).then(pl.lit("error"))
-        .when(pl.col("level").is_in(["F", "FATAL"])).then(pl.lit("fatal"))
-        .when(pl.col("level").is_in(["W", "WARN", "WARNING"])).then(pl.lit("warning"))
-        .when(pl.col("level").is_in(["I", "INFO"])).then(pl.lit("info"))
-        .when(pl.col("level").is_in(["DEBUG", "TRACE", "DIAG", "D"])).then(pl.lit("debug"))
+        pl.when(pl.col("level").is_in(["E", "ERROR", "CRITICAL"]))
+        .then(pl.lit("error"))
+        .when(pl.col("level").is_in(["F", "FATAL"]))
+        .then(pl.lit("fatal"))
+        .when(pl.col("level").is_in(["W", "WARN", "WARNING"]))
+        .then(pl.lit("warning"))
+        .when(pl.col("level").is_in(["I", "INFO"]))
+        .then(pl.lit("info"))
+        .when(pl.col("level").is_in(["DEBUG", "TRACE", "DIAG", "D"]))
+        .then(pl.lit("debug"))
     )
     uv_sev = pl.col("_lvl_uv").str.to_lowercase().replace({"critical": "fatal", "trace": "debug"})
-    ev = ev.with_columns(kind=pl.coalesce("_k0", "_sgk"), _uv_sev=uv_sev, _lvl_sev=level_sev).drop("_lvl_uv", "_k0", "_sgk")
+    ev = ev.with_columns(kind=pl.coalesce("_k0", "_sgk"), _uv_sev=uv_sev, _lvl_sev=level_sev).drop(
+        "_lvl_uv", "_k0", "_sgk"
+    )
     ev = ev.with_columns(
-        severity=pl.coalesce(pl.col("_lvl_sev"), pl.col("_uv_sev"),
-                             pl.col("kind").replace_strict(SEVERITY_BY_KIND, default="info")),
-        source=pl.when(fam == "bare").then(pl.lit("sglang")).when(fam == "sglang").then(
-            pl.when(pl.col("kind").is_in(["request_received", "request_finished"])).then(pl.lit("request_log"))
-            .when(pl.col("kind").is_in(["http_access", "http_log"])).then(pl.lit("uvicorn"))
-            .when(pl.col("kind") == "bootstrap_access").then(pl.lit("aiohttp"))
-            .otherwise(pl.lit("sglang"))).otherwise(fam),
+        severity=pl.coalesce(
+            pl.col("_lvl_sev"), pl.col("_uv_sev"), pl.col("kind").replace_strict(SEVERITY_BY_KIND, default="info")
+        ),
+        source=pl.when(fam == "bare")
+        .then(pl.lit("sglang"))
+        .when(fam == "sglang")
+        .then(
+            pl.when(pl.col("kind").is_in(["request_received", "request_finished"]))
+            .then(pl.lit("request_log"))
+            .when(pl.col("kind").is_in(["http_access", "http_log"]))
+            .then(pl.lit("uvicorn"))
+            .when(pl.col("kind") == "bootstrap_access")
+            .then(pl.lit("aiohttp"))
+            .otherwise(pl.lit("sglang"))
+        )
+        .otherwise(fam),
     )
 
     def reason(d: pl.DataFrame) -> pl.DataFrame:
         kvt = msg.str.extract(RE_KVT_ERROR, 1)
         # a record's KVTransferError in its traceback says why, where its head does not
-        tb_kvt = (pl.col("traceback").str.extract(r"KVTransferError\(bootstrap_room=[0-9]+\): ([^\n]*)", 1)
-                  if "traceback" in d.columns else pl.lit(None, dtype=pl.Utf8))
+        tb_kvt = (
+            pl.col("traceback").str.extract(r"KVTransferError\(bootstrap_room=[0-9]+\): ([^\n]*)", 1)
+            if "traceback" in d.columns
+            else pl.lit(None, dtype=pl.Utf8)
+        )
         d = d.with_columns(_reason_src=pl.coalesce(kvt, msg.str.extract(r"with exception (.*)$", 1), tb_kvt, msg))
-        return d.select(reason=pl.coalesce(pl.lit(_first_kind(d["_reason_src"], REASON_RULES)),
-                                           pl.when(pl.col("kind") == "abort").then(pl.lit("aborted")), pl.lit("other")))
+        return d.select(
+            reason=pl.coalesce(
+                pl.lit(_first_kind(d["_reason_src"], REASON_RULES)),
+                pl.when(pl.col("kind") == "abort").then(pl.lit("aborted")),
+                pl.lit("other"),
+            )
+        )
 
     def room(d: pl.DataFrame) -> pl.DataFrame:
         r = pl.lit(_regex_thread("ids", _first_capture, d, ROOM_PATTERNS)).cast(pl.UInt64, strict=False)
@@ -173,7 +215,9 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         return d.select(
             finish_reason=msg.str.extract(r"""['"]finish_reason['"]: \{['"]type['"]: ['"](\w+)""", 1),
             prompt_tokens=msg.str.extract(r"""['"]prompt_tokens['"]: ([0-9]+)""", 1).cast(pl.Int64, strict=False),
-            completion_tokens=msg.str.extract(r"""['"]completion_tokens['"]: ([0-9]+)""", 1).cast(pl.Int64, strict=False),
+            completion_tokens=msg.str.extract(r"""['"]completion_tokens['"]: ([0-9]+)""", 1).cast(
+                pl.Int64, strict=False
+            ),
             cached_tokens=msg.str.extract(r"""['"]cached_tokens['"]: ([0-9]+)""", 1).cast(pl.Int64, strict=False),
             e2e_latency=msg.str.extract(r"""['"]e2e_latency['"]: ([0-9.]+)""", 1).cast(pl.Float64, strict=False),
             _status=msg.str.extract(r"""['"]status_code['"]: ([0-9]{3})""", 1),
@@ -181,39 +225,80 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
 
     def json_ts(d: pl.DataFrame) -> pl.DataFrame:
         t = msg.str.extract(r'^\{"timestamp": ?"([^"]+)"', 1).str.to_datetime(
-            "%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
+            "%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us"
+        )
         return d.select(_jts=pl.when(pl.col("outer_ts").is_null()).then(_local_to_utc(t, ctx.tz)))
 
     utf8, i64 = pl.Utf8, pl.Int64
-    ev = _on_rows(ev, pl.col("kind").is_in(list(FAILURE_KINDS) + ["deferred_release"]),
-                  lambda d: _regex_thread("reasons", reason, d), {"reason": utf8})
-    ev = _on_rows(ev, msg.str.contains(PRE_RID),
-                  lambda d: d.select(rid=_regex_thread("ids", _first_capture, d, RID_PATTERNS)), {"rid": utf8})
+    ev = _on_rows(
+        ev,
+        pl.col("kind").is_in(list(FAILURE_KINDS) + ["deferred_release"]),
+        lambda d: _regex_thread("reasons", reason, d),
+        {"reason": utf8},
+    )
+    ev = _on_rows(
+        ev,
+        msg.str.contains(PRE_RID),
+        lambda d: d.select(rid=_regex_thread("ids", _first_capture, d, RID_PATTERNS)),
+        {"rid": utf8},
+    )
     ev = _on_rows(ev, msg.str.contains(PRE_ROOM), room, {"bootstrap_room": i64})
     if "traceback" in ev.columns:
         # a record whose head names no room (`Scheduler hit an exception: Traceback ...`) ends in the
         # KVTransferError that does: `...KVTransferError: KVTransferError(bootstrap_room=N): <reason>`
         kvt_room = pl.col("traceback").str.extract(r"KVTransferError\(bootstrap_room=([0-9]+)\)", 1)
-        ev = _on_rows(ev, pl.col("bootstrap_room").is_null() & pl.col("kind").is_in(list(FAILURE_KINDS))
-                      & pl.col("traceback").str.contains("KVTransferError(bootstrap_room=", literal=True),
-                      lambda d: d.select(_tb_room=kvt_room.cast(pl.UInt64, strict=False)), {"_tb_room": pl.UInt64})
-        ev = ev.with_columns(bootstrap_room=pl.coalesce(
-            "bootstrap_room", pl.when(pl.col("_tb_room") < (1 << 63)).then(pl.col("_tb_room")).cast(pl.Int64))
+        ev = _on_rows(
+            ev,
+            pl.col("bootstrap_room").is_null()
+            & pl.col("kind").is_in(list(FAILURE_KINDS))
+            & pl.col("traceback").str.contains("KVTransferError(bootstrap_room=", literal=True),
+            lambda d: d.select(_tb_room=kvt_room.cast(pl.UInt64, strict=False)),
+            {"_tb_room": pl.UInt64},
+        )
+        ev = ev.with_columns(
+            bootstrap_room=pl.coalesce(
+                "bootstrap_room", pl.when(pl.col("_tb_room") < (1 << 63)).then(pl.col("_tb_room")).cast(pl.Int64)
+            )
         ).drop("_tb_room")
-    ev = _on_rows(ev, msg.str.contains(PRE_REQ), lambda d: _regex_thread("ids", request, d), {
-        "finish_reason": utf8, "prompt_tokens": i64, "completion_tokens": i64, "cached_tokens": i64,
-        "e2e_latency": pl.Float64, "_status": utf8})
-    ev = _on_rows(ev, pl.col("kind").is_in(["http_access", "bootstrap_access"]), access,
-                  {"_acc_status": utf8, "http_method": utf8, "http_path": utf8, "_acc_peer": utf8})
-    ev = _on_rows(ev, msg.str.contains(PRE_PEER), lambda d: d.select(
-        _peer=pl.coalesce(msg.str.extract(r"(?:to|from) ([0-9]{1,3}(?:\.[0-9]{1,3}){3}:[0-9]+)", 1),
-                          msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1))), {"_peer": utf8})
+    ev = _on_rows(
+        ev,
+        msg.str.contains(PRE_REQ),
+        lambda d: _regex_thread("ids", request, d),
+        {
+            "finish_reason": utf8,
+            "prompt_tokens": i64,
+            "completion_tokens": i64,
+            "cached_tokens": i64,
+            "e2e_latency": pl.Float64,
+            "_status": utf8,
+        },
+    )
+    ev = _on_rows(
+        ev,
+        pl.col("kind").is_in(["http_access", "bootstrap_access"]),
+        access,
+        {"_acc_status": utf8, "http_method": utf8, "http_path": utf8, "_acc_peer": utf8},
+    )
+    ev = _on_rows(
+        ev,
+        msg.str.contains(PRE_PEER),
+        lambda d: d.select(
+            _peer=pl.coalesce(
+                msg.str.extract(r"(?:to|from) ([0-9]{1,3}(?:\.[0-9]{1,3}){3}:[0-9]+)", 1),
+                msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1),
+            )
+        ),
+        {"_peer": utf8},
+    )
     ev = _on_rows(ev, msg.str.starts_with('{"timestamp"'), json_ts, {"_jts": pl.Datetime("us", "UTC")})
     # the literal as the mask (no regex to compile when no line has it); `\brank=` then leaves out
     # the `dp_rank=None` and friends of request logs
-    ev = _on_rows(ev, pl.col("tp_rank").is_null() & msg.str.contains(RANK_LITERAL, literal=True),
-                  lambda d: d.select(_rank=msg.str.extract(r"\brank=([0-9]+)", 1).cast(pl.Int32, strict=False)),
-                  {"_rank": pl.Int32})
+    ev = _on_rows(
+        ev,
+        pl.col("tp_rank").is_null() & msg.str.contains(RANK_LITERAL, literal=True),
+        lambda d: d.select(_rank=msg.str.extract(r"\brank=([0-9]+)", 1).cast(pl.Int32, strict=False)),
+        {"_rank": pl.Int32},
+    )
     ev = ev.with_columns(
         http_status=pl.coalesce("_acc_status", "_status").cast(pl.Int32, strict=False),
         peer=pl.coalesce("_acc_peer", "_peer", "peer_host"),
@@ -234,14 +319,27 @@ def _event_rooms(ev: pl.DataFrame) -> pl.DataFrame:
     fail = ev.select(pl.col("kind").is_in(["transfer_failed", "bootstrap_failed"]).fill_null(False)).to_series()
     if fail.any():
         ffill = (lambda e: e.forward_fill().over(blk)) if blk else (lambda e: e.forward_fill())
-        lent = ev.filter(fail).with_columns(
-            _fr=ffill(pl.when(pl.col("rid").is_null()).then(pl.col("bootstrap_room"))),
-            _fl=ffill(pl.when(pl.col("rid").is_null() & pl.col("bootstrap_room").is_not_null()).then(pl.col("line_no"))),
-        # only a line naming a request takes one: a line naming neither (a bootstrap server that
-        # did not answer) is about no room in particular
-        ).select(pl.when(pl.col("bootstrap_room").is_null() & pl.col("rid").is_not_null()
-                         & (pl.col("line_no") - pl.col("_fl") <= 50))
-                 .then(pl.col("_fr")).otherwise(pl.col("bootstrap_room"))).to_series()
+        lent = (
+            ev.filter(fail)
+            .with_columns(
+                _fr=ffill(pl.when(pl.col("rid").is_null()).then(pl.col("bootstrap_room"))),
+                _fl=ffill(
+                    pl.when(pl.col("rid").is_null() & pl.col("bootstrap_room").is_not_null()).then(pl.col("line_no"))
+                ),
+                # only a line naming a request takes one: a line naming neither (a bootstrap server that
+                # did not answer) is about no room in particular
+            )
+            .select(
+                pl.when(
+                    pl.col("bootstrap_room").is_null()
+                    & pl.col("rid").is_not_null()
+                    & (pl.col("line_no") - pl.col("_fl") <= 50)
+                )
+                .then(pl.col("_fr"))
+                .otherwise(pl.col("bootstrap_room"))
+            )
+            .to_series()
+        )
         ev = ev.with_columns(ev["bootstrap_room"].scatter(fail.arg_true(), lent))
     # a line cut before its room still names its rid: take the room the same rid has elsewhere
     if not ev.select((pl.col("rid").is_not_null() & pl.col("bootstrap_room").is_null()).any()).item():
@@ -249,15 +347,26 @@ def _event_rooms(ev: pl.DataFrame) -> pl.DataFrame:
     return ev.with_columns(
         bootstrap_room=pl.coalesce(
             pl.col("bootstrap_room"),
-            pl.when(pl.col("rid").is_not_null()).then(pl.col("bootstrap_room").drop_nulls().first().over([*blk, "rid"])),
+            pl.when(pl.col("rid").is_not_null()).then(
+                pl.col("bootstrap_room").drop_nulls().first().over([*blk, "rid"])
+            ),
         )
     )
 
 
-
 _ACCESS_COLUMNS = ["_acc_peer", "_acc_method", "_acc_path", "_acc_status"]
-_REQUEST_COLUMNS = ["_req_kind", "_req_rid", "_req_finish", "_req_status", "_req_room", "_req_prompt", "_req_completion",
-                    "_req_cached", "_req_e2e", "_req_rank"]
+_REQUEST_COLUMNS = [
+    "_req_kind",
+    "_req_rid",
+    "_req_finish",
+    "_req_status",
+    "_req_room",
+    "_req_prompt",
+    "_req_completion",
+    "_req_cached",
+    "_req_e2e",
+    "_req_rank",
+]
 _NATIVE_EVENT_COLUMNS = _ACCESS_COLUMNS + _REQUEST_COLUMNS
 
 
@@ -270,15 +379,25 @@ def _ready_rows(ev: pl.DataFrame) -> pl.DataFrame:
     """
     acc = pl.col("_acc_status").is_not_null()
     return ev.with_columns(
-        kind=pl.when(acc).then(pl.lit("http_access")).when(pl.col("_req_kind") == 1).then(pl.lit("request_received"))
+        kind=pl.when(acc)
+        .then(pl.lit("http_access"))
+        .when(pl.col("_req_kind") == 1)
+        .then(pl.lit("request_received"))
         .otherwise(pl.lit("request_finished")),
-        severity=pl.lit("info"), source=pl.when(acc).then(pl.lit("uvicorn")).otherwise(pl.lit("request_log")),
-        http_status=pl.coalesce("_acc_status", "_req_status").cast(pl.Int32), http_method=pl.col("_acc_method"),
-        http_path=pl.col("_acc_path"), peer=pl.when(acc).then(pl.col("_acc_peer")).otherwise(pl.col("peer_host")),
-        rid=pl.col("_req_rid"), bootstrap_room=pl.col("_req_room"), finish_reason=pl.col("_req_finish"),
-        prompt_tokens=pl.col("_req_prompt"), completion_tokens=pl.col("_req_completion"),
-        cached_tokens=pl.col("_req_cached"), e2e_latency=pl.col("_req_e2e"),
-        tp_rank=pl.when(acc).then(pl.col("tp_rank"))
+        severity=pl.lit("info"),
+        source=pl.when(acc).then(pl.lit("uvicorn")).otherwise(pl.lit("request_log")),
+        http_status=pl.coalesce("_acc_status", "_req_status").cast(pl.Int32),
+        http_method=pl.col("_acc_method"),
+        http_path=pl.col("_acc_path"),
+        peer=pl.when(acc).then(pl.col("_acc_peer")).otherwise(pl.col("peer_host")),
+        rid=pl.col("_req_rid"),
+        bootstrap_room=pl.col("_req_room"),
+        finish_reason=pl.col("_req_finish"),
+        prompt_tokens=pl.col("_req_prompt"),
+        completion_tokens=pl.col("_req_completion"),
+        cached_tokens=pl.col("_req_cached"),
+        e2e_latency=pl.col("_req_e2e"),
+        tp_rank=pl.when(acc)
+        .then(pl.col("tp_rank"))
         .otherwise(pl.coalesce(pl.col("tp_rank"), pl.col("_req_rank").cast(pl.Int32), pl.col("c10_rank"))),
     ).drop(_NATIVE_EVENT_COLUMNS)
-

@@ -29,8 +29,10 @@ RE_DOCKER_T = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9
 RE_KIBANA = r"^([A-Z][a-z]{2} [0-9]{1,2}, [0-9]{4} @ [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?)[\t ]+(.*)$"
 # tqdm bars, a stray backtick, anything glued in front of a sglang prefix
 # (a time-only prefix counts only with a rank tag: a tqdm bar's own `[00:01<00:00]` is no time)
-RE_GLUED = (r"^([^\[].*?)(\[(?:(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Za-z_]+[0-9]+)*"
-            r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Z_]+[0-9]+)+)\].*)$")
+RE_GLUED = (
+    r"^([^\[].*?)(\[(?:(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Za-z_]+[0-9]+)*"
+    r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Z_]+[0-9]+)+)\].*)$"
+)
 # Ray's `(Name pid=N) ` / `(Name pid=N, ip=A) ` in front of each line of an actor or launcher
 RE_RAY = r"^(\((?:[A-Za-z_][\w.:-]* )?pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\)) +(.*)$"
 # and what Ray's log deduplication appends to such a line: part of the wrapper, not of the message
@@ -39,8 +41,13 @@ RE_RAY_REPEATED = r" *(\[repeated [0-9]+x across cluster\])$"
 # line or a traceback, so an ellipsis in text is left alone
 RE_DOTS = r"^(\.+)((?:Traceback \(|\[|[A-Z][a-z]).*)$"
 WRAPPERS: list[tuple[str, str]] = [
-    ("docker_json", RE_DOCKER_JSON), ("k8s_cri", RE_CRI), ("docker_t", RE_DOCKER_T), ("kibana", RE_KIBANA),
-    ("ray", RE_RAY), ("unittest_dots", RE_DOTS), ("glued", RE_GLUED),
+    ("docker_json", RE_DOCKER_JSON),
+    ("k8s_cri", RE_CRI),
+    ("docker_t", RE_DOCKER_T),
+    ("kibana", RE_KIBANA),
+    ("ray", RE_RAY),
+    ("unittest_dots", RE_DOTS),
+    ("glued", RE_GLUED),
 ]
 
 # --- line families (§2, §4, §11), in the classification order of §14 ---------------------------
@@ -53,7 +60,9 @@ RE_SGLANG = (
     rf"((?: (?:{'|'.join(RANK_TAGS)})[0-9]+)*)(?: (?:encode_server|encode_dp_worker\[[0-9]+\]))?\] ?(.*)$"
 )
 # SGLANG_LOGGING_CONFIG_PATH style: [date time][file.py:line][LEVEL]: message
-RE_SGLANG_CUSTOM = r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{3}))?\]\[[^\]]*\]\[([A-Z]+)\]:? ?(.*)$"
+RE_SGLANG_CUSTOM = (
+    r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{3}))?\]\[[^\]]*\]\[([A-Z]+)\]:? ?(.*)$"
+)
 RE_UVICORN_LEVEL = r"^(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+(.*)$"
 RE_GLOG = r"^([IWEF])([0-9]{2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+) +([0-9]+) ([^ :\]]+):([0-9]+)\] ?(.*)$"
 # the `[epoch] [host:pid:thr]` head is missing when UCX logs before its own setup or a user
@@ -62,19 +71,25 @@ RE_UCX = r"^(?:\[([0-9]{9,11}\.[0-9]+)\] +\[([^:\]]+):([0-9]+) *:([0-9]+)\] +)?(
 RE_C10D = r"^\[rank([0-9]+)\]:\[([IWEF])([0-9]{1,2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]+) ([^:\]]+):([0-9]+)\] ?(.*)$"
 RE_NCCL = r"^([\w.-]+):([0-9]+):([0-9]+) \[([0-9]+)\] NCCL (WARN|INFO|ERROR|TRACE|ABORT) ?(.*)$"
 # sgl-router (Rust, `tracing`): `<date> <time> <LEVEL> <module::target>: <src/file.rs>:<line>: <message>`
-RE_ROUTER = (r"^([0-9]{4}-[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) +(TRACE|DEBUG|INFO|WARN|ERROR) +"
-             r"([A-Za-z_]\w*(?:::\w+)*): (?:([\w./-]+\.rs):([0-9]+): )?(.*)$")
+RE_ROUTER = (
+    r"^([0-9]{4}-[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) +(TRACE|DEBUG|INFO|WARN|ERROR) +"
+    r"([A-Za-z_]\w*(?:::\w+)*): (?:([\w./-]+\.rs):([0-9]+): )?(.*)$"
+)
 # The heads of native crash dumps, printed raw to stderr: torch's `!!!!!!! Segfault encountered !!!!!!!`,
 # faulthandler's `Fatal Python error: <what>`, UCX's `[host:pid:thr:tid] Caught signal N (...)` (the
 # bracket may be missing), and the launcher's line when a scheduler child died. Their frames follow
 # as continuation lines (CRASH_BODY and the indented frames of RE_TB).
-RE_CRASH = (r"^(?:!+ Segfault encountered !+|Fatal Python error: |Child process unexpectedly failed with an exit code"
-            r"|\s*(?:\[[^\]\s]+:[0-9]+ *(?::[0-9]+)+\] +)?Caught signal [0-9]+ \()")
+RE_CRASH = (
+    r"^(?:!+ Segfault encountered !+|Fatal Python error: |Child process unexpectedly failed with an exit code"
+    r"|\s*(?:\[[^\]\s]+:[0-9]+ *(?::[0-9]+)+\] +)?Caught signal [0-9]+ \()"
+)
 # glog's notice from a NIXL / Mooncake library initialised before InitGoogleLogging: not uvicorn's `WARNING:`
 RE_GLOG_NOTICE = r"^WARNING: Logging before InitGoogleLogging\(\) is written to STDERR"
 # aiohttp's Common Log Format of sglang's bootstrap server and Mooncake's metadata server:
 # `<peer> [26/Jun/2025:02:04:08 +0000] "PUT /route HTTP/1.1" 200 155 "-" "<agent>"`
-RE_AIOHTTP_ACCESS = r'^\S+ (?:- \S+ )?\[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9]{2}:[0-9]{2}:[0-9]{2} [+-][0-9]{4}\] "\S+ \S+ HTTP'
+RE_AIOHTTP_ACCESS = (
+    r'^\S+ (?:- \S+ )?\[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9]{2}:[0-9]{2}:[0-9]{2} [+-][0-9]{4}\] "\S+ \S+ HTTP'
+)
 # stats leaders -> side; `new fill batch. #seq: 1. #cached_token: 330. ...` is the wording of
 # May 2024 builds, with `. ` between items (STATS_DOT_SEP)
 STATS_LEADERS = {"Prefill": "prefill", "Decode": "decode", "new fill": "prefill"}
@@ -86,8 +101,10 @@ RE_STATS = rf"^(?:{STATS_GPU_TAG})?({'|'.join(STATS_SIDES)}) batch(?: \[([0-9]+)
 # head before a stats line (SGLANG.md §3: match the leaders anywhere in the line); a line no
 # family took is a stats line when its leader follows such a head, and the head's date and time,
 # when it has them, are the line's local time.
-RE_STATS_ANYWHERE = (rf"^(.*?\S)\s*((?:{STATS_GPU_TAG})?(?:{'|'.join(STATS_SIDES)}) batch(?: \[[0-9]+\])?[.,] "
-                     r"#.*)$")
+RE_STATS_ANYWHERE = (
+    rf"^(.*?\S)\s*((?:{STATS_GPU_TAG})?(?:{'|'.join(STATS_SIDES)}) batch(?: \[[0-9]+\])?[.,] "
+    r"#.*)$"
+)
 RE_HEAD_TIME = r"([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{3}))?"
 # the leaders of the `. `-separated wording, and an item's end in it: a value (a number, a
 # percentage) then `. `
@@ -99,7 +116,9 @@ TB_HEADER = r"Traceback \(most recent call last\)"
 TB_CHAIN = r"During handling of the above exception|The above exception was the direct cause"
 # the unindented lines of a crash dump: faulthandler's thread headers and module list, UCX's
 # backtrace banner and its closing rule
-CRASH_BODY = r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|Extension modules: |=+ backtrace|=+$"
+CRASH_BODY = (
+    r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|Extension modules: |=+ backtrace|=+$"
+)
 RE_CRASH_BODY = rf"^(?:{CRASH_BODY})"
 # a header after unittest dots (`.Traceback (most recent call last):`) is a header all the same,
 # whether or not a wrapper rule took the dots off
@@ -111,8 +130,10 @@ RE_EXC_LINE = rf"^({EXC_TYPE}?)(?::\s.*)?$"
 # The lines a block must not start with (parsers/lines.py): an indented line, a traceback header or
 # chain line, a blank line (one stands around a chain line, and the line after it may be cut
 # short by the read), an `ExcType: msg` line; conservative where RE_TB needs the line above.
-CONTINUES = re.compile(rf"[ \t]|{TB_HEADER}|{TB_CHAIN}|\r?\n|{EXC_TYPE}(?::|\r?\n)|(?:Current thread|Thread) 0x"
-                       r"|Extension modules: |=".encode())
+CONTINUES = re.compile(
+    rf"[ \t]|{TB_HEADER}|{TB_CHAIN}|\r?\n|{EXC_TYPE}(?::|\r?\n)|(?:Current thread|Thread) 0x"
+    r"|Extension modules: |=".encode()
+)
 
 # --- request logs (§7): the leaders of their messages, by kind ----------------------------------
 REQUEST_LEADERS = {"request_received": ("Receive: ", "Receive OpenAI: "), "request_finished": ("Finish: ",)}
@@ -122,56 +143,76 @@ REQUEST_JSON_EVENT = '"event"'  # the JSON request log's key: `"event": "request
 KIND_RULES: list[tuple[str, str]] = [
     ("request_received", rf'^(?:{alt(REQUEST_LEADERS["request_received"])})|{REQUEST_JSON_EVENT}: ?"request\.received'),
     ("request_finished", rf'^(?:{alt(REQUEST_LEADERS["request_finished"])})|{REQUEST_JSON_EVENT}: ?"request\.finished'),
-    ("corruption_detected", r"Context corruption detected|Metadata unexpectedly not ready|Metadata corruption detected"),
+    (
+        "corruption_detected",
+        r"Context corruption detected|Metadata unexpectedly not ready|Metadata corruption detected",
+    ),
     ("checksum_mismatch", r"[Cc]hecksum mismatch"),
     # a launcher line or a native crash dump's head (RE_CRASH): the process is gone
     ("crash", r"Child process unexpectedly failed|Segfault encountered|^Fatal Python error: |Caught signal [0-9]+ \("),
-    ("bootstrap_failed",
-     r"Prefill bootstrap failed|Decode handshake failed|Could not fetch (?:prefill parallel|bootstrap) info"
-     r"|Error fetching prefill parallel info"
-     r"|Failed to get prefill server info|Error fetching prefill server info|bootstrap_thread died"
-     r"|Lost connection with prefill instance|failed to register to bootstrap|register attempt [0-9]+/[0-9]+ failed"
-     r"|Failed to query dp_ranks|Failed to register prefill dp_rank"),
-    ("transfer_failed",
-     r"Prefill transfer failed|Decode transfer failed|Unexpected transfer worker error|NIXL transfer encountered ERR"
-     r"|NIXL transport error|NIXL staging transfer failed|KVSender failed to post|Failed to send (?:kv chunk|state components|aux data)"
-     r"|failed due to node failure|KVSender transfer encountered an error|Failed to read NIXL transfer state"
-     r"|left a handle running|NIXL bulk transfer failed|Failed to post prepared state transfer|Missing aux index"
-     r"|^Session \S+ failed\.|Failed to transfer data from|AUX_DATA length mismatch"
-     r"|KVSender failed to create|NIXL transfers could not be retired"),
-    ("abort",
-     r"^Abort |Aborted by |Abort request for rid|Abort in waiting queue|abort notification for room|ABORT_ACK"
-     r"|Request (?:waiting|running) timeout reached|Failed to notify KV sender of abort|Malformed ABORT"),
+    (
+        "bootstrap_failed",
+        r"Prefill bootstrap failed|Decode handshake failed|Could not fetch (?:prefill parallel|bootstrap) info"
+        r"|Error fetching prefill parallel info"
+        r"|Failed to get prefill server info|Error fetching prefill server info|bootstrap_thread died"
+        r"|Lost connection with prefill instance|failed to register to bootstrap|register attempt [0-9]+/[0-9]+ failed"
+        r"|Failed to query dp_ranks|Failed to register prefill dp_rank",
+    ),
+    (
+        "transfer_failed",
+        r"Prefill transfer failed|Decode transfer failed|Unexpected transfer worker error|NIXL transfer encountered ERR"
+        r"|NIXL transport error|NIXL staging transfer failed|KVSender failed to post|Failed to send (?:kv chunk|state components|aux data)"
+        r"|failed due to node failure|KVSender transfer encountered an error|Failed to read NIXL transfer state"
+        r"|left a handle running|NIXL bulk transfer failed|Failed to post prepared state transfer|Missing aux index"
+        r"|^Session \S+ failed\.|Failed to transfer data from|AUX_DATA length mismatch"
+        r"|KVSender failed to create|NIXL transfers could not be retired",
+    ),
+    (
+        "abort",
+        r"^Abort |Aborted by |Abort request for rid|Abort in waiting queue|abort notification for room|ABORT_ACK"
+        r"|Request (?:waiting|running) timeout reached|Failed to notify KV sender of abort|Malformed ABORT",
+    ),
     # NIXL peers (NIXL.md §10.5, §9.6): disconnect / reconnect with SGLANG_DISAGGREGATION_NIXL_ENABLE_RECONNECT
-    ("peer_disconnect",
-     r"NIXL peer \S+ disconnected|NIXL invalidated remote agent|remote agent '[^']*' was (?:disconnected|invalidated)"),
+    (
+        "peer_disconnect",
+        r"NIXL peer \S+ disconnected|NIXL invalidated remote agent|remote agent '[^']*' was (?:disconnected|invalidated)",
+    ),
     ("peer_reconnect", r"Reconnected NIXL peer"),
     ("peer_register", r"Register KVArgs from \S+ successfully|Peer \S+ was already registered"),
     # nixl._bindings / nixl_cu12._bindings / nixl_cu13._bindings exceptions (NIXL.md §6)
     ("nixl_error", r"_bindings\.nixl\w+Error|\bnixl[A-Z]\w*Error: NIXL_"),
     ("watchdog_timeout", r"[Ww]atchdog timeout"),
     ("health_check_failed", r"Health check failed"),
-    ("collective_timeout",
-     r"Watchdog caught collective operation timeout|timed out after [0-9]+ ?ms|ran for [0-9]+ milliseconds before timing out"),
-    ("exception",
-     r"hit an exception|^Error in request|^Traceback \(most recent call last\)|crashed with exit code|Received sigquit"
-     r"|SIGQUIT received|Pyspy|^Exception in |Exception:"),
+    (
+        "collective_timeout",
+        r"Watchdog caught collective operation timeout|timed out after [0-9]+ ?ms|ran for [0-9]+ milliseconds before timing out",
+    ),
+    (
+        "exception",
+        r"hit an exception|^Error in request|^Traceback \(most recent call last\)|crashed with exit code|Received sigquit"
+        r"|SIGQUIT received|Pyspy|^Exception in |Exception:",
+    ),
     ("deferred_release", r"Deferred KV release"),
     ("retract", r"KV cache pool is full\. Retract requests|#retracted_reqs"),
     ("req_time_stats", r"^ReqTimeStats\("),
     ("hicache", r"HiCache|[Hh]icache|hierarchical KV host pool|Finished backup request"),
     # a notification payload {room}_kv_{chunk}_{is_last}[_{rank}], {room}_aux, {room}_state_..., {room}_stg_...
     # with an optional nixlv2_<gen>_ prefix (NIXL.md §10.3); only DEBUG logging prints them
-    ("transfer_notif", r"(?:^|[\s'\"=:(\[])(?:nixlv2_[0-9]+_)?[0-9]{1,19}_(?:kv_[0-9]+_(?:[01]|True|False)|aux\b|aux_nokv_|state_[0-9]|stg_[0-9])"),
+    (
+        "transfer_notif",
+        r"(?:^|[\s'\"=:(\[])(?:nixlv2_[0-9]+_)?[0-9]{1,19}_(?:kv_[0-9]+_(?:[01]|True|False)|aux\b|aux_nokv_|state_[0-9]|stg_[0-9])",
+    ),
     # prefill learned the decode destination of a room (NIXL debug lines, SGLANG.md §9.6)
     ("bootstrapped", r"room=[0-9]+ is bootstrapped|got info room=[0-9]+"),
     ("nixl", r"NIXL|[Nn]ixl|FakeKVSender|KVManager"),
     ("bootstrap", r"[Bb]ootstrap|boostrap|Register KVArgs|Attempting to reconnect|dp_rank=[0-9]+ for bootstrap_room"),
     ("warmup", r"[Ww]armup"),
     ("shutdown", r"SIGTERM received|Gracefully exiting|Schedulers still alive|Shutting down"),
-    ("startup",
-     r"max_total_num_tokens=|fired up and ready|Started server process|Uvicorn running|Application startup"
-     r"|Waiting for application startup|server_args=|Load weight|Capture cuda graph|Init torch distributed"),
+    (
+        "startup",
+        r"max_total_num_tokens=|fired up and ready|Started server process|Uvicorn running|Application startup"
+        r"|Waiting for application startup|server_args=|Load weight|Capture cuda graph|Init torch distributed",
+    ),
 ]
 # Messages that carry no prefix but are still unmistakably sglang / NIXL binding output
 # (logs copied out of a UI, prints of the NIXL python binding, SGLANG.md §9.6, NIXL.md §6).
@@ -191,19 +232,47 @@ RE_BARE_KNOWN = (
 # the NIXL python binding's own lines, bare (NIXL.md §6)
 RE_NIXL_BINDING = r"^(?:Backend \w+ was instantiated|Initialized NIXL agent|Created NIXL agent|Loaded plugin)"
 FAMILIES: list[tuple[str, str]] = [
-    ("sglang", RE_SGLANG), ("sglang_custom", RE_SGLANG_CUSTOM), ("uvicorn", RE_UVICORN_LEVEL), ("glog", RE_GLOG),
-    ("ucx", RE_UCX), ("c10d", RE_C10D), ("nccl", RE_NCCL), ("router", RE_ROUTER), ("crash", RE_CRASH),
-    ("glog_notice", RE_GLOG_NOTICE), ("bare", RE_BARE_KNOWN),
+    ("sglang", RE_SGLANG),
+    ("sglang_custom", RE_SGLANG_CUSTOM),
+    ("uvicorn", RE_UVICORN_LEVEL),
+    ("glog", RE_GLOG),
+    ("ucx", RE_UCX),
+    ("c10d", RE_C10D),
+    ("nccl", RE_NCCL),
+    ("router", RE_ROUTER),
+    ("crash", RE_CRASH),
+    ("glog_notice", RE_GLOG_NOTICE),
+    ("bare", RE_BARE_KNOWN),
 ]
 
-FAILURE_KINDS = ("transfer_failed", "bootstrap_failed", "abort", "corruption_detected", "checksum_mismatch",
-                 "watchdog_timeout", "health_check_failed", "collective_timeout", "exception", "nixl_error",
-                 "ucx_error", "mooncake_error", "crash")
+FAILURE_KINDS = (
+    "transfer_failed",
+    "bootstrap_failed",
+    "abort",
+    "corruption_detected",
+    "checksum_mismatch",
+    "watchdog_timeout",
+    "health_check_failed",
+    "collective_timeout",
+    "exception",
+    "nixl_error",
+    "ucx_error",
+    "mooncake_error",
+    "crash",
+)
 SEVERITY_BY_KIND = {
-    "transfer_failed": "error", "bootstrap_failed": "error", "corruption_detected": "error",
-    "checksum_mismatch": "error", "watchdog_timeout": "fatal", "health_check_failed": "error",
-    "collective_timeout": "error", "exception": "error", "abort": "warning", "deferred_release": "warning",
-    "retract": "warning", "crash": "fatal",
+    "transfer_failed": "error",
+    "bootstrap_failed": "error",
+    "corruption_detected": "error",
+    "checksum_mismatch": "error",
+    "watchdog_timeout": "fatal",
+    "health_check_failed": "error",
+    "collective_timeout": "error",
+    "exception": "error",
+    "abort": "warning",
+    "deferred_release": "warning",
+    "retract": "warning",
+    "crash": "fatal",
 }
 # Normalised failure reasons (§9.3); matched against the KVTransferError text if any.
 REASON_RULES: list[tuple[str, str]] = [
@@ -211,26 +280,35 @@ REASON_RULES: list[tuple[str, str]] = [
     ("bootstrap_timeout", r"KVPoll\.Bootstrapping"),
     ("aborted", r"Aborted by|^Abort|[Aa]bort notification|ABORT"),
     ("request_timeout", r"Request (?:waiting|running) timeout reached"),
-    ("node_failure",
-     r"Lost connection with prefill|healthy before, but now it is down|node failure|might be dead|could be dead"
-     r"|is not alive|bootstrap_thread died"),
+    (
+        "node_failure",
+        r"Lost connection with prefill|healthy before, but now it is down|node failure|might be dead|could be dead"
+        r"|is not alive|bootstrap_thread died",
+    ),
     ("room_conflict", r"Duplicate (?:or cancelled|decode) bootstrap room|follow_bootstrap_room conflict"),
     ("config", r"policy mismatch|does NOT support|layout mismatch|out of range"),
     # the bootstrap server did not answer at all (a prefill that is down or not yet up): before
     # bootstrap_info, which is the same fetch answered wrongly
-    ("bootstrap_unreachable",
-     r"Connection refused|Connection reset|Connection aborted|RemoteDisconnected|Max retries exceeded"
-     r"|NewConnectionError|ConnectTimeout|Failed to establish a new connection|Name or service not known"
-     r"|No route to host"),
-    ("bootstrap_info", r"Could not fetch|Failed to get prefill server info|Error fetching prefill|to prefill \S+ failed"),
+    (
+        "bootstrap_unreachable",
+        r"Connection refused|Connection reset|Connection aborted|RemoteDisconnected|Max retries exceeded"
+        r"|NewConnectionError|ConnectTimeout|Failed to establish a new connection|Name or service not known"
+        r"|No route to host",
+    ),
+    (
+        "bootstrap_info",
+        r"Could not fetch|Failed to get prefill server info|Error fetching prefill|to prefill \S+ failed",
+    ),
     ("metadata_corruption", r"Context corruption detected|Metadata unexpectedly|Metadata corruption"),
     ("checksum_mismatch", r"[Cc]hecksum mismatch"),
     # crashes by signal: the launcher's exit code (128 + signal) or the dump's own words
     ("sigquit", r"exit code 131\b|Caught signal 3 \("),
     ("sigabrt", r"exit code 134\b|Caught signal 6 \(|^Fatal Python error: Aborted"),
     ("sigsegv", r"exit code 139\b|Caught signal 11 \(|Segfault encountered|^Fatal Python error: Segmentation fault"),
-    ("remote_disconnect",
-     r"NIXL_ERR_REMOTE_DISCONNECT|RemoteDisconnect|remote agent \S+ was disconnected|NIXL peer \S+ disconnected"),
+    (
+        "remote_disconnect",
+        r"NIXL_ERR_REMOTE_DISCONNECT|RemoteDisconnect|remote agent \S+ was disconnected|NIXL peer \S+ disconnected",
+    ),
     ("transport", r"NIXL|UCX|Work Request Flushed|KVSender|[Ss]ession \S+ (?:failed|is not alive)|Failed to send"),
     ("unknown_rank", r"unknown reason from another rank"),
     ("collective_timeout", r"timed out after [0-9]+ ?ms|collective operation timeout|milliseconds before timing out"),
@@ -241,13 +319,23 @@ REASON_RULES: list[tuple[str, str]] = [
 
 # --- identifiers and fields of event lines (§14) -----------------------------------------------
 RID_PATTERNS = [
-    r"rid='([^']*)'", r'"rid": ?"([^"]*)"', r"\brid=([^\s,)'\]]+)", r"'id': '([^']*)'",
-    r"Request ([0-9a-fA-F-]{16,}) \(bootstrap_room", r"\breq=([^\s,]+)", r"^Req (\S+) ", r"^Request (\S+) exceeds",
+    r"rid='([^']*)'",
+    r'"rid": ?"([^"]*)"',
+    r"\brid=([^\s,)'\]]+)",
+    r"'id': '([^']*)'",
+    r"Request ([0-9a-fA-F-]{16,}) \(bootstrap_room",
+    r"\breq=([^\s,]+)",
+    r"^Req (\S+) ",
+    r"^Request (\S+) exceeds",
     r"[Rr]equest (\S+), bootstrap_room",
 ]
 ROOM_PATTERNS = [
-    r"bootstrap_room[=:] ?'?([0-9]+)", r'"bootstrap_room": ?"?([0-9]+)', r"\broom[= ]([0-9]+)", r"for room ([0-9]+)",
-    r"^Request ([0-9]{1,19}) (?:timed out|waiting_timeout)", r"\(bootstrap_room: ([0-9]+)\)",
+    r"bootstrap_room[=:] ?'?([0-9]+)",
+    r'"bootstrap_room": ?"?([0-9]+)',
+    r"\broom[= ]([0-9]+)",
+    r"for room ([0-9]+)",
+    r"^Request ([0-9]{1,19}) (?:timed out|waiting_timeout)",
+    r"\(bootstrap_room: ([0-9]+)\)",
     r"bootstrap_room ([0-9]+)",
     r"(?:^|[\s'\"=:(\[])(?:nixlv2_[0-9]+_)?([0-9]{1,19})_(?:kv|aux|state|stg)(?:_|\b)",
 ]
@@ -298,6 +386,10 @@ STATS_KEYS: list[tuple[str, tuple[str, ...], str | None, str]] = [
 KNOWN_STATS_KEYS = sorted({k for _, keys, _, _ in STATS_KEYS for k in keys})
 RE_GRAPH = rf"({'|'.join(GRAPH_BACKENDS)}) graph"
 
-ROLE_PREFILL = (r"#unbootstrapped-req|#transferring-req|#bootstrap-req|#inflight-req|Prefill transfer failed"
-                r"|Prefill bootstrap failed|FakeKVSender|Registered Prefill|Prefill batch[.,].*#prealloc-req")
-ROLE_DECODE = r"pre-allocated usage|#transfer-req|Decode transfer failed|Decode handshake failed|Context corruption detected"
+ROLE_PREFILL = (
+    r"#unbootstrapped-req|#transferring-req|#bootstrap-req|#inflight-req|Prefill transfer failed"
+    r"|Prefill bootstrap failed|FakeKVSender|Registered Prefill|Prefill batch[.,].*#prealloc-req"
+)
+ROLE_DECODE = (
+    r"pre-allocated usage|#transfer-req|Decode transfer failed|Decode handshake failed|Context corruption detected"
+)

@@ -89,8 +89,9 @@ class PassInfo:
     tally: Tally | None = None
 
 
-def parse_blocks(blocks, ctx: Context, year: int, role: str, path: str, clock: "Clock",
-                 totals: Tally) -> Iterator["Batch | Written"]:
+def parse_blocks(
+    blocks, ctx: Context, year: int, role: str, path: str, clock: "Clock", totals: Tally
+) -> Iterator["Batch | Written"]:
     """`_parse_raws` over the blocks, then `clock_pass`, in order; each pass's `Tally` into `totals`.
 
     With ingest's worker processes (`ctx.pool`) the passes run there side by side, each written
@@ -138,8 +139,16 @@ def parse_blocks(blocks, ctx: Context, year: int, role: str, path: str, clock: "
             alone = part == 0 and any(_mentions(r, b" @ ") for r in raws)
             for r in raws:
                 r.body = bytes(r.body)  # a view of the read buffer does not pickle
-            bctx = dataclasses.replace(ctx, lines=0, parsed_lines=0, continuation_lines=0, unparsed_lines=0,
-                                       notes=[], pool=None, on_progress=None)
+            bctx = dataclasses.replace(
+                ctx,
+                lines=0,
+                parsed_lines=0,
+                continuation_lines=0,
+                unparsed_lines=0,
+                notes=[],
+                pool=None,
+                on_progress=None,
+            )
             queue.append((part, pool.submit(part, pooled_pass, raws, bctx, year, role, path, clock.base, clock.tz)))
             del raws
             if alone or len(queue) >= window:
@@ -166,8 +175,15 @@ def pooled_pass(raws: list[RawBlock], ctx: Context, year: int, role: str, path: 
     own = Clock(base, "", tz)
     done = clock_pass(out, own)
     asked = own.time_only or own.inherited or own.untimed
-    info = PassInfo(ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines, ctx.outer_offset_s, ctx.notes,
-                    None if asked else own, None if asked else tally(done))
+    info = PassInfo(
+        ctx.parsed_lines,
+        ctx.continuation_lines,
+        ctx.unparsed_lines,
+        ctx.outer_offset_s,
+        ctx.notes,
+        None if asked else own,
+        None if asked else tally(done),
+    )
     return (out, info, False) if asked else (done, info, True)
 
 
@@ -218,8 +234,14 @@ def _parse_raws(raws: list[RawBlock], ctx: Context, year: int, role: str, path: 
     ds = [native.scan(cfg, r, year) for r in raws]
     if any(d["partial"] for d in ds):
         # a k8s partial record may swallow the line after it: the polars path decides its block
-        return _concat_batches([_parse_block(lines.frame(r), ctx, year, role, path) if d["partial"]
-                                else _parse_scanned([r], [d], ctx, year, role, path) for r, d in zip(raws, ds)])
+        return _concat_batches(
+            [
+                _parse_block(lines.frame(r), ctx, year, role, path)
+                if d["partial"]
+                else _parse_scanned([r], [d], ctx, year, role, path)
+                for r, d in zip(raws, ds)
+            ]
+        )
     for r in raws:
         r.body = b""  # read: the text goes while the frames are built
     return _parse_scanned(raws, ds, ctx, year, role, path)
@@ -233,20 +255,28 @@ def _concat_batches(batches: list[Batch]) -> Batch:
 
 def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int, role: str, path: str) -> Batch:
     """Blocks the scanner read (`ds`, none with a partial record) into their tables."""
+
     def each(frame):
-        return pl.concat([frame(d, raw).with_columns(_blk=pl.lit(i, dtype=pl.Int32))
-                          for i, (d, raw) in enumerate(zip(ds, raws))])
+        return pl.concat(
+            [frame(d, raw).with_columns(_blk=pl.lit(i, dtype=pl.Int32)) for i, (d, raw) in enumerate(zip(ds, raws))]
+        )
 
     nat = each(lambda d, raw: native.stats_frame(d, scanner.COLUMNS))
     nat = nat.with_columns(
         ts=pl.coalesce(_cri_ts(nat), _local_to_utc(pl.col("local"), ctx.tz)),
         prefix=pl.concat_str(pl.col("cri"), pl.lit(" F")),
-        tail=pl.lit(None, dtype=pl.Utf8), truncated=pl.lit(False),
-        host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path),
+        tail=pl.lit(None, dtype=pl.Utf8),
+        truncated=pl.lit(False),
+        host=pl.lit(ctx.host),
+        role=pl.lit(role),
+        source_file=pl.lit(path),
     )
     rest = each(native.rest_frame)
-    other = _classified_none(rest, ctx, year) if not rest.height else _regex_thread(
-        "lines", lambda r=rest: _classify(_join_partials(_strip_wrappers(r)), ctx, year))
+    other = (
+        _classified_none(rest, ctx, year)
+        if not rest.height
+        else _regex_thread("lines", lambda r=rest: _classify(_join_partials(_strip_wrappers(r)), ctx, year))
+    )
     del rest  # the lines' text goes as soon as they are classified
     sg = each(lambda d, raw: lines.with_flags(native.sglang_frame(d), raw))
     ds.clear()  # the scanner's buffers, the caller's reference too: the frames hold what they need
@@ -259,13 +289,15 @@ def _parse_scanned(raws: list[RawBlock], ds: list[dict], ctx: Context, year: int
     ).with_columns(ts=pl.coalesce(pl.col("outer_ts"), _local_to_utc(pl.col("local"), ctx.tz)))
     # what _classify gives such a line: no level, glog file, peer or c10d rank (null columns); no
     # raw line either, which only unparsed rows keep
-    sg = sg.select([pl.col(c) if c in sg.columns else pl.lit(None).alias(c) for c in other.columns]
-                   + _NATIVE_EVENT_COLUMNS).cast(other.schema)
+    sg = sg.select(
+        [pl.col(c) if c in sg.columns else pl.lit(None).alias(c) for c in other.columns] + _NATIVE_EVENT_COLUMNS
+    ).cast(other.schema)
     other = other.with_columns(pl.lit(None, dtype=sg.schema[c]).alias(c) for c in _NATIVE_EVENT_COLUMNS)
     # An access or request line read whole is an event head with nothing to fold into it unless a
     # line the scanner left follows it (a traceback body): the others skip folding.
     read = (sg["_acc_status"].is_not_null() | sg["_req_kind"].is_not_null()) & ~(sg["line_no"] + 1).is_in(
-        other["line_no"].implode())
+        other["line_no"].implode()
+    )
     # `sg` stays whole: the events merge gathers the rows read whole and drops the others in the
     # one gather that puts the events in line order (a filter first cost a gather of every row)
     classified = _merge_by_line([other, sg.filter(~read)])
@@ -284,8 +316,9 @@ def _classified_none(rest: pl.DataFrame, ctx: Context, year: int) -> pl.DataFram
     and a small input is nothing else."""
     key = (str(rest.schema), ctx.tz, year, ctx.outer_offset_s is None)
     if key not in _CLASSIFIED_NONE:
-        _CLASSIFIED_NONE[key] = _regex_thread("lines", lambda: _classify(_join_partials(_strip_wrappers(rest)), ctx,
-                                                                          year))
+        _CLASSIFIED_NONE[key] = _regex_thread(
+            "lines", lambda: _classify(_join_partials(_strip_wrappers(rest)), ctx, year)
+        )
     return _CLASSIFIED_NONE[key]
 
 
@@ -311,8 +344,14 @@ def _parse_block(df: pl.DataFrame, ctx: Context, year: int, role: str, path: str
     return _finish_block(_classify(_join_partials(_strip_wrappers(df)), ctx, year), ctx, role, path)
 
 
-def _finish_block(df: pl.DataFrame, ctx: Context, role: str, path: str, taken: pl.DataFrame | None = None,
-                  ready: pl.DataFrame | None = None) -> Batch:
+def _finish_block(
+    df: pl.DataFrame,
+    ctx: Context,
+    role: str,
+    path: str,
+    taken: pl.DataFrame | None = None,
+    ready: pl.DataFrame | None = None,
+) -> Batch:
     """Classified lines of a block into its tables; `taken` (finished batches rows) are the stats
     lines the native scanner took, `ready` the sglang lines it read, where `_keep` marks the
     access and request lines read whole, each an event of its own (the other rows of `ready` are
@@ -322,18 +361,25 @@ def _finish_block(df: pl.DataFrame, ctx: Context, role: str, path: str, taken: p
     df = _fold_continuations(df)
     is_stats = pl.col("family").is_not_null() & ~pl.col("_is_event")
     df = df.with_columns(
-        _table=pl.when(pl.col("_cont")).then(pl.lit("cont"))
-        .when(is_stats).then(pl.lit("batches"))
-        .when(pl.col("family").is_not_null()).then(pl.lit("events"))
+        _table=pl.when(pl.col("_cont"))
+        .then(pl.lit("cont"))
+        .when(is_stats)
+        .then(pl.lit("batches"))
+        .when(pl.col("family").is_not_null())
+        .then(pl.lit("events"))
         .otherwise(pl.lit("unparsed")),
-        host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path),
+        host=pl.lit(ctx.host),
+        role=pl.lit(role),
+        source_file=pl.lit(path),
     )
     # traceback text and exception type per record
     conts = (
         df.filter(pl.col("_table") == "cont")
         .group_by("_grp", maintain_order=True)
-        .agg(traceback=pl.col("body").str.join("\n"),
-             exc_type=pl.col("body").filter(~pl.col("body").str.contains(r"^\s")).last().str.extract(RE_EXC_LINE, 1))
+        .agg(
+            traceback=pl.col("body").str.join("\n"),
+            exc_type=pl.col("body").filter(~pl.col("body").str.contains(r"^\s")).last().str.extract(RE_EXC_LINE, 1),
+        )
     )
     ev = df.filter(pl.col("_table") == "events").join(conts, on="_grp", how="left")
     if "_acc_status" in ev.columns:
@@ -342,12 +388,17 @@ def _finish_block(df: pl.DataFrame, ctx: Context, role: str, path: str, taken: p
         read = ev["_acc_status"].is_not_null() | ev["_req_kind"].is_not_null()
         parts = [_event_fields(ev.filter(~read).drop(_NATIVE_EVENT_COLUMNS), ctx), _ready_rows(ev.filter(read))]
         if ready is not None and ready.height:
-            parts.append(_ready_rows(ready).with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path)))
+            parts.append(
+                _ready_rows(ready).with_columns(host=pl.lit(ctx.host), role=pl.lit(role), source_file=pl.lit(path))
+            )
         ready = None
         # the events columns, the block of each row while rooms are lent, and which rows to keep
-        parts = [schema.conform("events", p.with_columns(truncated=pl.col("unterminated")))
-                 .with_columns(p["_blk"], p["_keep"] if "_keep" in p.columns else pl.lit(True).alias("_keep"))
-                 for p in parts]
+        parts = [
+            schema.conform("events", p.with_columns(truncated=pl.col("unterminated"))).with_columns(
+                p["_blk"], p["_keep"] if "_keep" in p.columns else pl.lit(True).alias("_keep")
+            )
+            for p in parts
+        ]
         ev = _merge_by_line(parts)
         del parts
         ev = _event_rooms(ev).drop("_blk")
@@ -364,18 +415,21 @@ def _finish_block(df: pl.DataFrame, ctx: Context, role: str, path: str, taken: p
         st = stats._batches(stats._stats_lead(st))
     un = df.filter(pl.col("_table") == "unparsed").with_columns(
         line=pl.col("line").str.slice(0, MAX_LINE_CHARS),
-        reason=pl.when(pl.col("line").str.strip_chars() == "").then(pl.lit("blank"))
-        .when(pl.col("unterminated") | (pl.col("last_line") & pl.col("body").str.contains(r"^(?:\[[0-9=-]|[IWEF][0-9]|\{)")))
+        reason=pl.when(pl.col("line").str.strip_chars() == "")
+        .then(pl.lit("blank"))
+        .when(
+            pl.col("unterminated")
+            | (pl.col("last_line") & pl.col("body").str.contains(r"^(?:\[[0-9=-]|[IWEF][0-9]|\{)"))
+        )
         .then(pl.lit("truncated"))
-        .when(pl.col("body").str.contains(RE_TB)).then(pl.lit("orphan_continuation"))
+        .when(pl.col("body").str.contains(RE_TB))
+        .then(pl.lit("orphan_continuation"))
         .otherwise(pl.lit("unrecognised")),
         format=pl.lit(NAME),
     )
     n_cont = int((df["_table"] == "cont").sum()) + int(df["folded"].sum())
     ctx.account(parsed=ev.height + st.height, continuation=n_cont, unparsed=un.height)
     return {"events": ev, "batches": st, "unparsed": un}
-
-
 
 
 # A time-only prefix (`[16:43:29 TP0]`, 2024 builds) whose time runs back by more than this from
@@ -430,24 +484,32 @@ def clock_pass(out: Batch, clock: Clock) -> Batch:
     if seq["_timeonly"].any():
         clock.time_only += int(seq["_timeonly"].sum())
         secs = pl.col("ts_raw").str.extract(r"([0-9]{2}:[0-9]{2}:[0-9]{2})", 1).str.to_time("%H:%M:%S", strict=False)
-        seq = seq.with_columns(_secs=(secs.cast(pl.Int64) // 1_000_000_000).cast(pl.Int64),
-                               _day=pl.col("ts_raw").str.extract(_RE_DATED, 1).str.to_date(strict=False))
+        seq = seq.with_columns(
+            _secs=(secs.cast(pl.Int64) // 1_000_000_000).cast(pl.Int64),
+            _day=pl.col("ts_raw").str.extract(_RE_DATED, 1).str.to_date(strict=False),
+        )
         prev = pl.col("_secs").shift(1, fill_value=clock.secs)
         back = (pl.col("_timeonly") & ((prev - pl.col("_secs")) > NEXT_DAY_BACK_S)).fill_null(False)
         grp = pl.col("_dated").cast(pl.Int64).cum_sum()
         start = clock.date if clock.date is not None else clock.base
         seq = seq.with_columns(_grp=grp, _back=back.cast(pl.Int32)).with_columns(
             _date=pl.col("_day").forward_fill().fill_null(start)
-            + pl.duration(days=pl.col("_back").cum_sum().over("_grp")))
+            + pl.duration(days=pl.col("_back").cum_sum().over("_grp"))
+        )
         local = pl.concat_str(pl.col("_date").cast(pl.Utf8), pl.lit(" "), pl.col("ts_raw")).str.to_datetime(
-            "%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+            "%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us"
+        )
         fixed = seq.filter(pl.col("_timeonly")).select("line_no", _ts=_local_to_utc(local, clock.tz))
         last = seq.row(-1, named=True)
         clock.date, clock.secs = last["_date"], last["_secs"]
         out = dict(out)
         for t in tabs:
-            out[t] = out[t].join(fixed, on="line_no", how="left", maintain_order="left").with_columns(
-                ts=pl.coalesce("ts", "_ts")).drop("_ts")
+            out[t] = (
+                out[t]
+                .join(fixed, on="line_no", how="left", maintain_order="left")
+                .with_columns(ts=pl.coalesce("ts", "_ts"))
+                .drop("_ts")
+            )
         rows = pl.concat([out[t].select("line_no", "ts", "ts_raw") for t in tabs]).sort("line_no")
     elif seq.height:
         # the last dated line the time-only lines of a later pass follow (a date like Feb 30 dates nothing)
@@ -463,12 +525,15 @@ def clock_pass(out: Batch, clock: Clock) -> Batch:
         bare = pl.col("ts").is_null() & pl.col("ts_raw").is_null()
         if b.select(bare.any()).item():
             timed = rows.filter(pl.col("ts").is_not_null()).select("line_no", _ts="ts")
-            b = b.with_columns(_bare=bare).join_asof(timed, on="line_no", strategy="backward",
-                                                     allow_exact_matches=False)
+            b = b.with_columns(_bare=bare).join_asof(
+                timed, on="line_no", strategy="backward", allow_exact_matches=False
+            )
             b = b.with_columns(_ts=pl.coalesce("_ts", pl.lit(clock.last_ts, dtype=b.schema["ts"])))
             clock.inherited += int((b["_bare"] & b["_ts"].is_not_null()).sum())
             clock.untimed += int((b["_bare"] & b["_ts"].is_null()).sum())
-            b = b.with_columns(ts=pl.when(pl.col("_bare")).then(pl.col("_ts")).otherwise(pl.col("ts"))).drop("_bare", "_ts")
+            b = b.with_columns(ts=pl.when(pl.col("_bare")).then(pl.col("_ts")).otherwise(pl.col("ts"))).drop(
+                "_bare", "_ts"
+            )
             out = dict(out)
             out["batches"] = b
     timed = rows.filter(pl.col("ts").is_not_null())
@@ -481,12 +546,16 @@ def clock_notes(clock: Clock) -> list[str]:
     """What `clock_pass` did to a file, for its notes."""
     notes = []
     if clock.time_only:
-        notes.append(f"time-only prefixes ({clock.time_only} lines): dated from the dated line above them, before "
-                     f"the first one from {clock.base_from} ({clock.base}); a day later where the time runs "
-                     f"backwards by more than {NEXT_DAY_BACK_S // 3600} h")
+        notes.append(
+            f"time-only prefixes ({clock.time_only} lines): dated from the dated line above them, before "
+            f"the first one from {clock.base_from} ({clock.base}); a day later where the time runs "
+            f"backwards by more than {NEXT_DAY_BACK_S // 3600} h"
+        )
     if clock.inherited:
-        notes.append(f"stats lines without a prefix ({clock.inherited}): ts is the time of the nearest timed line "
-                     "above them, ts_raw is null")
+        notes.append(
+            f"stats lines without a prefix ({clock.inherited}): ts is the time of the nearest timed line "
+            "above them, ts_raw is null"
+        )
     if clock.untimed:
         notes.append(f"stats lines without a prefix and no timed line above them ({clock.untimed}): ts is null")
     return notes

@@ -10,14 +10,31 @@ samples = [
         "prefill_0410_pd_trailing_comma",
         "[2025-10-15 14:44:32 DP14 TP14 EP14] Prefill batch. #new-seq: 2, #new-token: 68, #cached-token: 0, "
         "token usage: 0.01, #unbootstrapped-req: 0, #queue-req: 0, #transferring-req: 1, input throughput (token/s): 1326.00, \n",
-        {"batches": [{"kind": "prefill", "dp_rank": 14, "tp_rank": 14, "ep_rank": 14, "new_token": 68,
-                      "bootstrap_req": 0, "inflight_req": 1, "input_throughput": 1326.0, "running_req": None}]},
+        {
+            "batches": [
+                {
+                    "kind": "prefill",
+                    "dp_rank": 14,
+                    "tp_rank": 14,
+                    "ep_rank": 14,
+                    "new_token": 68,
+                    "bootstrap_req": 0,
+                    "inflight_req": 1,
+                    "input_throughput": 1326.0,
+                    "running_req": None,
+                }
+            ]
+        },
     ),
     Sample(
         "prefill_2024_cache_hit_rate",
         "[2024-11-29 10:28:29 TP0] Prefill batch. #new-seq: 2, #new-token: 2048, #cached-token: 888, "
         "cache hit rate: 0.00%, token usage: 0.11, #running-req: 69, #queue-req: 130\n",
-        {"batches": [{"kind": "prefill", "cached_token": 888, "cache_hit_rate": 0.0, "queue_req": 130, "running_req": 69}]},
+        {
+            "batches": [
+                {"kind": "prefill", "cached_token": 888, "cache_hit_rate": 0.0, "queue_req": 130, "running_req": 69}
+            ]
+        },
     ),
     Sample(
         "prefill_0515_bootstrap_req",
@@ -37,24 +54,59 @@ samples = [
         "May 16, 2026 @ 20:44:55.560    [2026-05-16 12:44:55 DP2 TP2] Decode batch, #running-req: 1, #token: 31936, "
         "token usage: 0.22, accept len: 2.10, accept rate: 0.37, pre-allocated usage: 0.00, #prealloc-req: 0, "
         "#transfer-req: 0, #retracted-req: 0, cuda graph: True, gen throughput (token/s): 0.39, #queue-req: 0    \n",
-        {"batches": [{"kind": "decode", "dp_rank": 2, "num_token": 31936, "accept_len": 2.1, "accept_rate": 0.37,
-                      "prealloc_req": 0, "transfer_req": 0, "gen_throughput": 0.39, "bootstrap_req": None,
-                      "prefix": "May 16, 2026 @ 20:44:55.560", "ts_raw": "2026-05-16 12:44:55"}]},
+        {
+            "batches": [
+                {
+                    "kind": "decode",
+                    "dp_rank": 2,
+                    "num_token": 31936,
+                    "accept_len": 2.1,
+                    "accept_rate": 0.37,
+                    "prealloc_req": 0,
+                    "transfer_req": 0,
+                    "gen_throughput": 0.39,
+                    "bootstrap_req": None,
+                    "prefix": "May 16, 2026 @ 20:44:55.560",
+                    "ts_raw": "2026-05-16 12:44:55",
+                }
+            ]
+        },
     ),
     Sample(
         "decode_hybrid_swa_extra",
         "[2026-10-30 10:00:07.482 PP1 TP3] Decode batch, #running-req: 64, #full token: 120000, full token usage: 0.45, "
         "#swa token: 4000, swa token usage: 0.10, npu graph: True, gen throughput (token/s): 2450.12, #queue-req: 0\n",
-        {"batches": [{"pp_rank": 1, "tp_rank": 3, "num_token": 120000, "token_usage": 0.45, "graph_backend": "npu",
-                      "cuda_graph": True, "ts_raw": "2026-10-30 10:00:07.482"}]},
+        {
+            "batches": [
+                {
+                    "pp_rank": 1,
+                    "tp_rank": 3,
+                    "num_token": 120000,
+                    "token_usage": 0.45,
+                    "graph_backend": "npu",
+                    "cuda_graph": True,
+                    "ts_raw": "2026-10-30 10:00:07.482",
+                }
+            ]
+        },
     ),
     Sample(
         "decode_transfer_failed_aborted",
         "[2025-11-05 16:39:09 TP2] Decode transfer failed for request rank=2 decode_req.req.rid='78fde411d57a4d7791b63963eac74968' "
         "decode_req.req.bootstrap_room=4793981895866140836 with exception KVTransferError(bootstrap_room=4793981895866140836): "
         "Aborted by AbortReq.\n",
-        {"events": [{"kind": "transfer_failed", "tp_rank": 2, "rid": "78fde411d57a4d7791b63963eac74968",
-                     "bootstrap_room": 4793981895866140836, "reason": "aborted", "severity": "error"}]},
+        {
+            "events": [
+                {
+                    "kind": "transfer_failed",
+                    "tp_rank": 2,
+                    "rid": "78fde411d57a4d7791b63963eac74968",
+                    "bootstrap_room": 4793981895866140836,
+                    "reason": "aborted",
+                    "severity": "error",
+                }
+            ]
+        },
     ),
     Sample(
         "decode_waiting_timeout",
@@ -68,8 +120,16 @@ samples = [
         "[2026-10-30 10:01:40 DP5 TP5] Context corruption detected: Request 0b9e7d6c5a4f4e3d8c2b1a0f9e8d7c6b "
         "(bootstrap_room=1188402291734905512) received metadata from bootstrap_room=6593551520068383758. "
         "Metadata buffer index: 17. This indicates metadata buffer index collision.\n",
-        {"events": [{"kind": "corruption_detected", "rid": "0b9e7d6c5a4f4e3d8c2b1a0f9e8d7c6b",
-                     "bootstrap_room": 1188402291734905512, "dp_rank": 5}]},
+        {
+            "events": [
+                {
+                    "kind": "corruption_detected",
+                    "rid": "0b9e7d6c5a4f4e3d8c2b1a0f9e8d7c6b",
+                    "bootstrap_room": 1188402291734905512,
+                    "dp_rank": 5,
+                }
+            ]
+        },
     ),
     Sample(
         "request_finish_text",
@@ -77,22 +137,49 @@ samples = [
         "out={'text': 'Let me open', 'meta_info': {'id': '9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1', 'finish_reason': "
         "{'type': 'stop', 'matched': 1}, 'prompt_tokens': 8192, 'completion_tokens': 509, 'cached_tokens': 1024, "
         "'e2e_latency': 14.21}}\n",
-        {"events": [{"kind": "request_finished", "source": "request_log", "finish_reason": "stop", "prompt_tokens": 8192,
-                     "completion_tokens": 509, "e2e_latency": 14.21, "bootstrap_room": 4793981895866140836}]},
+        {
+            "events": [
+                {
+                    "kind": "request_finished",
+                    "source": "request_log",
+                    "finish_reason": "stop",
+                    "prompt_tokens": 8192,
+                    "completion_tokens": 509,
+                    "e2e_latency": 14.21,
+                    "bootstrap_room": 4793981895866140836,
+                }
+            ]
+        },
     ),
     Sample(
         "request_received_json",
         '[2026-10-30 10:00:00] {"timestamp": "2026-10-30T10:00:00.123456", "event": "request.received", '
         '"rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1", "obj": {"bootstrap_room": 4793981895866140836}}\n',
-        {"events": [{"kind": "request_received", "rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1",
-                     "bootstrap_room": 4793981895866140836}]},
+        {
+            "events": [
+                {
+                    "kind": "request_received",
+                    "rid": "9f1c2e0d4b7a4c18a2e5f6b3c8d9e0a1",
+                    "bootstrap_room": 4793981895866140836,
+                }
+            ]
+        },
     ),
     Sample(
         "uvicorn_access_k8s",
         "2026-01-14T05:32:17.632471128Z [2026-01-14 05:32:17] INFO:     29.163.184.147:33006 - "
         '"POST /v1/chat/completions HTTP/1.1" 200 OK\n',
-        {"events": [{"kind": "http_access", "http_status": 200, "http_method": "POST",
-                     "http_path": "/v1/chat/completions", "peer": "29.163.184.147:33006"}]},
+        {
+            "events": [
+                {
+                    "kind": "http_access",
+                    "http_status": 200,
+                    "http_method": "POST",
+                    "http_path": "/v1/chat/completions",
+                    "peer": "29.163.184.147:33006",
+                }
+            ]
+        },
     ),
     Sample(
         "traceback_folded",
@@ -117,7 +204,11 @@ samples = [
     Sample(
         "c10d_timeout",
         "[rank1]:[W324 12:06:11.712424651 socket.cpp:497] [c10d] waitForInput: socket SocketImpl(fd=87) timed out after 600000ms\n",
-        {"events": [{"kind": "collective_timeout", "source": "c10d", "tp_rank": 1, "ts_raw": "W324 12:06:11.712424651"}]},
+        {
+            "events": [
+                {"kind": "collective_timeout", "source": "c10d", "tp_rank": 1, "ts_raw": "W324 12:06:11.712424651"}
+            ]
+        },
     ),
     Sample(
         "bare_prefill_transfer_failed",
@@ -130,15 +221,23 @@ samples = [
         "[2026-07-21 08:06:26 DP3 TP3] Prefill transfer failed for request rank=3 req.rid='7d1c0c8f3a9e4f0a9b2d6c1e5f4a3b21' "
         "req.bootstrap_room=6593551520068383758 with exception NIXL transfer encountered ERR room=6593551520068383758\n"
         "NIXL transfer encountered ERR room=4127750395128840213\n",
-        {"events": [{"kind": "transfer_failed", "bootstrap_room": 6593551520068383758, "reason": "transport"},
-                    {"kind": "transfer_failed", "bootstrap_room": 4127750395128840213, "ts": None}]},
+        {
+            "events": [
+                {"kind": "transfer_failed", "bootstrap_room": 6593551520068383758, "reason": "transport"},
+                {"kind": "transfer_failed", "bootstrap_room": 4127750395128840213, "ts": None},
+            ]
+        },
     ),
     Sample(
         "nixl_abort_notifications",
         "[2025-12-03 12:35:01 TP0] Received abort notification for room 4127750395128840213, marked as Failed\n"
         "[2025-12-03 12:35:01 TP0] Sent abort notification for room 6593551520068383758 to 10.0.0.2:17000\n",
-        {"events": [{"kind": "abort", "bootstrap_room": 4127750395128840213, "reason": "aborted"},
-                    {"kind": "abort", "bootstrap_room": 6593551520068383758, "peer": "10.0.0.2:17000"}]},
+        {
+            "events": [
+                {"kind": "abort", "bootstrap_room": 4127750395128840213, "reason": "aborted"},
+                {"kind": "abort", "bootstrap_room": 6593551520068383758, "peer": "10.0.0.2:17000"},
+            ]
+        },
     ),
     Sample(
         "nixl_peer_register_disconnect_reconnect",
@@ -152,8 +251,12 @@ samples = [
         "[2025-10-21 08:15:41 TP0] got info room=4127750395128840213 agent_name='def7d2f1-d482-4cd2-b6de-f238da5a9c70' "
         "required_dst_info_num=1\n"
         "[2025-10-21 08:15:41 TP0] room=4127750395128840213 is bootstrapped\n",
-        {"events": [{"kind": "bootstrapped", "bootstrap_room": 4127750395128840213},
-                    {"kind": "bootstrapped", "bootstrap_room": 4127750395128840213}]},
+        {
+            "events": [
+                {"kind": "bootstrapped", "bootstrap_room": 4127750395128840213},
+                {"kind": "bootstrapped", "bootstrap_room": 4127750395128840213},
+            ]
+        },
     ),
     Sample(
         "nixl_notification_payloads_every_era",
@@ -164,11 +267,15 @@ samples = [
         "nixlv2_2_6593551520068383758_state_3_0\n"
         "[2026-03-01 10:00:00 TP3] sending kvcache to def7d2f1-d482-4cd2-b6de-f238da5a9c70 with notif "
         "6593551520068383758_kv_1_1_3_part_0_2\n",
-        {"events": [{"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
-                    {"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
-                    {"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
-                    {"kind": "transfer_notif", "bootstrap_room": 6593551520068383758},
-                    {"kind": "transfer_notif", "bootstrap_room": 6593551520068383758}]},
+        {
+            "events": [
+                {"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
+                {"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
+                {"kind": "transfer_notif", "bootstrap_room": 4127750395128840213},
+                {"kind": "transfer_notif", "bootstrap_room": 6593551520068383758},
+                {"kind": "transfer_notif", "bootstrap_room": 6593551520068383758},
+            ]
+        },
     ),
     Sample(
         "nixl_python_binding_eras",
@@ -177,8 +284,14 @@ samples = [
         "2026-02-27 15:01:50 NIXL INFO    _api.py:212 Initialized NIXL agent: 8f3e2a1c-5b7d-4e9f-a0b1-c2d3e4f5a6b7\n"
         "[2026-02-27 15:01:52 TP0] NIXL transport error for room 4127750395128840213: "
         "nixl._bindings.nixlRemoteDisconnectError: NIXL_ERR_REMOTE_DISCONNECT\n",
-        {"events": [{"kind": "nixl_log"}, {"kind": "nixl_log"}, {"kind": "nixl"},
-                    {"kind": "transfer_failed", "bootstrap_room": 4127750395128840213, "reason": "remote_disconnect"}]},
+        {
+            "events": [
+                {"kind": "nixl_log"},
+                {"kind": "nixl_log"},
+                {"kind": "nixl"},
+                {"kind": "transfer_failed", "bootstrap_room": 4127750395128840213, "reason": "remote_disconnect"},
+            ]
+        },
     ),
     Sample(
         "truncated_last_line",
@@ -194,21 +307,41 @@ samples = [
     ),
     Sample(
         "time_only_prefix_2024",
-        "[2024-11-29 23:59:50] INFO:     127.0.0.1:40312 - \"GET /health HTTP/1.1\" 200 OK\n"
+        '[2024-11-29 23:59:50] INFO:     127.0.0.1:40312 - "GET /health HTTP/1.1" 200 OK\n'
         "[23:59:58 TP0] Prefill batch. #new-seq: 1, #new-token: 2048, #cached-token: 0, cache hit rate: 0.00%, "
         "token usage: 0.01, #running-req: 0, #queue-req: 0\n"
         "[00:00:03 TP1] Decode batch. #running-req: 1, #token: 2100, token usage: 0.02, gen throughput (token/s): 40.10, "
         "#queue-req: 0\n"
         "100%|█████| 5/5 [00:01<00:00,  4.62it/s][00:00:05 TP0] Prefill batch. #new-seq: 1, "
         "#new-token: 7, #cached-token: 0, cache hit rate: 0.00%, token usage: 0.02, #running-req: 1, #queue-req: 0\n",
-        {"batches": [{"kind": "prefill", "tp_rank": 0, "ts_raw": "23:59:58", "new_token": 2048,
-                      "ts": datetime.datetime(2024, 11, 29, 23, 59, 58, tzinfo=datetime.timezone.utc)},
-                     {"kind": "decode", "tp_rank": 1, "ts_raw": "00:00:03", "num_token": 2100, "gen_throughput": 40.1,
-                      "ts": datetime.datetime(2024, 11, 30, 0, 0, 3, tzinfo=datetime.timezone.utc)},
-                     {"kind": "prefill", "tp_rank": 0, "ts_raw": "00:00:05", "new_token": 7,
-                      "prefix": "100%|█████| 5/5 [00:01<00:00,  4.62it/s]",
-                      "ts": datetime.datetime(2024, 11, 30, 0, 0, 5, tzinfo=datetime.timezone.utc)}],
-         "events": [{"kind": "http_access", "http_status": 200}]},
+        {
+            "batches": [
+                {
+                    "kind": "prefill",
+                    "tp_rank": 0,
+                    "ts_raw": "23:59:58",
+                    "new_token": 2048,
+                    "ts": datetime.datetime(2024, 11, 29, 23, 59, 58, tzinfo=datetime.timezone.utc),
+                },
+                {
+                    "kind": "decode",
+                    "tp_rank": 1,
+                    "ts_raw": "00:00:03",
+                    "num_token": 2100,
+                    "gen_throughput": 40.1,
+                    "ts": datetime.datetime(2024, 11, 30, 0, 0, 3, tzinfo=datetime.timezone.utc),
+                },
+                {
+                    "kind": "prefill",
+                    "tp_rank": 0,
+                    "ts_raw": "00:00:05",
+                    "new_token": 7,
+                    "prefix": "100%|█████| 5/5 [00:01<00:00,  4.62it/s]",
+                    "ts": datetime.datetime(2024, 11, 30, 0, 0, 5, tzinfo=datetime.timezone.utc),
+                },
+            ],
+            "events": [{"kind": "http_access", "http_status": 200}],
+        },
     ),
     Sample(
         "bare_stats_line_inherits_ts",
@@ -216,12 +349,25 @@ samples = [
         "[2024-07-20 10:00:00 TP0] Prefill batch. #new-seq: 1, #new-token: 512, #cached-token: 0, "
         "cache hit rate: 0.00%, token usage: 0.01, #running-req: 3, #queue-req: 0\n"
         "Decode batch. #running-req: 12, #token: 4096, token usage: 0.11, gen throughput (token/s): 512.30, #queue-req: 0\n",
-        {"batches": [{"line_no": 1, "kind": "decode", "ts": None, "ts_raw": None, "running_req": 3},
-                     {"line_no": 2, "kind": "prefill", "tp_rank": 0, "new_token": 512},
-                     {"line_no": 3, "kind": "decode", "ts_raw": None, "prefix": None, "tp_rank": None,
-                      "ts": datetime.datetime(2024, 7, 20, 10, 0, 0, tzinfo=datetime.timezone.utc),
-                      "running_req": 12, "num_token": 4096, "token_usage": 0.11, "gen_throughput": 512.3,
-                      "queue_req": 0}]},
+        {
+            "batches": [
+                {"line_no": 1, "kind": "decode", "ts": None, "ts_raw": None, "running_req": 3},
+                {"line_no": 2, "kind": "prefill", "tp_rank": 0, "new_token": 512},
+                {
+                    "line_no": 3,
+                    "kind": "decode",
+                    "ts_raw": None,
+                    "prefix": None,
+                    "tp_rank": None,
+                    "ts": datetime.datetime(2024, 7, 20, 10, 0, 0, tzinfo=datetime.timezone.utc),
+                    "running_req": 12,
+                    "num_token": 4096,
+                    "token_usage": 0.11,
+                    "gen_throughput": 512.3,
+                    "queue_req": 0,
+                },
+            ]
+        },
     ),
     Sample(
         "new_fill_batch_may_2024",
@@ -230,13 +376,42 @@ samples = [
         "new fill batch. #seq: 2. #cached_token: 0. #new_token: 12. #remaining_req: 5. #running_req: 1. "
         "tree_cache_hit_rate: 0.00%. #new_key: 7\n"
         "new fill batch. #seq: 7. #cached_token: 1541. #new_token: 4. #remaining_req: 0. #running_req: 0. \n",
-        {"batches": [{"kind": "prefill", "tp_rank": 0, "new_seq": 1, "cached_token": 330, "new_token": 2172,
-                      "queue_req": 57, "running_req": 9, "cache_hit_rate": 0.6916, "extra": [], "tail": None},
-                     {"kind": "prefill", "new_seq": 2, "cached_token": 0, "new_token": 12, "queue_req": 5,
-                      "running_req": 1, "cache_hit_rate": 0.0, "extra": [{"key": "#new_key", "value": "7"}],
-                      "ts": datetime.datetime(2024, 5, 20, 10, 12, 1, tzinfo=datetime.timezone.utc)},
-                     {"new_seq": 7, "cached_token": 1541, "new_token": 4, "queue_req": 0, "running_req": 0,
-                      "cache_hit_rate": None, "tail": None}]},
+        {
+            "batches": [
+                {
+                    "kind": "prefill",
+                    "tp_rank": 0,
+                    "new_seq": 1,
+                    "cached_token": 330,
+                    "new_token": 2172,
+                    "queue_req": 57,
+                    "running_req": 9,
+                    "cache_hit_rate": 0.6916,
+                    "extra": [],
+                    "tail": None,
+                },
+                {
+                    "kind": "prefill",
+                    "new_seq": 2,
+                    "cached_token": 0,
+                    "new_token": 12,
+                    "queue_req": 5,
+                    "running_req": 1,
+                    "cache_hit_rate": 0.0,
+                    "extra": [{"key": "#new_key", "value": "7"}],
+                    "ts": datetime.datetime(2024, 5, 20, 10, 12, 1, tzinfo=datetime.timezone.utc),
+                },
+                {
+                    "new_seq": 7,
+                    "cached_token": 1541,
+                    "new_token": 4,
+                    "queue_req": 0,
+                    "running_req": 0,
+                    "cache_hit_rate": None,
+                    "tail": None,
+                },
+            ]
+        },
     ),
     Sample(
         "stats_behind_an_unknown_head",
@@ -245,19 +420,44 @@ samples = [
         "[INFO] sglang: Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
         "#running-req: 0, #queue-req: 0\n"
         "a note that mentions Decode batch, then words\n",
-        {"batches": [{"kind": "decode", "prefix": "2025-07-15 17:11:34,123 INFO scheduler.py:1234:",
-                      "ts_raw": "2025-07-15 17:11:34.123", "running_req": 5, "gen_throughput": 61.2,
-                      "ts": datetime.datetime(2025, 7, 15, 17, 11, 34, 123000, tzinfo=datetime.timezone.utc)},
-                     {"kind": "prefill", "prefix": "[INFO] sglang:", "ts_raw": None, "new_token": 7,
-                      "ts": datetime.datetime(2025, 7, 15, 17, 11, 34, 123000, tzinfo=datetime.timezone.utc)}],
-         "unparsed": [{"line_no": 3}]},
+        {
+            "batches": [
+                {
+                    "kind": "decode",
+                    "prefix": "2025-07-15 17:11:34,123 INFO scheduler.py:1234:",
+                    "ts_raw": "2025-07-15 17:11:34.123",
+                    "running_req": 5,
+                    "gen_throughput": 61.2,
+                    "ts": datetime.datetime(2025, 7, 15, 17, 11, 34, 123000, tzinfo=datetime.timezone.utc),
+                },
+                {
+                    "kind": "prefill",
+                    "prefix": "[INFO] sglang:",
+                    "ts_raw": None,
+                    "new_token": 7,
+                    "ts": datetime.datetime(2025, 7, 15, 17, 11, 34, 123000, tzinfo=datetime.timezone.utc),
+                },
+            ],
+            "unparsed": [{"line_no": 3}],
+        },
     ),
     Sample(
         "stats_gpu_tag_mid_2024",
         "[gpu=0] Decode batch. #running-req: 1, #token: 41, token usage: 0.00, gen throughput (token/s): 1.19, "
         "#queue-req: 0\n",
-        {"batches": [{"kind": "decode", "running_req": 1, "num_token": 41, "gen_throughput": 1.19, "queue_req": 0,
-                      "ts": None, "ts_raw": None}]},
+        {
+            "batches": [
+                {
+                    "kind": "decode",
+                    "running_req": 1,
+                    "num_token": 41,
+                    "gen_throughput": 1.19,
+                    "queue_req": 0,
+                    "ts": None,
+                    "ts_raw": None,
+                }
+            ]
+        },
     ),
     Sample(
         "stats_extra_keys",
@@ -267,11 +467,28 @@ samples = [
         "[2026-10-30 10:00:05 TP0 EP0] Decode batch, #running-req: 2, #full token: 4000, full token usage: 0.05, "
         "#swa token: 1000, swa token usage: 0.01, accept len: 3.10, cuda graph: True, gen throughput (token/s): 88.00, "
         "#queue-req: 0\n",
-        {"batches": [{"kind": "prefill", "new_token": 8192, "token_usage": 0.02, "pending_token": 38209,
-                      "queue_req": 1, "cuda_graph": False, "input_throughput": 7741.98,
-                      "extra": [{"key": "mamba usage", "value": "0.30"}, {"key": "#cache_miss", "value": "1"}]},
-                     {"kind": "decode", "num_token": 4000, "token_usage": 0.05, "accept_len": 3.1, "gen_throughput": 88.0,
-                      "extra": [{"key": "#swa token", "value": "1000"}, {"key": "swa token usage", "value": "0.01"}]}]},
+        {
+            "batches": [
+                {
+                    "kind": "prefill",
+                    "new_token": 8192,
+                    "token_usage": 0.02,
+                    "pending_token": 38209,
+                    "queue_req": 1,
+                    "cuda_graph": False,
+                    "input_throughput": 7741.98,
+                    "extra": [{"key": "mamba usage", "value": "0.30"}, {"key": "#cache_miss", "value": "1"}],
+                },
+                {
+                    "kind": "decode",
+                    "num_token": 4000,
+                    "token_usage": 0.05,
+                    "accept_len": 3.1,
+                    "gen_throughput": 88.0,
+                    "extra": [{"key": "#swa token", "value": "1000"}, {"key": "swa token usage", "value": "0.01"}],
+                },
+            ]
+        },
     ),
     Sample(
         "wrapper_ray_actor",
@@ -281,11 +498,23 @@ samples = [
         "#cached-token: 0, token usage: 0.01, #running-req: 5, #queue-req: 0\n"
         "(RolloutRayActor pid=512474) [2025-07-15 17:11:44] Decode batch. #running-req: 5, #token: 1100, "
         "token usage: 0.01, gen throughput (token/s): 60.80, #queue-req: 2 [repeated 3x across cluster]\n",
-        {"batches": [{"kind": "decode", "prefix": "(RolloutRayActor pid=512474)", "running_req": 5,
-                      "ts": datetime.datetime(2025, 7, 15, 17, 11, 34, tzinfo=datetime.timezone.utc)},
-                     {"kind": "prefill", "prefix": "(pid=512475, ip=10.0.0.7)", "tp_rank": 1, "new_token": 64},
-                     {"prefix": "(RolloutRayActor pid=512474) [repeated 3x across cluster]", "queue_req": 2,
-                      "tail": None, "extra": []}]},
+        {
+            "batches": [
+                {
+                    "kind": "decode",
+                    "prefix": "(RolloutRayActor pid=512474)",
+                    "running_req": 5,
+                    "ts": datetime.datetime(2025, 7, 15, 17, 11, 34, tzinfo=datetime.timezone.utc),
+                },
+                {"kind": "prefill", "prefix": "(pid=512475, ip=10.0.0.7)", "tp_rank": 1, "new_token": 64},
+                {
+                    "prefix": "(RolloutRayActor pid=512474) [repeated 3x across cluster]",
+                    "queue_req": 2,
+                    "tail": None,
+                    "extra": [],
+                },
+            ]
+        },
     ),
     Sample(
         "wrapper_unittest_dots",
@@ -294,8 +523,10 @@ samples = [
         ".Traceback (most recent call last):\n"
         '  File "/x/test_disagg.py", line 10, in test_abort\n'
         "AssertionError: 3 != 4\n",
-        {"batches": [{"prefix": "...........", "running_req": 1, "ts_raw": "2025-07-15 17:11:36"}],
-         "events": [{"kind": "exception", "prefix": ".", "exc_type": "AssertionError"}]},
+        {
+            "batches": [{"prefix": "...........", "running_req": 1, "ts_raw": "2025-07-15 17:11:36"}],
+            "events": [{"kind": "exception", "prefix": ".", "exc_type": "AssertionError"}],
+        },
     ),
     # one sample per grammar rule the ones above leave without (tests/test_grammar.py)
     Sample(
@@ -303,8 +534,16 @@ samples = [
         '{"log":"[2026-01-14 05:32:17 TP0] Prefill batch, #new-seq: 1, #new-token: 944, #cached-token: 0, '
         'token usage: 0.01, #running-req: 3, #queue-req: 0, input throughput (token/s): 1180.02, cuda graph: False\\n",'
         '"stream":"stderr","time":"2026-01-14T05:32:17.717142499Z"}\n',
-        {"batches": [{"kind": "prefill", "new_token": 944, "cuda_graph": False,
-                      "prefix": "docker-json 2026-01-14T05:32:17.717142499Z"}]},
+        {
+            "batches": [
+                {
+                    "kind": "prefill",
+                    "new_token": 944,
+                    "cuda_graph": False,
+                    "prefix": "docker-json 2026-01-14T05:32:17.717142499Z",
+                }
+            ]
+        },
     ),
     Sample(
         "wrapper_k8s_cri",
@@ -332,7 +571,11 @@ samples = [
         "kind_checksum_mismatch",
         "[2026-10-30 10:01:41 DP5 TP5] KV checksum mismatch for bootstrap_room=1188402291734905512: expected 0x1f2e, "
         "got 0x9a3b\n",
-        {"events": [{"kind": "checksum_mismatch", "reason": "checksum_mismatch", "bootstrap_room": 1188402291734905512}]},
+        {
+            "events": [
+                {"kind": "checksum_mismatch", "reason": "checksum_mismatch", "bootstrap_room": 1188402291734905512}
+            ]
+        },
     ),
     Sample(
         "kind_bootstrap_failed_bootstrap_info",
@@ -442,31 +685,52 @@ samples = [
         "[2026-02-19 16:32:42 TP5] Error fetching prefill parallel info from bootstrap: HTTPConnectionPool("
         "host='10.0.0.41', port=8998): Max retries exceeded with url: /route?engine_rank=-1&target_dp_group=-1 "
         "(Caused by NewConnectionError(\"HTTPConnection(host='10.0.0.41', port=8998): Failed to establish a new "
-        "connection: [Errno 111] Connection refused\"))\n"
+        'connection: [Errno 111] Connection refused"))\n'
         "[2026-02-19 16:32:43 TP5] Error fetching prefill parallel info from bootstrap for bootstrap_room="
         "4751139391711345681: [Errno 111] Connection refused\n",
-        {"events": [{"kind": "bootstrap_failed", "reason": "bootstrap_unreachable", "severity": "error",
-                     "bootstrap_room": None, "tp_rank": 5},
-                    {"kind": "bootstrap_failed", "reason": "bootstrap_unreachable",
-                     "bootstrap_room": 4751139391711345681}]},
+        {
+            "events": [
+                {
+                    "kind": "bootstrap_failed",
+                    "reason": "bootstrap_unreachable",
+                    "severity": "error",
+                    "bootstrap_room": None,
+                    "tp_rank": 5,
+                },
+                {"kind": "bootstrap_failed", "reason": "bootstrap_unreachable", "bootstrap_room": 4751139391711345681},
+            ]
+        },
     ),
     Sample(
         "launcher_child_crash",
         "[2025-09-02 10:11:12] Child process unexpectedly failed with an exit code 131. pid=247\n"
         "[2025-09-02 10:11:12] Child process unexpectedly failed with an exit code 139. pid=251\n"
         "[2025-09-02 10:11:13] Child process unexpectedly failed with an exit code 134. pid=255\n",
-        {"events": [{"kind": "crash", "severity": "fatal", "reason": "sigquit", "source": "sglang"},
-                    {"kind": "crash", "severity": "fatal", "reason": "sigsegv"},
-                    {"kind": "crash", "reason": "sigabrt"}]},
+        {
+            "events": [
+                {"kind": "crash", "severity": "fatal", "reason": "sigquit", "source": "sglang"},
+                {"kind": "crash", "severity": "fatal", "reason": "sigsegv"},
+                {"kind": "crash", "reason": "sigabrt"},
+            ]
+        },
     ),
     Sample(
         "crash_dump_torch_segfault",
         "!!!!!!! Segfault encountered !!!!!!!\n"
         '  File "<unknown>", line 0, in cuEventQuery\n'
         '  File "<unknown>", line 0, in c10::cuda::CUDAKernelLaunchRegistry::check\n',
-        {"events": [{"kind": "crash", "severity": "fatal", "reason": "sigsegv", "source": "crash", "traceback":
-                     '  File "<unknown>", line 0, in cuEventQuery\n'
-                     '  File "<unknown>", line 0, in c10::cuda::CUDAKernelLaunchRegistry::check'}]},
+        {
+            "events": [
+                {
+                    "kind": "crash",
+                    "severity": "fatal",
+                    "reason": "sigsegv",
+                    "source": "crash",
+                    "traceback": '  File "<unknown>", line 0, in cuEventQuery\n'
+                    '  File "<unknown>", line 0, in c10::cuda::CUDAKernelLaunchRegistry::check',
+                }
+            ]
+        },
     ),
     Sample(
         "crash_dump_faulthandler",
@@ -503,9 +767,18 @@ samples = [
         "Stream error from decode server http://10.0.0.9:30000: error decoding response body\n"
         "2025-08-31 07:32:09  WARN sglang_router_rs::core::worker: src/core/worker.rs:402: Worker http://10.0.0.9:30000 "
         "health check failed\n",
-        {"events": [{"kind": "router_error", "source": "router", "severity": "error", "ts_raw": "2025-08-31 07:32:08",
-                     "message": "Stream error from decode server http://10.0.0.9:30000: error decoding response body"},
-                    {"kind": "router_warning", "severity": "warning"}]},
+        {
+            "events": [
+                {
+                    "kind": "router_error",
+                    "source": "router",
+                    "severity": "error",
+                    "ts_raw": "2025-08-31 07:32:08",
+                    "message": "Stream error from decode server http://10.0.0.9:30000: error decoding response body",
+                },
+                {"kind": "router_warning", "severity": "warning"},
+            ]
+        },
     ),
     Sample(
         "aiohttp_bootstrap_access_and_glog_notice",
@@ -513,12 +786,27 @@ samples = [
         '"python-requests/2.32.3"\n'
         "WARNING: Logging before InitGoogleLogging() is written to STDERR\n"
         '10.0.0.8 [26/Jun/2025:10:04:09 +0800] "GET /metadata?key=mooncake HTTP/1.1" 404 14 "-" "python-requests/2.32.3"\n',
-        {"events": [{"kind": "bootstrap_access", "source": "aiohttp", "http_status": 200, "http_method": "PUT",
-                     "http_path": "/route", "peer": "10.0.0.7"},
-                    {"kind": "glog", "source": "glog"},
-                    {"kind": "bootstrap_access", "source": "aiohttp", "http_status": 404, "http_method": "GET",
-                     "ts_raw": "26/Jun/2025:10:04:09 +0800",
-                     "ts": datetime.datetime(2025, 6, 26, 2, 4, 9, tzinfo=datetime.timezone.utc)}]},
+        {
+            "events": [
+                {
+                    "kind": "bootstrap_access",
+                    "source": "aiohttp",
+                    "http_status": 200,
+                    "http_method": "PUT",
+                    "http_path": "/route",
+                    "peer": "10.0.0.7",
+                },
+                {"kind": "glog", "source": "glog"},
+                {
+                    "kind": "bootstrap_access",
+                    "source": "aiohttp",
+                    "http_status": 404,
+                    "http_method": "GET",
+                    "ts_raw": "26/Jun/2025:10:04:09 +0800",
+                    "ts": datetime.datetime(2025, 6, 26, 2, 4, 9, tzinfo=datetime.timezone.utc),
+                },
+            ]
+        },
     ),
     Sample(
         "exception_names_its_room_in_its_last_line",
@@ -527,8 +815,16 @@ samples = [
         "    raise KVTransferError(self.bootstrap_room, failure_reason)\n"
         "sglang.srt.disaggregation.base.conn.KVTransferError: KVTransferError(bootstrap_room=4751139391711345681): "
         "Failed to get kvcache from prefill instance, it might be dead\n",
-        {"events": [{"kind": "exception", "bootstrap_room": 4751139391711345681, "reason": "node_failure",
-                     "exc_type": "sglang.srt.disaggregation.base.conn.KVTransferError"}]},
+        {
+            "events": [
+                {
+                    "kind": "exception",
+                    "bootstrap_room": 4751139391711345681,
+                    "reason": "node_failure",
+                    "exc_type": "sglang.srt.disaggregation.base.conn.KVTransferError",
+                }
+            ]
+        },
     ),
     Sample(
         "kvtransfererror_alone_at_excerpt_start",
@@ -544,7 +840,9 @@ samples = [
         "    raise RuntimeError('prealloc queue corrupted')\n"
         "RuntimeError: prealloc queue corrupted\n"
         "[2026-03-01 10:00:00 TP0] Decode batch, #running-req: 1, #token: 208, token usage: 0.00, #queue-req: 0\n",
-        {"events": [{"kind": "exception", "source": "python", "exc_type": "RuntimeError", "line_no": 1}],
-         "batches": [{"running_req": 1}]},
+        {
+            "events": [{"kind": "exception", "source": "python", "exc_type": "RuntimeError", "line_no": 1}],
+            "batches": [{"running_req": 1}],
+        },
     ),
 ]

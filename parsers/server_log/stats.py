@@ -78,10 +78,14 @@ def _batches(st: pl.DataFrame) -> pl.DataFrame:
     st = st.with_columns(
         _items=pl.when(cut_last).then(pl.col("_body").str.replace(r", [^,]*$", "")).otherwise(pl.col("_body")),
         _cut=pl.when(pl.col("unterminated") & ~pl.col("_closed")).then(
-            pl.when(cut_last).then(pl.col("_body").str.extract(r", ([^,]*)$", 1)).otherwise(pl.col("_body"))),
+            pl.when(cut_last).then(pl.col("_body").str.extract(r", ([^,]*)$", 1)).otherwise(pl.col("_body"))
+        ),
     )
-    st = st.with_columns(_items=pl.when(pl.col("unterminated") & ~pl.col("_closed") & ~cut_last).then(pl.lit(""))
-                         .otherwise(pl.col("_items")))
+    st = st.with_columns(
+        _items=pl.when(pl.col("unterminated") & ~pl.col("_closed") & ~cut_last)
+        .then(pl.lit(""))
+        .otherwise(pl.col("_items"))
+    )
     cols = {}
     kept = []  # the items of values no column can hold, as (key, raw text) structs
     for col, keys, side, typ in STATS_KEYS:
@@ -101,20 +105,33 @@ def _batches(st: pl.DataFrame) -> pl.DataFrame:
     has_kv = pl.element().str.contains(": ")
     extra = items.list.eval(pl.element().filter(has_kv & ~known.fill_null(False)))
     tail_items = items.list.eval(pl.element().filter(~has_kv & (pl.element() != "")))
-    st = st.with_columns(**cols, graph_backend=graph, _extra=extra, _tail=tail_items.list.join(", "),
-                         _kept=pl.concat_list(kept).list.drop_nulls())
+    st = st.with_columns(
+        **cols,
+        graph_backend=graph,
+        _extra=extra,
+        _tail=tail_items.list.join(", "),
+        _kept=pl.concat_list(kept).list.drop_nulls(),
+    )
     iter_entry = pl.when(pl.col("_iter").is_not_null()).then(pl.concat_list(pl.lit("iter: ") + pl.col("_iter")))
     st = st.with_columns(
-        _extra=pl.when(iter_entry.is_not_null()).then(pl.concat_list(iter_entry, pl.col("_extra"))).otherwise(pl.col("_extra"))
+        _extra=pl.when(iter_entry.is_not_null())
+        .then(pl.concat_list(iter_entry, pl.col("_extra")))
+        .otherwise(pl.col("_extra"))
     )
     st = st.with_columns(
-        extra=pl.concat_list(pl.col("_extra").list.eval(
-            pl.struct(key=pl.element().str.extract(r"^([^:]+): ", 1),
-                      value=pl.element().str.extract(r"^[^:]+: (.*)$", 1))), pl.col("_kept")),
+        extra=pl.concat_list(
+            pl.col("_extra").list.eval(
+                pl.struct(
+                    key=pl.element().str.extract(r"^([^:]+): ", 1), value=pl.element().str.extract(r"^[^:]+: (.*)$", 1)
+                )
+            ),
+            pl.col("_kept"),
+        ),
         tail=pl.concat_str(
-            [pl.when(pl.col("_tail") != "").then(pl.col("_tail")), pl.col("_cut")], separator=", ", ignore_nulls=True),
+            [pl.when(pl.col("_tail") != "").then(pl.col("_tail")), pl.col("_cut")], separator=", ", ignore_nulls=True
+        ),
         truncated=pl.col("unterminated"),
     )
     return st.with_columns(tail=pl.when(pl.col("tail") != "").then(pl.col("tail"))).drop(
-        "_iter", "_body", "_closed", "_items", "_cut", "_extra", "_tail", "_kept")
-
+        "_iter", "_body", "_closed", "_items", "_cut", "_extra", "_tail", "_kept"
+    )

@@ -37,12 +37,15 @@ from typing import Callable
 
 FIXED_SEED = 18_07
 _SEED_ENV = os.environ.get("ATTACK_SEED", "")
-SEED = (random.SystemRandom().randrange(1 << 32) if _SEED_ENV == "random"
-        else int(_SEED_ENV) if _SEED_ENV else FIXED_SEED)
+SEED = (
+    random.SystemRandom().randrange(1 << 32) if _SEED_ENV == "random" else int(_SEED_ENV) if _SEED_ENV else FIXED_SEED
+)
 RSS_LIMIT = 1 << 30
 
-GOOD = ("[2026-10-30 10:{m:02d}:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
-        "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n")
+GOOD = (
+    "[2026-10-30 10:{m:02d}:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
+    "cuda graph: True, gen throughput (token/s): 100.00, #queue-req: 0\n"
+)
 
 
 def good(n: int, start: int = 0) -> str:
@@ -79,6 +82,7 @@ def discover() -> dict[str, Case]:
 
 
 # -- what every output must hold ------------------------------------------------------------------
+
 
 def terminal_safe(text: str) -> list[str]:
     """The control and bidi characters a terminal would act on (tab and newline are text)."""
@@ -187,8 +191,14 @@ class Attack:
         env = {**os.environ, "TZ": "UTC", "PYTHONIOENCODING": "utf-8"}
         out, err = self.path("run.out"), self.path("run.err")
         with open(out, "wb") as fo, open(err, "wb") as fe:
-            p = subprocess.Popen([sys.executable, "-m", "forensics.cli", *args], stdout=fo, stderr=fe,
-                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            p = subprocess.Popen(
+                [sys.executable, "-m", "forensics.cli", *args],
+                stdout=fo,
+                stderr=fe,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
             # wait4 gives this child's own peak RSS (its reaped workers included), not the session's
             deadline = time.monotonic() + timeout
             while True:
@@ -201,15 +211,39 @@ class Attack:
                     raise AssertionError(f"forensics {' '.join(args)[:300]} did not finish in {timeout} s")
                 time.sleep(0.05)
             p.returncode = os.waitstatus_to_exitcode(status)
-        return Run(args, p.returncode, out.read_text(errors="replace"), err.read_text(errors="replace"),
-                   rss=usage.ru_maxrss * 1024)
+        return Run(
+            args,
+            p.returncode,
+            out.read_text(errors="replace"),
+            err.read_text(errors="replace"),
+            rss=usage.ru_maxrss * 1024,
+        )
 
-    def ingest(self, *paths, store: Path | None = None, exit: int | tuple[int, ...] = 0, jobs: int = 1,
-               subprocess_run: bool = False, lines: dict[str, int] | None = None, extra=(), timeout: float = 300):
+    def ingest(
+        self,
+        *paths,
+        store: Path | None = None,
+        exit: int | tuple[int, ...] = 0,
+        jobs: int = 1,
+        subprocess_run: bool = False,
+        lines: dict[str, int] | None = None,
+        extra=(),
+        timeout: float = 300,
+    ):
         """Ingest `paths` and check the store's line accounting; `lines` overrides the lines expected per file name."""
         store = store or self.root / "store"
-        run = self.cli("ingest", *paths, "--store", store, "-j", jobs, *extra, exit=exit,
-                       subprocess_run=subprocess_run, timeout=timeout)
+        run = self.cli(
+            "ingest",
+            *paths,
+            "--store",
+            store,
+            "-j",
+            jobs,
+            *extra,
+            exit=exit,
+            subprocess_run=subprocess_run,
+            timeout=timeout,
+        )
         if (Path(store) / "data").exists():
             self.check_store(store, lines or {})
         return run
@@ -243,30 +277,46 @@ class Attack:
 
     def check_store(self, store: Path, lines: dict[str, int]) -> None:
         """Every read line accounted once: files.lines adds up, equals the file's lines, and no line is stored twice."""
-        rows = self.sql("SELECT path, status, format, lines, parsed_lines, continuation_lines, unparsed_lines "
-                        "FROM files ORDER BY path", store)
+        rows = self.sql(
+            "SELECT path, status, format, lines, parsed_lines, continuation_lines, unparsed_lines "
+            "FROM files ORDER BY path",
+            store,
+        )
         per_file = dict(self.sql("SELECT source_file, count(*) AS n FROM unparsed GROUP BY ALL", store).iter_rows())
         for r in rows.iter_rows(named=True):
             if r["status"] == "skipped":
                 assert not r["lines"], f"{r['path']}: a skipped input counts {r['lines']} lines"
                 continue
             got = (r["parsed_lines"] or 0) + (r["continuation_lines"] or 0) + (r["unparsed_lines"] or 0)
-            assert r["lines"] == got, f"{r['path']}: files.lines {r['lines']} but {got} parsed + continuation + unparsed"
-            assert per_file.get(r["path"], 0) == (r["unparsed_lines"] or 0), \
+            assert r["lines"] == got, (
+                f"{r['path']}: files.lines {r['lines']} but {got} parsed + continuation + unparsed"
+            )
+            assert per_file.get(r["path"], 0) == (r["unparsed_lines"] or 0), (
                 f"{r['path']}: unparsed_lines {r['unparsed_lines']} but {per_file.get(r['path'], 0)} rows in unparsed"
+            )
             name = os.path.basename(r["path"])
             want = lines.get(name)
-            if want is None and r["status"] == "ingested" and os.path.isfile(r["path"]) \
-                    and not re.search(r"\.(gz|zst|tgz|tar)$", r["path"]):
+            if (
+                want is None
+                and r["status"] == "ingested"
+                and os.path.isfile(r["path"])
+                and not re.search(r"\.(gz|zst|tgz|tar)$", r["path"])
+            ):
                 want = lines_in(Path(r["path"]).read_bytes())
             if want is not None:
                 assert r["lines"] == want, f"{r['path']}: files.lines {r['lines']}, the file holds {want} lines"
         for table in ("batches", "events", "transfer_events", "unparsed"):
-            dup = self.sql(f"SELECT source_file, line_no, count(*) AS n FROM {table} "
-                           "GROUP BY ALL HAVING count(*) > 1 ORDER BY ALL LIMIT 3", store)
+            dup = self.sql(
+                f"SELECT source_file, line_no, count(*) AS n FROM {table} "
+                "GROUP BY ALL HAVING count(*) > 1 ORDER BY ALL LIMIT 3",
+                store,
+            )
             assert dup.height == 0, f"{table}: (source_file, line_no) stored twice: {dup.rows()}"
-        both = self.sql("SELECT u.source_file, u.line_no FROM unparsed u JOIN (SELECT source_file, line_no FROM batches "
-                        "UNION ALL SELECT source_file, line_no FROM events) p USING (source_file, line_no) LIMIT 3", store)
+        both = self.sql(
+            "SELECT u.source_file, u.line_no FROM unparsed u JOIN (SELECT source_file, line_no FROM batches "
+            "UNION ALL SELECT source_file, line_no FROM events) p USING (source_file, line_no) LIMIT 3",
+            store,
+        )
         assert both.height == 0, f"lines both parsed and in unparsed: {both.rows()}"
 
     def user_sql(self, query: str, *opts, exit: int = 2, store: Path | None = None) -> Run:

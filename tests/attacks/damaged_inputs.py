@@ -8,8 +8,9 @@ import json
 from tests.attacks import Attack, attack, good, lines_in, readable_gzip
 
 CLAUDE = '{{"type":"user","sessionId":"s1","uuid":"u{i}","message":{{"role":"user","content":"hi {i}"}}}}\n'
-TRACE = ('{{"ts":{ts},"host":"node-p0","pid":1,"side":"prefill","engine_rank":0,"room":{i},"kind":"kv",'
-         '"event":"post"}}\n')
+TRACE = (
+    '{{"ts":{ts},"host":"node-p0","pid":1,"side":"prefill","engine_rank":0,"room":{i},"kind":"kv","event":"post"}}\n'
+)
 
 
 def _deep(rng) -> tuple[str, str]:
@@ -182,8 +183,17 @@ def timestamps_backwards_and_far_dates(t: Attack) -> None:
     store = t.root / "store"
     t.cli("evidence", "--store", store)
     # the incident's own day, as a user narrows the window past the outliers
-    out = t.cli("timeline", "--store", store, "--format", "json", "--since", "2026-10-30T00:00:00",
-                "--until", "2026-10-31T00:00:00").stdout
+    out = t.cli(
+        "timeline",
+        "--store",
+        store,
+        "--format",
+        "json",
+        "--since",
+        "2026-10-30T00:00:00",
+        "--until",
+        "2026-10-31T00:00:00",
+    ).stdout
     assert json.loads(out)
 
 
@@ -194,12 +204,26 @@ def proxy_reply_of_50mb_stays_under_1gib(t: Attack) -> None:
     line is kept as its head and length (in unparsed or cut), the good log ingested whole, exit 0."""
     _, n_good = t.good_log()
     reply = "".join(t.rng.choice("abc xyz\n") for _ in range(1 << 12)) * (50_000_000 >> 12)
-    req = {"ts": "2026-10-30T10:00:10.000Z", "dir": "req", "conn": "c-1", "upstream": "http://router/v1/chat/completions",
-           "body": {"model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]}}
-    resp = {"ts": "2026-10-30T10:00:15.000Z", "dir": "resp", "conn": "c-1", "status": 200, "latency_ms": 5000,
-            "body": {"id": "x", "object": "chat.completion", "model": "m",
-                     "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
-                                  "finish_reason": "length"}]}}
+    req = {
+        "ts": "2026-10-30T10:00:10.000Z",
+        "dir": "req",
+        "conn": "c-1",
+        "upstream": "http://router/v1/chat/completions",
+        "body": {"model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]},
+    }
+    resp = {
+        "ts": "2026-10-30T10:00:15.000Z",
+        "dir": "resp",
+        "conn": "c-1",
+        "status": 200,
+        "latency_ms": 5000,
+        "body": {
+            "id": "x",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "length"}],
+        },
+    }
     t.write("dump/agent/proxy.jsonl", json.dumps(req) + "\n" + json.dumps(resp) + "\n")
     run = t.ingest(t.root / "dump", subprocess_run=True)
     assert "proxy.jsonl" in run.stderr and "longer than" in run.stderr, run.stderr

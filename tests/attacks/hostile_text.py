@@ -15,10 +15,25 @@ from tests.test_inert_output import assert_csv_inert, assert_markdown_inert
 ESC = ["\x1b[2J", "\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07", "\x1b[31m", "\x07", "\x9b6n"]
 BIDI = ["\u202e", "\u2066", "\u200f"]
 SHELL = ["$(touch pwned)", "`id`", ";rm -rf ~;", "|nc x 1|", "&&", "'\"", "*?", "~"]
-FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C calc'!A0",
-            "-2+3+cmd|' /C calc'!A0", "\t=1+2", "\r=1+2"]
-MARKDOWN = ["[x](javascript:alert(1))", "**bold**", "_it_", "![i](http://evil.example/p.png)", "<b>html</b>",
-            "[y]: javascript:alert(2)", "# heading", "`code`", "~~gone~~"]
+FORMULAS = [
+    '=HYPERLINK("http://evil.example","x")',
+    "+cmd|' /C calc'!A0",
+    "@SUM(1+1)*cmd|' /C calc'!A0",
+    "-2+3+cmd|' /C calc'!A0",
+    "\t=1+2",
+    "\r=1+2",
+]
+MARKDOWN = [
+    "[x](javascript:alert(1))",
+    "**bold**",
+    "_it_",
+    "![i](http://evil.example/p.png)",
+    "<b>html</b>",
+    "[y]: javascript:alert(2)",
+    "# heading",
+    "`code`",
+    "~~gone~~",
+]
 
 
 def _numeric(table: str) -> set[str]:
@@ -37,8 +52,12 @@ def host_folders_with_shell_esc_and_bidi(t: Attack) -> None:
     """Host folders named with shell metacharacters, terminal escapes, bidi overrides and `decode!7`: each
     host keeps its folder name verbatim in the store, every output shows the escapes as text (no raw control
     character), CSV and Markdown stay inert, exit 0."""
-    names = ["decode!7", _draw(t, [ESC, BIDI], 2) + "decode-1", "prefill" + _draw(t, [SHELL, BIDI], 3),
-             _draw(t, [FORMULAS[:4], MARKDOWN[:3]], 1) + "decode-3"]
+    names = [
+        "decode!7",
+        _draw(t, [ESC, BIDI], 2) + "decode-1",
+        "prefill" + _draw(t, [SHELL, BIDI], 3),
+        _draw(t, [FORMULAS[:4], MARKDOWN[:3]], 1) + "decode-3",
+    ]
     counts = {}
     for i, h in enumerate(names):
         _, counts[h] = t.good_log(f"dump/{h}/server.log", n=t.rng.randint(20, 200))
@@ -76,8 +95,14 @@ def file_names_with_esc_and_rlo(t: Attack) -> None:
     out = t.cli("sql", "--store", store, "--format", "json", "SELECT path FROM files").stdout
     assert sorted(p.rsplit("/", 1)[1] for p in (r["path"] for r in json.loads(out))) == sorted(names)
     assert t.count("batches") == total
-    shown = t.cli("sql", "--store", store, "--format", "csv", "SELECT source_file, count(*) AS n FROM batches "
-                  "GROUP BY ALL ORDER BY ALL").stdout
+    shown = t.cli(
+        "sql",
+        "--store",
+        store,
+        "--format",
+        "csv",
+        "SELECT source_file, count(*) AS n FROM batches GROUP BY ALL ORDER BY ALL",
+    ).stdout
     for name in names:  # the escapes are there to see, as text
         assert escape_control(name) in shown, (escape_control(name), shown)
     t.cli("timeline", "--store", store, "--format", "table")
@@ -85,12 +110,27 @@ def file_names_with_esc_and_rlo(t: Attack) -> None:
 
 def _proxy_log(t: Attack, reply: str, prompt: str) -> str:
     records = [
-        {"ts": "2026-10-30T10:00:10.000Z", "dir": "req", "conn": "c-1", "upstream": "http://router/v1/chat/completions",
-         "body": {"model": "m", "stream": False, "messages": [{"role": "user", "content": prompt}]}},
-        {"ts": "2026-10-30T10:00:15.000Z", "dir": "resp", "conn": "c-1", "status": 200, "latency_ms": 5000,
-         "body": {"id": "chatcmpl-x", "object": "chat.completion", "model": "m",
-                  "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-                  "usage": {"prompt_tokens": 10, "completion_tokens": 50, "total_tokens": 60}}},
+        {
+            "ts": "2026-10-30T10:00:10.000Z",
+            "dir": "req",
+            "conn": "c-1",
+            "upstream": "http://router/v1/chat/completions",
+            "body": {"model": "m", "stream": False, "messages": [{"role": "user", "content": prompt}]},
+        },
+        {
+            "ts": "2026-10-30T10:00:15.000Z",
+            "dir": "resp",
+            "conn": "c-1",
+            "status": 200,
+            "latency_ms": 5000,
+            "body": {
+                "id": "chatcmpl-x",
+                "object": "chat.completion",
+                "model": "m",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 50, "total_tokens": 60},
+            },
+        },
     ]
     return "".join(json.dumps(r) + "\n" for r in records)
 
@@ -106,21 +146,29 @@ def formulas_and_markdown_in_transcripts(t: Attack) -> None:
     reply += '\n<\uff5cDSML\uff5cinvoke name="edit">\n<\uff5cDSML\uff5cparameter name="p" string="true">/x</\uff5cDSML\uff5cparameter>'
     t.write("dump/agent/proxy.jsonl", _proxy_log(t, reply, t.rng.choice(FORMULAS) + " " + t.rng.choice(MARKDOWN)))
     quoted = t.rng.choice(FORMULAS[:4]).replace("\t", "").replace("\r", "")
-    t.write("dump/decode-0/server.log", good(20) + f"[2026-10-30 10:00:12 DP0 TP0] Decode transfer failed for "
-            f"request rank=0 decode_req.req.rid='{quoted}' decode_req.req.bootstrap_room=42 with exception "
-            f"KVTransferError(bootstrap_room=42): {t.rng.choice(MARKDOWN)} {t.rng.choice(ESC)}\n" + good(20, 30))
+    t.write(
+        "dump/decode-0/server.log",
+        good(20) + f"[2026-10-30 10:00:12 DP0 TP0] Decode transfer failed for "
+        f"request rank=0 decode_req.req.rid='{quoted}' decode_req.req.bootstrap_room=42 with exception "
+        f"KVTransferError(bootstrap_room=42): {t.rng.choice(MARKDOWN)} {t.rng.choice(ESC)}\n" + good(20, 30),
+    )
     t.ingest(t.root / "dump")
     store = t.root / "store"
     assert t.count("replies") == 1 and t.sql("SELECT corrupted FROM replies")["corrupted"][0]
     checked = 0
-    for args, numeric in ((["replies"], _numeric("replies")), (["sql", "SELECT * FROM replies"], _numeric("replies")),
-                          (["sql", "SELECT * FROM turns"], _numeric("turns")),
-                          (["sql", "SELECT * FROM events"], _numeric("events")), (["room", "42"], set())):
+    for args, numeric in (
+        (["replies"], _numeric("replies")),
+        (["sql", "SELECT * FROM replies"], _numeric("replies")),
+        (["sql", "SELECT * FROM turns"], _numeric("turns")),
+        (["sql", "SELECT * FROM events"], _numeric("events")),
+        (["room", "42"], set()),
+    ):
         csv_out = t.cli(*args[:1], "--store", store, "--format", "csv", *args[1:]).stdout
         assert_csv_inert(csv_out, f"{args} csv", numeric)
         checked += sum(1 for row in csv.reader(io.StringIO(csv_out)) for c in row if c[:2] in ("'=", "'+", "'@", "'-"))
-        assert_markdown_inert(t.cli(*args[:1], "--store", store, "--format", "markdown", *args[1:]).stdout,
-                              f"{args} markdown")
+        assert_markdown_inert(
+            t.cli(*args[:1], "--store", store, "--format", "markdown", *args[1:]).stdout, f"{args} markdown"
+        )
     assert checked, "no planted formula reached a CSV cell: the probe tests nothing"
     assert_markdown_inert(t.cli("evidence", "--store", store).stdout, "evidence")
 

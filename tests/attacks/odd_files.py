@@ -81,8 +81,10 @@ def directory_named_like_a_log(t: Attack) -> None:
     t.ingest(t.root / "dump")
     assert t.count("batches") == n_a + n_b
     paths = t.sql("SELECT path, status FROM files ORDER BY path").rows()
-    assert paths == [(str(t.root / "dump/decode-0/server.log"), "ingested"),
-                     (str(t.root / "dump/decode-1/x.log/server.log"), "ingested")]
+    assert paths == [
+        (str(t.root / "dump/decode-0/server.log"), "ingested"),
+        (str(t.root / "dump/decode-1/x.log/server.log"), "ingested"),
+    ]
 
 
 @attack
@@ -97,7 +99,9 @@ def store_inside_the_dump_is_not_an_input(t: Attack) -> None:
         assert t.count("files", store=inner) == 1 and t.count("batches", store=inner) == n_good
     os.rename(inner, dump / "old-results")
     t.ingest(dump, store=t.root / "other")
-    assert t.sql("SELECT path FROM files", t.root / "other")["path"].to_list() == [str(dump / "decode-0" / "server.log")]
+    assert t.sql("SELECT path FROM files", t.root / "other")["path"].to_list() == [
+        str(dump / "decode-0" / "server.log")
+    ]
 
 
 # 20,000 members is the corpus's figure; at the per-input cost measured under load (0.15 s a member
@@ -121,9 +125,12 @@ def tar_of_many_tiny_members_and_odd_ones(t: Attack) -> None:
             info = tarfile.TarInfo(f"dump/decode-{i % hosts}/req-{i}.log")
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
-        for name, kind, link in (("pipe.log", tarfile.FIFOTYPE, ""), ("tty.log", tarfile.CHRTYPE, ""),
-                                 ("passwd.log", tarfile.SYMTYPE, "/etc/passwd"),
-                                 ("hard.log", tarfile.LNKTYPE, "dump/decode-0/req-0.log")):
+        for name, kind, link in (
+            ("pipe.log", tarfile.FIFOTYPE, ""),
+            ("tty.log", tarfile.CHRTYPE, ""),
+            ("passwd.log", tarfile.SYMTYPE, "/etc/passwd"),
+            ("hard.log", tarfile.LNKTYPE, "dump/decode-0/req-0.log"),
+        ):
             info = tarfile.TarInfo(f"dump/decode-0/{name}")
             info.type, info.linkname = kind, link
             tf.addfile(info)

@@ -15,7 +15,10 @@ ATTEMPTS = [
     (["CREATE", "TABLE", "t", "AS", "SELECT", "1"], "CREATE is not allowed"),
     (["COPY", "(SELECT", "1)", "TO", "'{batches}'"], "COPY is not allowed"),
     (["COPY", "(SELECT", "1)", "TO", "'{batches}'", "(USE_TMP_FILE", "false)"], "COPY is not allowed"),
-    (["COPY", "(SELECT", "'{{}}'", "AS", "x)", "TO", "'{store}/clocks.json'", "(FORMAT", "csv)"], "COPY is not allowed"),
+    (
+        ["COPY", "(SELECT", "'{{}}'", "AS", "x)", "TO", "'{store}/clocks.json'", "(FORMAT", "csv)"],
+        "COPY is not allowed",
+    ),
     (["ATTACH", "'{out}/evil.db'", "AS", "evil"], "ATTACH is not allowed"),
     (["INSTALL", "httpfs"], "INSTALL is not allowed"),
     (["LOAD", "httpfs"], "LOAD is not allowed"),

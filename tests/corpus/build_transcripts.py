@@ -23,9 +23,17 @@ from tests.corpus import texts as T
 ROOT = Path(__file__).resolve().parent / "transcripts"
 LABELS = Path(__file__).resolve().parent / "transcript_labels.json"
 T0 = dt.datetime(2026, 10, 30, 10, 0, 0, tzinfo=dt.timezone.utc)
-TOOLS = [{"type": "function", "function": {"name": n, "description": n, "parameters": {
-    "type": "object", "properties": {k: {"type": "string"} for k in req}, "required": req}}}
-    for n, req in (("read", ["filePath"]), ("bash", ["command"]), ("grep", ["pattern"]), ("write", ["path", "content"]))]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": n,
+            "description": n,
+            "parameters": {"type": "object", "properties": {k: {"type": "string"} for k in req}, "required": req},
+        },
+    }
+    for n, req in (("read", ["filePath"]), ("bash", ["command"]), ("grep", ["pattern"]), ("write", ["path", "content"]))
+]
 
 
 class Corpus:
@@ -33,10 +41,19 @@ class Corpus:
         self.rng = random.Random(seed)
         self.labels: list[dict] = []
         self.clock = T0
-        self.pools = {k: list(v) for k, v in {
-            "prose": T.CLEAN_PROSE, "markup": T.CLEAN_MARKUP_DISCUSSION, "tables": T.CLEAN_TABLES,
-            "errors": T.CLEAN_QUOTED_ERRORS, "chinese": T.CLEAN_CHINESE, "other": T.CLEAN_OTHER,
-            "leak": T.leak_texts(), "incoherent": T.INCOHERENT}.items()}
+        self.pools = {
+            k: list(v)
+            for k, v in {
+                "prose": T.CLEAN_PROSE,
+                "markup": T.CLEAN_MARKUP_DISCUSSION,
+                "tables": T.CLEAN_TABLES,
+                "errors": T.CLEAN_QUOTED_ERRORS,
+                "chinese": T.CLEAN_CHINESE,
+                "other": T.CLEAN_OTHER,
+                "leak": T.leak_texts(),
+                "incoherent": T.INCOHERENT,
+            }.items()
+        }
         self.cursor = {k: 0 for k in self.pools}
 
     def take(self, pool: str) -> str:
@@ -54,16 +71,28 @@ class Corpus:
         kind = self.rng.choice(["prose", "prose", "prose", "markup", "tables", "errors", "chinese", "other"])
         text = self.take(kind)
         reasoning = self.rng.choice(T.CLEAN_REASONING)
-        return dict(label="clean", content=text, reasoning=reasoning, calls=[], finish="stop",
-                    user="用中文回答。" if kind == "chinese" else None)
+        return dict(
+            label="clean",
+            content=text,
+            reasoning=reasoning,
+            calls=[],
+            finish="stop",
+            user="用中文回答。" if kind == "chinese" else None,
+        )
 
     def clean_tool(self) -> dict:
         name = self.rng.choice(["read", "bash", "grep"])
-        arg = {"read": {"filePath": "app/config.py"}, "bash": {"command": "pytest -q"}, "grep": {"pattern": "TODO"}}[name]
+        arg = {"read": {"filePath": "app/config.py"}, "bash": {"command": "pytest -q"}, "grep": {"pattern": "TODO"}}[
+            name
+        ]
         lead = self.rng.choice(["", "Let me check.", "Reading the file first.", "Running the tests."])
-        return dict(label="clean", content=lead, reasoning=self.rng.choice(T.CLEAN_REASONING),
-                    calls=[{"id": f"call_{self.rng.randrange(1 << 30):x}", "name": name, "arguments": arg}],
-                    finish="tool_calls")
+        return dict(
+            label="clean",
+            content=lead,
+            reasoning=self.rng.choice(T.CLEAN_REASONING),
+            calls=[{"id": f"call_{self.rng.randrange(1 << 30):x}", "name": name, "arguments": arg}],
+            finish="tool_calls",
+        )
 
     def leak(self, text: str | None = None) -> dict:
         return dict(label="parse_leak", content=text or self.take("leak"), reasoning="", calls=[], finish="stop")
@@ -75,8 +104,9 @@ class Corpus:
 
     def empty(self, variant: int) -> dict:
         if variant % 2:
-            return dict(label="empty", content="", reasoning=T.EMPTY_REASONING_ONLY[variant % 2], calls=[],
-                        finish="stop")
+            return dict(
+                label="empty", content="", reasoning=T.EMPTY_REASONING_ONLY[variant % 2], calls=[], finish="stop"
+            )
         return dict(label="empty", content="", reasoning="", calls=[], finish="stop")
 
     def transfer_error(self, variant: int) -> dict:
@@ -93,7 +123,8 @@ class Corpus:
         slots = self.rng.sample(range(1, n), len(corrupt)) if corrupt else []
         for slot, kind in zip(slots, corrupt):
             specs[slot] = {"leak": self.leak, "incoherent": self.incoherent}.get(kind, lambda: None)() or (
-                self.empty(variant + slot) if kind == "empty" else self.transfer_error(variant + slot))
+                self.empty(variant + slot) if kind == "empty" else self.transfer_error(variant + slot)
+            )
         return specs
 
     def config_specs(self, n: int, v31: bool) -> list[dict]:
@@ -104,8 +135,9 @@ class Corpus:
                 specs.append(dict(label="clean", content=self.take("prose"), reasoning="", calls=[], finish="stop"))
                 continue
             path = ["app/config.py", "README.md", "setup.cfg", "main.py"][i % 4]
-            text = ("Reading it.\n\n" if i % 2 else "") + (T.V31_TOKENS_CALL % path if v31 else
-                                                           T.dsml_block([("read", {"filePath": path})]))
+            text = ("Reading it.\n\n" if i % 2 else "") + (
+                T.V31_TOKENS_CALL % path if v31 else T.dsml_block([("read", {"filePath": path})])
+            )
             specs.append(dict(label="config", content=text, reasoning="", calls=[], finish="stop"))
         return specs
 
@@ -129,17 +161,30 @@ def _sse(resp_id: str, model: str, spec: dict, usage: dict) -> list[str]:
     base = {"id": resp_id, "object": "chat.completion.chunk", "created": 1793354401, "model": model}
 
     def chunk(delta, finish=None):
-        return "data: " + json.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]},
-                                     ensure_ascii=False)
+        return "data: " + json.dumps(
+            {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}, ensure_ascii=False
+        )
 
     out = [chunk({"role": "assistant", "content": ""})]
     for k, text in (("reasoning_content", spec["reasoning"]), ("content", spec["content"])):
         for i in range(0, len(text), 7):
-            out.append(chunk({k: text[i:i + 7]}))
+            out.append(chunk({k: text[i : i + 7]}))
     for i, c in enumerate(spec["calls"]):
         args = json.dumps(c["arguments"])
-        out.append(chunk({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
-                                          "function": {"name": c["name"], "arguments": args[:5]}}]}))
+        out.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": c["name"], "arguments": args[:5]},
+                        }
+                    ]
+                }
+            )
+        )
         out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": args[5:]}}]}))
     out.append(chunk({}, spec["finish"]))
     out.append("data: " + json.dumps({**base, "choices": [], "usage": usage}))
@@ -154,28 +199,64 @@ def write_proxy(c: Corpus, path: Path, session: str, specs: list[dict], model: s
         t0 = c.tick(c.rng.uniform(3, 20))
         t1 = c.tick(c.rng.uniform(1, 15))
         stream = stream_every and i % stream_every == 0
-        body = {"model": model, "stream": bool(stream), "tools": TOOLS,
-                "messages": [{"role": "user", "content": spec.get("user") or c.rng.choice(T.USER_PROMPTS)}]}
-        lines.append({"ts": _iso(t0), "dir": "req", "conn": conn, "upstream": "http://pd-router:8000/v1/chat/completions",
-                      "body": body})
+        body = {
+            "model": model,
+            "stream": bool(stream),
+            "tools": TOOLS,
+            "messages": [{"role": "user", "content": spec.get("user") or c.rng.choice(T.USER_PROMPTS)}],
+        }
+        lines.append(
+            {
+                "ts": _iso(t0),
+                "dir": "req",
+                "conn": conn,
+                "upstream": "http://pd-router:8000/v1/chat/completions",
+                "body": body,
+            }
+        )
         prompt, completion = c.usage(spec)
         usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
         resp_id = f"{c.rng.getrandbits(128):032x}"
-        resp = {"ts": _iso(t1), "dir": "resp", "conn": conn, "status": spec.get("status", 200),
-                "latency_ms": int((t1 - t0).total_seconds() * 1000)}
+        resp = {
+            "ts": _iso(t1),
+            "dir": "resp",
+            "conn": conn,
+            "status": spec.get("status", 200),
+            "latency_ms": int((t1 - t0).total_seconds() * 1000),
+        }
         if spec.get("status"):
-            resp["body"] = {"object": "error", "message": spec["error"], "type": "InternalServerError", "param": None,
-                            "code": spec["status"]}
+            resp["body"] = {
+                "object": "error",
+                "message": spec["error"],
+                "type": "InternalServerError",
+                "param": None,
+                "code": spec["status"],
+            }
         elif stream:
             resp["raw"] = _sse(resp_id, model, spec, usage)
         else:
-            msg = {"role": "assistant", "content": spec["content"] or None,
-                   "reasoning_content": spec["reasoning"] or None}
+            msg = {
+                "role": "assistant",
+                "content": spec["content"] or None,
+                "reasoning_content": spec["reasoning"] or None,
+            }
             if spec["calls"]:
-                msg["tool_calls"] = [{"id": x["id"], "type": "function", "function": {
-                    "name": x["name"], "arguments": json.dumps(x["arguments"])}} for x in spec["calls"]]
-            resp["body"] = {"id": resp_id, "object": "chat.completion", "created": int(t1.timestamp()), "model": model,
-                            "choices": [{"index": 0, "message": msg, "finish_reason": spec["finish"]}], "usage": usage}
+                msg["tool_calls"] = [
+                    {
+                        "id": x["id"],
+                        "type": "function",
+                        "function": {"name": x["name"], "arguments": json.dumps(x["arguments"])},
+                    }
+                    for x in spec["calls"]
+                ]
+            resp["body"] = {
+                "id": resp_id,
+                "object": "chat.completion",
+                "created": int(t1.timestamp()),
+                "model": model,
+                "choices": [{"index": 0, "message": msg, "finish_reason": spec["finish"]}],
+                "usage": usage,
+            }
         lines.append(resp)
         c.label("openai_proxy", session, conn, spec)
     with open(path, "w") as f:
@@ -193,24 +274,57 @@ def _no_abort(spec: dict) -> dict:
 def write_claude(c: Corpus, path: Path, session: str, specs: list[dict], model: str) -> None:
     lines = []
     parent = None
-    base = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/app", "sessionId": session,
-            "version": "2.0.61", "gitBranch": "main"}
+    base = {
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/home/dev/app",
+        "sessionId": session,
+        "version": "2.0.61",
+        "gitBranch": "main",
+    }
     for i, spec in enumerate(specs):
         spec = _no_abort(spec)
         uid = f"u-{session[:8]}-{i}"
-        lines.append({**base, "parentUuid": parent, "type": "user", "uuid": uid, "timestamp": _iso(c.tick(5)),
-                      "message": {"role": "user", "content": spec.get("user") or c.rng.choice(T.USER_PROMPTS)}})
+        lines.append(
+            {
+                **base,
+                "parentUuid": parent,
+                "type": "user",
+                "uuid": uid,
+                "timestamp": _iso(c.tick(5)),
+                "message": {"role": "user", "content": spec.get("user") or c.rng.choice(T.USER_PROMPTS)},
+            }
+        )
         parent = uid
         mid = f"msg_{session[:6]}{i:04d}"
         prompt, completion = c.usage(spec)
         usage = {"input_tokens": prompt, "output_tokens": completion, "cache_read_input_tokens": 0}
         if spec.get("status"):
-            lines.append({**base, "parentUuid": parent, "type": "assistant", "uuid": f"a-{mid}",
-                          "timestamp": _iso(c.tick(3)), "isApiErrorMessage": True, "message": {
-                              "id": mid, "type": "message", "role": "assistant", "model": "<synthetic>",
-                              "content": [{"type": "text", "text": f"API Error: {spec['status']} "
-                                           + json.dumps({"object": "error", "message": spec["error"], "code": 500})}],
-                              "stop_reason": "stop_sequence", "usage": {"input_tokens": 0, "output_tokens": 0}}})
+            lines.append(
+                {
+                    **base,
+                    "parentUuid": parent,
+                    "type": "assistant",
+                    "uuid": f"a-{mid}",
+                    "timestamp": _iso(c.tick(3)),
+                    "isApiErrorMessage": True,
+                    "message": {
+                        "id": mid,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "<synthetic>",
+                        "content": [
+                            {
+                                "type": "text",
+                                "text": f"API Error: {spec['status']} "
+                                + json.dumps({"object": "error", "message": spec["error"], "code": 500}),
+                            }
+                        ],
+                        "stop_reason": "stop_sequence",
+                        "usage": {"input_tokens": 0, "output_tokens": 0},
+                    },
+                }
+            )
             c.label("claude_code", session, mid, spec)
             continue
         blocks = []
@@ -223,15 +337,40 @@ def write_claude(c: Corpus, path: Path, session: str, specs: list[dict], model: 
         stop = {"stop": "end_turn", "tool_calls": "tool_use", "abort": None}[spec["finish"]]
         for j, b in enumerate(blocks):
             last = j == len(blocks) - 1
-            lines.append({**base, "parentUuid": parent, "type": "assistant", "uuid": f"a-{mid}-{j}",
-                          "timestamp": _iso(c.tick(1)), "requestId": f"req_{mid}", "message": {
-                              "id": mid, "type": "message", "role": "assistant", "model": model, "content": [b],
-                              "stop_reason": stop if last else None, "usage": usage}})
+            lines.append(
+                {
+                    **base,
+                    "parentUuid": parent,
+                    "type": "assistant",
+                    "uuid": f"a-{mid}-{j}",
+                    "timestamp": _iso(c.tick(1)),
+                    "requestId": f"req_{mid}",
+                    "message": {
+                        "id": mid,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [b],
+                        "stop_reason": stop if last else None,
+                        "usage": usage,
+                    },
+                }
+            )
             parent = f"a-{mid}-{j}"
         for x in spec["calls"]:
-            lines.append({**base, "parentUuid": parent, "type": "user", "uuid": f"r-{x['id']}",
-                          "timestamp": _iso(c.tick(1)), "message": {"role": "user", "content": [
-                              {"type": "tool_result", "tool_use_id": x["id"], "content": "ok"}]}})
+            lines.append(
+                {
+                    **base,
+                    "parentUuid": parent,
+                    "type": "user",
+                    "uuid": f"r-{x['id']}",
+                    "timestamp": _iso(c.tick(1)),
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": x["id"], "content": "ok"}],
+                    },
+                }
+            )
         c.label("claude_code", session, mid, spec)
     lines.append({"type": "summary", "summary": "Session", "leafUuid": parent})
     with open(path, "w") as f:
@@ -245,36 +384,94 @@ def opencode_messages(c: Corpus, session: str, specs: list[dict], model: str) ->
         spec = _no_abort(spec)
         t_user = c.tick(6)
         uid, aid = f"msg_{session[4:]}_{i:03d}0", f"msg_{session[4:]}_{i:03d}1"
-        msgs.append({"info": {"id": uid, "sessionID": session, "role": "user", "time": {"created": int(t_user.timestamp() * 1000)},
-                              "agent": "build", "model": {"providerID": "sglang-pd", "modelID": model}},
-                     "parts": [{"id": f"prt_{uid}t", "sessionID": session, "messageID": uid, "type": "text",
-                                "text": spec.get("user") or c.rng.choice(T.USER_PROMPTS)}]})
+        msgs.append(
+            {
+                "info": {
+                    "id": uid,
+                    "sessionID": session,
+                    "role": "user",
+                    "time": {"created": int(t_user.timestamp() * 1000)},
+                    "agent": "build",
+                    "model": {"providerID": "sglang-pd", "modelID": model},
+                },
+                "parts": [
+                    {
+                        "id": f"prt_{uid}t",
+                        "sessionID": session,
+                        "messageID": uid,
+                        "type": "text",
+                        "text": spec.get("user") or c.rng.choice(T.USER_PROMPTS),
+                    }
+                ],
+            }
+        )
         t0, t1 = c.tick(0.2), c.tick(c.rng.uniform(2, 12))
         prompt, completion = c.usage(spec)
-        info = {"id": aid, "sessionID": session, "role": "assistant", "parentID": uid,
-                "time": {"created": int(t0.timestamp() * 1000), "completed": int(t1.timestamp() * 1000)},
-                "modelID": model, "providerID": "sglang-pd", "mode": "build", "agent": "build",
-                "path": {"cwd": "/home/dev/app", "root": "/home/dev/app"}, "cost": 0,
-                "tokens": {"input": prompt, "output": completion, "reasoning": 0, "cache": {"read": 0, "write": 0}},
-                "finish": {"stop": "stop", "tool_calls": "tool-calls", "abort": "other", None: None}[spec["finish"]]}
+        info = {
+            "id": aid,
+            "sessionID": session,
+            "role": "assistant",
+            "parentID": uid,
+            "time": {"created": int(t0.timestamp() * 1000), "completed": int(t1.timestamp() * 1000)},
+            "modelID": model,
+            "providerID": "sglang-pd",
+            "mode": "build",
+            "agent": "build",
+            "path": {"cwd": "/home/dev/app", "root": "/home/dev/app"},
+            "cost": 0,
+            "tokens": {"input": prompt, "output": completion, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+            "finish": {"stop": "stop", "tool_calls": "tool-calls", "abort": "other", None: None}[spec["finish"]],
+        }
         parts = [{"id": f"prt_{aid}0", "type": "step-start"}]
         if spec.get("status"):
-            info["error"] = {"name": "APIError", "data": {"message": "Internal Server Error", "statusCode": 500,
-                                                          "isRetryable": True, "responseBody": json.dumps(
-                                                              {"object": "error", "message": spec["error"]})}}
+            info["error"] = {
+                "name": "APIError",
+                "data": {
+                    "message": "Internal Server Error",
+                    "statusCode": 500,
+                    "isRetryable": True,
+                    "responseBody": json.dumps({"object": "error", "message": spec["error"]}),
+                },
+            }
             info["tokens"]["output"] = 0
         if spec["reasoning"]:
-            parts.append({"id": f"prt_{aid}1", "type": "reasoning", "text": spec["reasoning"],
-                          "time": {"start": info["time"]["created"], "end": info["time"]["completed"]}})
+            parts.append(
+                {
+                    "id": f"prt_{aid}1",
+                    "type": "reasoning",
+                    "text": spec["reasoning"],
+                    "time": {"start": info["time"]["created"], "end": info["time"]["completed"]},
+                }
+            )
         if spec["content"]:
             parts.append({"id": f"prt_{aid}2", "type": "text", "text": spec["content"]})
         for j, x in enumerate(spec["calls"]):
-            parts.append({"id": f"prt_{aid}3{j}", "type": "tool", "callID": x["id"], "tool": x["name"], "state": {
-                "status": "completed", "input": x["arguments"], "output": "ok", "title": x["name"], "metadata": {},
-                "time": {"start": info["time"]["completed"], "end": info["time"]["completed"] + 40}}})
+            parts.append(
+                {
+                    "id": f"prt_{aid}3{j}",
+                    "type": "tool",
+                    "callID": x["id"],
+                    "tool": x["name"],
+                    "state": {
+                        "status": "completed",
+                        "input": x["arguments"],
+                        "output": "ok",
+                        "title": x["name"],
+                        "metadata": {},
+                        "time": {"start": info["time"]["completed"], "end": info["time"]["completed"] + 40},
+                    },
+                }
+            )
         if not spec.get("status"):
-            parts.append({"id": f"prt_{aid}9", "type": "step-finish", "reason": info["finish"], "cost": 0,
-                          "tokens": info["tokens"]})
+            parts.append(
+                {
+                    "id": f"prt_{aid}9",
+                    "type": "step-finish",
+                    "reason": info["finish"],
+                    "cost": 0,
+                    "tokens": info["tokens"],
+                }
+            )
         for p in parts:
             p.update(sessionID=session, messageID=aid)
         msgs.append({"info": info, "parts": parts})
@@ -283,11 +480,22 @@ def opencode_messages(c: Corpus, session: str, specs: list[dict], model: str) ->
 
 
 def write_export(path: Path, session: str, msgs: list[dict]) -> None:
-    info = {"id": session, "slug": "s", "projectID": "prj_1", "directory": "/home/dev/app", "title": "Work",
-            "version": "1.0.20", "time": {"created": msgs[0]["info"]["time"]["created"],
-                                          "updated": msgs[-1]["info"]["time"]["created"]}}
-    path.write_text("Exporting session: " + session + "\n" + json.dumps({"info": info, "messages": msgs},
-                                                                        ensure_ascii=False, indent=2) + "\n")
+    info = {
+        "id": session,
+        "slug": "s",
+        "projectID": "prj_1",
+        "directory": "/home/dev/app",
+        "title": "Work",
+        "version": "1.0.20",
+        "time": {"created": msgs[0]["info"]["time"]["created"], "updated": msgs[-1]["info"]["time"]["created"]},
+    }
+    path.write_text(
+        "Exporting session: "
+        + session
+        + "\n"
+        + json.dumps({"info": info, "messages": msgs}, ensure_ascii=False, indent=2)
+        + "\n"
+    )
 
 
 def write_db(path: Path, sessions: dict[str, list[dict]]) -> None:
@@ -300,21 +508,28 @@ def write_db(path: Path, sessions: dict[str, list[dict]]) -> None:
         " data TEXT NOT NULL);"
         "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER,"
         " time_updated INTEGER, data TEXT NOT NULL);"
-        "CREATE TABLE todo (session_id TEXT, data TEXT);")
+        "CREATE TABLE todo (session_id TEXT, data TEXT);"
+    )
     for sid, msgs in sessions.items():
-        con.execute("INSERT INTO session VALUES (?, 'prj_1', NULL, 's', '/home/dev/app', 'Work', '1.1.0', 0, 0)", (sid,))
+        con.execute(
+            "INSERT INTO session VALUES (?, 'prj_1', NULL, 's', '/home/dev/app', 'Work', '1.1.0', 0, 0)", (sid,)
+        )
         for m in msgs:
             info = dict(m["info"])
             mid = info.pop("id")
             info.pop("sessionID")
             t = m["info"]["time"]["created"]
-            con.execute("INSERT INTO message VALUES (?, ?, ?, ?, ?)", (mid, sid, t, t, json.dumps(info, ensure_ascii=False)))
+            con.execute(
+                "INSERT INTO message VALUES (?, ?, ?, ?, ?)", (mid, sid, t, t, json.dumps(info, ensure_ascii=False))
+            )
             for p in m["parts"]:
                 p = dict(p)
                 pid = p.pop("id")
                 p.pop("sessionID"), p.pop("messageID")
-                con.execute("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
-                            (pid, mid, sid, t, t, json.dumps(p, ensure_ascii=False)))
+                con.execute(
+                    "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                    (pid, mid, sid, t, t, json.dumps(p, ensure_ascii=False)),
+                )
     # a row whose JSON is cut: it must land in unparsed, not vanish
     con.execute("INSERT INTO part VALUES ('prt_broken', 'msg_x', 'ses_x', 0, 0, '{\"type\": \"text\", \"te')")
     con.commit()
@@ -355,9 +570,13 @@ def build() -> None:
         (ROOT / d).mkdir(parents=True)
     v32, v4, v31 = "deepseek-v3.2", "deepseek-v4-flash", "deepseek-v3.1-terminus"
     plan = [  # (corrupted kinds in a session of mostly clean turns)
-        ["leak", "incoherent", "empty"], ["leak", "transfer_error", "incoherent"],
-        ["incoherent", "incoherent", "leak", "transfer_error"], ["empty", "transfer_error", "leak", "empty"],
-        ["incoherent", "leak", "empty", "transfer_error"], [], ["leak", "incoherent", "transfer_error", "empty"],
+        ["leak", "incoherent", "empty"],
+        ["leak", "transfer_error", "incoherent"],
+        ["incoherent", "incoherent", "leak", "transfer_error"],
+        ["empty", "transfer_error", "leak", "empty"],
+        ["incoherent", "leak", "empty", "transfer_error"],
+        [],
+        ["leak", "incoherent", "transfer_error", "empty"],
         ["transfer_error", "incoherent", "empty", "incoherent"],
     ]
     # proxy: eight ordinary sessions (every other response streamed), one V4 session with sporadic
@@ -369,21 +588,40 @@ def build() -> None:
     for slot, text in zip((3, 7), T.v4_leak_texts()):
         specs[slot] = c.leak(text)
     specs[5] = dict(label="parse_leak", content="", reasoning="", calls=[], finish="tool_calls")
-    specs[8] = dict(label="parse_leak", content="Writing it.", reasoning="", finish="tool_calls",
-                    calls=[{"id": "call_bad", "name": "write", "arguments": {"path": "notes.md"}}])
+    specs[8] = dict(
+        label="parse_leak",
+        content="Writing it.",
+        reasoning="",
+        finish="tool_calls",
+        calls=[{"id": "call_bad", "name": "write", "arguments": {"path": "notes.md"}}],
+    )
     write_proxy(c, ROOT / "proxy" / "agent_v4.jsonl", "proxy-v4", specs, v4, stream_every=3)
-    write_proxy(c, ROOT / "proxy" / "agent_cfg_dsml.jsonl", "proxy-cfg-dsml", c.config_specs(9, v31=False),
-                "sglang-default", stream_every=0)
-    write_proxy(c, ROOT / "proxy" / "agent_cfg_v31.jsonl", "proxy-cfg-v31", c.config_specs(9, v31=True), v32,
-                stream_every=2)
+    write_proxy(
+        c,
+        ROOT / "proxy" / "agent_cfg_dsml.jsonl",
+        "proxy-cfg-dsml",
+        c.config_specs(9, v31=False),
+        "sglang-default",
+        stream_every=0,
+    )
+    write_proxy(
+        c, ROOT / "proxy" / "agent_cfg_v31.jsonl", "proxy-cfg-v31", c.config_specs(9, v31=True), v32, stream_every=2
+    )
     # a V3.1 deployment whose own tool tokens leak now and then: a parse leak, not a mismatch
     specs = c.session_specs(8, [], 10)
     specs[4] = c.leak("Reading it.\n\n" + T.V31_TOKENS_CALL % "setup.cfg")
     write_proxy(c, ROOT / "proxy" / "agent_v31.jsonl", "proxy-v31", specs, v31, stream_every=0)
 
     # Claude Code through a translator
-    for k, corrupt in enumerate([["leak", "incoherent", "transfer_error"], ["empty", "transfer_error", "incoherent"],
-                                 [], ["leak", "leak", "incoherent", "empty"], ["transfer_error", "empty", "incoherent"]]):
+    for k, corrupt in enumerate(
+        [
+            ["leak", "incoherent", "transfer_error"],
+            ["empty", "transfer_error", "incoherent"],
+            [],
+            ["leak", "leak", "incoherent", "empty"],
+            ["transfer_error", "empty", "incoherent"],
+        ]
+    ):
         sid = f"3c9a7f52-0e41-4b8d-9d6a-1f2e3d4c5b{k:02d}"
         write_claude(c, ROOT / "claude" / f"{sid}.jsonl", sid, c.session_specs(10, corrupt, 20 + k), v32)
     sid = "3c9a7f52-0e41-4b8d-9d6a-1f2e3d4c5bcf"
@@ -422,7 +660,7 @@ def build() -> None:
         write_outputs(c, ROOT / "outputs" / f"writer_run{k}", specs)
 
     # every incoherent text of the bank appears at least once, between clean turns
-    rest = T.INCOHERENT[c.cursor["incoherent"]:]
+    rest = T.INCOHERENT[c.cursor["incoherent"] :]
     specs = []
     for text in rest:
         specs.append(c.clean_tool())
@@ -430,8 +668,12 @@ def build() -> None:
     if specs:
         write_proxy(c, ROOT / "proxy" / "agent_mix.jsonl", "proxy-mix", specs, v32, stream_every=3)
 
-    LABELS.write_text(json.dumps(sorted(c.labels, key=lambda x: (x["source"], x["session_id"], x["turn_id"])),
-                                 ensure_ascii=False, indent=0) + "\n")
+    LABELS.write_text(
+        json.dumps(
+            sorted(c.labels, key=lambda x: (x["source"], x["session_id"], x["turn_id"])), ensure_ascii=False, indent=0
+        )
+        + "\n"
+    )
     print(f"{len(c.labels)} turns written to {ROOT}")
 
 

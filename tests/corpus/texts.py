@@ -67,15 +67,20 @@ CLEAN_PROSE = [
 
 # Replies that talk about markup, inside code fences or inline code: not leaks.
 CLEAN_MARKUP_DISCUSSION = [
-    "When the parser fails, the raw block ends up in `content`. It looks like this:\n\n" + FENCE + "\n"
-    + dsml_block([("read_file", {"path": "app/config.py"})]) + "\n" + FENCE + "\n\nThat is why the client shows "
+    "When the parser fails, the raw block ends up in `content`. It looks like this:\n\n"
+    + FENCE
+    + "\n"
+    + dsml_block([("read_file", {"path": "app/config.py"})])
+    + "\n"
+    + FENCE
+    + "\n\nThat is why the client shows "
     "markup instead of running the tool.",
     "DeepSeek wraps its reasoning in `<think>` and `</think>`; the reasoning parser strips them. If you see "
     "`</think>` in the content, the parser was not enabled.",
     "The V3.1 format is different:\n\n" + FENCE + "text\n" + f"<{FW}tool{LB}calls{LB}begin{FW}><{FW}tool{LB}call{LB}"
-    f"begin{FW}>get_time<{FW}tool{LB}sep{FW}>{{\"tz\": \"UTC\"}}<{FW}tool{LB}call{LB}end{FW}><{FW}tool{LB}calls{LB}end"
+    f'begin{FW}>get_time<{FW}tool{LB}sep{FW}>{{"tz": "UTC"}}<{FW}tool{LB}call{LB}end{FW}><{FW}tool{LB}calls{LB}end'
     f"{FW}>\n" + FENCE + "\n\nso the V3.2 parser does not recognise it.",
-    "Here is the regex I added to the detector:\n\n" + FENCE + "python\nDSML = re.compile(r\"<\\s*[|｜]{1,2}\\s*DSML\")\n"
+    "Here is the regex I added to the detector:\n\n" + FENCE + 'python\nDSML = re.compile(r"<\\s*[|｜]{1,2}\\s*DSML")\n'
     "if DSML.search(content):\n    flag(turn)\n" + FENCE + "\n\nIt also catches the ASCII look-alike `<|DSML|`.",
     "The template renders a tool result as `<function_results>` with one `<result>` per call. The end of a turn is "
     f"the `{EOS}` token, which the server strips before returning.",
@@ -107,8 +112,9 @@ CLEAN_QUOTED_ERRORS = [
     "consequence, not the cause.",
     "I got `HTTP 500 Internal Server Error` from the endpoint three times in a row, then it recovered. The server log "
     "shows a KVTransferError at the same second each time.",
-    "Traceback from the test run:\n\n" + FENCE + "\nTraceback (most recent call last):\n  File \"test_io.py\", line 12, "
-    "in test_read\n    data = read(path)\nFileNotFoundError: [Errno 2] No such file or directory: 'x.bin'\n" + FENCE
+    "Traceback from the test run:\n\n" + FENCE + '\nTraceback (most recent call last):\n  File "test_io.py", line 12, '
+    "in test_read\n    data = read(path)\nFileNotFoundError: [Errno 2] No such file or directory: 'x.bin'\n"
+    + FENCE
     + "\n\nThe fixture file was never committed. I added it.",
     "The stack trace points at `bootstrap_room mismatch` in the decode scheduler: two requests got the same room "
     "because the client reused the id on retry.",
@@ -149,38 +155,43 @@ CLEAN_REASONING = [
     "",
 ]
 
+
 # --- parse_leak ---------------------------------------------------------------------------------
 def leak_texts():
     return [
-        "Reading both files.\n\n" + dsml_block([("read_file", {"path": "app/config.py"}), ("grep", {"pattern": "load_config("})]),
-        "Let me check the log.\n\n" + dsml_block([("bash", {"command": "tail -n 50 /var/log/app.log"})])
-        .rsplit("\n", 1)[0],  # unterminated wrapper
+        "Reading both files.\n\n"
+        + dsml_block([("read_file", {"path": "app/config.py"}), ("grep", {"pattern": "load_config("})]),
+        "Let me check the log.\n\n"
+        + dsml_block([("bash", {"command": "tail -n 50 /var/log/app.log"})]).rsplit("\n", 1)[0],  # unterminated wrapper
         f'<{D}invoke name="Bash">\n<{D}parameter name="command" string="true">ls app</{D}parameter>\n</{D}invoke>',
         "I'll run the tests now.\n\n" + dsml_block([("bash", {"command": "pytest -q"})]) + "\nAnd then I will report.",
-        f"Checking the settings.\n\n<{D}function_calls>\n<{D}invoke name=\"read\">\n<parameter name=\"filePath\">"
+        f'Checking the settings.\n\n<{D}function_calls>\n<{D}invoke name="read">\n<parameter name="filePath">'
         f"settings.py</{D}parameter>\n</{D}invoke>\n</{D}function_calls>",
-        "Opening the file.\n\n<|DSML|function_calls>\n<|DSML|invoke name=\"read\">\n<|DSML|parameter name=\"filePath\" "
-        "string=\"true\">main.py</|DSML|parameter>\n</|DSML|invoke>\n</|DSML|function_calls>",
-        "Searching.\n\n< | DSML | invoke name=\"grep\">\n< | DSML | parameter name=\"pattern\" string=\"true\">TODO"
+        'Opening the file.\n\n<|DSML|function_calls>\n<|DSML|invoke name="read">\n<|DSML|parameter name="filePath" '
+        'string="true">main.py</|DSML|parameter>\n</|DSML|invoke>\n</|DSML|function_calls>',
+        'Searching.\n\n< | DSML | invoke name="grep">\n< | DSML | parameter name="pattern" string="true">TODO'
         "</ | DSML | parameter>\n</ | DSML | invoke>",
-        f"<{D}function_calls>\n<{D}invoke name=\"write\">\n<{D}parameter name=\"path\" string=\"true\">notes.md"
-        f"</{D}parameter>\n<{D}parameter name=\"content\" string=\"true\">## Notes\n\n- first item\n- second item",
-        f"Now the edit.\n\n<{D}invoke name=\"edit\">\n<{D}parameter name=\"path\" string=\"yes\">a.py</{D}parameter>\n"
-        f"<{D}parameter name=\"old\" string=\"true\">x = 1</{D}parameter>\n</{D}invoke>",
-        "Let me look at the directory first. | DSML | function_calls | DSML | invoke name=\"list\"",
+        f'<{D}function_calls>\n<{D}invoke name="write">\n<{D}parameter name="path" string="true">notes.md'
+        f'</{D}parameter>\n<{D}parameter name="content" string="true">## Notes\n\n- first item\n- second item',
+        f'Now the edit.\n\n<{D}invoke name="edit">\n<{D}parameter name="path" string="yes">a.py</{D}parameter>\n'
+        f'<{D}parameter name="old" string="true">x = 1</{D}parameter>\n</{D}invoke>',
+        'Let me look at the directory first. | DSML | function_calls | DSML | invoke name="list"',
     ]
 
 
 def v4_leak_texts():
     return [
-        f"<{D}tool_calls>\n<{D}invoke name=\"Bash\">\n<{D}parameter name=\"command\" string=\"true\">pwd</{D}parameter>\n"
+        f'<{D}tool_calls>\n<{D}invoke name="Bash">\n<{D}parameter name="command" string="true">pwd</{D}parameter>\n'
         f"</{D}invoke>\n</{D}tool_calls>",
         "Running the build.\n\n" + dsml_block([("Bash", {"command": "make -j8"})], wrapper="tool_calls"),
     ]
 
 
-V31_TOKENS_CALL = (f"<{FW}tool{LB}calls{LB}begin{FW}><{FW}tool{LB}call{LB}begin{FW}>read<{FW}tool{LB}sep{FW}>"
-                   "{\"filePath\": \"%s\"}" f"<{FW}tool{LB}call{LB}end{FW}><{FW}tool{LB}calls{LB}end{FW}>")
+V31_TOKENS_CALL = (
+    f"<{FW}tool{LB}calls{LB}begin{FW}><{FW}tool{LB}call{LB}begin{FW}>read<{FW}tool{LB}sep{FW}>"
+    '{"filePath": "%s"}'
+    f"<{FW}tool{LB}call{LB}end{FW}><{FW}tool{LB}calls{LB}end{FW}>"
+)
 
 REASONING_LEAKS = [
     "The user wants the config. I'll read it.\n\n" + dsml_block([("read", {"filePath": "config.py"})]),
@@ -249,8 +260,14 @@ TRANSFER_ERRORS = [
 ]
 
 USER_PROMPTS = [
-    "Why does config loading fail?", "Fix the flaky test in tests/test_cache.py.", "Run the benchmark again.",
-    "What does this traceback mean?", "Summarise the incident for the ticket.", "Rename tmp_dir everywhere.",
-    "Can we delete the build folder?", "Explain the KV cache transfer in PD mode.",
-    "Is the decode server healthy?", "Check the memory growth over the last hour.",
+    "Why does config loading fail?",
+    "Fix the flaky test in tests/test_cache.py.",
+    "Run the benchmark again.",
+    "What does this traceback mean?",
+    "Summarise the incident for the ticket.",
+    "Rename tmp_dir everywhere.",
+    "Can we delete the build folder?",
+    "Explain the KV cache transfer in PD mode.",
+    "Is the decode server healthy?",
+    "Check the memory growth over the last hour.",
 ]
