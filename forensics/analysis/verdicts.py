@@ -30,11 +30,11 @@ from forensics.core.errors import ForensicsError
 from forensics.core.turns import Turn
 from forensics.ingest.store import Store
 
-# the code a verdict depends on: the signatures, the escaping of their evidence, and how a stored
-# row becomes the turn the detectors read (this module)
-_CODE = hashlib.sha256(
-    b"".join(Path(m.__file__).read_bytes() for m in (detectors, text)) + Path(__file__).read_bytes()
-).hexdigest()
+# the code a verdict depends on: every module of the detectors package (by name, so that moving a
+# function between them counts), the escaping of their evidence, and how a stored row becomes the
+# turn the detectors read (this module)
+_SOURCES = sorted(Path(detectors.__file__).parent.glob("*.py")) + [Path(text.__file__), Path(__file__)]
+_CODE = hashlib.sha256(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in _SOURCES)).hexdigest()
 
 
 def version(th: detectors.Thresholds | None = None) -> str:
