@@ -70,7 +70,7 @@ def test_timeline_marks_the_abort_storm(tl):
     assert rows.filter(pl.col("aborts") > 0)["aborts"].sum() >= storm["aborted_in_transfer"]
 
 
-# The planted wedge (tools/samplegen.py writes it into planted.json from its own parameters):
+# The planted wedge (tools/samplegen writes it into planted.json from its own parameters):
 # decode-1's scheduler stops for five minutes with requests in flight while its HTTP side keeps
 # logging 503 probes, `Health check failed` lines and new requests. The reports must find it by
 # the scheduler's progress; edges within 15 s of the planted last stats line and first timeout.

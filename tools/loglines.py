@@ -1,6 +1,6 @@
 """Text shapes of the lines an SGLang PD deployment logs, shared by the demo and benchmark generators.
 
-tools/samplegen.py (sample_logs/incident) and bench/gen.py (the benchmark's large logs) build their
+tools/samplegen/ (sample_logs/incident) and bench/gen.py (the benchmark's large logs) build their
 server-log lines from these functions, so each shape is written once. A function returns one line,
 or the message that follows a prefix; its parameters come in the order their values appear in the
 text, so a caller that draws them from a random generator in the call draws in the order the
