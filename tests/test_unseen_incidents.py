@@ -1,4 +1,4 @@
-"""Acceptance on incidents the detectors were not written with (tools/pdincident.py, one per seed).
+"""Acceptance on incidents the detectors were not written with (tools/pdincident, one per seed).
 
 Each seed is generated into tmp_path, ingested with the CLI, and read back only through the CLI's
 output interface (`forensics sql`, `evidence --format json`). Truth rows
