@@ -1,33 +1,111 @@
 """Where a command's result goes and in which format: `-o FILE` (its extension names the format),
-`-o -` (stdout), `--format`; and how wide its tables are (`--max-width`, `--wide`)."""
+`-o -` (stdout), `--format`; whether it is masked (`--redact`); and how wide its tables are
+(`--max-width`, `--wide`). Which formats a report writes is said in forensics.reports.formats."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
 import click
 
 from forensics.core.errors import UsageError
+from forensics.reports.formats import EXTENSIONS, Writes
 
-# what each extension holds; where several formats write one extension (a Perfetto trace is JSON
-# too) the first is the one inferred
-EXTENSIONS = {
-    ".csv": ("csv",),
-    ".tsv": ("tsv",),
-    ".tab": ("tsv",),
-    ".json": ("json", "perfetto"),
-    ".jsonl": ("jsonl",),
-    ".ndjson": ("jsonl",),
-    ".md": ("markdown",),
-    ".markdown": ("markdown",),
-    ".parquet": ("parquet",),
-    ".html": ("html",),
-    ".htm": ("html",),
-    ".png": ("png",),
-    ".svg": ("svg",),
-}
 STDOUT = "-"
+
+
+FORMAT, OUTPUT, REDACT = "--format", "-o", "--redact"
+
+
+def output_options(
+    writes: Writes,
+    *layout,
+    format_help: str | None = "Output format.",
+    output_help: str | None = None,
+    stdout_dash: bool = True,
+):
+    """The output options of a command that writes the report `writes`: --format (its choices and
+    default are the report's), -o/--output and --redact, declared here once.
+
+    `layout` is the order in which the command's help lists them: the markers FORMAT, OUTPUT and
+    REDACT for the ones it takes, with the command's other option decorators that sit among them;
+    the default is FORMAT alone. `stdout_dash=False` reads `-o -` as a file name for click.
+    """
+
+    def format_option(f):
+        return click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(writes.formats),
+            default=writes.default,
+            show_default=True,
+            help=format_help,
+        )(f)
+
+    def output_option(f):
+        return click.option(
+            "-o", "--output", type=click.Path(dir_okay=False, allow_dash=stdout_dash), help=output_help
+        )(f)
+
+    def redact_option(f):
+        return click.option(
+            "--redact",
+            is_flag=True,
+            help="Mask secrets, addresses, e-mails, domain names, home paths and host names (the same "
+            "name gets the same pseudonym); stderr says what was masked.",
+        )(f)
+
+    parts = {FORMAT: format_option, OUTPUT: output_option, REDACT: redact_option}
+    decorators = [parts[d] if isinstance(d, str) else d for d in (layout or (FORMAT,))]
+
+    def apply(f):
+        # click lists options top down, in the reverse of the order they are applied
+        for d in reversed(decorators):
+            f = d(f)
+        return f
+
+    return apply
+
+
+@contextlib.contextmanager
+def redaction(redact: bool, store):
+    """The redaction of one output: the one Redactor its whole result model passes through (None
+    without --redact), and, once the output is written, stderr saying what was masked."""
+    if not redact:
+        yield None
+        return
+    from forensics.reports.redact import Redactor
+
+    red = Redactor.for_store(store)
+    yield red
+    click.echo(red.summary(), err=True)
+
+
+def masked(red, value):
+    """`value` (a frame, a model, a tuple of them) as `red` masks it; as it is without --redact."""
+    return value if red is None else red.value(value)
+
+
+def check_output(output) -> None:
+    """A file to write needs an existing folder: said before any work, not as a traceback after it."""
+    if not output or output == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise UsageError(
+            f"-o {output}: no folder {folder}", help=f"create it first (mkdir -p {folder}) or write elsewhere"
+        )
+    if os.path.isdir(output):
+        raise UsageError(f"-o {output} is a folder", help="give a file name inside it")
+
+
+def echo_head(line: str, fmt: str) -> None:
+    """A line above a result: on stderr beside CSV and JSON, escaped as Markdown beside Markdown."""
+    from forensics.reports.render import head_line
+
+    click.echo(head_line(line, fmt), err=fmt in ("csv", "json"))
 
 
 def table_options(f):
@@ -64,9 +142,10 @@ def table_options(f):
     )(f)
 
 
-def output_format(fmt: str, output: str | None, choices, command: str) -> str:
+def output_format(fmt: str, output: str | None, writes: Writes, command: str) -> str:
     """The format to write: the one the extension of `output` names, unless --format was given; a
     --format that does not fit the extension, or an extension the command cannot write, is a usage error."""
+    choices = writes.formats
     if not output or output == STDOUT:
         return fmt
     ext = os.path.splitext(output)[1].lower()

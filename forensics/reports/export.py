@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from forensics.core.errors import UsageError
 from forensics.ingest.store import Store
-from forensics.reports import chart, html, perfetto
+from forensics.reports import chart, formats, html, perfetto
 from forensics.reports.detail import gather
 
-FORMATS = ("html", "png", "svg", "perfetto")
+FORMATS = formats.TIMELINE.files
 
 
 def write(model: dict, fmt: str, output: str, store: Store, redactor=None) -> list[str]:

@@ -24,11 +24,12 @@ import sys
 
 import polars as pl
 
+from forensics.reports import formats
 from forensics.reports.escape import CONTROL, csv_frame, escape_control, markdown_text, rich_text
 
-FORMATS = ("table", "csv", "tsv", "json", "jsonl", "markdown", "parquet")
+FORMATS = formats.RESULT.formats
 # formats whose bytes are not text: written to a file only
-BINARY = frozenset({"parquet"})
+BINARY = frozenset(formats.RESULT.binary)
 # a list longer than LIST_ALL items is shown as its first LIST_SHOWN and how many more
 LIST_ALL, LIST_SHOWN = 5, 3
 JSON_SAFE = 2**53

@@ -1,0 +1,172 @@
+"""`forensics ingest` and `forensics formats`: the inputs a store is made from."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from forensics.cli.common import EXIT_FAILED, handled, store_option
+from forensics.core import runtime
+
+
+def check_zone(tz: str) -> None:
+    """An unknown --tz is refused before ingest creates anything."""
+    from forensics.core.errors import UsageError
+
+    try:
+        import zoneinfo
+
+        zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, IsADirectoryError):
+        raise UsageError(
+            f"--tz {tz}: no such time zone", help="give an IANA zone name, e.g. UTC, Asia/Shanghai, America/Los_Angeles"
+        ) from None
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@store_option
+@click.option("--host", help="Host name for every input (default: the folder or file name).")
+@click.option("--role", type=click.Choice(["prefill", "decode", "unified"]), help="Server role (default: inferred).")
+@click.option("--tz", default="UTC", show_default=True, help="Zone of naive timestamps, e.g. Asia/Shanghai.")
+@click.option("--year", type=int, help="Year for timestamps that print none (NIXL/glog, MM-DD).")
+@click.option(
+    "--date",
+    "log_date",
+    metavar="YYYY-MM-DD",
+    help="Date for lines that print a time only (2024 builds: `[16:43:29 TP0]`); a year alone acts as --year.",
+)
+@click.option("--run", "run_label", help="Label the inputs as one run, for `forensics compare`.")
+@click.option(
+    "--parser",
+    "forced_format",
+    metavar="NAME",
+    help="Skip detection and read every input with this parser, notes too (see `forensics formats`).",
+)
+# the option's name until --parser, kept for one release so that scripts keep working
+@click.option("--format", "deprecated_format", hidden=True)
+@click.option("--jobs", "-j", type=int, help="Parallel workers (default: all cores).")
+@click.option(
+    "--clock-offset",
+    multiple=True,
+    metavar="HOST=SECONDS",
+    help="Record that HOST's clock runs SECONDS ahead (repeatable).",
+)
+@handled
+def ingest(
+    paths, store, host, role, tz, year, log_date, run_label, forced_format, deprecated_format, jobs, clock_offset
+):
+    """Parse log files, folders and archives (.gz, .zst, .tar.gz) into the store."""
+    runtime.configure_ingest()
+    from forensics.cli.progress import IngestProgress
+    from forensics.core.errors import UsageError
+    from forensics.ingest import pipeline as ing
+    from forensics.ingest.store import Store, offset_problem
+
+    check_zone(tz)
+    import os
+
+    # a mistyped path is refused before the store folder is made
+    for p in paths:
+        if not os.path.lexists(p):
+            raise UsageError(f"no such file or directory: {p}", help="check the path given to ingest")
+    if deprecated_format:
+        if forced_format and forced_format != deprecated_format:
+            raise UsageError(
+                f"--parser {forced_format} and --format {deprecated_format} disagree",
+                help="--format is the old name of --parser: pass --parser alone",
+            )
+        click.echo("warning: `ingest --format` is deprecated, use --parser", err=True)
+        forced_format = deprecated_format
+    offsets = {}
+    for item in clock_offset:
+        h, sep, v = item.partition("=")
+        try:
+            offsets[h] = float(v)
+        except ValueError:
+            raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}") from None
+        if not sep or not h:
+            raise UsageError(f"--clock-offset wants HOST=SECONDS, got {item!r}")
+        if why := offset_problem(offsets[h]):
+            raise UsageError(
+                f"--clock-offset {item}: {why}", help="an offset is a finite number of seconds within a day"
+            )
+    opts = ing.Options(
+        host=host, role=role, tz=tz, year=year, date=log_date, run=run_label, format=forced_format, jobs=jobs
+    )
+    from forensics.ingest import stop
+
+    with stop.handling():
+        try:
+            with IngestProgress() as prog:
+                results = ing.run(list(paths), store, opts, prog)
+            for h, v in offsets.items():
+                Store(store).set_clock(h, v)
+            from forensics.analysis import verdicts
+
+            try:
+                verdicts.ensure(Store(store))
+            except stop.Interrupted as e:
+                e.phase, e.total = "verdicts", len(results)
+                raise
+        except stop.Interrupted as e:
+            _interrupted(e)
+    IngestProgress.summary(results)
+    if not any(r.status in ("ingested", "duplicate", "failed") for r in results):
+        from forensics.cli.progress import nothing_line
+
+        click.echo(nothing_line(paths, results), err=True)
+        sys.exit(EXIT_FAILED)
+    from forensics.analysis import summary as sm
+    from forensics.cli.progress import computing
+    from forensics.reports.summary import lines
+
+    # the derived views are computed here, once, so the first report after an ingest is quick;
+    # what was ingested is committed by now, so a failure here is said, and the ingest's exit kept
+    try:
+        with computing(Store(store)):
+            model = sm.build(Store(store))
+    except Exception as e:  # noqa: BLE001
+        if click.get_current_context().find_root().params.get("debug"):
+            raise
+        from forensics.core.text import escape_control
+
+        click.echo(
+            escape_control(
+                f"warning: ingest committed its inputs, but the store summary failed: {type(e).__name__}: {e}"
+            ),
+            err=True,
+        )
+        click.echo(
+            "  = help: `forensics verify` checks the store; `forensics --debug summary` shows the traceback", err=True
+        )
+    else:
+        click.echo("", err=True)
+        for line in lines(model):
+            click.echo(line, err=True)
+    if any(r.status == "failed" for r in results):
+        sys.exit(EXIT_FAILED)
+
+
+def _interrupted(e) -> None:
+    """One line on a signal, then out at once: threads still winding down write nothing that counts."""
+    import os
+
+    from forensics.core.text import escape_control
+    from forensics.ingest import stop
+
+    click.echo("forensics: " + escape_control(e.line()), err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    stop.end_fork_server()
+    os._exit(e.exit_code)
+
+
+@click.command()
+def formats():
+    """List the input formats ingest recognises."""
+    from forensics.parsers import PARSERS
+
+    for p in PARSERS:
+        click.echo(f"{p.name:20} {p.description}")

@@ -1,0 +1,232 @@
+"""The report commands: timeline, evidence, compare, replies, room and summary."""
+
+from __future__ import annotations
+
+import click
+
+from forensics.cli.common import handled, store_option
+from forensics.cli.output import (
+    FORMAT,
+    OUTPUT,
+    REDACT,
+    check_output,
+    echo_head,
+    masked,
+    output_format,
+    output_options,
+    redaction,
+    table_options,
+    write_file,
+    write_text,
+)
+from forensics.reports.formats import COMPARE, EVIDENCE, SUMMARY, TABLE, TIMELINE
+
+# the -o help of the Markdown/JSON reports
+REPORT_OUTPUT_HELP = "Write to this file (.md, .json) instead of stdout; - is stdout."
+
+
+@click.command()
+@store_option
+@click.option(
+    "--bucket",
+    default="auto",
+    show_default=True,
+    help="Bucket width: 10s, 500ms, 1m, ...; auto is 10s, wider when that gives over 500 buckets.",
+)
+@click.option(
+    "--since",
+    help="First instant: UTC ISO (2026-11-20T14:00:00), or before the store's last event "
+    "(-30m, 1h, 2h ago, yesterday 14:00, 14:00).",
+)
+@click.option("--until", help="Last instant, written as for --since.")
+@click.option("--host", help="Only this host: its load and events, its rooms' transfers (either side), its replies.")
+@output_options(
+    TIMELINE,
+    FORMAT,
+    OUTPUT,
+    table_options,
+    REDACT,
+    format_help="Output format (the extension of -o chooses it when not given).",
+    output_help="Write to this file (.html .png .svg .json .csv .md ...) instead of stdout; - is stdout.",
+)
+@handled
+def timeline(store, bucket, since, until, host, fmt, output, redact):
+    """What happened when: load, transfers, failures and replies per time bucket."""
+    from forensics.analysis import timeline as tl
+    from forensics.cli.progress import computing
+    from forensics.core.errors import UsageError
+    from forensics.ingest.store import Store
+
+    fmt = output_format(fmt, output, TIMELINE, "timeline")
+    if fmt in TIMELINE.files and not output:
+        raise UsageError(f"--format {fmt} writes a file", help="add -o FILE")
+    check_output(output)
+    with computing(Store(store)):
+        # a chart draws every bucket: a longer window is narrowed (with a note), never refused
+        model = tl.build(
+            Store(store),
+            bucket,
+            since,
+            until,
+            host,
+            max_buckets=tl.MAX_CHART_BUCKETS if fmt in ("html", "png", "svg") else None,
+        )
+    with redaction(redact, Store(store)) as red:
+        for note in model["notes"]:
+            click.echo(f"note: {red.text(note) if red else note}", err=True)
+        if fmt in TIMELINE.files:
+            from forensics.reports import export as timeline_export
+
+            if fmt in TIMELINE.binary:
+                from forensics.cli.output import binary_to_stdout
+
+                binary_to_stdout(fmt, output)
+            # the export reads more from the store than the model holds: it masks the two together
+            notes: list[str] = []
+            write_file(
+                output, lambda path: notes.extend(timeline_export.write(model, fmt, path, Store(store), redactor=red))
+            )
+            for note in notes:
+                click.echo(note, err=True)
+            return
+        from forensics.reports.text import render_timeline
+
+        model = masked(red, model)
+        write_text(output, lambda out: render_timeline(model, fmt, out))
+
+
+@click.command()
+@store_option
+@output_options(EVIDENCE, FORMAT, REDACT, OUTPUT, format_help=None, output_help=REPORT_OUTPUT_HELP)
+@handled
+def evidence(store, fmt, redact, output):
+    """The bug-report tables: corrupted vs clean by dimension, wedges, abort storms, checksums."""
+    from forensics.analysis import evidence as ev
+    from forensics.cli.progress import computing
+    from forensics.ingest.store import Store
+    from forensics.reports.text import render_evidence
+
+    fmt = output_format(fmt, output, EVIDENCE, "evidence")
+    check_output(output)
+    with computing(Store(store)):
+        report = ev.build(Store(store))
+    with redaction(redact, Store(store)) as red:
+        report = masked(red, report)
+        write_text(output, lambda out: render_evidence(report, fmt, out))
+
+
+@click.command()
+@click.argument("stores", nargs=-1, required=True, type=click.Path(file_okay=False))
+@output_options(
+    COMPARE,
+    FORMAT,
+    click.option(
+        "--baseline",
+        metavar="STORE|RUN",
+        help="The run the others are tested against: a store (its first run) or a --run label. "
+        "Default: the first store given.",
+    ),
+    OUTPUT,
+    format_help=None,
+    output_help=REPORT_OUTPUT_HELP,
+)
+@handled
+def compare(stores, fmt, baseline, output):
+    """Compare runs (stores, or --run labels within one) against a baseline: corruption rate and throughput."""
+    from forensics.analysis import compare as cmp
+    from forensics.core.errors import UsageError
+    from forensics.reports.text import render_compare
+
+    fmt = output_format(fmt, output, COMPARE, "compare")
+    check_output(output)
+    result = cmp.build(list(stores), baseline=baseline)
+    if len(stores) == 1 and result["corruption"].height < 2:
+        runs = ", ".join(result["corruption"]["run"].to_list()) or "none with replies"
+        raise UsageError(
+            f"compare needs two runs, and {stores[0]} holds one ({runs})",
+            help="give a second store (`forensics compare BASELINE_STORE OTHER_STORE`), or ingest "
+            "each run into one store with `ingest --run LABEL`",
+        )
+    write_text(output, lambda out: render_compare(result, fmt, out))
+
+
+@click.command()
+@click.option("--corrupted", is_flag=True, help="Only corrupted replies (parse_leak, incoherent, empty).")
+@click.option(
+    "--class",
+    "cls",
+    metavar="CLASS",
+    help="Only this class: clean, parse_leak, incoherent, empty, config, transfer_error.",
+)
+@click.option("--session", help="Only this session id.")
+@store_option
+@output_options(TABLE, FORMAT, table_options, REDACT)
+@handled
+def replies(corrupted, cls, session, store, fmt, redact):
+    """List assistant turns of agent transcripts with their corruption evidence."""
+    from forensics.analysis.clocks import clock_warnings
+    from forensics.analysis.replies import list_replies
+    from forensics.cli.progress import computing
+    from forensics.ingest.store import Store
+    from forensics.reports.render import render
+    from forensics.reports.text import print_replies
+
+    with computing(Store(store)):
+        df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
+        warnings = clock_warnings(Store(store))
+    with redaction(redact, Store(store)) as red:
+        df, warnings = masked(red, (df, warnings))
+        _echo_clock_warnings(warnings, fmt)
+        if fmt == "table":
+            print_replies(df)
+        else:
+            render(df, fmt)
+
+
+def _echo_clock_warnings(warnings: list[str], fmt: str) -> None:
+    """The unset-offset warnings of the header, for a command whose result is a bare table."""
+    for w in warnings:
+        echo_head(w, fmt)
+
+
+@click.command()
+@click.argument("room")
+@store_option
+@output_options(TABLE, FORMAT, table_options, REDACT)
+@handled
+def room(room, store, fmt, redact):
+    """Print one bootstrap room's story across hosts and sources, in corrected time order."""
+    from forensics.analysis.clocks import describe_offsets
+    from forensics.analysis.room import parse_room, room_story
+    from forensics.cli.progress import computing
+    from forensics.ingest.store import Store
+    from forensics.reports.render import render
+    from forensics.reports.room import summary_lines
+
+    with computing(Store(store)):
+        story = room_story(Store(store), parse_room(room))
+    with redaction(redact, Store(store)) as red:
+        story = masked(red, story)
+        echo_head(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", fmt)
+        for line in [*story.clock_warnings, *summary_lines(story)]:
+            echo_head(line, fmt)
+        render(story.timeline, fmt, first=("ts", "host", "what", "failure", "detail"))
+
+
+@click.command()
+@store_option
+@output_options(
+    SUMMARY, FORMAT, OUTPUT, format_help=None, output_help="Write to this file instead of stdout.", stdout_dash=False
+)
+@handled
+def summary(store, fmt, output):
+    """What the store holds, in one screen: hosts, roles, time spans, rows per table, unparsed share, clocks, warnings."""
+    from forensics.analysis import summary as sm
+    from forensics.cli.progress import computing
+    from forensics.ingest.store import Store
+    from forensics.reports.summary import render_summary
+
+    check_output(output)
+    with computing(Store(store)):
+        model = sm.build(Store(store))
+    write_text(output, lambda out: render_summary(model, fmt, out))

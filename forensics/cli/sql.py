@@ -1,0 +1,347 @@
+"""`forensics sql`, `forensics query` and `forensics tables`: SQL over the store, named analyses, the schema."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from forensics.cli.common import handled, store_option
+from forensics.cli.output import (
+    FORMAT,
+    OUTPUT,
+    REDACT,
+    check_output,
+    masked,
+    output_format,
+    output_options,
+    redaction,
+    table_options,
+    write_file,
+    write_text,
+)
+from forensics.reports.formats import RESULT, SCHEMA
+
+
+def param_option(f):
+    return click.option(
+        "-p",
+        "--param",
+        "params",
+        multiple=True,
+        metavar="NAME[:TYPE]=VALUE",
+        help="Bind a parameter, $NAME in the SQL (repeatable); never pasted into the text. "
+        "A whole number binds as an integer, a decimal as a double, anything else as "
+        "text; NAME:str= (or :int, :float, :bool) says which.",
+    )(f)
+
+
+RESULT_OUTPUT_HELP = (
+    "Write the result to this file (outside the store); its extension (.csv .tsv .json "
+    ".jsonl .md .parquet) chooses the format; - is stdout."
+)
+
+
+class SqlCommand(click.Command):
+    """A command whose argument is SQL: SQL that opens with a `--` comment is the argument, not an option."""
+
+    def parse_args(self, ctx, args):
+        import re
+
+        valued = {o for p in self.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
+        out = []
+        for i, a in enumerate(args):
+            if a == "--":
+                out.extend(args[i:])
+                break
+            # an option is `--name` or `--name=value`; a comment has a space or line after its `--`
+            sql = a.startswith("--") and not re.fullmatch(r"--[A-Za-z0-9][\w-]*(=.*)?", a, re.S)
+            if sql and not (out and out[-1] in valued) and "--" not in args[i + 1 :]:
+                # the options after it are still read; the SQL goes after `--`, where nothing is an option
+                out.extend([*args[i + 1 :], "--", a])
+                break
+            out.append(a)
+        return super().parse_args(ctx, out)
+
+
+@click.command(cls=SqlCommand)
+@click.argument("query", required=False)
+@click.option(
+    "-f",
+    "--file",
+    "sql_file",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Read the SQL from this file (- is stdin).",
+)
+@store_option
+@output_options(RESULT, FORMAT, param_option, OUTPUT, table_options, REDACT, output_help=RESULT_OUTPUT_HELP)
+@handled
+def sql(query, sql_file, store, fmt, params, output, redact):
+    """Run read-only SQL over the store; every table is a view of the same name.
+
+    The SQL is QUERY, or the file -f FILE, or stdin (QUERY `-`, or nothing on a pipe). A documented
+    header (as in queries/*.sql) gives its parameters' types and defaults.
+
+    SELECT (WITH, PIVOT, DESCRIBE, ...), SET VARIABLE and CREATE TEMP TABLE|VIEW|MACRO run; statements
+    that change the store or settings, COPY, ATTACH, LOAD and files outside the store are refused.
+    """
+    from forensics.analysis import verdicts
+    from forensics.catalog import named
+    from forensics.catalog.sql import run_sql
+    from forensics.ingest.store import Store
+
+    text, source = _sql_text(query, sql_file)
+    fmt = output_format(fmt, output, RESULT, "sql")
+    _outside_store(output, store)
+    header = named.from_text(text)
+    values = header.bind(_params(params, typed=False)) if header else _params(params)
+    check_output(output)
+    verdicts.ensure(Store(store))
+    df = run_sql(Store(store), text, values, source=source)
+    with redaction(redact, Store(store)) as red:
+        _write_result(masked(red, df), fmt, output)
+
+
+def _sql_text(query, sql_file) -> tuple[str, str | None]:
+    """The SQL and the file it came from: QUERY, -f FILE, or stdin (`-`, or no QUERY on a pipe)."""
+    from forensics.core.errors import UsageError
+
+    if query is not None and sql_file is not None:
+        raise UsageError("give the SQL once: as QUERY or as -f FILE", help="drop one of them")
+    if sql_file is None and query is None and sys.stdin.isatty():
+        raise UsageError(
+            "no SQL given",
+            help='forensics sql "SELECT ...", forensics sql -f FILE.sql, or pipe it into `forensics sql -`',
+        )
+    if sql_file is None and query not in (None, "-"):
+        return query, None
+    path = sql_file or "-"
+    if path == "-":
+        text, source = sys.stdin.read(), "stdin"
+    else:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text, source = f.read(), path
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(
+                f"cannot read -f {path}: {getattr(e, 'strerror', None) or e}", help="give a readable UTF-8 file of SQL"
+            ) from None
+    if not any(ln.strip() and not ln.strip().startswith("--") for ln in text.splitlines()):
+        raise UsageError(f"no SQL in {source}", help="the file or stdin holds no statement")
+    return text, source
+
+
+def _write_result(df, fmt, output) -> None:
+    """A result frame written as `fmt` to `output` (stdout when None or -): Parquet only to a file or a pipe."""
+    from forensics.core.errors import UsageError
+    from forensics.reports.render import BINARY, render, write_parquet
+
+    if fmt in BINARY:
+        if not output:
+            raise UsageError(f"--format {fmt} writes a file", help=f"add -o FILE.{fmt} (or -o - into a pipe)")
+        from forensics.cli.output import binary_to_stdout
+
+        binary_to_stdout(fmt, output)
+        write_file(output, lambda path: write_parquet(df, path))
+        return
+    write_text(output, lambda out: render(df, fmt, out))
+
+
+def _outside_store(output, store) -> None:
+    """A result written into the store folder would be read back as part of it, or break it."""
+    import os
+
+    from forensics.core.errors import UsageError
+
+    if (
+        output
+        and output != "-"
+        and os.path.commonpath([os.path.realpath(output), os.path.realpath(store)]) == os.path.realpath(store)
+    ):
+        raise UsageError(f"-o {output} is inside the store {store}", help="write the result outside the store folder")
+
+
+_PARAM_TYPES = {
+    "str": str,
+    "text": str,
+    "varchar": str,
+    "int": int,
+    "integer": int,
+    "bigint": int,
+    "float": float,
+    "double": float,
+    "bool": "bool",
+    "boolean": "bool",
+}
+
+
+def _params(items, typed: bool = True) -> dict:
+    """-p NAME[:TYPE]=VALUE as bound values. Untyped, a whole number is an int, a decimal a float and the
+    rest text (as DuckDB's and sqlite's shells guess); `typed=False` keeps untyped values text, for
+    queries whose header declares the types."""
+    import re
+
+    from forensics.core.errors import UsageError
+
+    out = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        name, colon, kind = k.partition(":")
+        if not sep or not name:
+            raise UsageError(f"-p wants NAME=VALUE, got {item!r}", help="e.g. -p n=41, -p host:str=decode-0")
+        if colon and kind.lower() not in _PARAM_TYPES:
+            raise UsageError(f"-p {k}: no type {kind!r}", help="types: str, int, float, bool")
+        conv = _PARAM_TYPES[kind.lower()] if colon else None
+        if conv is None and typed:
+            conv = (
+                int
+                if re.fullmatch(r"[+-]?\d+", v)
+                else float
+                if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", v)
+                else str
+            )
+        try:
+            if conv == "bool":
+                if v.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                    raise ValueError(v)
+                out[name] = v.lower() in ("true", "1", "yes", "on")
+            else:
+                out[name] = conv(v) if conv else v
+        except ValueError:
+            raise UsageError(
+                f"-p {k}={v}: {v!r} is not a {kind}", help=f"give a {kind}, or -p {name}:str=VALUE"
+            ) from None
+    return out
+
+
+@click.command()
+@click.argument("table", required=False)
+@output_options(SCHEMA, FORMAT, table_options)
+@click.option(
+    "--store",
+    "store",
+    envvar="FORENSICS_STORE",
+    type=click.Path(file_okay=False),
+    help="Show this store's row counts too (default: ./forensics-store when it exists, or $FORENSICS_STORE).",
+)
+@handled
+def tables(table, fmt, store):
+    """Print the schema reference: every table and column with its meaning (and a store's row counts)."""
+    import polars as pl
+
+    from forensics.catalog import duck_type
+    from forensics.core import schema
+    from forensics.core.errors import UsageError
+    from forensics.reports.render import render
+
+    names = [table] if table else list(schema.TABLES)
+    if table and table not in schema.TABLES:
+        raise UsageError(f"no table {table!r}", help="known tables: " + ", ".join(schema.TABLES))
+    counts = _row_counts(store)
+    if fmt == "json":
+        from forensics.reports.render import dumps_json
+
+        # one document: a reader parses it at once (several arrays back to back are not JSON)
+        click.echo(
+            dumps_json(
+                {
+                    "kind": "forensics.tables",
+                    "version": 1,
+                    "tables": [
+                        {
+                            "name": n,
+                            "view": schema.TABLES[n].view,
+                            "doc": schema.TABLES[n].doc,
+                            "rows": (counts or {}).get(n),
+                            "columns": [
+                                {"column": c.name, "type": duck_type(c.dtype), "meaning": c.doc}
+                                for c in schema.TABLES[n].columns
+                            ],
+                        }
+                        for n in names
+                    ],
+                }
+            )
+        )
+        return
+    for n in names:
+        t = schema.TABLES[n]
+        df = pl.DataFrame(
+            {
+                "column": [c.name for c in t.columns],
+                "type": [duck_type(c.dtype) for c in t.columns],
+                "meaning": [c.doc for c in t.columns],
+            }
+        )
+        rows = _rows_phrase(counts, n)
+        if fmt == "table":
+            click.echo(f"\n{n}{' (view)' if t.view else ''}{rows}: {t.doc}")
+        elif fmt == "markdown":
+            click.echo(f"\n### `{n}`{rows}\n\n{t.doc}\n")
+        render(df, fmt, wrap=frozenset({"meaning"}))
+
+
+def _row_counts(store) -> dict | None:
+    """Row counts of the store given, or of the default one when it exists; None without a store."""
+    import os
+
+    from forensics.analysis.summary import row_counts
+    from forensics.ingest.store import DEFAULT_STORE, Store
+
+    path = store or DEFAULT_STORE
+    if not os.path.isdir(path) or not Store(path).exists():
+        if store:
+            Store(store).require()
+        return None
+    return row_counts(Store(path))
+
+
+def _rows_phrase(counts: dict | None, name: str) -> str:
+    if counts is None:
+        return ""
+    n = counts.get(name)
+    return " — not computed yet (a report computes it)" if n is None else f" — {n:,} row{'' if n == 1 else 's'}"
+
+
+@click.group()
+def query():
+    """Named analyses in queries/: list them, show one, run one with parameters."""
+
+
+@query.command("list")
+def query_list():
+    """List the named queries with their descriptions."""
+    from forensics.catalog import named as queries
+
+    for q in queries.all_queries().values():
+        click.echo(f"{q.name:26} {q.description}")
+
+
+@query.command("show")
+@click.argument("name")
+@handled
+def query_show(name):
+    """Print a query's SQL with its documented header."""
+    from forensics.catalog import named as queries
+
+    click.echo(queries.get(name).sql)
+
+
+@query.command("run")
+@click.argument("name")
+@store_option
+@output_options(RESULT, FORMAT, param_option, OUTPUT, table_options, REDACT, output_help=RESULT_OUTPUT_HELP)
+@handled
+def query_run(name, store, fmt, params, output, redact):
+    """Run a named query; parameters are bound, never pasted into the SQL; their header declares the types."""
+    from forensics.analysis import verdicts
+    from forensics.catalog import named as queries
+    from forensics.ingest.store import Store
+
+    fmt = output_format(fmt, output, RESULT, "query run")
+    _outside_store(output, store)
+    check_output(output)
+    verdicts.ensure(Store(store))
+    df = queries.run(Store(store), name, _params(params, typed=False))
+    with redaction(redact, Store(store)) as red:
+        _write_result(masked(red, df), fmt, output)

@@ -1,0 +1,117 @@
+"""`forensics clocks` and `forensics verify`: the clock offsets a store applies, and its health."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from forensics.cli.common import EXIT_FAILED, handled, store_option
+from forensics.cli.output import FORMAT, echo_head, output_options, table_options
+from forensics.reports.formats import TABLE
+
+
+@click.group(invoke_without_command=True)
+@store_option
+@output_options(TABLE, FORMAT, table_options)
+@click.pass_context
+@handled
+def clocks(ctx, store, fmt):
+    """Estimate each host pair's clock offset from paired events of the same room.
+
+    Prints the estimate (how far host_b's clock runs ahead of host_a's), its bounds, how many
+    pairs support them, and the offsets in force. `forensics clocks set HOST SECONDS` records one.
+    """
+    if ctx.invoked_subcommand:
+        return
+    from forensics.analysis.clocks import describe_offsets, estimate
+    from forensics.ingest.store import Store
+    from forensics.reports.render import render
+
+    report = estimate(Store(store))
+    echo_head(describe_offsets(report.offsets), fmt)
+    render(report.frame(), fmt)
+
+
+@clocks.command("set", context_settings={"ignore_unknown_options": True})
+@click.argument("host")
+@click.argument("seconds", type=float)
+@store_option
+@click.option("--force", is_flag=True, help="Record it even for a host the store holds no rows of (yet).")
+@handled
+def clocks_set(host, seconds, store, force):
+    """Record that HOST's clock runs SECONDS ahead (negative: behind); views subtract it."""
+    from forensics.analysis.clocks import describe_offsets, set_offset
+    from forensics.ingest.store import Store
+
+    if not force:
+        _check_host(Store(store), host, "clocks set", "add --force to record it for a host not ingested yet")
+    click.echo(describe_offsets(set_offset(Store(store), host, seconds)))
+
+
+@clocks.command("unset")
+@click.argument("host")
+@store_option
+@handled
+def clocks_unset(host, store):
+    """Remove the offset recorded for HOST; its times are read as logged again."""
+    from forensics.analysis.clocks import describe_offsets, unset_offset
+    from forensics.ingest.store import Store
+
+    click.echo(describe_offsets(unset_offset(Store(store), host)))
+
+
+def _check_host(store, host: str, what: str, force_hint: str) -> None:
+    from forensics.analysis import names
+    from forensics.catalog import connect
+    from forensics.core.errors import UsageError
+
+    con = connect(store.require(), {})
+    try:
+        hosts = names.known_hosts(con)
+    finally:
+        con.close()
+    if host not in hosts:
+        raise UsageError(
+            f"{what} {host}: no such host in the store", help=f"known hosts: {names.listing(hosts)}; {force_hint}"
+        )
+
+
+@click.command()
+@store_option
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Drop unreadable inputs (listed: ingest the same dump to read them again), remove damaged "
+    "derived views and verdicts (the next report computes them), keep clocks.json's valid entries.",
+)
+@handled
+def verify(store, repair):
+    """Check the whole store: every data file, the inputs, derived views, verdicts and clocks.json.
+
+    Exits 1 when something is broken (after --repair: when something could not be repaired).
+    """
+    from forensics.catalog.checks import verify as check_store
+    from forensics.core.text import escape_control
+    from forensics.ingest.store import Store
+
+    rep = check_store(Store(store), repair=repair)
+    for f in rep.findings:
+        line = f"{'repaired' if f.repaired else 'broken'}: {f.path}: {f.what}"
+        click.echo(escape_control(line + (f" -> {f.repaired}" if f.repaired else "")))
+    if rep.dropped:
+        click.echo(
+            f"dropped {len(rep.dropped)} input{'s' * (len(rep.dropped) != 1)}; "
+            "`forensics ingest` of the same dump reads them again:"
+        )
+        for p in rep.dropped:
+            click.echo(escape_control(f"  {p}"))
+    checked = ", ".join(f"{n} {what}" for what, n in rep.checked.items())
+    click.echo(
+        f"checked {checked} in {rep.seconds:.1f} s: "
+        + (f"{len(rep.broken)} broken" if rep.broken else "nothing broken")
+    )
+    if rep.broken:
+        if not repair:
+            click.echo("  = help: `forensics verify --repair` fixes what can be fixed", err=True)
+        sys.exit(EXIT_FAILED)
