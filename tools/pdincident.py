@@ -4,8 +4,9 @@
 
 Writes OUT_DIR as an operator leaves a dump (one folder per host, the servers' own file names, agent
 transcripts beside them) and OUT_DIR/../truth.json, outside the dump, with what was planted. Every
-line shape comes from ../shared/formats (SGLANG.md, NIXL.md, TRANSCRIPTS.md §11, TRANSFER_TRACE.md)
-and the incident shapes from ../shared/seeds: a wedge that the health endpoint keeps logging
+line shape comes from docs/formats/ (SGLANG.md, NIXL.md, TRANSFER_TRACE.md, and TRANSCRIPTS.md,
+"What real transcript files look like"), and the incident follows the shapes real incidents took
+(docs/formats/SGLANG.md, "What a wedge looks like in the log"): a wedge that the health endpoint keeps logging
 through, an agent with 80 sessions killed into an abort storm seen on three hosts (one of them with
 an unset clock skew), and corrupted replies that rise with prefill load, beside clean replies that
 quote logs, tracebacks, tables and code. The seed varies times, counts, hosts, the wedge kind and
@@ -143,7 +144,7 @@ def oc_id(prefix: str, t: float, rng: random.Random) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# reply texts (TRANSCRIPTS.md §5/§6 shapes; hard negatives in the shape engineers write)
+# reply texts (docs/formats/TRANSCRIPTS.md, "Corrupted replies reported in public"; hard negatives in the shape engineers write)
 
 TOPICS = [
     "the config loader",
@@ -438,7 +439,7 @@ class Incident:
         r.t_end = r.t_xfer + completion / speed
         self.apply_wedge(r)
         if r.outcome == "ok" and rng.random() < 0.006 and not r.heavy:
-            # a NIXL transfer-worker failure: a traceback on prefill, a 500 to the client (NIXL.md §10.5)
+            # a NIXL transfer-worker failure: a traceback on prefill, a 500 to the client (docs/formats/NIXL.md, "Failure and abort texts")
             r.outcome = "transfer_failed"
             r.t_end = r.t_prefill + rng.uniform(0.3, 1.0)
             r.error_body = (
@@ -959,7 +960,7 @@ class Incident:
                 "ValueError: invalid literal for int() with base 10: b'ABORT_ACK'",
             ]:
                 P.raw(t, lambda ht, fr=fr: fr)
-            # the operator restarts the prefill server as the timeouts run (SGLANG.md §11 shutdown lines)
+            # the operator restarts the prefill server as the timeouts run (docs/formats/SGLANG.md, "Crashes and signals")
             tr = self.T(self.restart) - 1.2
             waiting = [r for r in self.reqs if r.t_boot < self.restart <= r.t_prefill + 0.001]
             P.add(tr, "SIGTERM received. signum=15 frame=None. Draining requests and shutting down...")
@@ -969,7 +970,7 @@ class Incident:
                 f"remaining_rids={[r.rid_p for r in waiting[:8]]}.",
             )
             self.startup(PREFILL, self.T(self.restart), pace=0.45)
-        # warn-once texts printed with the first timeouts (SGLANG.md §9.3)
+        # warn-once texts printed with the first timeouts (docs/formats/SGLANG.md, "Warnings about requests in trouble")
         first = [r for r in self.reqs if r.outcome in ("waiting_timeout", "bootstrap_timeout")]
         if first:
             t = self.T(min(r.t_end for r in first))
@@ -992,7 +993,7 @@ class Incident:
 
     def misc_lines(self):
         rng = self.rng
-        # after the kill the tokenizer sees outputs and aborts for requests it already dropped (SGLANG.md §8)
+        # after the kill the tokenizer sees outputs and aborts for requests it already dropped (docs/formats/SGLANG.md, "Aborts")
         for r in rng.sample(self.killed, 6):
             D = self.logs[r.dhost]
             D.add(
@@ -1004,7 +1005,7 @@ class Incident:
                 self.T(r.t_end) + rng.uniform(0.3, 0.8),
                 f"Abort request for rid={r.rid_d} not found in rid_to_state; likely already finished/removed.",
             )
-        # a slammed decode pool retracts a few requests (SGLANG.md §6)
+        # a slammed decode pool retracts a few requests (docs/formats/SGLANG.md, "Other scheduler lines")
         for a, b in self.heavy[:2]:
             for _ in range(rng.randint(1, 3)):
                 h, k = rng.choice(DECODES), rng.randrange(DECODE_DP)

@@ -7,7 +7,7 @@ behind, in the real input formats (see sample_logs/README.md for the planted.jso
     prefill-0/sglang.log                      sglang 0.5.16-era prefill log (DP4 TP4 EP4), NIXL abseil + UCX lines
     decode-0/sglang.log.1.gz, sglang.log      decode log, rotated: the .1.gz holds the part before 14:12:00
     decode-1/sglang.log                       decode log behind a k8s CRI prefix; its host clock runs +2.5 s
-    trace/kvtrace-<host>-<pid>-<start>.jsonl  per-process KV transfer trace (TRANSFER_TRACE.md), 12 processes
+    trace/kvtrace-<host>-<pid>-<start>.jsonl  per-process KV transfer trace (docs/formats/TRANSFER_TRACE.md), 12 processes
     agent/proxy.jsonl                         OpenAI-compatible proxy log (req/resp lines, SSE streams, 500 bodies)
     agent/opencode-session-<id>.json          `opencode export` of each interactive session
     planted.json                              the planted facts, for tests (ingest skips this name)
@@ -103,7 +103,7 @@ ARR_END = 1170.0
 ROTATE_AT = 720.0  # decode-0/sglang.log.1.gz holds the lines before 14:12:00
 ELEVATED_AFTER = 30.0
 P_BASE, P_HIGH = 0.05, 0.30
-P_AFTER_FAIL = 0.5  # bad replies follow a failed transfer on the same decode instance within seconds (the seeds)
+P_AFTER_FAIL = 0.5  # bad replies follow a failed transfer on the same decode instance within seconds (docs/formats/NIXL.md, "Silent corruption mechanisms", M1)
 
 DSML = "｜DSML｜"  # U+FF5C around DSML
 EOS = "<｜end▁of▁sentence｜>"  # U+FF5C, U+2581

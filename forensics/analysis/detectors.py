@@ -1,4 +1,6 @@
-"""Corruption signatures S1-S16 of an assistant reply (../shared/formats/TRANSCRIPTS.md §6).
+"""Corruption signatures S1-S16 of an assistant reply.
+
+The signatures are described in docs/formats/TRANSCRIPTS.md, "Corruption signatures S1-S16".
 
 Each signature is one function `sN(turn, th) -> Hit | None`; `assess_session` runs them over the
 turns of one session, adds the session verdicts (per-session entropy baseline for S14, the
@@ -34,14 +36,14 @@ DSML = f"{FW}DSML{FW}"
 BOS, EOS = f"<{FW}begin{LB}of{LB}sentence{FW}>", f"<{FW}end{LB}of{LB}sentence{FW}>"
 
 CLASSES = ("clean", "parse_leak", "incoherent", "empty", "config", "transfer_error")
-# 'config' is a deployment verdict and 'transfer_error' a known failure (S5, S16 rows of §6): they
+# 'config' is a deployment verdict and 'transfer_error' a known failure (S5, S16): they
 # anchor correlation but are not corruption of an otherwise working reply.
 CORRUPTED_CLASSES = ("parse_leak", "incoherent", "empty")
 
 
 @dataclasses.dataclass(frozen=True)
 class Thresholds:
-    """The defaults of §6; every one can be changed per run."""
+    """The defaults of docs/formats/TRANSCRIPTS.md, "Corruption signatures S1-S16"; every one can be changed per run."""
 
     loop_min_chars: int = 200
     loop_min_copies: int = 8
@@ -499,8 +501,8 @@ def s6_malformed_param(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S6 MALFORMED_PARAM: a parameter without the DSML marker, without `string=`, or with a bad `string=` value.
 
     A plain `<parameter name=` counts only beside DSML markup, so XML in ordinary prose does not.
-    (The fourth rule of §6, `arguments == "{}"` against a raw invoke body, needs the raw completion
-    text, which no transcript source keeps.)
+    (A call whose `arguments == "{}"` while the raw invoke body has parameters is the same fault, but
+    telling needs the raw completion text, which no transcript source keeps.)
     """
     for field, _raw, text in _fields(turn):
         if not _dsml_anywhere(text):
@@ -846,8 +848,9 @@ _MID_LINE_STRAYS = frozenset("-/")
 def _salad_token(tok: str, line_start: bool = False) -> float:
     """How much a token counts towards S14's share: 1 for a short non-word, a third for a short common word.
 
-    §6 counts every 1-2 char token. Ordinary English is full of short words (`it is up to us`): at a
-    third, a window of nothing but short common words stays under the 40% threshold, so only vocabulary
+    Counting every 1-2 char token alike would not do: ordinary English is full of short words
+    (`it is up to us`). At a third, a window of nothing but short common words stays under the 40%
+    threshold, so only vocabulary
     fragments mixed in with them (`a of Q e / it x , to`) can carry a window over it.
     """
     if tok in _MID_LINE_STRAYS and not line_start:
@@ -867,8 +870,8 @@ def _salad_token(tok: str, line_start: bool = False) -> float:
 def s14_token_salad(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S14 TOKEN_SALAD: U+FFFD / C0 controls, or a window where short non-words dominate.
 
-    Counting every 1-2 char token (as §6 words it) would flag ordinary English (`it is up to us`),
-    list markers and numbers; short common words, markers and numbers are not counted.
+    Counting every 1-2 char token alike would flag ordinary English (`it is up to us`), list markers
+    and numbers; short common words, markers and numbers are not counted.
     The entropy rule needs a session baseline: see `entropy_outliers`.
     """
     for f in ("content", "reasoning"):
@@ -1026,7 +1029,8 @@ def assess_session(turns, th: Thresholds = DEFAULT) -> list[Verdict]:
         hits[i].setdefault("S14", h)
     classes = [_class(h) for h in hits]
     # A template / parser mismatch hits every tool call from the first request on; a leak that
-    # follows load hits some calls of a session that otherwise works (TRANSCRIPTS.md §4).
+    # follows load hits some calls of a session that otherwise works (docs/formats/TRANSCRIPTS.md,
+    # "How markup leaks into content").
     tool_turns = [i for i, t in enumerate(turns) if t.tool_calls or _is_leak(hits[i])]
     if len(tool_turns) >= th.config_min_tool_turns and all(
         _is_leak(hits[i]) and not turns[i].tool_calls for i in tool_turns
