@@ -1,4 +1,4 @@
-"""A large store written straight to Parquet, in the layout of forensics/store.py.
+"""A large store written straight to Parquet, in the layout of forensics/ingest/store.py.
 
     <store>/data/<key>/<table>-00000.parquet
 

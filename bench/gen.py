@@ -5,8 +5,8 @@ and written as many times as the size asks. Each repeat is one simulated day lat
 carries placeholders for the date (`QQ-QQ`, `QQQQ` in glog), the UCX epoch (`EEEEE`) and two
 digits of every rid and bootstrap room (`ZZ`), so repeats differ where an analysis would look.
 
-Proportions (per simulated second on an 8-DP-rank server; SGLANG.md §5.1: decode prints a stats
-line every 40 steps per DP rank): decode stats ~10/s, uvicorn access ~3/s, Receive/Finish
+Proportions (per simulated second on an 8-DP-rank server; decode prints a stats line every 40 steps
+per DP rank: docs/formats/SGLANG.md, "Stats lines"): decode stats ~10/s, uvicorn access ~3/s, Receive/Finish
 (level-0 request log) ~1/s each, health checks, NIXL abseil lines; every ~10 min a transfer
 failure burst (KVTransferError on several TP ranks, UCX errors, NIXL errors, a 500 access line),
 every ~30 min a traceback. Prefill servers print one `Prefill batch` per batch instead.
@@ -412,8 +412,8 @@ def write_short_lines(path: str, size: int, seed: int) -> tuple[int, int]:
 
 
 def write_trace(path: str, size: int, seed: int) -> tuple[int, int]:
-    """A KV transfer trace (TRANSFER_TRACE.md) of about `size` bytes: prefill and decode processes
-    interleaved, each room its units' post/done/notif/checksum events, the forms §2 allows (ISO and
+    """A KV transfer trace (docs/formats/TRANSFER_TRACE.md) of about `size` bytes: prefill and decode processes
+    interleaved, each room its units' post/done/notif/checksum events, the forms its "Fields" allow (ISO and
     numeric `ts`, string and integer `room`, integer `status`), extra fields, a failure now and then;
     one line in 20,000 is cut or not JSON, so the unparsed path runs too."""
     import json

@@ -433,7 +433,7 @@ def bench_scaling(path: str, runs: int) -> dict:
 
 
 def bench_trace(size: int, runs: int) -> dict:
-    """Ingest of a KV transfer trace (TRANSFER_TRACE.md) as a whole process beside `grep -c` over
+    """Ingest of a KV transfer trace (docs/formats/TRANSFER_TRACE.md) as a whole process beside `grep -c` over
     the same file, and the trace parser alone in a process of its own; medians of `runs`."""
     d = os.path.join(OUT, "data", f"trace-{size}")
     path = os.path.join(d, "kvtrace.jsonl")

@@ -628,8 +628,8 @@ static int try_access(const Config *cfg, const uint8_t *m, Py_ssize_t n, Py_ssiz
  * (quoted_field), `bootstrap_room`, `rid='` and `rank=`. */
 static const char *REQ_FIELD_PAIRS[] = {"\"e", "\"f", "\"p", "\"c", "\"s", "'e", "'f", "'p", "'c", "'s", "bo", "ri", "ra"};
 
-/* A request log line (`Receive: ...` / `Finish: ...`, SGLANG.md §6) in ASCII: the fields the
- * polars path extracts from it (server_log/events.py), found the way its regexes find them (the
+/* A request log line (`Receive: ...` / `Finish: ...`; docs/formats/SGLANG.md, "Request logs") in
+ * ASCII: the fields the polars path extracts from it (server_log/events.py), found the way its regexes find them (the
  * leftmost match of the first pattern that matches). Where it would have to judge (a room written
  * another way, a peer address, an odd number), the line is left to polars. */
 

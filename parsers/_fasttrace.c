@@ -1,9 +1,9 @@
-/* Field splitter for the KV transfer trace (TRANSFER_TRACE.md): each JSONL line is read once and
+/* Field splitter for the KV transfer trace (docs/formats/TRANSFER_TRACE.md): each JSONL line is read once and
  * its known fields go straight into Arrow-layout column buffers.
  *
  * It takes only the lines whose result it can give exactly as the DuckDB reference path in
  * parsers/transfer_trace.py does: strict JSON objects of flat values, no escapes, ASCII only, every
- * check of §7 passing, numbers in forms whose text DuckDB prints back unchanged. Every other line
+ * check of "Reader rules" passing, numbers in forms whose text DuckDB prints back unchanged. Every other line
  * (bad JSON, a schema error, an escape, a nested or float extra, a duplicate key, ...) is handed
  * back by position, and the reference path parses it: what it cannot take exactly it does not guess.
  */
@@ -64,7 +64,7 @@ static const struct { const char *name; int kind; } COLS[NCOLS] = {
     {"checksum_int", C_STR}, {"extra", C_STR},
 };
 
-/* NIXL.md §7, as STATUS_NAMES in transfer_trace.py */
+/* docs/formats/NIXL.md, "Status codes", as STATUS_NAMES in transfer_trace.py */
 static const char *STATUS_NAMES[14] = {
     "NIXL_IN_PROG", "NIXL_SUCCESS", "NIXL_ERR_NOT_POSTED", "NIXL_ERR_INVALID_PARAM", "NIXL_ERR_BACKEND",
     "NIXL_ERR_NOT_FOUND", "NIXL_ERR_MISMATCH", "NIXL_ERR_NOT_ALLOWED", "NIXL_ERR_REPOST_ACTIVE",

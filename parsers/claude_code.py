@@ -1,10 +1,12 @@
-"""Claude Code session JSONL (`~/.claude/projects/<cwd>/<sessionId>.jsonl`, TRANSCRIPTS.md §9).
+"""Claude Code session JSONL (`~/.claude/projects/<cwd>/<sessionId>.jsonl`).
 
-Claude Code writes one line per content block of an assistant message (thinking, text and
-tool_use each on their own line, all with the same `message.id`, TRANSCRIPTS.md §11), with tool
-results and hook progress lines between them; the lines of one message are folded into one turn,
-wherever they sit. A turn starts at the user line before its first block and ends at its last. API failures are assistant lines
-with `isApiErrorMessage` whose text reads `API Error: <status> <body>`.
+The format: docs/formats/TRANSCRIPTS.md, "Claude Code sessions". Claude Code writes one line per
+content block of an assistant message (thinking, text and tool_use each on their own line, all with
+the same `message.id`; docs/formats/TRANSCRIPTS.md, "What real transcript files look like"), with
+tool results and hook progress lines between them; the lines of one message are folded into one
+turn, wherever they sit. A turn starts at the user line before its first block and ends at its
+last. API failures are assistant lines with `isApiErrorMessage` whose text reads `API Error:
+<status> <body>`.
 """
 
 from __future__ import annotations

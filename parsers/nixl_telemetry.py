@@ -1,4 +1,7 @@
-"""NIXL telemetry ring-buffer files (NIXL.md §9, format versions 1-4), read without consuming them.
+"""NIXL telemetry ring-buffer files (format versions 1-4), read without consuming them.
+
+The format: docs/formats/NIXL.md, "Telemetry ring-buffer file" and "Reading a telemetry file
+without consuming it".
 
 The shipped readers pop events (advancing `read_pos` in the file) and the C++ one unlinks a file
 of another version, so evidence is only ever opened read-only here and nothing is written back.
@@ -65,7 +68,8 @@ EVENT_TYPES = (
     ]
     + ["agent_telemetry_events_dropped"]
 )
-# v3+ stores no category: derive it from the type, as the v1/v2 writers assigned them (NIXL.md §8).
+# v3+ stores no category: derive it from the type, as the v1/v2 writers assigned them
+# (docs/formats/NIXL.md, "Telemetry ring-buffer file").
 CATEGORY_OF_TYPE = ["TRANSFER"] * 4 + ["MEMORY"] * 2 + ["PERFORMANCE"] * 2 + ["ERROR"] * 12 + ["SYSTEM"]
 DROPPED_TYPE = 20
 MAX_CAPACITY = 1 << 32  # a header claiming more slots is not a telemetry file

@@ -1,4 +1,5 @@
-"""OpenAI-compatible proxy logs as JSONL (TRANSCRIPTS.md §8), and replies captured off the wire (§11).
+"""OpenAI-compatible proxy logs as JSONL (docs/formats/TRANSCRIPTS.md, "OpenAI-compatible proxy logs"),
+and replies captured off the wire ("What real transcript files look like").
 
 Proxy log lines pair up by `conn`. A streamed response (SSE lines in `raw`) is reassembled into
 the same message a non-streamed response carries, so both forms give the same turn. HTTP error

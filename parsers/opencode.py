@@ -1,8 +1,8 @@
 """opencode sessions: the SQLite `opencode.db`, the older JSON storage tree, `opencode export` JSON,
 and the server API shape (`session.json` + `messages.json`, or the messages array alone).
 
-All of them hold the same objects (TRANSCRIPTS.md §7, §11): messages (`role` user / assistant) and
-their parts (text, reasoning, tool, step-finish, ...). They are rebuilt into the export shape and
+All of them hold the same objects (docs/formats/TRANSCRIPTS.md, "opencode"): messages (`role`
+user / assistant) and their parts (text, reasoning, tool, step-finish, ...). They are rebuilt into the export shape and
 read by one function. A leaked DSML call is a `text` part with `<｜DSML｜…` and no `tool` part.
 
 Records (for the line accounting) are messages and parts: an assistant message is parsed, a user
@@ -136,7 +136,8 @@ def _turns(path: str, session: dict | None, messages: list[dict]) -> list[Turn]:
             else None
         )
         t = info.get("time") or {}
-        # §10.3: the server counts cached prompt tokens and reasoning tokens in its totals
+        # the server counts cached prompt tokens and reasoning tokens in its totals
+        # (docs/formats/TRANSCRIPTS.md, "Linking turns to server requests")
         prompt = as_int(tok.get("input"))
         completion = as_int(tok.get("output"))
         turns.append(

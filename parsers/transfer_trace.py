@@ -1,6 +1,6 @@
-"""The JSON Lines KV transfer trace of ../shared/formats/TRANSFER_TRACE.md, one row per event.
+"""The JSON Lines KV transfer trace of docs/formats/TRANSFER_TRACE.md, one row per event.
 
-Reader rules are §7 exactly. Two paths give the same tables (tests/test_trace_fast.py):
+Its "Reader rules" are followed exactly. Two paths give the same tables (tests/test_trace_fast.py):
 
 - the field splitter parsers/_fasttrace.c reads each line once into Arrow column buffers. It takes
   the lines it can give exactly (flat objects, no escapes, every check passing) and hands the rest
@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     import duckdb
 
 name = "transfer_trace"
-description = "KV transfer trace (JSON Lines, TRANSFER_TRACE.md): post/done/fail/notif/abort/checksum per unit"
+description = (
+    "KV transfer trace (JSON Lines, docs/formats/TRANSFER_TRACE.md): post/done/fail/notif/abort/checksum per unit"
+)
 
 KINDS = ("kv", "aux", "state", "index_k")
 EVENTS = ("post", "done", "fail", "notif", "abort", "checksum")
@@ -55,7 +57,7 @@ KNOWN_FIELDS = (
     "checksum",
     "error",
 )
-# NIXL.md §7: old NIXL builds print statuses as integers.
+# docs/formats/NIXL.md, "Status codes": old NIXL builds print statuses as integers.
 STATUS_NAMES = {
     1: "NIXL_IN_PROG",
     0: "NIXL_SUCCESS",
@@ -143,7 +145,7 @@ x AS (
     {extract}
   FROM raw
 ),
--- coercions of §7, kept apart from the checks so that each rule reads once
+-- the coercions of "Reader rules", kept apart from the checks so that each rule reads once
 c AS MATERIALIZED (
   SELECT *,
     CASE WHEN t_ts IN ('BIGINT', 'UBIGINT', 'DOUBLE')
@@ -239,7 +241,7 @@ def _block(con: "duckdb.DuckDBPyConnection", df: pl.DataFrame, ctx: Context, pat
         .sort("line_no")
         .with_columns(line=pl.col("line").str.slice(0, MAX_LINE_CHARS), source_file=pl.lit(path), format=pl.lit(name))
     )
-    # §7 skips blank lines without a row or an error; they count as continuation so lines add up.
+    # "Reader rules" skip blank lines without a row or an error; they count as continuation so lines add up.
     ctx.account(parsed=good.height, continuation=n_blank, unparsed=unparsed.height)
     if good.height:
         lo, hi = good["ts"].min(), good["ts"].max()

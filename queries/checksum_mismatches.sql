@@ -16,7 +16,7 @@ WITH trace AS (
            mismatched_units AS detail, least(t_received, t_first_transfer) AS t_first, outcome
     FROM rooms WHERE checksum_match = false
 ),
--- the decode server's own detectors (SGLANG.md §9.2)
+-- the decode server's own detectors (docs/formats/SGLANG.md, "PD transfer and bootstrap failures")
 logged AS (
     SELECT CAST(e.bootstrap_room AS VARCHAR), e.kind, r.prefill_host, coalesce(r.decode_host, e.host),
            left(e.message, 200), e.ts, r.outcome

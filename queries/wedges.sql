@@ -1,8 +1,8 @@
 -- name: wedges
 -- description: wedges found by scheduler progress: a host, or one of its ranks, writes no stats lines
 --   and makes no transfer progress for far longer than its own busy interval while requests are stuck
---   on it, whatever health-check, access or warning lines go on (SGLANG.md §15 "What a wedge looks
---   like in the log"); with what said so, and what ended it
+--   on it, whatever health-check, access or warning lines go on (docs/formats/SGLANG.md,
+--   "What a wedge looks like in the log"); with what said so, and what ended it
 -- inputs: batches, events, transfer_events, transfers, rooms, room_events (through wedge_intervals)
 -- parameters:
 --   min_gap_s DOUBLE = 60: shortest stop that can be a wedge

@@ -3,7 +3,15 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-REAL_LOGS = ROOT.parent / "shared" / "real_logs"
+# Real excerpts are inputs the tests read when they are present (they are not part of the
+# repository): a reference folder beside the checkout, or beside the folder of worktrees. Every
+# test reads them through these two paths.
+_REFERENCE = next(
+    (p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()),
+    ROOT.parent / "shared",
+)
+REAL_LOGS = _REFERENCE / "real_logs"
+REAL_TRANSCRIPTS = _REFERENCE / "real_transcripts"
 
 
 @pytest.fixture(autouse=True)
@@ -15,7 +23,7 @@ def _utc(monkeypatch):
 @pytest.fixture
 def real_logs():
     if not REAL_LOGS.is_dir():
-        pytest.skip("../shared/real_logs is not present")
+        pytest.skip(f"the real log excerpts are not present ({REAL_LOGS})")
     return REAL_LOGS
 
 

@@ -1,7 +1,8 @@
 """Abort storms across hosts, and the header warning for a clock skew no offset corrects.
 
-The incident is written here from the formats docs (SGLANG.md §7, §8, §9.2-§9.6; TRANSFER_TRACE.md;
-TRANSCRIPTS.md §8): one prefill and two decode hosts, decode-1's clock 2.5 s ahead with no offset
+The incident is written here from the formats docs (docs/formats/SGLANG.md, "Request logs", "Aborts",
+"PD transfer and bootstrap failures" and "Bootstrap, heartbeat and abort control"; docs/formats/TRANSFER_TRACE.md;
+docs/formats/TRANSCRIPTS.md, "OpenAI-compatible proxy logs"): one prefill and two decode hosts, decode-1's clock 2.5 s ahead with no offset
 set. An agent with 40 sessions is killed; every host writes its aborts within three seconds, most
 requests in more than one line. Minutes later a second, smaller kill; between them aborts one by
 one; at the end a mass timeout whose `Finish:` lines carry finish_reason abort (a failure, not an
@@ -177,7 +178,7 @@ def write_incident(root) -> dict:
 
 
 def write_agent(path, sessions: int, t_kill: dt.datetime) -> None:
-    """An agent proxy log (TRANSCRIPTS.md §8): normal replies, then the kill cuts every session's
+    """An agent proxy log (docs/formats/TRANSCRIPTS.md, "OpenAI-compatible proxy logs"): normal replies, then the kill cuts every session's
     stream (no [DONE]) at once; some the proxy logged as 499, the client having closed the request."""
     path.parent.mkdir(parents=True)
     lines = []

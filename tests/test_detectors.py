@@ -215,7 +215,7 @@ def test_s14_token_salad():
     assert "U+0007" in d.s14_token_salad(turn("bell \x07 here")).note
     salad = "ins 3 Q / kv . ,, rt o e 7 ] ] x q zz . p l / 3Q ins ; ; k v 9 # w xx y . . 0 f ll q u j vv ins 3 Q / e e"
     assert d.s14_token_salad(turn(salad)).sig == "S14"
-    # vocabulary fragments strewn among short common words (the shape of vllm#480's reply, TRANSCRIPTS.md §6)
+    # vocabulary fragments strewn among short common words (the shape of vllm#480's reply, docs/formats/TRANSCRIPTS.md, "Corrupted replies reported in public")
     mixed = (
         "I will look at the scheduler now. of Q it e / to x , is a to 3 it Q , of e you / x it is - a of e "
         "to ins Q , it x / to of e is"

@@ -1,4 +1,4 @@
-"""Error replies link to their server request by the rid and room their body names (SGLANG.md §9, §14)."""
+"""Error replies link to their server request by the rid and room their body names (docs/formats/SGLANG.md, "PD transfer and bootstrap failures" and "Identifiers: rid and bootstrap room")."""
 
 import json
 

@@ -1,10 +1,11 @@
 """Engineers quote logs, tracebacks, tables and code: the detectors must not call that corruption.
 
 Hard negatives are the hand-written replies in tests/replies/hard_negatives/ and every assistant
-reply of the real transcripts in ../shared/real_transcripts (none of them is known to be corrupt:
-MANIFEST.md describes one ordinary Claude Code session). Real server log lines
-(../shared/real_logs) quoted the four ways engineers quote them make a third set. Positives are the hand-written corrupted
-replies in tests/replies/positives/, shaped after TRANSCRIPTS.md §5-§6, many of them next to code.
+reply of the real transcripts (tests/conftest.py's REAL_TRANSCRIPTS; none of them is known to be
+corrupt: their MANIFEST.md describes one ordinary Claude Code session). Real server log lines
+(REAL_LOGS) quoted the four ways engineers quote them make a third set. Positives are the
+hand-written corrupted replies in tests/replies/positives/, shaped after docs/formats/TRANSCRIPTS.md,
+"Corrupted replies reported in public" and "Corruption signatures S1-S16", many of them next to code.
 
 Every case is assessed as the last turn of a session of ordinary replies, so the per-session
 entropy rule of S14 judges it as it would in a real store. Run `pytest -s` to see the figures.
@@ -21,26 +22,11 @@ from forensics.analysis import verdicts
 from forensics.core.turns import Turn
 from forensics.parsers import claude_code
 from forensics.parsers.base import Context, Source
-from tests.conftest import ROOT
+from tests.conftest import REAL_LOGS, REAL_TRANSCRIPTS
 from tests.corpus.texts import CLEAN_PROSE
 
 REPLIES = pathlib.Path(__file__).parent / "replies"
-REAL_LOGS = next(
-    (p for p in (ROOT.parent / "shared" / "real_logs", ROOT.parent.parent / "shared" / "real_logs") if p.is_dir()),
-    ROOT.parent / "shared" / "real_logs",
-)
-# the shared folder sits beside the checkout (../shared), or beside the folder of worktrees
-REAL = next(
-    (
-        p
-        for p in (
-            ROOT.parent / "shared" / "real_transcripts" / "claude_code",
-            ROOT.parent.parent / "shared" / "real_transcripts" / "claude_code",
-        )
-        if p.is_dir()
-    ),
-    ROOT.parent / "shared" / "real_transcripts" / "claude_code",
-)
+REAL = REAL_TRANSCRIPTS / "claude_code"
 
 MAX_NEGATIVE_FLAG_RATE = 0.01
 MIN_PRECISION = 0.97
@@ -273,7 +259,7 @@ def test_real_tool_output_pasted_into_a_reply_is_not_corruption():
     assert len(flagged) <= MAX_NEGATIVE_FLAG_RATE * len(replies)
 
 
-# corruption of each kind, as it would continue a reply (TRANSCRIPTS.md §5: stream-delta salad,
+# corruption of each kind, as it would continue a reply (docs/formats/TRANSCRIPTS.md, "Corrupted replies reported in public": stream-delta salad,
 # a script switch, a looping sentence, leaked DSML, a stray </think>, a replacement character)
 BESIDE = {
     "salad": "ins 3 Q / kv . ,, rt o e 7 ] ] x q zz . p l / 3Q ins ; ; k v 9 # w xx y . . 0 f ll q u j vv ins 3 Q / e e o ] ,",

@@ -17,12 +17,13 @@ from polars.testing import assert_frame_equal
 from forensics.core import schema
 from forensics.parsers import lines, native, server_log
 from forensics.parsers.server_log import grammar, passes, scanner
+from tests.conftest import REAL_LOGS
 from tests.helpers import parse_text
 
 pytestmark = pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-REAL = os.path.join(ROOT, "..", "shared", "real_logs")
+REAL = str(REAL_LOGS)
 
 
 def _tables(data: bytes, use_native: bool, monkeypatch, **kw) -> tuple[dict, tuple]:

@@ -1,5 +1,5 @@
-"""Failure, crash and foreign-line shapes of real servers (SGLANG.md §15), checked by value on the
-real excerpts (../shared/real_logs and its mooncake_incident/): every failure line is a failure
+"""Failure, crash and foreign-line shapes of real servers (docs/formats/SGLANG.md, "What real dumps carry"), checked by
+value on the real excerpts (tests/conftest.py's REAL_LOGS and its mooncake_incident/): every failure line is a failure
 event with the room it names, every line is accounted, and both parser paths give one table."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _expected_failures(path) -> dict[int, int | None]:
 @pytest.fixture(scope="module")
 def parsed():
     if not FILES:
-        pytest.skip("../shared/real_logs is not present")
+        pytest.skip(f"the real log excerpts are not present ({REAL_LOGS})")
     cache = {}
     for p in FILES:
         cache[p.name] = parse_text(server_log, p.read_bytes(), name=p.name)

@@ -1,4 +1,4 @@
-"""Every line of every real excerpt (../shared/real_logs) is parsed or lands in unparsed with a reason."""
+"""Every line of every real excerpt (tests/conftest.py's REAL_LOGS) is parsed or lands in unparsed with a reason."""
 
 import pytest
 
@@ -82,7 +82,7 @@ def store(tmp_path_factory, request):
     from tests.conftest import REAL_LOGS
 
     if not REAL_LOGS.is_dir():
-        pytest.skip("../shared/real_logs is not present")
+        pytest.skip(f"the real log excerpts are not present ({REAL_LOGS})")
     d = tmp_path_factory.mktemp("real")
     ingest_paths(sorted(REAL_LOGS.glob("*.log")), d, jobs=1)
     return d

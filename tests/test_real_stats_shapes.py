@@ -1,4 +1,4 @@
-"""Stats lines and prefixes as real servers write them (SGLANG.md §15): every complete stats line of
+"""Stats lines and prefixes as real servers write them (docs/formats/SGLANG.md, "What real dumps carry"): every complete stats line of
 every real excerpt is in `batches` with its time, ranks and values, read independently here; and
 the shapes' samples give the same tables on the native and polars paths, in one block and in many."""
 
@@ -12,10 +12,10 @@ import pytest
 
 from forensics.parsers import lines, native, server_log
 from forensics.parsers.server_log import passes
+from tests.conftest import REAL_LOGS
 from tests.helpers import parse_text
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REAL = os.path.join(ROOT, "..", "shared", "real_logs")
+REAL = str(REAL_LOGS)
 
 
 def _real_files() -> list[str]:

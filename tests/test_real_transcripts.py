@@ -1,4 +1,4 @@
-"""Real Claude Code files (../shared/real_transcripts): one turn per assistant message, every line accounted."""
+"""Real Claude Code files (tests/conftest.py's REAL_TRANSCRIPTS): one turn per assistant message, every line accounted."""
 
 import json
 
@@ -7,9 +7,9 @@ import pytest
 from forensics.ingest.pipeline import choose_parser
 from forensics.parsers import claude_code
 from forensics.parsers.base import Context, Source
-from tests.conftest import ROOT
+from tests.conftest import REAL_TRANSCRIPTS
 
-REAL = ROOT.parent / "shared" / "real_transcripts" / "claude_code"
+REAL = REAL_TRANSCRIPTS / "claude_code"
 FILES = sorted(REAL.glob("*.jsonl")) if REAL.is_dir() else []
 
 # file -> message id -> columns of its turn (values read from the file by hand)

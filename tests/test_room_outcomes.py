@@ -1,8 +1,9 @@
 """Room outcomes: the first failure in corrected time decides, the later ones are listed beside it.
 
-The fixtures are written from the formats docs: scheduler failure lines of SGLANG.md §9.2 with the
-KVTransferError reasons of §9.3, the abort control lines of §9.4 / NIXL.md §10.5, request logs of
-§7 and the transfer trace of TRANSFER_TRACE.md. Prefill is `node-p0`, decode `node-d1`; sglang
+The fixtures are written from the formats docs: scheduler failure lines (docs/formats/SGLANG.md, "PD transfer
+and bootstrap failures") with their KVTransferError reasons ("Failure reasons"), the abort control
+lines ("Bootstrap, heartbeat and abort control"; docs/formats/NIXL.md, "Failure and abort texts"), request logs
+("Request logs") and the transfer trace of docs/formats/TRANSFER_TRACE.md. Prefill is `node-p0`, decode `node-d1`; sglang
 prefixes have whole seconds, the traces microseconds.
 """
 
@@ -140,8 +141,8 @@ def store(tmp_path_factory):
     decode_wedge_room(inc, WEDGE, "09:17:05", "09:17:07")
     # the same in one log second: prefill's line is first in its file, and decode's ABORT explains it
     decode_wedge_room(inc, TIE, "09:17:05", "09:17:05", frac=0.93)
-    # NIXL.md §10.5's pair: the prefill transfer fails, the decode half is aborted in the same second,
-    # and the decode trace aborts the room 5 s later (TRANSFER_TRACE.md §6)
+    # the pair of docs/formats/NIXL.md, "Failure and abort texts": the prefill transfer fails, the decode half is aborted in the same second,
+    # and the decode trace aborts the room 5 s later (docs/formats/TRANSFER_TRACE.md, "Example: two rooms")
     inc.receive(PREFILL, "10:00:00", XFER)
     inc.receive(DECODE, "10:00:00", XFER)
     inc.event(PREFILL, epoch("10:00:01", 0.202315), XFER, "post", chunk=0, is_last=True, bytes=1 << 20)

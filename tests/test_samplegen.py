@@ -349,7 +349,7 @@ def _hms(t: float) -> str:
 
 def test_wedge_stops_the_scheduler_not_the_http_side(bundle):
     """decode-1's stats lines stop with requests in flight while probes, health-check errors and new
-    requests go on being logged (SGLANG.md §15, "What a wedge looks like in the log")."""
+    requests go on being logged (docs/formats/SGLANG.md, "What a wedge looks like in the log")."""
     out, planted = bundle
     w = planted["windows"]["wedge"]
     assert w["host"] == "decode-1" and w["ended_by"] == "waiting_timeout"

@@ -1,4 +1,4 @@
-"""NIXL telemetry ring buffers of every format version, written here and read back (NIXL.md §9)."""
+"""NIXL telemetry ring buffers of every format version, written here and read back (docs/formats/NIXL.md, "Telemetry ring-buffer file")."""
 
 import hashlib
 import os

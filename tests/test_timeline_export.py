@@ -467,7 +467,7 @@ def test_perfetto_schema(incident):
         assert o["cat"] == "transfer" and i["cat"] == "transfer.recv" and o["id"] == i["id"]
         assert int(fid, 16) == int(o["id"]) and o["ts"] <= i["ts"] and o["pid"] != i["pid"]
     proc = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
-    # time and tokens never pick one of several candidates (TRANSCRIPTS.md §10 rule 3): replies left
+    # time and tokens never pick one of several candidates (docs/formats/TRANSCRIPTS.md, "Linking turns to server requests"): replies left
     # ambiguous get a lane of their own
     hosts = ["decode-0 (decode)", "decode-1 (decode)", "prefill-0 (prefill)"]
     unlinked = run_sql(incident["store"], "SELECT count(*) AS n FROM replies WHERE corrupted AND link_method IS NULL")

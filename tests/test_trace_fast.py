@@ -2,7 +2,7 @@
 
 Both must give the same tables, row for row and value for value, and the same line accounting, on
 the fixtures, on real traces where present, and on generated lines that walk every field through
-the forms §7 accepts and the ones it rejects. Where the splitter hands a line back, the reference
+the forms docs/formats/TRANSFER_TRACE.md, "Reader rules" accepts and the ones it rejects. Where the splitter hands a line back, the reference
 path parses it: the tests also check that the splitter takes the clean lines itself, so a
 splitter that handed everything back would fail here rather than pass by doing nothing.
 """
@@ -91,7 +91,7 @@ def test_sample_log_traces_identical(monkeypatch, path):
 def test_real_traces_identical(monkeypatch):
     real = sorted(p for p in REAL_LOGS.rglob("*.jsonl*") if transfer_trace.sniff(p.read_bytes()[:4096], str(p)))
     if not real:
-        pytest.skip("no transfer trace among ../shared/real_logs")
+        pytest.skip(f"no transfer trace among the real log excerpts ({REAL_LOGS})")
     for p in real:
         assert_same(monkeypatch, p.read_bytes(), p.name)
 
@@ -132,7 +132,7 @@ BASE = {
     "error": "getXferStatus: backend 'UCX' returned NIXL_ERR_BACKEND",
 }
 
-# forms each field may take: the ones §7 accepts, the ones it rejects, and JSON the splitter leaves
+# forms each field may take: the ones "Reader rules" accepts, the ones it rejects, and JSON the splitter leaves
 TS = [
     1793354400.512301,
     1793354400,

@@ -1,4 +1,4 @@
-"""The transcript shapes real files take (TRANSCRIPTS.md §11), recognised without flags and counted exactly.
+"""The transcript shapes real files take (docs/formats/TRANSCRIPTS.md, "What real transcript files look like"), recognised without flags and counted exactly.
 
 Fixtures: tests/corpus/shapes/ (the opencode server API folder and its messages array alone, kept out
 of tests/corpus/transcripts/, which build_transcripts.py rewrites) and the capture samples of
@@ -49,7 +49,7 @@ def test_opencode_api_folder_is_one_session():
         "tool_calls",
         1,
     )
-    # §10.3: cached prompt tokens and reasoning tokens count in the server's totals
+    # cached prompt tokens and reasoning tokens count in the server's totals
     assert (first["prompt_tokens"], first["completion_tokens"], first["cached_tokens"]) == (7200, 119, 6000)
     assert first["source_file"].endswith("messages.json") and first["line_no"] == 2
     assert second["corruption_class"] == "parse_leak" and second["signatures"] == ["S1", "S3", "S10"]

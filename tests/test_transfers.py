@@ -14,7 +14,7 @@ from tests.bundle import write_bundle
 from tests.conftest import ingest_paths, sql
 from tests.helpers import parse_text
 
-# TRANSFER_TRACE.md §6, the ten example lines: two rooms, one clean, one failed and corrupted
+# ten lines of the scenario of docs/formats/TRANSFER_TRACE.md, "Example: two rooms": two rooms, one clean, one failed and corrupted
 SPEC_EXAMPLE = """\
 {"ts":1793354400.512301,"host":"node-p0","pid":1842217,"side":"prefill","engine_rank":3,"dp_rank":3,"room":4127750395128840213,"rid":"7d1c0c8f3a9e4f0a9b2d6c1e5f4a3b21","kind":"kv","chunk":0,"is_last":true,"event":"checksum","bytes":603979776,"checksum":"9a41c07e55d2b3f1","checksum_algo":"xxh64"}
 {"ts":1793354400.512840,"host":"node-p0","pid":1842217,"side":"prefill","engine_rank":3,"dp_rank":3,"room":4127750395128840213,"rid":"7d1c0c8f3a9e4f0a9b2d6c1e5f4a3b21","kind":"kv","chunk":0,"is_last":true,"event":"post","bytes":603979776,"peer":"def7d2f1-d482-4cd2-b6de-f238da5a9c70"}

@@ -18,10 +18,10 @@ from forensics.core.turns import frame
 from forensics.ingest import pipeline
 from forensics.ingest.store import Store
 from forensics.parsers import transcript
-from tests.conftest import ROOT, ingest_paths, sql
+from tests.conftest import REAL_TRANSCRIPTS, ROOT, ingest_paths, sql
 
 CORPUS = ROOT / "tests" / "corpus" / "transcripts"
-REAL = ROOT.parent / "shared" / "real_transcripts"
+REAL = REAL_TRANSCRIPTS
 VERDICT_COLUMNS = [c.name for c in schema.TURNS.columns if c.analysis]
 
 

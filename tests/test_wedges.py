@@ -1,5 +1,6 @@
-"""Wedges by scheduler progress, on incidents written from the formats docs (SGLANG.md §2, §4, §5,
-§9, §10, §11 and §15 "What a wedge looks like in the log").
+"""Wedges by scheduler progress, on incidents written from the formats docs (docs/formats/SGLANG.md,
+"Line prefix", "Uvicorn and access lines", "Stats lines", "PD transfer and bootstrap failures",
+"Timeouts", "Health checks and watchdogs" and "What a wedge looks like in the log").
 
 A wedged PD server is rarely silent: uvicorn goes on answering /health (503 once the detokenizer
 heartbeat is stale, or 200 when the hang is in a collective), `Health check failed` repeats, and
@@ -34,7 +35,7 @@ def prefix(t: dt.datetime, tags: str = "") -> str:
 
 
 def decode_line(t, tags="", running=8, transfer=0, prealloc=0, queue=0) -> str:
-    # 0.5.9+ PD decode template (SGLANG.md §5.4)
+    # 0.5.9+ PD decode template (docs/formats/SGLANG.md, "Decode stats eras")
     return (
         f"{prefix(t, tags)} Decode batch, #running-req: {running}, #token: {running * 1500}, token usage: 0.19, "
         f"pre-allocated usage: 0.00, #prealloc-req: {prealloc}, #transfer-req: {transfer}, #retracted-req: 0, "
@@ -43,7 +44,7 @@ def decode_line(t, tags="", running=8, transfer=0, prealloc=0, queue=0) -> str:
 
 
 def prefill_line(t, tags="", queue=0, bootstrap=0, inflight=1) -> str:
-    # 0.5.9 PD prefill template (SGLANG.md §5.3): #prealloc-req is the prefill bootstrap queue there
+    # 0.5.9 PD prefill template (docs/formats/SGLANG.md, "Prefill stats eras"): #prealloc-req is the prefill bootstrap queue there
     return (
         f"{prefix(t, tags)} Prefill batch, #new-seq: 1, #new-token: 4096, #cached-token: 128, token usage: 0.03, "
         f"#running-req: 0, #queue-req: {queue}, #prealloc-req: {bootstrap}, #inflight-req: {inflight}, "

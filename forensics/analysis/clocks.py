@@ -1,8 +1,9 @@
 """Clock offsets between hosts, estimated from events of the same room that must happen in order.
 
-Two orderings are certain in PD serving (NIXL.md §7, §10): decode registers a request before prefill
-can bootstrap it (post its KV, or finish it), and prefill posts a WRITE (and finishes the request)
-before decode gets its notification (or finishes the request). The rules are SQL
+Two orderings are certain in PD serving (docs/formats/NIXL.md, "Notification ordering" and
+"sglang NIXL connector"): decode registers a request before prefill can bootstrap it (post its KV,
+or finish it), and prefill posts a WRITE (and finishes the request) before decode gets its
+notification (or finishes the request). The rules are SQL
 (forensics/catalog/views/12_clock_estimates.sql), shared with the reports. Each ordered pair `a`
 (host A) before `b` (host B) bounds the offsets:
 

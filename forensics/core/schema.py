@@ -273,8 +273,8 @@ def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
 TRANSFER_EVENTS = register(
     Table(
         "transfer_events",
-        "One row per line of a KV transfer trace (TRANSFER_TRACE.md §8), in file order. The spec's "
-        "`ts_utc` / `file` / `room` are `ts` / `source_file` / `bootstrap_room` here, like every other table.",
+        'One row per line of a KV transfer trace (docs/formats/TRANSFER_TRACE.md, "Tables"), in file order. The '
+        "trace's `room` is `bootstrap_room` here and its file `source_file`, like every other table.",
         (
             Column("ts", TS, "UTC event time (microseconds)"),
             Column("ts_raw", pl.Utf8, "the `ts` value as written (float seconds or ISO-8601 text)"),
@@ -292,7 +292,11 @@ TRANSFER_EVENTS = register(
             Column("event", pl.Utf8, "'post' | 'done' | 'fail' | 'notif' | 'abort' | 'checksum' (other values kept)"),
             Column("unknown_enum", pl.Boolean, "kind or event outside the spec's lists; excluded from verdicts"),
             Column("bytes", pl.Int64, "bytes in the unit, or covered by the checksum"),
-            Column("status", pl.Utf8, "NIXL status name (integers of old builds mapped, NIXL.md §7)"),
+            Column(
+                "status",
+                pl.Utf8,
+                'NIXL status name (integers of old builds mapped, docs/formats/NIXL.md, "Status codes")',
+            ),
             Column("status_raw", pl.Utf8, "the status as written when it was an integer"),
             Column("peer", pl.Utf8, "remote NIXL agent (decode agent on prefill rows, prefill agent on decode rows)"),
             Column("error", pl.Utf8, "error or reason text"),
@@ -307,7 +311,8 @@ TRANSFER_EVENTS = register(
 TELEMETRY = register(
     Table(
         "telemetry",
-        "NIXL telemetry ring-buffer events (NIXL.md §9, format versions 1-4), read without consuming the file.",
+        'NIXL telemetry ring-buffer events (docs/formats/NIXL.md, "Telemetry ring-buffer file"; format versions 1-4), '
+        "read without consuming the file.",
         (
             Column("ts", TS, "event time (format v1 only: wall clock at enqueue); NULL for v2+"),
             Column("host", pl.Utf8, "host the file came from (for clock offsets)"),
@@ -327,7 +332,7 @@ TELEMETRY = register(
                 "event name, e.g. agent_tx_bytes, agent_xfer_time, NIXL_ERR_BACKEND, agent_err_backend",
             ),
             Column("event_type", pl.Int32, "numeric event type (v2+)"),
-            Column("value", pl.Int64, "bytes, microseconds, counts (see NIXL.md §8)"),
+            Column("value", pl.Int64, 'bytes, microseconds, counts (see docs/formats/NIXL.md, "Telemetry events")'),
             Column("stale", pl.Boolean, "a v1 slot outside read_pos..write_pos: already consumed, salvaged"),
             Column("buffer_full", pl.Boolean, "the ring was full when copied: later events were dropped by the writer"),
             Column(
@@ -443,7 +448,7 @@ ROOM_FAILURES = register(
             Column(
                 "reason",
                 pl.Utf8,
-                "normalised reason (SGLANG.md §9.3): waiting_timeout, bootstrap_timeout, aborted, "
+                'normalised reason (docs/formats/SGLANG.md, "Failure reasons"): waiting_timeout, bootstrap_timeout, aborted, '
                 "request_timeout, node_failure, transport, transfer_error (none given), ...",
             ),
             Column(
@@ -528,7 +533,7 @@ ROOMS = register(
             Column(
                 "checksum_match",
                 pl.Boolean,
-                "TRANSFER_TRACE.md §5 verdict: true verified, false corrupted "
+                'the verdict of docs/formats/TRANSFER_TRACE.md, "Checksum verdicts": true verified, false corrupted '
                 "(or a `KV checksum mismatch` line), NULL unverified",
             ),
             Column("checksum_verdict", pl.Utf8, "'verified' | 'corrupted' | 'unverified'"),
@@ -575,7 +580,7 @@ _TURN_CORE = (
     Column(
         "signatures",
         pl.List(pl.Utf8),
-        "corruption signatures that fired, 'S1'..'S16' (TRANSCRIPTS.md §6)",
+        "corruption signatures that fired, 'S1'..'S16' (docs/formats/TRANSCRIPTS.md, \"Corruption signatures S1-S16\")",
         analysis=True,
     ),
     Column(
@@ -625,7 +630,8 @@ TURNS = register(
     Table(
         "turns",
         "One row per assistant turn of an agent transcript, as parsed: the canonical turn record "
-        "(TRANSCRIPTS.md §10) with its text and corruption verdict. Read `replies` for the linked view.",
+        '(docs/formats/TRANSCRIPTS.md, "The canonical turn") with its text and corruption verdict. '
+        "Read `replies` for the linked view.",
         _TURN_CORE
         + _TURN_EXTRA
         + (

@@ -1,4 +1,6 @@
-"""The canonical turn record every transcript parser produces (TRANSCRIPTS.md §10), and its rows.
+"""The canonical turn record every transcript parser produces, and its rows.
+
+The record is described in docs/formats/TRANSCRIPTS.md, "The canonical turn".
 
 A parser builds one `Turn` per assistant reply, then hands all turns of an input to `frame()`,
 which orders each session by time and returns rows in the stored columns of the `turns` table:
@@ -126,8 +128,8 @@ def frame(turns: list[Turn]) -> pl.DataFrame:
 
 
 # sglang names the failing request in its transfer failures, and the HTTP 500 it sends the client
-# quotes that line (SGLANG.md §9.2, §9.3): `decode_req.req.rid='…' decode_req.req.bootstrap_room=N
-# … KVTransferError(bootstrap_room=N)`, `Request N timed out`, `(bootstrap_room: N)`, and an echoed
+# quotes that line (docs/formats/SGLANG.md, "PD transfer and bootstrap failures"):
+# `decode_req.req.rid='…' decode_req.req.bootstrap_room=N … KVTransferError(bootstrap_room=N)`, `Request N timed out`, `(bootstrap_room: N)`, and an echoed
 # request body's `"bootstrap_room": N`. The first one named is the failing request's own: a context
 # corruption line names the victim's room before the room its metadata came from.
 _ROOM_IN_ERROR = re.compile(
@@ -135,7 +137,8 @@ _ROOM_IN_ERROR = re.compile(
     r"|\bRequest (\d{1,19}) (?:timed out|waiting_timeout)"
     r"|\broom[= ](\d{1,19})\b"
 )
-# `req.rid='…'`, `rid=…`, `rid: …`, `"rid": "…"` (§14), and the two messages that name a rid bare
+# `req.rid='…'`, `rid=…`, `rid: …`, `"rid": "…"` (docs/formats/SGLANG.md,
+# "Identifiers: rid and bootstrap room"), and the two messages that name a rid bare
 _RID_IN_ERROR = re.compile(
     r"\brid\\?['\"]?\s*[=:]\s*\\?['\"]?(?!None\b)([0-9A-Za-z][\w.:-]{2,127})"
     r"|\bRequest (\S{3,128}) (?:\(bootstrap_room|exceeds the maximum)"
@@ -179,7 +182,8 @@ def parse_time(v) -> dt.datetime | None:
     except ValueError:
         return None
     if d.tzinfo is None:
-        d = d.replace(tzinfo=dt.timezone.utc)  # transcript times are UTC (TRANSCRIPTS.md §10.4)
+        # transcript times are UTC (docs/formats/TRANSCRIPTS.md, "The canonical turn")
+        d = d.replace(tzinfo=dt.timezone.utc)
     return d.astimezone(dt.timezone.utc)
 
 

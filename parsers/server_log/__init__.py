@@ -3,7 +3,7 @@
 One file of a PD server mixes sglang scheduler lines, uvicorn lines, request logs (text and JSON),
 NIXL / Mooncake abseil-glog lines, UCX lines, torch c10d and NCCL lines, and Python tracebacks,
 often wrapped by a log shipper (k8s CRI, docker, Kibana, a tqdm bar glued in front). Each line is
-recognised on its own (../shared/formats/SGLANG.md §14 classification order):
+recognised on its own (docs/formats/SGLANG.md, "Classification order"):
 
   outer wrapper -> sglang prefix -> uvicorn -> abseil/glog -> UCX -> c10d -> NCCL -> bare known
   message -> traceback continuation -> unparsed
@@ -45,7 +45,10 @@ description = "SGLang server log (prefill / decode / unified), with uvicorn, NIX
 
 
 def infer_role(text: str) -> str | None:
-    """Role from content: PD prefill vs PD decode fields or failure lines (SGLANG.md §5, §9)."""
+    """Role from content: PD prefill vs PD decode fields or failure lines.
+
+    docs/formats/SGLANG.md, "Stats lines" and "PD transfer and bootstrap failures" say which are whose.
+    """
     # polars' regex engine counts the same matches as re.findall, in a fraction of the time (the
     # head of every log is read before its first block is parsed)
     head = pl.Series([text])

@@ -1,5 +1,6 @@
 """Which family every line is, after its shipper's wrapper: time, rank tags, message; and which
-unrecognised lines are traceback bodies of the record above (SGLANG.md §2-§4, §11, §14)."""
+unrecognised lines are traceback bodies of the record above (docs/formats/SGLANG.md,
+"Classification order")."""
 
 from __future__ import annotations
 
@@ -130,7 +131,9 @@ def _local_to_utc(expr: pl.Expr, tz: str) -> pl.Expr:
 
 
 def _sglang_time(date: pl.Expr, time: pl.Expr, ms: pl.Expr, year: int) -> tuple[pl.Expr, pl.Expr]:
-    """(ts_raw, local datetime) of a sglang prefix: full date or MM-DD (year from context, SGLANG.md §2).
+    """(ts_raw, local datetime) of a sglang prefix: full date or MM-DD (year from context).
+
+    docs/formats/SGLANG.md, "Time zones and dates".
 
     A time-only prefix (2024 builds) gets its ts_raw, the time as written, and no datetime here: its
     date comes from the lines around it (`passes.clock_pass`).
@@ -170,7 +173,10 @@ def _cri_ts(df: pl.DataFrame) -> pl.Expr:
 
 
 def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
-    """Split the shipper wrapper (§3) off every line: body, prefix, outer_ts (absolute, UTC) or None."""
+    """Split the shipper wrapper off every line: body, prefix, outer_ts (absolute, UTC) or None.
+
+    docs/formats/SGLANG.md, "Shipper and launcher wrappers".
+    """
     line = pl.col("line")
     is_json = line.str.starts_with(DOCKER_JSON_LEAD)
     iso = line.str.slice(4, 1) == "-"  # `\d{4}-` starts both shippers' times
@@ -382,7 +388,8 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     ).drop("_sg", "_cu", "_gl", "_ux", "_c10", "_nc", "_rt")
     df = _stats_anywhere(df)
     # Kibana's outer clock is the viewer's zone: learn its offset to the inner clock from lines
-    # that carry both (rounded to 15 min, SGLANG.md §3), and use it for lines that carry only it.
+    # that carry both (rounded to 15 min, docs/formats/SGLANG.md, "Time zones and dates"), and use
+    # it for lines that carry only it.
     # Several blocks (`_blk`): learnt from the first block that teaches it, for it and those after,
     # as when the blocks are read one after another.
     known = pl.lit(ctx.outer_offset_s is not None)

@@ -1,5 +1,6 @@
 """Event lines into `events` rows: kind, severity, source, reason, and the identifiers and request
-fields each line carries (SGLANG.md §6-§12, §14)."""
+fields each line carries. docs/formats/SGLANG.md: "Classification order",
+"Identifiers: rid and bootstrap room"."""
 
 from __future__ import annotations
 

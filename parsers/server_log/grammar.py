@@ -1,5 +1,5 @@
 """The grammar of SGLang server logs, as data: wrappers, line families, event kinds, failure
-reasons, identifiers, stats keys (../shared/formats/SGLANG.md).
+reasons, identifiers, stats keys (docs/formats/SGLANG.md).
 
 The polars path runs these patterns; the native scanner (parsers/_fastlog.c) is configured from
 the same tables (`scanner.py`), and every rule here has a sample (tests/test_grammar.py).
@@ -21,7 +21,7 @@ def alt(literals) -> str:
     return "|".join(lit(x) for x in literals)
 
 
-# --- outer wrappers added by log shippers (§3), tried in this order ------------------------------
+# --- outer wrappers added by log shippers ("Shipper and launcher wrappers"), tried in order ---
 RE_CRI = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) (?:stdout|stderr) ([FP]) ?(.*)$"
 DOCKER_JSON_LEAD = '{"log":'
 RE_DOCKER_JSON = "^" + lit(DOCKER_JSON_LEAD)
@@ -50,7 +50,7 @@ WRAPPERS: list[tuple[str, str]] = [
     ("glued", RE_GLUED),
 ]
 
-# --- line families (§2, §4, §11), in the classification order of §14 ---------------------------
+# --- line families, in the order of "Classification order" -------------------------------------
 # rank tags by the rank columns: dp_rank -> DP, attn_cp_rank -> ATTN_CP
 RANK_TAGS = tuple(r.removesuffix("_rank").upper() for r in RANKS)
 # The date is optional: 2024 builds print `[16:43:29 TP0]`, the date then comes from context
@@ -98,9 +98,9 @@ STATS_SIDES = tuple(STATS_LEADERS)
 STATS_GPU_TAG = r"\[gpu=[0-9]+\] "
 RE_STATS = rf"^(?:{STATS_GPU_TAG})?({'|'.join(STATS_SIDES)}) batch(?: \[([0-9]+)\])?[.,] ?(.*)$"
 # A custom logging config (SGLANG_LOGGING_CONFIG_PATH) or a framework's own logger may put any
-# head before a stats line (SGLANG.md §3: match the leaders anywhere in the line); a line no
-# family took is a stats line when its leader follows such a head, and the head's date and time,
-# when it has them, are the line's local time.
+# head before a stats line (match the leaders anywhere in the line: docs/formats/SGLANG.md,
+# "Shipper and launcher wrappers"); a line no family took is a stats line when its leader follows
+# such a head, and the head's date and time, when it has them, are the line's local time.
 RE_STATS_ANYWHERE = (
     rf"^(.*?\S)\s*((?:{STATS_GPU_TAG})?(?:{'|'.join(STATS_SIDES)}) batch(?: \[[0-9]+\])?[.,] "
     r"#.*)$"
@@ -135,11 +135,11 @@ CONTINUES = re.compile(
     r"|Extension modules: |=".encode()
 )
 
-# --- request logs (§7): the leaders of their messages, by kind ----------------------------------
+# --- request logs ("Request logs"): the leaders of their messages, by kind ----------------------
 REQUEST_LEADERS = {"request_received": ("Receive: ", "Receive OpenAI: "), "request_finished": ("Finish: ",)}
 REQUEST_JSON_EVENT = '"event"'  # the JSON request log's key: `"event": "request.received"`
 
-# --- event kinds of sglang messages, first match wins (§6-§12) ---------------------------------
+# --- event kinds of sglang messages, first match wins -------------------------------------------
 KIND_RULES: list[tuple[str, str]] = [
     ("request_received", rf'^(?:{alt(REQUEST_LEADERS["request_received"])})|{REQUEST_JSON_EVENT}: ?"request\.received'),
     ("request_finished", rf'^(?:{alt(REQUEST_LEADERS["request_finished"])})|{REQUEST_JSON_EVENT}: ?"request\.finished'),
@@ -172,14 +172,17 @@ KIND_RULES: list[tuple[str, str]] = [
         r"^Abort |Aborted by |Abort request for rid|Abort in waiting queue|abort notification for room|ABORT_ACK"
         r"|Request (?:waiting|running) timeout reached|Failed to notify KV sender of abort|Malformed ABORT",
     ),
-    # NIXL peers (NIXL.md §10.5, §9.6): disconnect / reconnect with SGLANG_DISAGGREGATION_NIXL_ENABLE_RECONNECT
+    # NIXL peers: disconnect / reconnect with SGLANG_DISAGGREGATION_NIXL_ENABLE_RECONNECT, and the
+    # agent's own disconnect lines: docs/formats/NIXL.md, "Failure and abort texts" and
+    # "Agent errors around transfers"
     (
         "peer_disconnect",
         r"NIXL peer \S+ disconnected|NIXL invalidated remote agent|remote agent '[^']*' was (?:disconnected|invalidated)",
     ),
     ("peer_reconnect", r"Reconnected NIXL peer"),
     ("peer_register", r"Register KVArgs from \S+ successfully|Peer \S+ was already registered"),
-    # nixl._bindings / nixl_cu12._bindings / nixl_cu13._bindings exceptions (NIXL.md §6)
+    # nixl._bindings / nixl_cu12._bindings / nixl_cu13._bindings exceptions
+    # (docs/formats/NIXL.md, "Python binding lines and exceptions")
     ("nixl_error", r"_bindings\.nixl\w+Error|\bnixl[A-Z]\w*Error: NIXL_"),
     ("watchdog_timeout", r"[Ww]atchdog timeout"),
     ("health_check_failed", r"Health check failed"),
@@ -197,12 +200,14 @@ KIND_RULES: list[tuple[str, str]] = [
     ("req_time_stats", r"^ReqTimeStats\("),
     ("hicache", r"HiCache|[Hh]icache|hierarchical KV host pool|Finished backup request"),
     # a notification payload {room}_kv_{chunk}_{is_last}[_{rank}], {room}_aux, {room}_state_..., {room}_stg_...
-    # with an optional nixlv2_<gen>_ prefix (NIXL.md §10.3); only DEBUG logging prints them
+    # with an optional nixlv2_<gen>_ prefix (docs/formats/NIXL.md, "Notification strings"); only DEBUG
+    # logging prints them
     (
         "transfer_notif",
         r"(?:^|[\s'\"=:(\[])(?:nixlv2_[0-9]+_)?[0-9]{1,19}_(?:kv_[0-9]+_(?:[01]|True|False)|aux\b|aux_nokv_|state_[0-9]|stg_[0-9])",
     ),
-    # prefill learned the decode destination of a room (NIXL debug lines, SGLANG.md §9.6)
+    # prefill learned the decode destination of a room (NIXL debug lines; docs/formats/SGLANG.md,
+    # "NIXL connector lines")
     ("bootstrapped", r"room=[0-9]+ is bootstrapped|got info room=[0-9]+"),
     ("nixl", r"NIXL|[Nn]ixl|FakeKVSender|KVManager"),
     ("bootstrap", r"[Bb]ootstrap|boostrap|Register KVArgs|Attempting to reconnect|dp_rank=[0-9]+ for bootstrap_room"),
@@ -215,21 +220,22 @@ KIND_RULES: list[tuple[str, str]] = [
     ),
 ]
 # Messages that carry no prefix but are still unmistakably sglang / NIXL binding output
-# (logs copied out of a UI, prints of the NIXL python binding, SGLANG.md §9.6, NIXL.md §6).
+# (logs copied out of a UI, prints of the NIXL python binding): docs/formats/SGLANG.md,
+# "NIXL connector lines"; docs/formats/NIXL.md, "Python binding lines and exceptions".
 RE_BARE_KNOWN = (
     r"^(?:Prefill transfer failed|Decode transfer failed|Unexpected transfer worker error|Prefill bootstrap failed"
     r"|Decode handshake failed|Context corruption detected|KV checksum mismatch|NIXL transfer encountered ERR"
     r"|Scheduler hit an exception|Received sigquit|Health check failed|Lost connection with prefill"
     r"|Backend \w+ was instantiated|Initialized NIXL agent|Loaded plugin|Created NIXL agent|NIXL "
     r"|(?:\[gpu=[0-9]+\] )?(?:Prefill|Decode|new fill) batch[., ]|Receive: |Finish: |Abort |Request [0-9]+ timed out"
-    # NIXL python logger from 0.6.0: `<date> <time> NIXL <LEVEL> <file>.py:<line> <msg>` (NIXL.md §6)
+    # NIXL python logger from 0.6.0: `<date> <time> NIXL <LEVEL> <file>.py:<line> <msg>`
     r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)? NIXL +[A-Z]+ +\S+\.py:[0-9]+ "
-    # sglang NIXL connector lines copied without their prefix (NIXL.md §10.5)
+    # sglang NIXL connector lines copied without their prefix (docs/formats/NIXL.md, "Failure and abort texts")
     r"|Received abort notification for room|Sent abort notification for room|Reconnected NIXL peer"
     r"|Register KVArgs from|got info room=|room=[0-9]+ is bootstrapped|sending kvcache to|KVSender "
     r"|Transfer for room [0-9]+ failed|Failed to (?:send|notify|read NIXL))"
 )
-# the NIXL python binding's own lines, bare (NIXL.md §6)
+# the NIXL python binding's own lines, bare
 RE_NIXL_BINDING = r"^(?:Backend \w+ was instantiated|Initialized NIXL agent|Created NIXL agent|Loaded plugin)"
 FAMILIES: list[tuple[str, str]] = [
     ("sglang", RE_SGLANG),
@@ -274,7 +280,8 @@ SEVERITY_BY_KIND = {
     "retract": "warning",
     "crash": "fatal",
 }
-# Normalised failure reasons (§9.3); matched against the KVTransferError text if any.
+# Normalised failure reasons (docs/formats/SGLANG.md, "Failure reasons"); matched against the
+# KVTransferError text if any.
 REASON_RULES: list[tuple[str, str]] = [
     ("waiting_timeout", r"KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting for prefill completion"),
     ("bootstrap_timeout", r"KVPoll\.Bootstrapping"),
@@ -317,7 +324,7 @@ REASON_RULES: list[tuple[str, str]] = [
     ("transfer_error", r"KV transfer failed|Room marked Failed|transfer failed|KVTransferError"),
 ]
 
-# --- identifiers and fields of event lines (§14) -----------------------------------------------
+# --- identifiers and fields of event lines ("Identifiers: rid and bootstrap room") -------------
 RID_PATTERNS = [
     r"rid='([^']*)'",
     r'"rid": ?"([^"]*)"',
@@ -354,7 +361,7 @@ PRE_PEER = "|".join(lit(x) + ("[0-9]" if digit else "") for x, digit in PEER_LIT
 RE_ACCESS = r'(?:^INFO:\s+)?(\S+?)(?: - \S+)? (?:- )?(?:\[[^\]]+\] )?"(\S+) (\S+) [^"]*" ([0-9]{3})'
 RE_KVT_ERROR = r"KVTransferError\(bootstrap_room=[0-9]+\): (.*)$"
 
-# --- stats lines: known keys -> columns (§14 normalisation) ------------------------------------
+# --- stats lines: known keys -> columns ("Stats lines", "Renamed stats fields") ----------------
 GRAPH_BACKENDS = ("cuda", "cpu", "npu", "musa")
 # (column, raw keys, side or None, dtype); the `_` keys are the May 2024 wording, where
 # `#remaining_req` is what is left in the waiting queue after the batch (later `#queue-req`)

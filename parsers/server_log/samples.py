@@ -215,7 +215,8 @@ samples = [
         "Unexpected transfer worker error for room 1788380104266545413\n",
         {"events": [{"kind": "transfer_failed", "bootstrap_room": 1788380104266545413, "ts": None}]},
     ),
-    # NIXL connector lines (NIXL.md §10.3-§10.5, SGLANG.md §9.4-§9.6): each must land with its room
+    # NIXL connector lines, each of which must land with its room: docs/formats/NIXL.md,
+    # "Notification strings" and "Failure and abort texts"; docs/formats/SGLANG.md, "NIXL connector lines"
     Sample(
         "nixl_transfer_encountered_err",
         "[2026-07-21 08:06:26 DP3 TP3] Prefill transfer failed for request rank=3 req.rid='7d1c0c8f3a9e4f0a9b2d6c1e5f4a3b21' "
@@ -299,7 +300,7 @@ samples = [
         "gen throughput (token/s): 3.83, #queue-req: 1",
         {"batches": [{"running_req": 12, "queue_req": None, "truncated": True, "tail": "#queue-req: 1"}]},
     ),
-    # stats and prefix shapes of real servers (SGLANG.md §15)
+    # stats and prefix shapes of real servers (docs/formats/SGLANG.md, "What real dumps carry")
     Sample(
         "truncated_last_line_closed_item",
         "[2025-07-15 17:11:35 TP0] Decode batch, #running-req: 1, #token: 208, ",
@@ -679,7 +680,8 @@ samples = [
         "with exception KVTransferError(bootstrap_room=4793981895866140836): KV transfer failed\n",
         {"events": [{"kind": "transfer_failed", "reason": "transfer_error", "bootstrap_room": 4793981895866140836}]},
     ),
-    # failure, crash and foreign-line shapes of real servers (SGLANG.md §15, NIXL.md §5)
+    # failure, crash and foreign-line shapes of real servers: docs/formats/SGLANG.md,
+    # "What real dumps carry"; docs/formats/NIXL.md, "UCX lines"
     Sample(
         "bootstrap_fetch_refused",
         "[2026-02-19 16:32:42 TP5] Error fetching prefill parallel info from bootstrap: HTTPConnectionPool("

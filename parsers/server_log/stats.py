@@ -1,5 +1,5 @@
-"""Scheduler stats lines into `batches` rows (SGLANG.md §5, §14): generic `key: value` lists,
-known keys normalised into columns by side, the rest kept in `extra` and `tail`."""
+"""Scheduler stats lines into `batches` rows: generic `key: value` lists, known keys normalised into
+columns by side, the rest kept in `extra` and `tail` (docs/formats/SGLANG.md, "Reading a stats line")."""
 
 from __future__ import annotations
 

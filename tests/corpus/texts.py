@@ -1,6 +1,6 @@
 """Hand-written reply texts for the labelled transcript corpus, by label.
 
-The corrupted texts follow the shapes reported publicly (TRANSCRIPTS.md §4-§5); the clean ones
+The corrupted texts follow the shapes reported publicly (docs/formats/TRANSCRIPTS.md, "How markup leaks into content" and "Corrupted replies reported in public"); the clean ones
 include the hard negatives of issue 4: markup discussed inside code fences, repeated table rows,
 quoted errors, Chinese replies (with and without Latin terms), long structured reports.
 """

@@ -4,8 +4,9 @@
 
 Writes OUT_DIR as an operator leaves a dump (one folder per host, the servers' own file names, agent
 transcripts beside them) and OUT_DIR/../truth.json, outside the dump, with what was planted. Every
-line shape comes from ../shared/formats (SGLANG.md, NIXL.md, TRANSCRIPTS.md §11, TRANSFER_TRACE.md)
-and the incident shapes from ../shared/seeds: a wedge that the health endpoint keeps logging
+line shape comes from docs/formats/ (SGLANG.md, NIXL.md, TRANSFER_TRACE.md, and TRANSCRIPTS.md,
+"What real transcript files look like"), and the incident follows the shapes real incidents took
+(docs/formats/SGLANG.md, "What a wedge looks like in the log"): a wedge that the health endpoint keeps logging
 through, an agent with 80 sessions killed into an abort storm seen on three hosts (one of them with
 an unset clock skew), and corrupted replies that rise with prefill load, beside clean replies that
 quote logs, tracebacks, tables and code. The seed varies times, counts, hosts, the wedge kind and

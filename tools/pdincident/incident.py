@@ -154,7 +154,7 @@ class Incident(_ServerLines, _Agents, _Truth):
         r.t_end = r.t_xfer + completion / speed
         self.apply_wedge(r)
         if r.outcome == "ok" and rng.random() < 0.006 and not r.heavy:
-            # a NIXL transfer-worker failure: a traceback on prefill, a 500 to the client (NIXL.md §10.5)
+            # a NIXL transfer-worker failure: a traceback on prefill, a 500 to the client (docs/formats/NIXL.md, "Failure and abort texts")
             r.outcome = "transfer_failed"
             r.t_end = r.t_prefill + rng.uniform(0.3, 1.0)
             r.error_body = (

@@ -351,7 +351,7 @@ class _ServerLines:
                 "ValueError: invalid literal for int() with base 10: b'ABORT_ACK'",
             ]:
                 P.raw(t, lambda ht, fr=fr: fr)
-            # the operator restarts the prefill server as the timeouts run (SGLANG.md §11 shutdown lines)
+            # the operator restarts the prefill server as the timeouts run (docs/formats/SGLANG.md, "Crashes and signals")
             tr = self.T(self.restart) - 1.2
             waiting = [r for r in self.reqs if r.t_boot < self.restart <= r.t_prefill + 0.001]
             P.add(tr, "SIGTERM received. signum=15 frame=None. Draining requests and shutting down...")
@@ -361,7 +361,7 @@ class _ServerLines:
                 f"remaining_rids={[r.rid_p for r in waiting[:8]]}.",
             )
             self.startup(PREFILL, self.T(self.restart), pace=0.45)
-        # warn-once texts printed with the first timeouts (SGLANG.md §9.3)
+        # warn-once texts printed with the first timeouts (docs/formats/SGLANG.md, "Warnings about requests in trouble")
         first = [r for r in self.reqs if r.outcome in ("waiting_timeout", "bootstrap_timeout")]
         if first:
             t = self.T(min(r.t_end for r in first))
@@ -384,7 +384,7 @@ class _ServerLines:
 
     def misc_lines(self):
         rng = self.rng
-        # after the kill the tokenizer sees outputs and aborts for requests it already dropped (SGLANG.md §8)
+        # after the kill the tokenizer sees outputs and aborts for requests it already dropped (docs/formats/SGLANG.md, "Aborts")
         for r in rng.sample(self.killed, 6):
             D = self.logs[r.dhost]
             D.add(
@@ -396,7 +396,7 @@ class _ServerLines:
                 self.T(r.t_end) + rng.uniform(0.3, 0.8),
                 f"Abort request for rid={r.rid_d} not found in rid_to_state; likely already finished/removed.",
             )
-        # a slammed decode pool retracts a few requests (SGLANG.md §6)
+        # a slammed decode pool retracts a few requests (docs/formats/SGLANG.md, "Other scheduler lines")
         for a, b in self.heavy[:2]:
             for _ in range(rng.randint(1, 3)):
                 h, k = rng.choice(DECODES), rng.randrange(DECODE_DP)

@@ -10,7 +10,7 @@ from tools.pdincident.records import hexid
 from tools.pdincident.scenario import UTC
 
 # ---------------------------------------------------------------------------------------------
-# reply texts (TRANSCRIPTS.md §5/§6 shapes; hard negatives in the shape engineers write)
+# reply texts (docs/formats/TRANSCRIPTS.md, "Corrupted replies reported in public"; hard negatives in the shape engineers write)
 
 TOPICS = [
     "the config loader",

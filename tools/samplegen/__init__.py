@@ -7,7 +7,7 @@ behind, in the real input formats (see sample_logs/README.md for the planted.jso
     prefill-0/sglang.log                      sglang 0.5.16-era prefill log (DP4 TP4 EP4), NIXL abseil + UCX lines
     decode-0/sglang.log.1.gz, sglang.log      decode log, rotated: the .1.gz holds the part before 14:12:00
     decode-1/sglang.log                       decode log behind a k8s CRI prefix; its host clock runs +2.5 s
-    trace/kvtrace-<host>-<pid>-<start>.jsonl  per-process KV transfer trace (TRANSFER_TRACE.md), 12 processes
+    trace/kvtrace-<host>-<pid>-<start>.jsonl  per-process KV transfer trace (docs/formats/TRANSFER_TRACE.md), 12 processes
     agent/proxy.jsonl                         OpenAI-compatible proxy log (req/resp lines, SSE streams, 500 bodies)
     agent/opencode-session-<id>.json          `opencode export` of each interactive session
     planted.json                              the planted facts, for tests (ingest skips this name)

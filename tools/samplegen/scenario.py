@@ -59,7 +59,7 @@ ARR_END = 1170.0
 ROTATE_AT = 720.0  # decode-0/sglang.log.1.gz holds the lines before 14:12:00
 ELEVATED_AFTER = 30.0
 P_BASE, P_HIGH = 0.05, 0.30
-P_AFTER_FAIL = 0.5  # bad replies follow a failed transfer on the same decode instance within seconds (the seeds)
+P_AFTER_FAIL = 0.5  # bad replies follow a failed transfer on the same decode instance within seconds (docs/formats/NIXL.md, "Silent corruption mechanisms", M1)
 
 DSML = "｜DSML｜"  # U+FF5C around DSML
 EOS = "<｜end▁of▁sentence｜>"  # U+FF5C, U+2581

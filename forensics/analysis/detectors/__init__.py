@@ -1,4 +1,6 @@
-"""Corruption signatures S1-S16 of an assistant reply (../shared/formats/TRANSCRIPTS.md §6).
+"""Corruption signatures S1-S16 of an assistant reply.
+
+The signatures are described in docs/formats/TRANSCRIPTS.md, "Corruption signatures S1-S16".
 
 Each signature is one function `sN(turn, th) -> Hit | None`; `assess_session` runs them over the
 turns of one session, adds the session verdicts (per-session entropy baseline for S14, the

@@ -9,14 +9,14 @@ DSML = f"{FW}DSML{FW}"
 BOS, EOS = f"<{FW}begin{LB}of{LB}sentence{FW}>", f"<{FW}end{LB}of{LB}sentence{FW}>"
 
 CLASSES = ("clean", "parse_leak", "incoherent", "empty", "config", "transfer_error")
-# 'config' is a deployment verdict and 'transfer_error' a known failure (S5, S16 rows of §6): they
+# 'config' is a deployment verdict and 'transfer_error' a known failure (S5, S16): they
 # anchor correlation but are not corruption of an otherwise working reply.
 CORRUPTED_CLASSES = ("parse_leak", "incoherent", "empty")
 
 
 @dataclasses.dataclass(frozen=True)
 class Thresholds:
-    """The defaults of §6; every one can be changed per run."""
+    """The defaults of docs/formats/TRANSCRIPTS.md, "Corruption signatures S1-S16"; every one can be changed per run."""
 
     loop_min_chars: int = 200
     loop_min_copies: int = 8

@@ -183,8 +183,8 @@ def s6_malformed_param(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S6 MALFORMED_PARAM: a parameter without the DSML marker, without `string=`, or with a bad `string=` value.
 
     A plain `<parameter name=` counts only beside DSML markup, so XML in ordinary prose does not.
-    (The fourth rule of §6, `arguments == "{}"` against a raw invoke body, needs the raw completion
-    text, which no transcript source keeps.)
+    (A call whose `arguments == "{}"` while the raw invoke body has parameters is the same fault, but
+    telling needs the raw completion text, which no transcript source keeps.)
     """
     for field, _raw, text in _fields(turn):
         if not _dsml_anywhere(text):

@@ -88,7 +88,8 @@ def assess_session(turns, th: Thresholds = DEFAULT) -> list[Verdict]:
         hits[i].setdefault("S14", h)
     classes = [_class(h) for h in hits]
     # A template / parser mismatch hits every tool call from the first request on; a leak that
-    # follows load hits some calls of a session that otherwise works (TRANSCRIPTS.md §4).
+    # follows load hits some calls of a session that otherwise works (docs/formats/TRANSCRIPTS.md,
+    # "How markup leaks into content").
     tool_turns = [i for i, t in enumerate(turns) if t.tool_calls or _is_leak(hits[i])]
     if len(tool_turns) >= th.config_min_tool_turns and all(
         _is_leak(hits[i]) and not turns[i].tool_calls for i in tool_turns

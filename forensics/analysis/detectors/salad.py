@@ -33,8 +33,9 @@ _MID_LINE_STRAYS = frozenset("-/")
 def _salad_token(tok: str, line_start: bool = False) -> float:
     """How much a token counts towards S14's share: 1 for a short non-word, a third for a short common word.
 
-    §6 counts every 1-2 char token. Ordinary English is full of short words (`it is up to us`): at a
-    third, a window of nothing but short common words stays under the 40% threshold, so only vocabulary
+    Counting every 1-2 char token alike would not do: ordinary English is full of short words
+    (`it is up to us`). At a third, a window of nothing but short common words stays under the 40%
+    threshold, so only vocabulary
     fragments mixed in with them (`a of Q e / it x , to`) can carry a window over it.
     """
     if tok in _MID_LINE_STRAYS and not line_start:
@@ -54,8 +55,8 @@ def _salad_token(tok: str, line_start: bool = False) -> float:
 def s14_token_salad(turn, th: Thresholds = DEFAULT) -> Hit | None:
     """S14 TOKEN_SALAD: U+FFFD / C0 controls, or a window where short non-words dominate.
 
-    Counting every 1-2 char token (as §6 words it) would flag ordinary English (`it is up to us`),
-    list markers and numbers; short common words, markers and numbers are not counted.
+    Counting every 1-2 char token alike would flag ordinary English (`it is up to us`), list markers
+    and numbers; short common words, markers and numbers are not counted.
     The entropy rule needs a session baseline: see `entropy_outliers`.
     """
     for f in ("content", "reasoning"):
