@@ -120,6 +120,10 @@ CRASH_BODY = (
     r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|Extension modules: |=+ backtrace|=+$"
 )
 RE_CRASH_BODY = rf"^(?:{CRASH_BODY})"
+# the banners that begin a dump's frames: under a record that is no crash (the dump's head was
+# lost, or never printed) one opens the crash record itself
+CRASH_OPEN = r"=+ backtrace \(tid|(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):"
+RE_CRASH_OPEN = rf"^(?:{CRASH_OPEN})"
 # a header after unittest dots (`.Traceback (most recent call last):`) is a header all the same,
 # whether or not a wrapper rule took the dots off
 RE_TB_OPEN = rf"^\.*{TB_HEADER}"
@@ -155,7 +159,11 @@ KIND_RULES: list[tuple[str, str]] = [
     ),
     ("checksum_mismatch", r"[Cc]hecksum mismatch"),
     # a launcher line or a native crash dump's head (RE_CRASH): the process is gone
-    ("crash", r"Child process unexpectedly failed|Segfault encountered|^Fatal Python error: |Caught signal [0-9]+ \("),
+    (
+        "crash",
+        rf"Child process unexpectedly failed|Segfault encountered|^Fatal Python error: |Caught signal [0-9]+ \("
+        rf"|^(?:{CRASH_OPEN})",
+    ),
     # SGLang's own warn-once lines when PD requests time out (SGLANG.md §9.3): printed once per
     # rank, naming no request; the per-request KVTransferError lines follow them
     ("pd_timeout", RE_PD_TIMEOUT),

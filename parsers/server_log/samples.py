@@ -853,6 +853,26 @@ samples = [
         {"events": [{"kind": "log", "severity": "info", "reason": None}, {"kind": "log", "severity": "info"}]},
     ),
     Sample(
+        "crash_dump_backtrace_without_its_signal",
+        "[2026-03-02 08:20:00 TP0] Decode batch, #running-req: 1, #token: 208, token usage: 0.00, #queue-req: 0\n"
+        "==== backtrace (tid:   9120) ====\n"
+        " 0  /opt/ucx/lib/libucs.so.0(ucs_handle_error+0x2dc) [0x7f11c8a1f2dc]\n"
+        "=================================\n",
+        {
+            "events": [
+                {
+                    "kind": "crash",
+                    "severity": "fatal",
+                    "source": "crash",
+                    "line_no": 2,
+                    "traceback": " 0  /opt/ucx/lib/libucs.so.0(ucs_handle_error+0x2dc) [0x7f11c8a1f2dc]\n"
+                    "=================================",
+                }
+            ],
+            "batches": [{"running_req": 1}],
+        },
+    ),
+    Sample(
         "ucx_without_head",
         "ib_mlx5_dv.c:433  UCX  ERROR   mlx5dv_devx_obj_modify(0x7f0a, CREATE_QP) failed, syndrome 0x5d668c: "
         "Remote I/O error\n",
