@@ -480,10 +480,11 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     # A dump's frame banner (`==== backtrace (tid: N) ====`, `Thread 0x... (most recent call
     # first):`) continues a crash head above it; under any other record it is a crash of its own
     # whose head is missing. The head's family is carried down its run ("" for none).
-    first = pl.int_range(pl.len()) == 0
-    head_fam = pl.when(~pl.col("_cont") | brk | first).then(pl.col("family").fill_null("")).forward_fill()
-    crash_opens = pl.col("_cont") & lone_body.str.contains(RE_CRASH_OPEN).fill_null(False) & (head_fam != "crash")
-    if df.select(crash_opens.any()).item():
+    banner = pl.col("_cont") & lone_body.str.contains(RE_CRASH_OPEN).fill_null(False)
+    if df.select(banner.any()).item():  # most blocks have none: the heads are carried only then
+        first = pl.int_range(pl.len()) == 0
+        head_fam = pl.when(~pl.col("_cont") | brk | first).then(pl.col("family").fill_null("")).forward_fill()
+        crash_opens = banner & (head_fam != "crash")
         df = (
             df.with_columns(_co=crash_opens)
             .with_columns(

@@ -218,6 +218,8 @@ KIND_RULES: list[tuple[str, str]] = [
     # a reply for a request the tokenizer already dropped: an abort raced its output (SGLANG.md §8)
     ("late_output", r"Received output for rid=\S+ but the state was deleted"),
     ("mooncake_error", r"Mooncake Transfer Engine initialization failed"),
+    # a request refused before it ran: more tokens than the pool or the model takes (HTTP 400)
+    ("request_rejected", r"exceeds the maximum number of tokens|requires too many SWA KV tokens"),
     ("req_time_stats", r"^ReqTimeStats\("),
     ("hicache", r"HiCache|[Hh]icache|hierarchical KV host pool|Finished backup request"),
     # a notification payload {room}_kv_{chunk}_{is_last}[_{rank}], {room}_aux, {room}_state_..., {room}_stg_...
@@ -295,6 +297,7 @@ WARNING_KINDS = (
     "retract",
     "kv_pool_full",
     "late_output",
+    "request_rejected",
 )
 SEVERITY_BY_KIND = {
     "transfer_failed": "error",
@@ -313,6 +316,7 @@ SEVERITY_BY_KIND = {
     "peer_disconnect": "warning",
     "kv_pool_full": "warning",
     "late_output": "warning",
+    "request_rejected": "error",
     "mooncake_error": "error",
     "crash": "fatal",
 }
@@ -335,6 +339,7 @@ REASON_RULES: list[tuple[str, str]] = [
     ("kv_pool_full", r"KV cache pool is full|#retracted_reqs|Eviction insufficient"),
     ("release_timeout", r"Deferred KV release for room [0-9]+ timed out"),
     ("state_deleted", r"but the state was deleted"),
+    ("too_long", r"exceeds the maximum number of tokens|requires too many SWA KV tokens"),
     ("engine_init", r"Transfer Engine initialization failed"),
     # UCX's and NIXL's own words for a lost or refused peer: the transport, not the bootstrap
     # server (Python's `Connection reset by peer` stays bootstrap_unreachable below)

@@ -815,7 +815,9 @@ samples = [
         "[2026-03-02 08:17:13] Received output for rid='5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4' but the state was deleted "
         "in TokenizerManager.\n"
         "[2026-03-02 08:17:14 TP0] Deferred KV release for room 5512093381277461207 timed out after 30.0s without "
-        "a full drain ack from prefill; releasing anyway.\n",
+        "a full drain ack from prefill; releasing anyway.\n"
+        "[2026-03-02 08:17:15 TP0] Request 9d2e4f6a8b0c1d3e5f7a9b1c3d5e7f90 exceeds the maximum number of tokens: "
+        "131072 > 120000\n",
         {
             "events": [
                 {"kind": "kv_pool_full", "severity": "warning", "reason": "kv_pool_full", "dp_rank": 2},
@@ -827,6 +829,12 @@ samples = [
                     "rid": "5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4",
                 },
                 {"kind": "deferred_release", "reason": "release_timeout", "bootstrap_room": 5512093381277461207},
+                {
+                    "kind": "request_rejected",
+                    "severity": "error",
+                    "reason": "too_long",
+                    "rid": "9d2e4f6a8b0c1d3e5f7a9b1c3d5e7f90",
+                },
             ]
         },
     ),
