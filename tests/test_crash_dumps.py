@@ -135,6 +135,14 @@ def test_a_crash_glued_into_an_sglang_log_is_its_own_record():
     assert ev["line_no"].to_list() == [2, 2 + TORCH.count("\n")]
     assert ev["source"].to_list() == ["crash", "sglang"]
     assert ev["traceback"][0].count("\n") == TORCH.count("\n") - 2  # the banner's frames, no more
+    # the dump prints no time: it came after the stats line above it, and says so by a null ts_raw
+    assert ev["ts"][0] == tables["batches"]["ts"][0] and ev["ts_raw"][0] is None
+
+
+def test_a_crash_alone_has_no_time():
+    tables, ctx = parse_text(server_log, UCX, name="crash.txt")
+    assert tables["events"]["ts"][0] is None
+    assert not any("crash dumps without a time" in n for n in ctx.notes)
 
 
 def test_a_frame_banner_under_another_record_opens_a_crash():
@@ -186,7 +194,7 @@ def test_both_engines_agree_on_crash_dumps(monkeypatch, block_bytes):
     for flag in ("0", "1"):
         monkeypatch.setenv("FORENSICS_NATIVE", flag)
         tables, ctx = parse_text(server_log, text, name="mixed.log")
-        acct = (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines)
+        acct = (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines, ctx.notes)
         out.append(({t: schema.conform(t, df) for t, df in tables.items()}, acct))
     (want, wa), (got, ga) = out
     assert wa == ga and sorted(want) == sorted(got)
