@@ -421,3 +421,9 @@ def test_ingest_gives_polars_one_thread_only_beside_the_native_scanner(env, want
     base = {k: v for k, v in os.environ.items() if k not in ("POLARS_MAX_THREADS", "FORENSICS_NATIVE")}
     out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True, check=True)
     assert out.stdout.split() == [str(want), "False"]
+
+
+@pytest.mark.parametrize("sample", server_log.samples, ids=lambda s: s.name)
+def test_every_grammar_sample_both_ways(monkeypatch, sample):
+    """The samples hit every rule of the grammar (tests/test_grammar.py): so both engines agree on every rule."""
+    assert_same(sample.text.encode(), monkeypatch, name=f"{sample.name}.log")

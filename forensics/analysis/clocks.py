@@ -225,3 +225,105 @@ def clock_warnings(store: Store, con=None) -> list[str]:
             f"its times are off by that much. {SET_IT}{escape_control(u.command(store))}"
         )
     return out
+
+
+# Two clocks within one file (docs/formats/SGLANG.md, "Time zones and dates"; docs/formats/NIXL.md, "UCX lines"): UCX stamps its lines with epoch seconds
+# (UTC) and glog with its process's local time, beside sglang's zone-less local prefixes, which
+# ingest reads in `--tz`. A difference of whole zone steps (15 min) between a line of one and the
+# sglang lines around it is a zone, not a delay; under half an hour it is left alone.
+_ZONE_SQL = """
+WITH other AS (
+    SELECT source_file, source AS clock, line_no, ts FROM raw_events
+    WHERE source IN ('ucx', 'glog') AND ts IS NOT NULL AND ts_raw IS NOT NULL
+),
+sg AS (
+    SELECT source_file, line_no, ts FROM raw_events
+    WHERE source IN ('sglang', 'request_log') AND ts IS NOT NULL AND ts_raw IS NOT NULL
+      AND source_file IN (SELECT DISTINCT source_file FROM other)
+    UNION ALL
+    SELECT source_file, line_no, ts FROM raw_batches
+    WHERE ts IS NOT NULL AND ts_raw IS NOT NULL AND source_file IN (SELECT DISTINCT source_file FROM other)
+),
+before AS (
+    SELECT o.source_file, o.clock, o.line_no, epoch(o.ts) - epoch(s.ts) AS d
+    FROM other o ASOF JOIN sg s ON o.source_file = s.source_file AND o.line_no >= s.line_no
+),
+after AS (
+    SELECT o.source_file, o.clock, o.line_no, epoch(o.ts) - epoch(s.ts) AS d
+    FROM other o ASOF JOIN sg s ON o.source_file = s.source_file AND o.line_no <= s.line_no
+),
+pairs AS (
+    SELECT source_file, clock,
+           CASE WHEN b.d IS NOT NULL AND a.d IS NOT NULL AND abs(b.d - a.d) <= 600 THEN (b.d + a.d) / 2
+                ELSE coalesce(b.d, a.d) END AS est
+    FROM before b FULL JOIN after a USING (source_file, clock, line_no)
+)
+SELECT p.source_file, p.clock, median(p.est) AS est, count(*) AS n, any_value(f.tz) AS tz, min(f.first_ts) AS t0
+FROM pairs p LEFT JOIN files f ON f.path = p.source_file
+WHERE p.est IS NOT NULL
+GROUP BY p.source_file, p.clock
+ORDER BY p.source_file, p.clock
+"""
+ZONE_STEP_S = 900
+
+
+def _utc_label(seconds: int) -> str:
+    sign = "-" if seconds < 0 else "+"
+    h, m = divmod(abs(seconds) // 60, 60)
+    return f"UTC{sign}{h:02d}:{m:02d}"
+
+
+def _zone_for(seconds: int) -> str:
+    """A `--tz` value at this UTC offset: Etc/GMT zones for whole hours (their sign is inverted)."""
+    if seconds == 0:
+        return "UTC"
+    if seconds % 3600 == 0 and -12 <= seconds // 3600 <= 14:
+        return f"Etc/GMT{-seconds // 3600:+d}"
+    return f"a zone at {_utc_label(seconds)}"
+
+
+def zone_mismatches(con) -> list[dict]:
+    """Per file and foreign clock (ucx, glog): its median difference to the file's sglang lines
+    when that is a whole number of zone steps, at least half an hour."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    out = []
+    for path, clock, est, n, tz, t0 in con.execute(_ZONE_SQL).fetchall():
+        step = round(est / ZONE_STEP_S) * ZONE_STEP_S
+        if abs(step) < 1800 or abs(est - step) > 300:
+            continue
+        try:
+            zone = ZoneInfo(tz or "UTC")
+        except Exception:  # a zone this machine does not know: name the difference only
+            zone = None
+        at = t0 or dt.datetime.now(dt.timezone.utc)
+        read_as = int(zone.utcoffset(at.replace(tzinfo=None)).total_seconds()) if zone else None
+        # UCX's epoch is UTC: sglang's local clock runs `-step` ahead of what --tz assumed
+        actual = None if read_as is None or clock != "ucx" else read_as - step
+        out.append(
+            {"path": path, "clock": clock, "offset_s": step, "lines": n, "tz": tz or "UTC", "log_utc_offset_s": actual}
+        )
+    return out
+
+
+def zone_warnings(con) -> list[str]:
+    """One line per file whose UCX or glog lines disagree with its sglang lines by a zone (summary)."""
+    out = []
+    for m in zone_mismatches(con):
+        h = m["offset_s"] / 3600
+        head = (
+            f"warning: {escape_control(m['path'])}: its {m['clock'].upper()} lines ({m['lines']:,}) are "
+            f"{h:+.2f} h from its sglang lines read in --tz {escape_control(m['tz'])}"
+        )
+        if m["log_utc_offset_s"] is not None:
+            out.append(
+                f"{head}: UCX stamps UTC, so the sglang clock is {_utc_label(m['log_utc_offset_s'])}; "
+                f"ingest the file again with --tz {_zone_for(m['log_utc_offset_s'])} (or the zone's name)"
+            )
+        else:
+            out.append(
+                f"{head}: glog and sglang write in different zones here, and --tz gives one zone to both: set it "
+                "to the sglang lines' zone and read the glog times as that far off"
+            )
+    return out

@@ -6,7 +6,7 @@ import os
 import re
 
 from forensics.analysis import names
-from forensics.analysis.clocks import clock_warnings, estimate
+from forensics.analysis.clocks import clock_warnings, estimate, zone_warnings
 from forensics.analysis.db import connect
 from forensics.core import schema
 from forensics.ingest.store import Store
@@ -43,7 +43,7 @@ def build(store: Store) -> dict:
             {"table": t.name, "view": t.view, "rows": con.execute(f'SELECT count(*) FROM "{t.name}"').fetchall()[0][0]}
             for t in schema.TABLES.values()
         ]
-        warnings = clock_warnings(store, con) + merge_warnings(con)
+        warnings = clock_warnings(store, con) + zone_warnings(con) + merge_warnings(con)
         top_unparsed = con.execute(
             "SELECT path, unparsed_lines, lines FROM files WHERE unparsed_lines > 0 "
             "ORDER BY unparsed_lines DESC, path LIMIT 3"

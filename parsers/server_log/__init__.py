@@ -29,6 +29,8 @@ from forensics.parsers.server_log import passes
 from forensics.parsers.server_log.grammar import (
     CONTINUES,
     RE_BARE_KNOWN,
+    RE_CRASH,
+    RE_CRASH_OPEN,
     RE_GLOG,
     RE_NCCL,
     RE_UCX,
@@ -75,7 +77,8 @@ def _guess_year(text: str) -> int | None:
 
 # What makes a head a server log: an sglang prefix anywhere in the line (shippers wrap it), a
 # scheduler stats line of any era, uvicorn access and startup lines, abseil/glog, UCX (with or
-# without its head), NCCL, NIXL and the bare sglang messages of the grammar, a traceback header.
+# without its head), NCCL, NIXL and the bare sglang messages of the grammar, a traceback header,
+# the head or frame banner of a native crash dump.
 # Counted over the whole head, so an excerpt that opens on a traceback tail or a cut line is
 # still recognised by the lines after it.
 _MARKERS = re.compile(
@@ -91,6 +94,9 @@ _MARKERS = re.compile(
             r':[0-9]+ - "[A-Z]+ \S+ HTTP/[0-9.]+" [0-9]{3}',
             r"Uvicorn running on|Application startup complete",
             r"sglang_router_rs::",
+            # a crash dump alone is a log all the same: the crash is the incident (docs/formats/SGLANG.md, "Crash dumps")
+            f"(?:{RE_CRASH})",
+            f"(?:{RE_CRASH_OPEN})",
             f"(?:{RE_GLOG})",
             f"(?:{RE_UCX})",
             f"(?:{RE_NCCL})",

@@ -17,6 +17,7 @@ from forensics.parsers.server_log.grammar import (
     RE_C10D,
     RE_CRASH,
     RE_CRASH_BODY,
+    RE_CRASH_OPEN,
     RE_CRI,
     RE_DOCKER_T,
     RE_DOTS,
@@ -483,6 +484,24 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
         _cont=lone & tb_like,
         _is_event=pl.col("family").is_not_null() & ~pl.col("message").str.contains(RE_STATS),
     )
+    # A dump's frame banner (`==== backtrace (tid: N) ====`, `Thread 0x... (most recent call
+    # first):`) continues a crash head above it; under any other record it is a crash of its own
+    # whose head is missing. The head's family is carried down its run ("" for none).
+    banner = pl.col("_cont") & lone_body.str.contains(RE_CRASH_OPEN).fill_null(False)
+    if df.select(banner.any()).item():  # most blocks have none: the heads are carried only then
+        first = pl.int_range(pl.len()) == 0
+        head_fam = pl.when(~pl.col("_cont") | brk | first).then(pl.col("family").fill_null("")).forward_fill()
+        crash_opens = banner & (head_fam != "crash")
+        df = (
+            df.with_columns(_co=crash_opens)
+            .with_columns(
+                family=pl.when("_co").then(pl.lit("crash")).otherwise(pl.col("family")),
+                message=pl.when("_co").then(body).otherwise(pl.col("message")),
+                _cont=pl.col("_cont") & ~pl.col("_co"),
+                _is_event=pl.col("_is_event") | pl.col("_co"),
+            )
+            .drop("_co")
+        )
     start = ~pl.col("_cont") | brk
     grp = start.cast(pl.Int64).cum_sum()
     # a record is a run of lines: its head's value, carried down the run (no group-by)

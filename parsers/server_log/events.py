@@ -24,6 +24,7 @@ from forensics.parsers.server_log.grammar import (
     RID_PATTERNS,
     ROOM_PATTERNS,
     SEVERITY_BY_KIND,
+    WARNING_KINDS,
 )
 
 
@@ -233,7 +234,7 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     utf8, i64 = pl.Utf8, pl.Int64
     ev = _on_rows(
         ev,
-        pl.col("kind").is_in(list(FAILURE_KINDS) + ["deferred_release"]),
+        pl.col("kind").is_in(list(FAILURE_KINDS) + list(WARNING_KINDS)),
         lambda d: _regex_thread("reasons", reason, d),
         {"reason": utf8},
     )

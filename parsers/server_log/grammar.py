@@ -120,6 +120,10 @@ CRASH_BODY = (
     r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|Extension modules: |=+ backtrace|=+$"
 )
 RE_CRASH_BODY = rf"^(?:{CRASH_BODY})"
+# the banners that begin a dump's frames: under a record that is no crash (the dump's head was
+# lost, or never printed) one opens the crash record itself
+CRASH_OPEN = r"=+ backtrace \(tid|(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):"
+RE_CRASH_OPEN = rf"^(?:{CRASH_OPEN})"
 # a header after unittest dots (`.Traceback (most recent call last):`) is a header all the same,
 # whether or not a wrapper rule took the dots off
 RE_TB_OPEN = rf"^\.*{TB_HEADER}"
@@ -140,6 +144,12 @@ REQUEST_LEADERS = {"request_received": ("Receive: ", "Receive OpenAI: "), "reque
 REQUEST_JSON_EVENT = '"event"'  # the JSON request log's key: `"event": "request.received"`
 
 # --- event kinds of sglang messages, first match wins -------------------------------------------
+# The two warn-once texts of the PD timeouts, as far as a cut line still says which one it is:
+# prefill's KVSender prints the first (SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT), decode's
+# KVReceiver the second (SGLANG_DISAGGREGATION_WAITING_TIMEOUT)
+PD_BOOTSTRAP_TIMEOUT = r"Some requests timed out when"
+PD_WAITING_TIMEOUT = r"Some requests fail to receive KV"
+RE_PD_TIMEOUT = rf"{PD_BOOTSTRAP_TIMEOUT}|{PD_WAITING_TIMEOUT}"
 KIND_RULES: list[tuple[str, str]] = [
     ("request_received", rf'^(?:{alt(REQUEST_LEADERS["request_received"])})|{REQUEST_JSON_EVENT}: ?"request\.received'),
     ("request_finished", rf'^(?:{alt(REQUEST_LEADERS["request_finished"])})|{REQUEST_JSON_EVENT}: ?"request\.finished'),
@@ -149,7 +159,16 @@ KIND_RULES: list[tuple[str, str]] = [
     ),
     ("checksum_mismatch", r"[Cc]hecksum mismatch"),
     # a launcher line or a native crash dump's head (RE_CRASH): the process is gone
-    ("crash", r"Child process unexpectedly failed|Segfault encountered|^Fatal Python error: |Caught signal [0-9]+ \("),
+    (
+        "crash",
+        rf"Child process unexpectedly failed|Segfault encountered|^Fatal Python error: |Caught signal [0-9]+ \("
+        rf"|^(?:{CRASH_OPEN})",
+    ),
+    # SGLang's own warn-once lines when PD requests time out (docs/formats/SGLANG.md, "Warnings about requests in trouble"): printed once per
+    # rank, naming no request; the per-request KVTransferError lines follow them
+    ("pd_timeout", RE_PD_TIMEOUT),
+    # the decode side's heartbeat to a prefill's bootstrap server failed (docs/formats/SGLANG.md, "Bootstrap, heartbeat and abort control")
+    ("heartbeat_failed", r"^Attempting to reconnect to "),
     (
         "bootstrap_failed",
         r"Prefill bootstrap failed|Decode handshake failed|Could not fetch (?:prefill parallel|bootstrap) info"
@@ -165,7 +184,7 @@ KIND_RULES: list[tuple[str, str]] = [
         r"|failed due to node failure|KVSender transfer encountered an error|Failed to read NIXL transfer state"
         r"|left a handle running|NIXL bulk transfer failed|Failed to post prepared state transfer|Missing aux index"
         r"|^Session \S+ failed\.|Failed to transfer data from|AUX_DATA length mismatch"
-        r"|KVSender failed to create|NIXL transfers could not be retired",
+        r"|KVSender failed to create|NIXL transfers could not be retired|Prefill transfer kvcache error",
     ),
     (
         "abort",
@@ -197,6 +216,13 @@ KIND_RULES: list[tuple[str, str]] = [
     ),
     ("deferred_release", r"Deferred KV release"),
     ("retract", r"KV cache pool is full\. Retract requests|#retracted_reqs"),
+    # decode preallocation found too little KV cache even after evicting (docs/formats/SGLANG.md, "PD transfer and bootstrap failures")
+    ("kv_pool_full", r"Eviction insufficient: needed"),
+    # a reply for a request the tokenizer already dropped: an abort raced its output (docs/formats/SGLANG.md, "Aborts")
+    ("late_output", r"Received output for rid=\S+ but the state was deleted"),
+    ("mooncake_error", r"Mooncake Transfer Engine initialization failed"),
+    # a request refused before it ran: more tokens than the pool or the model takes (HTTP 400)
+    ("request_rejected", r"exceeds the maximum number of tokens|requires too many SWA KV tokens"),
     ("req_time_stats", r"^ReqTimeStats\("),
     ("hicache", r"HiCache|[Hh]icache|hierarchical KV host pool|Finished backup request"),
     # a notification payload {room}_kv_{chunk}_{is_last}[_{rank}], {room}_aux, {room}_state_..., {room}_stg_...
@@ -210,7 +236,7 @@ KIND_RULES: list[tuple[str, str]] = [
     # "NIXL connector lines")
     ("bootstrapped", r"room=[0-9]+ is bootstrapped|got info room=[0-9]+"),
     ("nixl", r"NIXL|[Nn]ixl|FakeKVSender|KVManager"),
-    ("bootstrap", r"[Bb]ootstrap|boostrap|Register KVArgs|Attempting to reconnect|dp_rank=[0-9]+ for bootstrap_room"),
+    ("bootstrap", r"[Bb]ootstrap|boostrap|Register KVArgs|dp_rank=[0-9]+ for bootstrap_room"),
     ("warmup", r"[Ww]armup"),
     ("shutdown", r"SIGTERM received|Gracefully exiting|Schedulers still alive|Shutting down"),
     (
@@ -233,7 +259,8 @@ RE_BARE_KNOWN = (
     # sglang NIXL connector lines copied without their prefix (docs/formats/NIXL.md, "Failure and abort texts")
     r"|Received abort notification for room|Sent abort notification for room|Reconnected NIXL peer"
     r"|Register KVArgs from|got info room=|room=[0-9]+ is bootstrapped|sending kvcache to|KVSender "
-    r"|Transfer for room [0-9]+ failed|Failed to (?:send|notify|read NIXL))"
+    r"|Transfer for room [0-9]+ failed|Failed to (?:send|notify|read NIXL)"
+    rf"|{RE_PD_TIMEOUT})"
 )
 # the NIXL python binding's own lines, bare
 RE_NIXL_BINDING = r"^(?:Backend \w+ was instantiated|Initialized NIXL agent|Created NIXL agent|Loaded plugin)"
@@ -266,6 +293,18 @@ FAILURE_KINDS = (
     "mooncake_error",
     "crash",
 )
+# Kinds that say requests or a host are in trouble without being a failure of their own: their
+# lines get a reason too
+WARNING_KINDS = (
+    "pd_timeout",
+    "heartbeat_failed",
+    "peer_disconnect",
+    "deferred_release",
+    "retract",
+    "kv_pool_full",
+    "late_output",
+    "request_rejected",
+)
 SEVERITY_BY_KIND = {
     "transfer_failed": "error",
     "bootstrap_failed": "error",
@@ -278,13 +317,23 @@ SEVERITY_BY_KIND = {
     "abort": "warning",
     "deferred_release": "warning",
     "retract": "warning",
+    "pd_timeout": "warning",
+    "heartbeat_failed": "warning",
+    "peer_disconnect": "warning",
+    "kv_pool_full": "warning",
+    "late_output": "warning",
+    "request_rejected": "error",
+    "mooncake_error": "error",
     "crash": "fatal",
 }
 # Normalised failure reasons (docs/formats/SGLANG.md, "Failure reasons"); matched against the
 # KVTransferError text if any.
 REASON_RULES: list[tuple[str, str]] = [
-    ("waiting_timeout", r"KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting for prefill completion"),
-    ("bootstrap_timeout", r"KVPoll\.Bootstrapping"),
+    (
+        "waiting_timeout",
+        rf"KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting for prefill completion|^{PD_WAITING_TIMEOUT}",
+    ),
+    ("bootstrap_timeout", rf"KVPoll\.Bootstrapping|^{PD_BOOTSTRAP_TIMEOUT}"),
     ("aborted", r"Aborted by|^Abort|[Aa]bort notification|ABORT"),
     ("request_timeout", r"Request (?:waiting|running) timeout reached"),
     (
@@ -293,6 +342,19 @@ REASON_RULES: list[tuple[str, str]] = [
         r"|is not alive|bootstrap_thread died",
     ),
     ("room_conflict", r"Duplicate (?:or cancelled|decode) bootstrap room|follow_bootstrap_room conflict"),
+    ("heartbeat", r"^Attempting to reconnect to "),
+    ("kv_pool_full", r"KV cache pool is full|#retracted_reqs|Eviction insufficient"),
+    ("release_timeout", r"Deferred KV release for room [0-9]+ timed out"),
+    ("state_deleted", r"but the state was deleted"),
+    ("too_long", r"exceeds the maximum number of tokens|requires too many SWA KV tokens"),
+    ("engine_init", r"Transfer Engine initialization failed"),
+    # UCX's and NIXL's own words for a lost or refused peer: the transport, not the bootstrap
+    # server (Python's `Connection reset by peer` stays bootstrap_unreachable below)
+    (
+        "transport",
+        r"[Cc]onnection reset by remote peer|Endpoint timeout|Destination is unreachable|[Tt]ransport retry count"
+        r"|UCS_ERR_[A-Z_]+|Remote I/O error",
+    ),
     ("config", r"policy mismatch|does NOT support|layout mismatch|out of range"),
     # the bootstrap server did not answer at all (a prefill that is down or not yet up): before
     # bootstrap_info, which is the same fetch answered wrongly
@@ -301,6 +363,11 @@ REASON_RULES: list[tuple[str, str]] = [
         r"Connection refused|Connection reset|Connection aborted|RemoteDisconnected|Max retries exceeded"
         r"|NewConnectionError|ConnectTimeout|Failed to establish a new connection|Name or service not known"
         r"|No route to host",
+    ),
+    # a prefill that could not register with its bootstrap server: decode cannot find it
+    (
+        "bootstrap_register",
+        r"failed to register to bootstrap|register attempt [0-9]+/[0-9]+ failed|Failed to register prefill",
     ),
     (
         "bootstrap_info",
@@ -314,7 +381,8 @@ REASON_RULES: list[tuple[str, str]] = [
     ("sigsegv", r"exit code 139\b|Caught signal 11 \(|Segfault encountered|^Fatal Python error: Segmentation fault"),
     (
         "remote_disconnect",
-        r"NIXL_ERR_REMOTE_DISCONNECT|RemoteDisconnect|remote agent \S+ was disconnected|NIXL peer \S+ disconnected",
+        r"NIXL_ERR_REMOTE_DISCONNECT|RemoteDisconnect|remote agent \S+ was disconnected|NIXL peer \S+ disconnected"
+        r"|NIXL invalidated remote agent",
     ),
     ("transport", r"NIXL|UCX|Work Request Flushed|KVSender|[Ss]ession \S+ (?:failed|is not alive)|Failed to send"),
     ("unknown_rank", r"unknown reason from another rank"),

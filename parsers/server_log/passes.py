@@ -454,6 +454,7 @@ class Clock:
     time_only: int = 0  # time-only lines dated
     inherited: int = 0  # stats lines that took the time of a line above
     untimed: int = 0  # stats lines with no timed line above them
+    crashes: int = 0  # crash dumps that took the time of a line above
 
 
 def clock_pass(out: Batch, clock: Clock) -> Batch:
@@ -536,6 +537,26 @@ def clock_pass(out: Batch, clock: Clock) -> Batch:
             )
             out = dict(out)
             out["batches"] = b
+    if "events" in tabs:
+        # a crash dump prints no time of its own: it happened after the last timed line above it
+        e = out["events"]
+        lost = (pl.col("kind") == "crash") & pl.col("ts").is_null() & pl.col("ts_raw").is_null()
+        if e.select(lost.any()).item():
+            above = rows.filter(pl.col("ts").is_not_null()).select("line_no", _ts="ts")
+            c = (
+                e.filter(lost)
+                .select("line_no")
+                .join_asof(above, on="line_no", strategy="backward", allow_exact_matches=False)
+                .with_columns(_ts=pl.coalesce("_ts", pl.lit(clock.last_ts, dtype=e.schema["ts"])))
+                .filter(pl.col("_ts").is_not_null())
+            )
+            clock.crashes += c.height
+            out = dict(out)
+            out["events"] = (
+                e.join(c, on="line_no", how="left", maintain_order="left")
+                .with_columns(ts=pl.coalesce("ts", "_ts"))
+                .drop("_ts")
+            )
     timed = rows.filter(pl.col("ts").is_not_null())
     if timed.height:
         clock.last_ts = timed["ts"][-1]
@@ -558,4 +579,9 @@ def clock_notes(clock: Clock) -> list[str]:
         )
     if clock.untimed:
         notes.append(f"stats lines without a prefix and no timed line above them ({clock.untimed}): ts is null")
+    if clock.crashes:
+        notes.append(
+            f"crash dumps without a time ({clock.crashes}): ts is the time of the nearest timed line above them "
+            "(the crash came after it), ts_raw is null"
+        )
     return notes

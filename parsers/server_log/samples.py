@@ -757,6 +757,131 @@ samples = [
         "=================================\n",
         {"events": [{"kind": "crash", "severity": "fatal", "reason": "sigsegv", "source": "crash"}]},
     ),
+    # SGLang's PD warnings (docs/formats/SGLANG.md, "Warnings about requests in trouble" and "Aborts"): host-level signals, so no room and no rid
+    Sample(
+        "pd_bootstrap_timeout_per_dp_rank",
+        "[2026-03-02 08:15:40 DP0 TP0] Some requests timed out when bootstrapping, which means prefill instances "
+        "fail to receive the KV indices from the decode instance of this request. If a greater mean TTFT is "
+        "acceptable, you can 'export SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=600' (10 minutes) to relax the "
+        "timeout condition. \n"
+        "[2026-03-02 08:15:40 DP1 TP1] Some requests timed out when bootstrapping, which means prefill inst\n",
+        {
+            "events": [
+                {
+                    "kind": "pd_timeout",
+                    "severity": "warning",
+                    "reason": "bootstrap_timeout",
+                    "bootstrap_room": None,
+                    "rid": None,
+                    "dp_rank": 0,
+                },
+                {"kind": "pd_timeout", "reason": "bootstrap_timeout", "bootstrap_room": None, "dp_rank": 1},
+            ]
+        },
+    ),
+    Sample(
+        "pd_waiting_timeout_after_unittest_dots",
+        "......Some requests fail to receive KV Cache transfer done signal after bootstrapping. If a greater "
+        "mean TTFT is acceptable, you can 'export SGLANG_DISAGGREGATION_WAITING_TIMEOUT=600' (10 minutes) to "
+        "relax the timeout condition. \n",
+        {
+            "events": [
+                {
+                    "kind": "pd_timeout",
+                    "severity": "warning",
+                    "reason": "waiting_timeout",
+                    "source": "sglang",
+                    "prefix": "......",
+                    "bootstrap_room": None,
+                    "rid": None,
+                }
+            ]
+        },
+    ),
+    Sample(
+        "pd_heartbeat_and_registration",
+        "[2026-03-02 08:16:02 TP0] Attempting to reconnect to 10.20.0.7:8998...\n"
+        "[2026-03-02 08:16:09 TP0] Prefill instance failed to register to bootstrap server after 5 retries\n",
+        {
+            "events": [
+                {"kind": "heartbeat_failed", "severity": "warning", "reason": "heartbeat", "bootstrap_room": None},
+                {"kind": "bootstrap_failed", "severity": "error", "reason": "bootstrap_register"},
+            ]
+        },
+    ),
+    Sample(
+        "pd_kv_pool_and_late_output",
+        "[2026-03-02 08:17:11 DP2 TP2] Eviction insufficient: needed 8192 tokens, available 2048 after evicting 1024\n"
+        "[2026-03-02 08:17:12 DP2 TP2] KV cache pool is full. Retract requests. #retracted_reqs: 3, "
+        "#new_token_ratio: 0.4000 -> 0.7000\n"
+        "[2026-03-02 08:17:13] Received output for rid='5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4' but the state was deleted "
+        "in TokenizerManager.\n"
+        "[2026-03-02 08:17:14 TP0] Deferred KV release for room 5512093381277461207 timed out after 30.0s without "
+        "a full drain ack from prefill; releasing anyway.\n"
+        "[2026-03-02 08:17:15 TP0] Request 9d2e4f6a8b0c1d3e5f7a9b1c3d5e7f90 exceeds the maximum number of tokens: "
+        "131072 > 120000\n",
+        {
+            "events": [
+                {"kind": "kv_pool_full", "severity": "warning", "reason": "kv_pool_full", "dp_rank": 2},
+                {"kind": "retract", "severity": "warning", "reason": "kv_pool_full"},
+                {
+                    "kind": "late_output",
+                    "severity": "warning",
+                    "reason": "state_deleted",
+                    "rid": "5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4",
+                },
+                {"kind": "deferred_release", "reason": "release_timeout", "bootstrap_room": 5512093381277461207},
+                {
+                    "kind": "request_rejected",
+                    "severity": "error",
+                    "reason": "too_long",
+                    "rid": "9d2e4f6a8b0c1d3e5f7a9b1c3d5e7f90",
+                },
+            ]
+        },
+    ),
+    Sample(
+        "pd_transport_peers",
+        "[2026-03-02 08:18:00 TP3] NIXL invalidated remote agent 7d1c9e4a; reloading its metadata\n"
+        "[2026-03-02 08:18:01 TP0] Mooncake Transfer Engine initialization failed.\n"
+        "[2026-03-02 08:18:02 TP0] Prefill transfer kvcache error, layers_current_pp_stage is out of range: 61\n"
+        "[1772439482.117733] [node-p1:5120 :1]        ucp_ep.c:1512 UCX  ERROR   ep 0x7f2a: error "
+        "'Endpoint timeout' on rc_mlx5/mlx5_0:1 will not be handled\n",
+        {
+            "events": [
+                {"kind": "peer_disconnect", "severity": "warning", "reason": "remote_disconnect", "tp_rank": 3},
+                {"kind": "mooncake_error", "severity": "error", "reason": "engine_init"},
+                {"kind": "transfer_failed", "severity": "error", "reason": "config"},
+                {"kind": "ucx_error", "severity": "error", "reason": "transport"},
+            ]
+        },
+    ),
+    Sample(
+        "hard_negative_timed_out_mentions",
+        "[2026-03-02 08:19:00] Some requests were served from the cache; none timed out\n"
+        "[2026-03-02 08:19:01 TP0] Watchdog tolerance: requests timed out are retried by the router\n",
+        {"events": [{"kind": "log", "severity": "info", "reason": None}, {"kind": "log", "severity": "info"}]},
+    ),
+    Sample(
+        "crash_dump_backtrace_without_its_signal",
+        "[2026-03-02 08:20:00 TP0] Decode batch, #running-req: 1, #token: 208, token usage: 0.00, #queue-req: 0\n"
+        "==== backtrace (tid:   9120) ====\n"
+        " 0  /opt/ucx/lib/libucs.so.0(ucs_handle_error+0x2dc) [0x7f11c8a1f2dc]\n"
+        "=================================\n",
+        {
+            "events": [
+                {
+                    "kind": "crash",
+                    "severity": "fatal",
+                    "source": "crash",
+                    "line_no": 2,
+                    "traceback": " 0  /opt/ucx/lib/libucs.so.0(ucs_handle_error+0x2dc) [0x7f11c8a1f2dc]\n"
+                    "=================================",
+                }
+            ],
+            "batches": [{"running_req": 1}],
+        },
+    ),
     Sample(
         "ucx_without_head",
         "ib_mlx5_dv.c:433  UCX  ERROR   mlx5dv_devx_obj_modify(0x7f0a, CREATE_QP) failed, syndrome 0x5d668c: "
