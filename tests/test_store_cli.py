@@ -175,7 +175,7 @@ def test_package_ships_one_import_name_with_parsers_and_queries(tmp_path):
 def test_derived_view_snapshots_follow_the_store(tmp_path):
     """Reports cache transfers/rooms/replies; a new input or a new offset makes a new snapshot."""
     from forensics.catalog import named as queries
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     def snapshots():  # derived/verdicts holds the verdicts of turns, not a snapshot
         return sorted(p for p in (store / "derived").iterdir() if p.name != "verdicts")
@@ -228,7 +228,7 @@ def test_same_content_committed_by_another_input_in_between_is_a_duplicate(tmp_p
 
     import polars as pl
 
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     store = Store(tmp_path / "store").init()
     first, second = store.writer("k1"), store.writer("k2")
@@ -274,8 +274,8 @@ def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkey
     own input."""
     import threading
 
+    from forensics import store
     from forensics.ingest import pipeline as ingest
-    from forensics.ingest import store
 
     monkeypatch.setattr(ingest, "SMALL_INPUT_BYTES", 0)  # every input in this process, none in workers
     names = ["a.log", "b.bin", "c.log", "d.log", "e.log"]

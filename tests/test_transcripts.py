@@ -260,7 +260,7 @@ def test_sample_incident_replies_match_what_was_planted(tmp_path):
     store = tmp_path / "store"
     offset = planted["clock_offset"]
     ingest_paths([root], store, jobs=1)
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     Store(store).set_clock(offset["host"], offset["offset_s"])
     got = {

@@ -35,7 +35,7 @@ except ImportError:  # before the analysis step existed
     from forensics.catalog import connect
 try:
     from forensics.core import schema
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 except ImportError:  # before the layers
     from forensics import schema
     from forensics.store import Store

@@ -17,7 +17,7 @@ EXIT_FAILED = 1  # a failed run; usage errors exit 2 (ForensicsError.exit_code)
 
 
 def store_option(f):
-    from forensics.ingest.store import DEFAULT_STORE
+    from forensics.store import DEFAULT_STORE
 
     return click.option(
         "--store",
@@ -146,8 +146,8 @@ def _store_damage(e: Exception, store):
     """The StoreError behind a DuckDB failure, when a damaged store file is what failed."""
     if store is None or type(e).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
         return None
-    from forensics.catalog.checks import explain_read_error
-    from forensics.ingest.store import Store
+    from forensics.store import Store
+    from forensics.store.checks import explain_read_error
 
     return explain_read_error(Store(store), e)
 
@@ -278,7 +278,7 @@ def ingest(
     from forensics.cli.progress import IngestProgress
     from forensics.core.errors import UsageError
     from forensics.ingest import pipeline as ing
-    from forensics.ingest.store import Store, offset_problem
+    from forensics.store import Store, offset_problem
 
     check_zone(tz)
     import os
@@ -417,7 +417,7 @@ def sql(query, sql_file, store, fmt, params, output, redact):
     from forensics.analysis import verdicts
     from forensics.catalog import named
     from forensics.catalog.sql import run_sql
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     text, source = _sql_text(query, sql_file)
     fmt = output_format(fmt, output, RESULT_FORMATS, "sql")
@@ -655,9 +655,9 @@ def replies(corrupted, cls, session, store, fmt, redact):
     from forensics.analysis.clocks import clock_warnings
     from forensics.analysis.replies import list_replies
     from forensics.cli.progress import computing
-    from forensics.ingest.store import Store
     from forensics.reports.render import render
     from forensics.reports.text import print_replies
+    from forensics.store import Store
 
     with computing(Store(store)):
         df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
@@ -688,8 +688,8 @@ def clocks(ctx, store, fmt):
     if ctx.invoked_subcommand:
         return
     from forensics.analysis.clocks import describe_offsets, estimate
-    from forensics.ingest.store import Store
     from forensics.reports.render import render
+    from forensics.store import Store
 
     report = estimate(Store(store))
     _echo_head(describe_offsets(report.offsets), fmt)
@@ -705,7 +705,7 @@ def clocks(ctx, store, fmt):
 def clocks_set(host, seconds, store, force):
     """Record that HOST's clock runs SECONDS ahead (negative: behind); views subtract it."""
     from forensics.analysis.clocks import describe_offsets, set_offset
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     if not force:
         _check_host(Store(store), host, "clocks set", "add --force to record it for a host not ingested yet")
@@ -719,7 +719,7 @@ def clocks_set(host, seconds, store, force):
 def clocks_unset(host, store):
     """Remove the offset recorded for HOST; its times are read as logged again."""
     from forensics.analysis.clocks import describe_offsets, unset_offset
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     click.echo(describe_offsets(unset_offset(Store(store), host)))
 
@@ -745,7 +745,7 @@ def _row_counts(store) -> dict | None:
     import os
 
     from forensics.analysis.summary import row_counts
-    from forensics.ingest.store import DEFAULT_STORE, Store
+    from forensics.store import DEFAULT_STORE, Store
 
     path = store or DEFAULT_STORE
     if not os.path.isdir(path) or not Store(path).exists():
@@ -771,8 +771,8 @@ def summary(store, fmt, output):
     """What the store holds, in one screen: hosts, roles, time spans, rows per table, unparsed share, clocks, warnings."""
     from forensics.analysis import summary as sm
     from forensics.cli.progress import computing
-    from forensics.ingest.store import Store
     from forensics.reports.summary import render_summary
+    from forensics.store import Store
 
     check_output(output)
     with computing(Store(store)):
@@ -794,9 +794,9 @@ def verify(store, repair):
 
     Exits 1 when something is broken (after --repair: when something could not be repaired).
     """
-    from forensics.catalog.checks import verify as check_store
+    from forensics.catalog import verify as check_store
     from forensics.core.text import escape_control
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     rep = check_store(Store(store), repair=repair)
     for f in rep.findings:
@@ -832,9 +832,9 @@ def room(room, store, fmt, redact):
     from forensics.analysis.clocks import describe_offsets
     from forensics.analysis.room import parse_room, room_story
     from forensics.cli.progress import computing
-    from forensics.ingest.store import Store
     from forensics.reports.render import render
     from forensics.reports.room import summary_lines
+    from forensics.store import Store
 
     with computing(Store(store)):
         story = room_story(Store(store), parse_room(room))
@@ -885,7 +885,7 @@ def query_run(name, store, fmt, params, output, redact):
     """Run a named query; parameters are bound, never pasted into the SQL; their header declares the types."""
     from forensics.analysis import verdicts
     from forensics.catalog import named as queries
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     fmt = output_format(fmt, output, RESULT_FORMATS, "query run")
     _outside_store(output, store)
@@ -939,7 +939,7 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
     from forensics.analysis import timeline as tl
     from forensics.cli.progress import computing
     from forensics.core.errors import UsageError
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     fmt = output_format(fmt, output, TIMELINE_FORMATS, "timeline")
     if fmt in ("html", "png", "svg", "perfetto") and not output:
@@ -997,8 +997,8 @@ def evidence(store, fmt, redact, output):
     """The bug-report tables: corrupted vs clean by dimension, wedges, abort storms, checksums."""
     from forensics.analysis import evidence as ev
     from forensics.cli.progress import computing
-    from forensics.ingest.store import Store
     from forensics.reports.text import render_evidence
+    from forensics.store import Store
 
     fmt = output_format(fmt, output, ("markdown", "json"), "evidence")
     check_output(output)

@@ -25,10 +25,10 @@ import polars as pl
 from forensics.core.errors import ForensicsError, InputError, UsageError
 from forensics.ingest import grown, stop
 from forensics.ingest.sources import discover, not_a_log
-from forensics.ingest.store import Store, write_part
 from forensics.parsers import PARSERS, by_name, server_log
 from forensics.parsers.base import Batch, Context, Source, Written
 from forensics.parsers.lines import TextStream, count_newlines
+from forensics.store import Store, write_part
 
 SNIFF_BYTES = 64 << 10
 _ROTATION = re.compile(r"(\.(log|txt|out|err|jsonl?|gz|zst|\d+))+$", re.I)
