@@ -278,7 +278,8 @@ def ingest(
     from forensics.cli.progress import IngestProgress
     from forensics.core.errors import UsageError
     from forensics.ingest import pipeline as ing
-    from forensics.store import Store, offset_problem
+    from forensics.store import Store
+    from forensics.store.clocks import offset_problem
 
     check_zone(tz)
     import os

@@ -28,7 +28,8 @@ from forensics.ingest.sources import discover, not_a_log
 from forensics.parsers import PARSERS, by_name, server_log
 from forensics.parsers.base import Batch, Context, Source, Written
 from forensics.parsers.lines import TextStream, count_newlines
-from forensics.store import Store, write_part
+from forensics.store import Store, pieces
+from forensics.store.parts import write_part
 
 SNIFF_BYTES = 64 << 10
 _ROTATION = re.compile(r"(\.(log|txt|out|err|jsonl?|gz|zst|\d+))+$", re.I)
@@ -289,7 +290,7 @@ def ingest_one(
     opts: Options,
     host: str,
     progress: Callable[[int], None] | None = None,
-    prior: grown.Prior | None = None,
+    prior: pieces.Prior | None = None,
 ) -> FileResult:
     """Parse one input into the store. Runs in a worker process."""
     finish = _parse_one(store_root, src, opts, host, progress, prior, None)
@@ -302,7 +303,7 @@ def _parse_one(
     opts: Options,
     host: str,
     progress: Callable[[int], None] | None = None,
-    prior: grown.Prior | None = None,
+    prior: pieces.Prior | None = None,
     pool: "_Pool | None" = None,
 ) -> "FileResult | Callable[[], FileResult]":
     """Parse one input; what is left once every line is parsed (writing the last parts, the files
@@ -619,7 +620,7 @@ def _commit(
     os.replace(writer.dir, keyed)
     writer.dir, writer.key = keyed, final_key
     if listed is not None:  # a plain file, which may grow: its pieces are found by path and host
-        grown.note(store, path, listed, final_key)
+        pieces.note(store, path, listed, final_key)
     with stop.committing():
         fresh = writer.replace(replaces) if replaces else writer.commit()
         res.status = "ingested" if fresh else "duplicate"
@@ -804,7 +805,7 @@ def _find_and_ingest(
         else:
             sources.append(item)
     hosts = {s.path: opts.host or default_host(s.path, paths, s.member) for s in sources}
-    priors = grown.committed(store, sources, hosts)
+    priors = pieces.committed(store, sources, hosts)
     if progress:
         progress.start(sum(s.size or 0 for s in sources), len(sources))
     _ingest_all(str(store.root), sources, opts, hosts, priors, results, progress)
@@ -825,7 +826,7 @@ def _stopped(
         for f in os.listdir(store.data / k)
         if f.startswith("files-")
     ]
-    done |= {r["path"] for r in grown.files_rows(new)}
+    done |= {r["path"] for r in pieces.files_rows(new)}
     e.total, e.done = len(sources), len(done)
     e.not_done = [s.path for s in sources if s.path not in done]
 

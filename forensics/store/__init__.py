@@ -2,7 +2,9 @@
 
     <store>/data/<sha16>/<table>-<part>.parquet   committed inputs (one folder each)
     <store>/.tmp/<sha16>.<pid>/                   an input being written
-    <store>/clocks.json                           explicit per-host clock offsets
+    <store>/clocks.json                           explicit per-host clock offsets (clocks.py)
+    <store>/derived/                              snapshot sets and verdicts (snapshots.py)
+    <store>/pieces/                               committed pieces of each file (pieces.py)
 
 An input is written into .tmp and becomes visible with a single directory rename, so a killed
 ingest never leaves a partial input behind: readers glob data/ only, and the next ingest clears
@@ -12,159 +14,22 @@ ingest never leaves a partial input behind: readers glob data/ only, and the nex
 from __future__ import annotations
 
 import fcntl
-import json
-import math
 import os
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from forensics.core.errors import ForensicsError, StoreError, UsageError
+from forensics.core.errors import ForensicsError
+from forensics.store import clocks
+from forensics.store.parts import write_part
 
 if TYPE_CHECKING:
     import polars as pl
-    import pyarrow as pa
 
-# polars / pyarrow are imported where used: the CLI imports this module for DEFAULT_STORE, and
-# `forensics --help` must not pay for loading them.
+# polars / pyarrow are imported where used (parts.py): the CLI imports this module for
+# DEFAULT_STORE, and `forensics --help` must not pay for loading them.
 
 DEFAULT_STORE = "forensics-store"
-
-# a clock further off than this is not a skew but a wrong date (or a typo): set the date instead
-MAX_OFFSET_S = 86400.0
-
-
-def offset_problem(seconds) -> str | None:
-    """Why `seconds` is not a clock offset (None: it is one): a finite number within a day."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        return f"{type(seconds).__name__} {json.dumps(seconds)[:40]} is not a number of seconds"
-    try:
-        value = float(seconds)
-    except OverflowError:
-        value = math.inf
-    if not math.isfinite(value):
-        return f"{seconds} is not a finite number of seconds"
-    if abs(value) > MAX_OFFSET_S:
-        return f"{seconds:g} s is more than a day ({MAX_OFFSET_S:g} s)"
-    return None
-
-
-def clocks_problem(data) -> str | None:
-    """What is wrong with the parsed content of a clocks.json (None: nothing)."""
-    if not isinstance(data, dict):
-        return f"holds a JSON {type(data).__name__}, not an object of host -> seconds"
-    for host, v in data.items():
-        if not host:
-            return "names an empty host"
-        why = offset_problem(v)
-        if why:
-            return f"gives host {host!r} an offset that is not one: {why}"
-    return None
-
-
-def read_clocks(path: Path) -> dict:
-    """The parsed JSON of a clocks.json, unchecked; StoreError when it is not JSON."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as e:
-        raise _clocks_error(path, f"cannot be read ({type(e).__name__})") from None
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as e:
-        raise _clocks_error(path, f"is not JSON ({type(e).__name__})") from None
-
-
-def _clocks_error(path: Path, what: str) -> StoreError:
-    return StoreError(
-        f"clocks.json {what}",
-        file=str(path),
-        help="`forensics verify --repair` keeps its valid entries (the file moves to "
-        "clocks.json.broken); or fix it by hand, or delete it and `forensics clocks set HOST SECONDS`",
-    )
-
-
-def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
-    """Arrow table in the schema's shape; list<struct<key,value>> columns become Parquet MAPs."""
-    import polars as pl
-    import pyarrow as pa
-
-    from forensics.core import schema
-
-    # Strings stay arrow string views, polars' own layout: no copy into offsets and data buffers
-    # on polars' pool thread. The Parquet files hold the same BYTE_ARRAY columns either way.
-    at = schema.conform(table, df).to_arrow(compat_level=pl.CompatLevel.newest())
-    for i, name in enumerate(at.column_names):
-        col = at.column(i)
-        t = col.type
-        if pa.types.is_large_list(t) or pa.types.is_list(t):
-            vt = t.value_type
-            if pa.types.is_struct(vt) and [f.name for f in vt] == ["key", "value"]:
-                arr = col.combine_chunks().cast(pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())])))
-                flat = arr.flatten()
-                m = pa.MapArray.from_arrays(
-                    arr.offsets, flat.field("key"), flat.field("value").cast(pa.string()), mask=arr.is_null()
-                )
-                at = at.set_column(i, name, m)
-        elif name in _PER_INPUT and _is_text(t):
-            at = at.set_column(i, name, _one_value_as_dictionary(col))
-    return at
-
-
-def _is_text(t: "pa.DataType") -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
-
-
-# Columns a parser fills with one value per input (server logs: the host, role and file).
-_PER_INPUT = ("host", "role", "source_file")
-
-
-def _one_value_as_dictionary(col: "pa.ChunkedArray") -> "pa.ChunkedArray | pa.DictionaryArray":
-    """`col` as a dictionary array when it holds one value throughout: the Parquet writer then
-    skips hashing every row; DuckDB reads the same."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if len(col) == 0 or col.null_count or not pc.all(pc.equal(col, col[0])).as_py():
-        return col
-    return pa.DictionaryArray.from_arrays(
-        pa.array(np.zeros(len(col), dtype=np.int32)), pa.array([col[0].as_py()], pa.string())
-    )
-
-
-def _encodings(at: "pa.Table") -> dict:
-    """Dictionaries only for strings that repeat (kind, host, path...), statistics only where a
-    reader prunes with them (times, numbers, those strings): a dictionary tried on messages or
-    line numbers and min/max of every message cost a large share of the write for nothing.
-
-    Integers and times are delta-encoded: line numbers, times and counters move by small steps, so
-    the files are smaller, and both the write and DuckDB's scan of them faster, than plain."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    repeats = []
-    for name, col in zip(at.column_names, at.columns):
-        if pa.types.is_dictionary(col.type):
-            repeats.append(name)
-        elif _is_text(col.type):
-            head = col.slice(0, 2000).cast(pa.string())  # count_distinct takes no string views
-            if head.null_count == len(head) or pc.count_distinct(head).as_py() <= len(head) // 20:
-                repeats.append(name)
-    stats = [
-        n
-        for n, c in zip(at.column_names, at.columns)
-        if n in repeats or not (_is_text(c.type) or pa.types.is_map(c.type) or pa.types.is_list(c.type))
-    ]
-    delta = {
-        n: "DELTA_BINARY_PACKED"
-        for n, c in zip(at.column_names, at.columns)
-        if n not in repeats and (pa.types.is_integer(c.type) or pa.types.is_temporal(c.type))
-    }
-    return {"use_dictionary": repeats, "write_statistics": stats, "column_encoding": delta}
 
 
 class Store:
@@ -230,34 +95,18 @@ class Store:
 
     def clocks(self) -> dict[str, float]:
         """host -> seconds its clock runs ahead; StoreError when clocks.json is not that."""
-        data = read_clocks(self.clocks_file)
-        why = clocks_problem(data)
-        if why:
-            raise _clocks_error(self.clocks_file, why)
-        return {h: float(v) for h, v in data.items()}
+        return clocks.load(self.clocks_file)
 
     def set_clock(self, host: str, seconds: float) -> None:
-        why = offset_problem(seconds)
-        if why:
-            raise UsageError(
-                f"clock offset for {host}: {why}",
-                help=f"an offset is a finite number of seconds within ±{MAX_OFFSET_S:g}; a clock off by "
-                "more has the wrong date: ingest with --date or --tz",
-            )
+        clocks.require_offset(host, seconds)
         c = self.clocks()
         c[host] = float(seconds)
-        p = self.root / "clocks.json"
-        tmp = p.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(c, indent=1, sort_keys=True))
-        os.replace(tmp, p)
+        clocks.write(self.clocks_file, c)
 
     def unset_clock(self, host: str) -> None:
         c = self.clocks()
         c.pop(host, None)
-        p = self.root / "clocks.json"
-        tmp = p.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(c, indent=1, sort_keys=True))
-        os.replace(tmp, p)
+        clocks.write(self.clocks_file, c)
 
 
 class InputWriter:
@@ -348,16 +197,3 @@ def _exchange(a: Path, b: Path) -> bool:
     at_fdcwd = -100
     fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0
-
-
-def write_part(folder, table: str, n: int, df: pl.DataFrame) -> None:
-    """Part `n` of a table of the input being written into `folder` (an `InputWriter`'s, from any
-    process: parts are read in the order of `n`)."""
-    if df.height == 0:
-        return
-    import pyarrow.parquet as pq
-
-    at = _to_arrow(table, df)
-    # snappy, not zstd: zstd halves the store but makes the ingest's write much slower (a
-    # context per column chunk), and the store is scratch space on the laptop
-    pq.write_table(at, Path(folder) / f"{table}-{n:05d}.parquet", compression="snappy", **_encodings(at))

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from forensics.core import schema
 from forensics.core.errors import StoreError
-from forensics.store import Store, clocks_problem, offset_problem, read_clocks, snapshots
+from forensics.store import Store, snapshots
+from forensics.store.clocks import clocks_problem, offset_problem, read_clocks
 
 _MAGIC = b"PAR1"
 _PART = re.compile(r"^(?P<table>[a-z_]+)-\d{5}\.parquet$")
