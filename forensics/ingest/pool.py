@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from forensics.ingest import stop
@@ -34,8 +35,24 @@ def _server_env() -> dict[str, str]:
 
     A worker has one core's share: polars' own threads (one per core in every worker) would only
     contend with the other workers. Its pool is sized when polars is imported, in the fork server.
+
+    The server runs `python -c`, which puts the working directory first on sys.path (and Python
+    3.11's fork server drops the sys.path it is sent): run from a checkout of this repository with
+    the package installed (not editable), the server and its workers would import the checkout's
+    forensics/ folder, which has no forensics.parsers, and every task would fail. So the server
+    gets the start of this process's sys.path instead, as a spawned process would: PYTHONSAFEPATH
+    leaves the working directory out, PYTHONPATH gives the entries this process has before the
+    standard library (its script's folder, its PYTHONPATH, a test runner's root); the standard
+    library and site-packages (with an editable install's finder) the server finds itself.
     """
-    return {"POLARS_MAX_THREADS": "1"}
+    stdlib = os.path.dirname(os.__file__)
+    first = []
+    for p in sys.path:
+        if os.path.abspath(p or ".") == stdlib or p.endswith(".zip"):
+            break
+        if os.pathsep not in p:
+            first.append(os.path.abspath(p or "."))
+    return {"POLARS_MAX_THREADS": "1", "PYTHONSAFEPATH": "1", "PYTHONPATH": os.pathsep.join(first)}
 
 
 @contextlib.contextmanager
