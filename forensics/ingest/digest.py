@@ -25,7 +25,7 @@ class HashingStream:
 
     def __init__(self, inner):
         self.inner, self._h, self.n, self.eof = inner, hashlib.sha256(), 0, False
-        self._newlines, self.last = 0, b""  # for the extent of what was read (`_extent`)
+        self._newlines, self.last = 0, b""  # for the extent of what was read (`parse.extent`)
         self._behind: Future | None = None
 
     def _add(self, b: bytes) -> None:
