@@ -1,4 +1,4 @@
-"""A large store written straight to Parquet, in the layout of forensics/ingest/store.py.
+"""A large store written straight to Parquet, in the layout of forensics/store/__init__.py.
 
     <store>/data/<key>/<table>-00000.parquet
 
@@ -142,7 +142,7 @@ def build(root: str, transfers: int, batches: int, replies: int, events: int | N
 
     import forensics.parsers  # noqa: F401  (parsers of other issues register their tables on import)
     from forensics.core import schema
-    from forensics.ingest.store import _to_arrow
+    from forensics.store.parts import _to_arrow
 
     events = events if events is not None else max(batches, 1_000_000)
     want = {"transfers": transfers, "batches": batches, "replies": replies, "events": events}
@@ -207,7 +207,7 @@ def _verdicts(root: str) -> None:
     import time
 
     from forensics.analysis import verdicts
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     t0 = time.perf_counter()
     verdicts.ensure(Store(root))
@@ -222,7 +222,7 @@ def add_input(root: str, host: str = "decode-late", events: int = 20_000, transf
     """
     import pyarrow.parquet as pq
 
-    from forensics.ingest.store import _to_arrow
+    from forensics.store.parts import _to_arrow
 
     key = hashlib.sha256(host.encode()).hexdigest()[:32]
     d = os.path.join(root, "data", key)

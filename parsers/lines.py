@@ -14,6 +14,8 @@ from typing import IO, Pattern
 
 import polars as pl
 
+from forensics.core.inputs import Scan
+
 try:
     from forensics.parsers._fastlog import count_newlines
 except ImportError:  # the native scanner is optional (parsers/native.py)
@@ -22,7 +24,7 @@ except ImportError:  # the native scanner is optional (parsers/native.py)
         return bytes(b).count(b"\n")
 
 
-BLOCK_BYTES = 12 << 20  # see parsers/server_log/__init__.py, `parse`
+BLOCK_BYTES = Scan.block_bytes  # ingest passes its own (core.inputs.Scan)
 MAX_LINE_CHARS = 64 << 10  # what unparsed keeps of one line
 MAX_LINE_BYTES = 1 << 20  # a line longer than this keeps its head and its length (`TextStream`)
 NUL_RUN = 16  # this many NULs in a row are never log text: a copytruncate hole, a preallocated tail
@@ -30,7 +32,7 @@ NUL_RUN = 16  # this many NULs in a row are never log text: a copytruncate hole,
 RECORD_BACKTRACK = 1 << 20  # how far back a block's cut looks for a record's head
 # A block's frames cost per line more than per byte: a block of short lines would hold many times
 # the memory of one of PD log lines, so shorter lines make smaller blocks.
-MAX_BLOCK_LINES = 1 << 16
+MAX_BLOCK_LINES = Scan.max_block_lines
 
 
 @dataclasses.dataclass

@@ -31,7 +31,7 @@ def ingest_paths(paths, store, **opts):
     """Ingest as `forensics ingest` does: the inputs, then the verdicts of their turns."""
     from forensics.analysis import verdicts
     from forensics.ingest import pipeline as ingest
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     results = ingest.run([str(p) for p in paths], str(store), ingest.Options(**opts))
     verdicts.ensure(Store(store))
@@ -40,7 +40,7 @@ def ingest_paths(paths, store, **opts):
 
 def sql(store, q, **params):
     from forensics.catalog.sql import run_sql
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     return run_sql(Store(store), q, params or None)
 

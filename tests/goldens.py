@@ -28,8 +28,8 @@ DROP = {"files": ["ingested_at", "sha256", "resume_state"]}  # resume_state: par
 def snapshot(case: str) -> dict[str, str]:
     from forensics.catalog.sql import run_sql
     from forensics.ingest import pipeline as ingest
-    from forensics.ingest.store import Store
     from forensics.reports.render import flat
+    from forensics.store import Store
 
     src = CASES[case]
     with tempfile.TemporaryDirectory() as d:
@@ -48,8 +48,8 @@ def snapshot(case: str) -> dict[str, str]:
 def query_snapshot(store, name: str) -> dict:
     """A named query's output on a store, as CSV (nested values as JSON), with its column names."""
     from forensics.catalog import named as queries
-    from forensics.ingest.store import Store
     from forensics.reports.render import flat
+    from forensics.store import Store
 
     df = queries.run(Store(store), name)
     return {"columns": df.columns, "csv": flat(df).write_csv()}
@@ -59,7 +59,7 @@ def sample_store(path) -> str:
     """Ingest all of sample_logs/ into `path` (once), with its verdicts; return it."""
     from forensics.analysis import verdicts
     from forensics.ingest import pipeline as ingest
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     ingest.run([str(ROOT / "sample_logs")], str(path), ingest.Options())
     verdicts.ensure(Store(path))

@@ -26,7 +26,7 @@ from forensics.analysis import evidence, timeline
 from forensics.catalog import named as queries
 from forensics.catalog.sql import run_sql
 from forensics.cli import main
-from forensics.ingest.store import Store
+from forensics.store import Store
 from tests.conftest import ingest_paths
 
 UTC = dt.timezone.utc

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from forensics.core import schema
+from forensics.core.inputs import Scan
 from forensics.parsers import lines, server_log
 from forensics.parsers.lines import _line_cap, _record_cut
 from forensics.parsers.server_log import passes as log_passes
@@ -65,8 +66,7 @@ def test_any_block_size_gives_the_tables_of_one_block(monkeypatch, native):
     assert whole["events"]["exc_type"][0] == "KeyError" and whole_ctx.continuation_lines == len(TRACEBACK) - 1
     # block sizes that cut the log on every line of the traceback
     for size in range(len(STATS) * 20, len(LOG), 37):
-        monkeypatch.setattr(lines, "BLOCK_BYTES", size)
-        got, ctx = parse_text(server_log, LOG)
+        got, ctx = parse_text(server_log, LOG, scan=Scan(block_bytes=size))
         assert (ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines) == (
             whole_ctx.parsed_lines,
             whole_ctx.continuation_lines,
@@ -137,8 +137,7 @@ def test_a_cap_on_lines_gives_the_tables_of_one_block(monkeypatch, native):
     monkeypatch.setattr(lines, "_line_cap", lambda *a: capped.append(a[-1]) or _line_cap(*a))
     # any cap that holds the traceback record (12 lines): the cuts then fall on every line of the log
     for cap in range(len(TRACEBACK), 40):
-        monkeypatch.setattr(lines, "MAX_BLOCK_LINES", cap)
-        got, ctx = parse_text(server_log, LOG)
+        got, ctx = parse_text(server_log, LOG, scan=Scan(max_block_lines=cap))
         assert (cap in capped) == (cap < LOG.count("\n")), cap  # the parser's blocks were cut by lines
         assert (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines) == (
             whole_ctx.lines,
@@ -168,16 +167,13 @@ def test_passes_keep_the_blocks_in_order_within_their_block_and_line_bounds(size
 def test_a_bound_on_the_lines_of_a_pass_gives_the_tables_of_one_block(monkeypatch, native):
     monkeypatch.setenv("FORENSICS_NATIVE", native)
     whole, whole_ctx = parse_text(server_log, LOG)
-    monkeypatch.setattr(lines, "MAX_BLOCK_LINES", 13)
-    monkeypatch.setattr(log_passes, "GROUP_BLOCKS", 3)
     seen = []
     passes = log_passes._passes
     monkeypatch.setattr(log_passes, "_passes", lambda *a: (seen.append([b.lines for b in p]) or p for p in passes(*a)))
     grouped = set()
     for bound in (13, 20, 26, 30, 39, 1000):
-        monkeypatch.setattr(log_passes, "PASS_LINES", bound)
         seen.clear()
-        got, ctx = parse_text(server_log, LOG)
+        got, ctx = parse_text(server_log, LOG, scan=Scan(max_block_lines=13, group_blocks=3, pass_lines=bound))
         assert sum(map(sum, seen)) == LOG.count("\n") and all(sum(p) <= bound or len(p) == 1 for p in seen), bound
         grouped |= {len(p) for p in seen}
         assert (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines) == (

@@ -6,7 +6,7 @@ from click.testing import CliRunner
 from forensics.analysis.clocks import estimate
 from forensics.analysis.room import room_story
 from forensics.cli import main
-from forensics.ingest.store import Store
+from forensics.store import Store
 from tests.bundle import DECODE, PREFILL, write_bundle
 from tests.conftest import ingest_paths, sql
 

@@ -148,7 +148,7 @@ def test_no_replies_no_comparisons():
 @pytest.fixture(scope="module")
 def incident_report(tmp_path_factory):
     """An incident other than the checked-in one (another seed), through ingest and evidence."""
-    from forensics.ingest.store import Store
+    from forensics.store import Store
     from tests.conftest import ingest_paths
     from tools.samplegen import generate
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from forensics.analysis import summary
 from forensics.cli import main
-from forensics.ingest.store import Store
+from forensics.store import Store
 from tests.conftest import ingest_paths
 
 UTC = dt.timezone.utc

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from forensics.core import schema
+from forensics.core.inputs import Scan
 from forensics.parsers import lines, native, server_log
 from forensics.parsers.server_log import grammar, passes, scanner
 from tests.conftest import REAL_LOGS
@@ -259,10 +260,8 @@ def test_partial_records_fall_back_to_polars(monkeypatch):
 @pytest.mark.parametrize("group", [1, 2, 5])
 def test_block_boundaries(monkeypatch, group):
     """Small blocks: every line is some block's first or last line, tracebacks cross blocks."""
-    monkeypatch.setattr(lines, "BLOCK_BYTES", 300)
-    monkeypatch.setattr(passes, "GROUP_BLOCKS", group)
     data = "\n".join(EDGE * 3).encode() + b"\n"
-    assert_same(data, monkeypatch)
+    assert_same(data, monkeypatch, scan=Scan(block_bytes=300, group_blocks=group))
 
 
 def test_the_scanner_takes_plain_stats_lines():
@@ -346,9 +345,8 @@ def test_sample_and_real_logs_in_blocks_both_ways(monkeypatch, path):
     data = open(path, "rb").read()
     if path.endswith(".gz"):
         data = gzip.decompress(data)
-    monkeypatch.setattr(lines, "BLOCK_BYTES", max(1024, len(data) // 8))
-    monkeypatch.setattr(passes, "GROUP_BLOCKS", 3)
-    assert_same(data, monkeypatch, name=os.path.basename(path).removesuffix(".gz"))
+    scan = Scan(block_bytes=max(1024, len(data) // 8), group_blocks=3)
+    assert_same(data, monkeypatch, name=os.path.basename(path).removesuffix(".gz"), scan=scan)
 
 
 KEYS = [k for k in grammar.KNOWN_STATS_KEYS] + ["#swa token", "odd key", "k"]

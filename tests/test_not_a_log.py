@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from forensics.cli import main
 from forensics.core.inputs import Source
-from forensics.ingest.pipeline import NotALog, choose_parser
+from forensics.ingest.sniff import NotALog, choose_parser
 from forensics.parsers import openai_proxy, server_log
 from tests.conftest import ROOT, sql
 

@@ -17,10 +17,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from forensics.core.inputs import Scan
 from forensics.ingest import pipeline
-from forensics.parsers import lines, native, server_log
+from forensics.parsers import native, server_log
 from forensics.parsers.base import Context, Source, Written
-from forensics.parsers.server_log import passes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
@@ -52,8 +52,8 @@ class _InProcess:
         return Written(part)
 
 
-def _parse(path: str, pool=None) -> tuple[dict, Context, list]:
-    ctx = Context(host="h", pool=pool)
+def _parse(path: str, pool=None, scan: Scan = Scan()) -> tuple[dict, Context, list]:
+    ctx = Context(host="h", pool=pool, scan=scan)
     src = Source(path="x.log", fs_path=path, size=os.path.getsize(path), mtime=os.path.getmtime(path))
     got = list(server_log.parse(src, ctx))
     batches = [pool.parts[w.part] for w in got] if pool else got
@@ -65,10 +65,10 @@ def _parse(path: str, pool=None) -> tuple[dict, Context, list]:
     return tables, ctx, got
 
 
-def _same(path: str) -> _InProcess:
-    want, wctx, _ = _parse(path)
+def _same(path: str, scan: Scan = Scan()) -> _InProcess:
+    want, wctx, _ = _parse(path, scan=scan)
     pool = _InProcess()
-    got, gctx, yielded = _parse(path, pool)
+    got, gctx, yielded = _parse(path, pool, scan)
     assert all(isinstance(w, Written) for w in yielded)
     assert sorted(got) == sorted(want)
     for t in want:
@@ -97,22 +97,18 @@ SHAPES = [
 
 
 @pytest.mark.parametrize("sample", SHAPES, ids=[s.name for s in SHAPES])
-def test_small_passes_on_a_pool_give_the_same_tables(tmp_path, monkeypatch, sample):
+def test_small_passes_on_a_pool_give_the_same_tables(tmp_path, sample):
     """Blocks of a few lines put a dated line, the time-only lines after it, a bare stats line and
     the timed line above it in different passes."""
-    monkeypatch.setattr(lines, "BLOCK_BYTES", 120)
-    monkeypatch.setattr(passes, "GROUP_BLOCKS", 1)
     p = tmp_path / "x.log"
     p.write_text(sample.text)
-    pool = _same(str(p))
+    pool = _same(str(p), Scan(block_bytes=120, group_blocks=1))
     assert len(pool.parts) > 1 or sample.text.strip().count("\n") == 0
     if sample.name in ("time_only_prefix_2024", "bare_stats_line_inherits_ts"):
         assert pool.sent_back  # their passes need the clock of the passes before them
 
 
-def test_kibana_offset_from_the_first_pass_reaches_the_others(tmp_path, monkeypatch):
-    monkeypatch.setattr(lines, "BLOCK_BYTES", 200)
-    monkeypatch.setattr(passes, "GROUP_BLOCKS", 1)
+def test_kibana_offset_from_the_first_pass_reaches_the_others(tmp_path):
     line = (
         "May 16, 2026 @ 20:44:{s:02d}.560    [2026-05-16 12:44:{s:02d} DP2 TP2] Decode batch, #running-req: 1, "
         "#token: 31936, token usage: 0.15, #queue-req: 0\n"
@@ -120,17 +116,16 @@ def test_kibana_offset_from_the_first_pass_reaches_the_others(tmp_path, monkeypa
     later = "[2026-05-16 12:45:{s:02d} DP2 TP2] Decode batch, #running-req: 2, #token: 3, token usage: 0.15, #queue-req: 0\n"
     p = tmp_path / "x.log"
     p.write_text("".join(line.format(s=s) for s in range(3)) + "".join(later.format(s=s) for s in range(12)))
-    _same(str(p))
+    _same(str(p), Scan(block_bytes=200, group_blocks=1))
 
 
 @pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
-def test_a_pd_log_in_many_passes(tmp_path, monkeypatch):
+def test_a_pd_log_in_many_passes(tmp_path):
     import gen
 
-    monkeypatch.setattr(lines, "BLOCK_BYTES", 96 << 10)
     p = tmp_path / "decode.log"
     gen.write_log(str(p), "decode", 1 << 20, 3)
-    assert len(_same(str(p)).parts) > 3
+    assert len(_same(str(p), Scan(block_bytes=96 << 10)).parts) > 3
 
 
 def _store_tables(store: str) -> dict:
@@ -143,12 +138,11 @@ def _store_tables(store: str) -> dict:
 
 
 @pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
-def test_ingest_on_workers_writes_the_store_one_process_writes(tmp_path, monkeypatch):
+def test_ingest_on_workers_writes_the_store_one_process_writes(tmp_path):
     """A compressed input is read here and parsed on the workers, pass by pass, beside small
     inputs parsed whole in the same pool."""
     import gen
 
-    monkeypatch.setattr(lines, "BLOCK_BYTES", 128 << 10)
     d = tmp_path / "in"
     d.mkdir()
     gen.write_log(str(d / "decode.log"), "decode", 1 << 20, 5)
@@ -160,7 +154,7 @@ def test_ingest_on_workers_writes_the_store_one_process_writes(tmp_path, monkeyp
     stores = {}
     for jobs in (1, 2):
         stores[jobs] = str(tmp_path / f"store{jobs}")
-        res = pipeline.run([str(d)], stores[jobs], pipeline.Options(jobs=jobs))
+        res = pipeline.run([str(d)], stores[jobs], pipeline.Options(jobs=jobs, scan=Scan(block_bytes=128 << 10)))
         assert sorted(r.status for r in res) == ["ingested"] * 3
     one, two = _store_tables(stores[1]), _store_tables(stores[2])
     assert sorted(one) == sorted(two)
@@ -176,17 +170,15 @@ def test_ingest_on_workers_writes_the_store_one_process_writes(tmp_path, monkeyp
     shutil.which("taskset") is None or not {0, 1} <= os.sched_getaffinity(0), reason="needs taskset and two cores"
 )
 def test_the_pool_is_sized_to_the_cores_this_process_may_use():
-    code = "from forensics.ingest.pipeline import cores; print(cores())"
+    code = "from forensics.ingest.pool import cores; print(cores())"
     for cpus, n in (("0", "1"), ("0,1", "2")):
         out = subprocess.run(["taskset", "-c", cpus, sys.executable, "-c", code], capture_output=True, text=True)
         assert out.stdout.strip() == n
 
 
-def test_a_pass_that_fails_in_a_worker_fails_its_input(tmp_path, monkeypatch):
+def test_a_pass_that_fails_in_a_worker_fails_its_input(tmp_path):
     """The error reaches the input's parse (ingest then records the input as failed, alone), once
     the passes still in flight have ended: the input's folder is removed next."""
-    monkeypatch.setattr(lines, "BLOCK_BYTES", 120)
-    monkeypatch.setattr(passes, "GROUP_BLOCKS", 1)
     p = tmp_path / "x.log"
     p.write_text(
         "".join(
@@ -208,5 +200,5 @@ def test_a_pass_that_fails_in_a_worker_fails_its_input(tmp_path, monkeypatch):
 
     pool = Failing()
     with pytest.raises(OSError, match="No space left"):
-        _parse(str(p), pool)
+        _parse(str(p), pool, Scan(block_bytes=120, group_blocks=1))
     assert 2 not in pool.parts and len(pool.parts) > 2  # the passes after it ran, into a folder then removed

@@ -36,7 +36,7 @@ def test_golden_and_declared_columns(name, sample_store):
 
 def test_parameters_are_bound_not_pasted(sample_store):
     from forensics.core.errors import UsageError
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     hostile = "x'; DROP VIEW batches; --"
     df = queries.run(Store(sample_store), "timeline", {"bucket_s": "60", "host": hostile})

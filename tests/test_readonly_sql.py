@@ -202,7 +202,7 @@ def test_copy_names_the_way_out(store):
 def test_the_connection_itself_is_locked(store, outside):
     """Beneath the statement check: the connection every report and query uses reaches no file but the store's."""
     from forensics.catalog import connect
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     con = connect(Store(store))
     try:
@@ -328,7 +328,7 @@ def test_spilling_to_the_temp_directory_works_under_the_lock(store, monkeypatch)
     """A query bigger than memory spills to <store>/.tmp/duckdb on the locked connection."""
     from forensics import catalog
     from forensics.catalog.sql import run_sql
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     monkeypatch.setattr(catalog, "MEMORY_LIMIT", "48MB")
     con = catalog.connect(Store(store))
@@ -417,7 +417,7 @@ def test_attacks_made_fresh_each_run(store, pristine, outside):
     from forensics.catalog import connect
     from forensics.catalog.sql import run_sql
     from forensics.core.errors import UsageError
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     seed = int.from_bytes(os.urandom(4), "big")
     rng = random.Random(seed)

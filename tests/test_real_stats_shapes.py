@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from forensics.parsers import lines, native, server_log
-from forensics.parsers.server_log import passes
+from forensics.core.inputs import Scan
+from forensics.parsers import native, server_log
 from tests.conftest import REAL_LOGS
 from tests.helpers import parse_text
 
@@ -199,11 +199,9 @@ def test_shapes_both_ways(monkeypatch, sample, block_bytes):
     timed line above it in different blocks and passes: the times still follow the file."""
     from tests.test_native import assert_same
 
-    if block_bytes:
-        monkeypatch.setattr(lines, "BLOCK_BYTES", block_bytes)
-        monkeypatch.setattr(passes, "GROUP_BLOCKS", 2)
-    one, _ = parse_text(server_log, sample.text)
-    got = assert_same(sample.text.encode(), monkeypatch)
+    scan = Scan(block_bytes=block_bytes, group_blocks=2) if block_bytes else Scan()
+    one, _ = parse_text(server_log, sample.text, scan=scan)
+    got = assert_same(sample.text.encode(), monkeypatch, scan=scan)
     for t in ("events", "batches"):
         if t in one:
             assert got[t].select("line_no", "ts").rows() == one[t].select("line_no", "ts").rows()

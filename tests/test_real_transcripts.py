@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from forensics.ingest.pipeline import choose_parser
+from forensics.ingest.sniff import choose_parser
 from forensics.parsers import claude_code
 from forensics.parsers.base import Context, Source
 from tests.conftest import REAL_TRANSCRIPTS

@@ -24,8 +24,8 @@ import pytest
 from click.testing import CliRunner
 
 from forensics.cli import main
-from forensics.ingest.store import Store
 from forensics.reports.redact import Redactor
+from forensics.store import Store
 from tests.conftest import ingest_paths
 
 # 2137212531 planted a MAC in a file name right after a dash (`sglang-02:5b:…:21.log`)

@@ -19,7 +19,7 @@ INCIDENT = ROOT / "sample_logs" / "incident"
 
 def _materialize(store: Path) -> Path:
     from forensics import catalog
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     con = catalog.connect(Store(store), materialize=True)
     con.close()
@@ -142,7 +142,7 @@ def test_a_new_host_touches_only_its_rooms(tmp_path, always_extend):
 
 
 def test_other_clock_offsets_compute_everything(tmp_path, always_extend):
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     store = tmp_path / "store"
     ingest_paths([INCIDENT / "prefill-0", INCIDENT / "decode-0"], store)

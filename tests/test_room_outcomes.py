@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from forensics.analysis.room import room_story
 from forensics.cli import main
 from forensics.core import schema
-from forensics.ingest.store import Store
+from forensics.store import Store
 from tests.conftest import ingest_paths, sql
 
 PREFILL, DECODE = "node-p0", "node-d1"

@@ -24,7 +24,7 @@ INCIDENT = ROOT / "sample_logs" / "incident"
 def built(tmp_path_factory):
     """sample_logs/incident ingested, with its derived snapshots; copied by each test, never changed."""
     from forensics.catalog import connect
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     store = tmp_path_factory.mktemp("checks") / "store"
     ingest_paths([INCIDENT], store)
@@ -151,7 +151,7 @@ def test_garbage_verdicts_are_computed_again(store):
 
 def _rooms(store: Path, materialize=True) -> int:
     from forensics.catalog import connect
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     return connect(Store(store), materialize=materialize).sql("SELECT count(*) FROM rooms").fetchall()[0][0]
 
@@ -219,7 +219,7 @@ def test_same_size_tampering_is_caught_by_the_checksum(store):
 
 
 def test_a_snapshot_set_is_published_whole_with_its_manifest(store):
-    from forensics.catalog import snapshots
+    from forensics.store import snapshots
 
     snap = _snapshots(store)
     m = json.loads((snap / "MANIFEST.json").read_text())
@@ -233,7 +233,7 @@ def test_a_snapshot_set_is_published_whole_with_its_manifest(store):
 
 
 def test_a_dead_builder_is_swept_a_live_one_is_not(store):
-    from forensics.catalog import snapshots
+    from forensics.store import snapshots
 
     derived = store / "derived"
     keep = {"verdicts", _snapshots(store).name}
@@ -259,7 +259,7 @@ def test_a_dead_builder_is_swept_a_live_one_is_not(store):
 _READER = textwrap.dedent("""
     import sys
     from forensics.catalog import connect
-    from forensics.ingest.store import Store
+    from forensics.store import Store
     con = connect(Store(sys.argv[1]), materialize=True)
     print(con.sql("SELECT count(*) FROM rooms").fetchall()[0][0], flush=True)
     sys.stdin.readline()
@@ -268,7 +268,7 @@ _READER = textwrap.dedent("""
 
 
 def test_a_snapshot_is_never_removed_under_its_reader(store, built):
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     reader = subprocess.Popen(
         [sys.executable, "-c", _READER, str(store)],

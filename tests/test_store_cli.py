@@ -175,7 +175,7 @@ def test_package_ships_one_import_name_with_parsers_and_queries(tmp_path):
 def test_derived_view_snapshots_follow_the_store(tmp_path):
     """Reports cache transfers/rooms/replies; a new input or a new offset makes a new snapshot."""
     from forensics.catalog import named as queries
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     def snapshots():  # derived/verdicts holds the verdicts of turns, not a snapshot
         return sorted(p for p in (store / "derived").iterdir() if p.name != "verdicts")
@@ -228,7 +228,7 @@ def test_same_content_committed_by_another_input_in_between_is_a_duplicate(tmp_p
 
     import polars as pl
 
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     store = Store(tmp_path / "store").init()
     first, second = store.writer("k1"), store.writer("k2")
@@ -274,10 +274,10 @@ def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkey
     own input."""
     import threading
 
-    from forensics.ingest import pipeline as ingest
-    from forensics.ingest import store
+    from forensics import store
+    from forensics.core.inputs import Scan
+    from forensics.ingest import parse
 
-    monkeypatch.setattr(ingest, "SMALL_INPUT_BYTES", 0)  # every input in this process, none in workers
     names = ["a.log", "b.bin", "c.log", "d.log", "e.log"]
     for i, n in enumerate(names):
         body = b"\x00\x01\x02" * 4000 if n.endswith(".bin") else LOG.replace("DP0", f"DP{i}").encode()
@@ -288,7 +288,7 @@ def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkey
         with lock:
             events.append(what)
 
-    parse_one, commit, write = ingest._parse_one, ingest._commit, store.InputWriter.write
+    parse_one, commit, write = parse.parse_one, parse.commit, store.InputWriter.write
     b_started = threading.Event()
 
     def parse_noted(st, src, *a):
@@ -302,8 +302,8 @@ def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkey
         note(("commit", res.path, res.path.endswith("a.log") and b_started.wait(10)))
         return commit(st, w, res, *a)
 
-    monkeypatch.setattr(ingest, "_parse_one", parse_noted)
-    monkeypatch.setattr(ingest, "_commit", commit_noted)
+    monkeypatch.setattr(parse, "parse_one", parse_noted)
+    monkeypatch.setattr(parse, "commit", commit_noted)
 
     def failing_write(self, table, df):
         if table == "batches" and df["source_file"][0].endswith("d.log"):
@@ -311,7 +311,8 @@ def test_inputs_in_this_process_finish_while_the_next_is_parsed(tmp_path, monkey
         return write(self, table, df)
 
     monkeypatch.setattr(store.InputWriter, "write", failing_write)
-    results = ingest_paths([tmp_path / n for n in names], tmp_path / "store", jobs=1)
+    # every input in this process, none in workers
+    results = ingest_paths([tmp_path / n for n in names], tmp_path / "store", jobs=1, scan=Scan(small_input_bytes=0))
     assert [(r.path.rsplit("/", 1)[1], r.status) for r in results] == [
         ("a.log", "ingested"),
         ("b.bin", "skipped"),

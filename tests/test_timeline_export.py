@@ -25,10 +25,10 @@ import pytest
 from forensics.analysis import timeline
 from forensics.catalog.sql import run_sql
 from forensics.ingest import pipeline as ingest
-from forensics.ingest.store import Store
 from forensics.reports import export as timeline_export
 from forensics.reports.html import fill
 from forensics.reports.render import escape_control
+from forensics.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENT = ROOT / "sample_logs" / "incident"

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from forensics.analysis import verdicts
-from forensics.ingest.pipeline import choose_parser
+from forensics.ingest.sniff import choose_parser
 from forensics.parsers import claude_code, openai_proxy, opencode, server_log
 from forensics.parsers.base import Context, Source
 from tests.conftest import ROOT, ingest_paths, sql

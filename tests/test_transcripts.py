@@ -83,7 +83,7 @@ def test_opencode_export_db_and_tree_give_the_same_turns(tmp_path):
     B.write_export(tmp_path / "s.json", sid, msgs)
     B.write_db(tmp_path / "opencode.db", {sid: msgs})
     B.write_tree(tmp_path / "storage", {sid: msgs})
-    from forensics.ingest.pipeline import choose_parser
+    from forensics.ingest.sniff import choose_parser
     from forensics.parsers.base import Context, Source
 
     frames = []
@@ -260,7 +260,7 @@ def test_sample_incident_replies_match_what_was_planted(tmp_path):
     store = tmp_path / "store"
     offset = planted["clock_offset"]
     ingest_paths([root], store, jobs=1)
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     Store(store).set_clock(offset["host"], offset["offset_s"])
     got = {

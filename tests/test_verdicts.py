@@ -16,8 +16,8 @@ from forensics.analysis.replies import list_replies
 from forensics.core import schema
 from forensics.core.turns import frame
 from forensics.ingest import pipeline
-from forensics.ingest.store import Store
 from forensics.parsers import transcript
+from forensics.store import Store
 from tests.conftest import REAL_TRANSCRIPTS, ROOT, ingest_paths, sql
 
 CORPUS = ROOT / "tests" / "corpus" / "transcripts"

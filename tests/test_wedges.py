@@ -18,8 +18,8 @@ import pytest
 
 from forensics.analysis import evidence, timeline
 from forensics.catalog import named as queries
-from forensics.ingest.store import Store
 from forensics.reports import text as text_reports
+from forensics.store import Store
 from tests.conftest import ingest_paths
 
 UTC = dt.timezone.utc

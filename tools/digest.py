@@ -35,10 +35,14 @@ except ImportError:  # before the analysis step existed
     from forensics.catalog import connect
 try:
     from forensics.core import schema
-    from forensics.ingest.store import Store
-except ImportError:  # before the layers
-    from forensics import schema
     from forensics.store import Store
+except ImportError:  # before the store layer, or before the layers
+    try:
+        from forensics.core import schema
+        from forensics.ingest.store import Store
+    except ImportError:
+        from forensics import schema
+        from forensics.store import Store
 store = Store(sys.argv[1])
 con = connect(store)
 out = {}

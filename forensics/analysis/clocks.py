@@ -26,7 +26,7 @@ import polars as pl
 from forensics.catalog import connect, snapshot_path
 from forensics.core.errors import UsageError
 from forensics.core.text import escape_control
-from forensics.ingest.store import Store
+from forensics.store import Store
 
 
 @dataclasses.dataclass

@@ -18,7 +18,7 @@ from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
-from forensics.ingest.store import Store
+from forensics.store import Store
 
 ALPHA = 0.05
 

@@ -6,7 +6,7 @@ import duckdb
 
 from forensics import catalog
 from forensics.analysis import verdicts
-from forensics.ingest.store import Store
+from forensics.store import Store
 
 
 def connect(

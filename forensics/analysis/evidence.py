@@ -18,7 +18,7 @@ from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
 from forensics.catalog.sql import run_sql
-from forensics.ingest.store import Store
+from forensics.store import Store
 
 # dimension -> (feature column, how to bucket it, label)
 DIMENSIONS = [

@@ -8,7 +8,7 @@ from forensics.analysis import verdicts
 from forensics.analysis.detectors import CLASSES
 from forensics.catalog.sql import run_sql
 from forensics.core.errors import UsageError
-from forensics.ingest.store import Store
+from forensics.store import Store
 
 COLUMNS = (
     "t_end",

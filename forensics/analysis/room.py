@@ -9,7 +9,7 @@ import polars as pl
 from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.core.errors import ForensicsError, UsageError
-from forensics.ingest.store import Store
+from forensics.store import Store
 
 # Corrected time first; rows without a time (lines copied without a prefix) go last, in file order.
 # `failure` names the outcome a failure row stands for, and which one decided the room's outcome.

@@ -9,7 +9,7 @@ from forensics.analysis import names
 from forensics.analysis.clocks import clock_warnings, estimate, zone_warnings
 from forensics.analysis.db import connect
 from forensics.core import schema
-from forensics.ingest.store import Store
+from forensics.store import Store
 
 _HOSTS_SQL = """
 SELECT host, string_agg(DISTINCT role, ', ' ORDER BY role) AS roles, count(*) AS inputs,

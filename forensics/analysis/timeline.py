@@ -13,7 +13,7 @@ from forensics.analysis.db import connect
 from forensics.catalog import named as queries
 from forensics.catalog.sql import run_sql
 from forensics.core.errors import UsageError
-from forensics.ingest.store import Store
+from forensics.store import Store
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600}
 

@@ -24,11 +24,10 @@ import polars as pl
 
 from forensics import catalog
 from forensics.analysis import detectors
-from forensics.catalog import checks
 from forensics.core import schema, text
 from forensics.core.errors import ForensicsError
 from forensics.core.turns import Turn
-from forensics.ingest.store import Store
+from forensics.store import Store, checks, snapshots
 
 # the code a verdict depends on: every module of the detectors package (by name, so that moving a
 # function between them counts), the escaping of their evidence, and how a stored row becomes the
@@ -113,7 +112,7 @@ def ensure(store: Store, th: detectors.Thresholds | None = None) -> str:
     ver = version(th)
     if not store.exists():
         return ver
-    folder = catalog.verdicts_dir(store) / ver
+    folder = snapshots.verdicts_dir(store) / ver
     spare = _SPARE[store.root.resolve()].name if store.root.resolve() in _SPARE else None
     by_input: dict[str, list[str]] = {}
     for f in store.table_files("turns"):
@@ -135,7 +134,7 @@ def ensure(store: Store, th: detectors.Thresholds | None = None) -> str:
                 spare = _SPARE[store.root.resolve()].name
             _write(rows, Path(spare) / ver / name)
     try:
-        current = catalog.verdicts_dir(store) / "CURRENT"
+        current = snapshots.verdicts_dir(store) / "CURRENT"
         if not current.exists() or current.read_text().strip() != ver:
             _write_text(current, ver + "\n")
     except OSError:

@@ -25,9 +25,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from forensics.catalog import checks, refresh, snapshots
+from forensics.catalog import refresh
 from forensics.core import schema
-from forensics.ingest.store import Store
+from forensics.store import Store, checks, snapshots
+from forensics.store.snapshots import VERDICTS, verdicts_dir
 
 _DUCK_TYPES = {
     pl.Utf8: "VARCHAR",
@@ -69,14 +70,9 @@ def _empty_select(t: schema.Table, columns: tuple[schema.Column, ...] | None = N
     return f"SELECT {cols} WHERE false"
 
 
-VERDICTS = "verdicts"
 # the verdicts this process computed, per store root: their version, and the spare folder that
 # holds them when the store cannot be written
 _VERDICTS_FOR: dict[Path, tuple[str, Path | None]] = {}
-
-
-def verdicts_dir(store: Store) -> Path:
-    return store.root / "derived" / VERDICTS
 
 
 def use_verdicts(store: Store, version: str, spare: Path | None = None) -> None:
@@ -274,6 +270,11 @@ def _cache_dir(store: Store, offsets: dict, verdicts: tuple[str | None, list[str
 def _views() -> list[str]:
     """The derived views that get snapshots, in the order they are built."""
     return [name for _, sql in derived_views() for name in _VIEW_NAME.findall(sql)]
+
+
+def verify(store: Store, repair: bool = False) -> checks.Report:
+    """`forensics verify`: the store's checks, its snapshot sets checked against the views defined here."""
+    return checks.verify(store, repair, views=_views())
 
 
 def _point_at(con, views: list[str], folder: Path) -> list[str]:

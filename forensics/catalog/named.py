@@ -20,7 +20,7 @@ from importlib import resources
 import polars as pl
 
 from forensics.core.errors import ForensicsError, UsageError
-from forensics.ingest.store import Store
+from forensics.store import Store
 
 _PARAM = re.compile(r"^(\w+)\s+([A-Z]+)\s*=\s*([^:]*?)\s*:\s*(.+)$")
 _CASTS = {"DOUBLE": float, "INTEGER": int, "BIGINT": int, "VARCHAR": str, "TIMESTAMP": str, "BOOLEAN": None}

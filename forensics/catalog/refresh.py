@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.catalog import snapshots
+from forensics.store import snapshots
 
 # view -> the ORDER BY of its SQL (None: it has none); tests/test_refresh.py checks they agree,
 # so a merged snapshot is in the order a whole computation writes

@@ -37,9 +37,9 @@ import re
 import duckdb
 import polars as pl
 
-from forensics.catalog import checks, connect
+from forensics.catalog import connect
 from forensics.core.errors import QueryError, UsageError
-from forensics.ingest.store import Store
+from forensics.store import Store, checks
 
 _READ_ONLY = "SQL over the store is read-only"
 _TEMP_HELP = "CREATE TEMP TABLE name AS SELECT ... keeps a result for the rest of the same command"

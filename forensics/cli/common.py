@@ -11,7 +11,7 @@ EXIT_FAILED = 1  # a failed run; usage errors exit 2 (ForensicsError.exit_code)
 
 
 def store_option(f):
-    from forensics.ingest.store import DEFAULT_STORE
+    from forensics.store import DEFAULT_STORE
 
     return click.option(
         "--store",
@@ -73,8 +73,8 @@ def _store_damage(e: Exception, store):
     """The StoreError behind a DuckDB failure, when a damaged store file is what failed."""
     if store is None or type(e).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
         return None
-    from forensics.catalog.checks import explain_read_error
-    from forensics.ingest.store import Store
+    from forensics.store import Store
+    from forensics.store.checks import explain_read_error
 
     return explain_read_error(Store(store), e)
 

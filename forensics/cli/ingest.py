@@ -62,7 +62,8 @@ def ingest(
     from forensics.cli.progress import IngestProgress
     from forensics.core.errors import UsageError
     from forensics.ingest import pipeline as ing
-    from forensics.ingest.store import Store, offset_problem
+    from forensics.store import Store
+    from forensics.store.clocks import offset_problem
 
     check_zone(tz)
     import os
@@ -95,41 +96,29 @@ def ingest(
     opts = ing.Options(
         host=host, role=role, tz=tz, year=year, date=log_date, run=run_label, format=forced_format, jobs=jobs
     )
+    from forensics.analysis import after_ingest
+    from forensics.cli.progress import computing
     from forensics.ingest import stop
 
-    with stop.handling():
-        try:
+    try:
+        with stop.handling():
             with IngestProgress() as prog:
                 results = ing.run(list(paths), store, opts, prog)
-            for h, v in offsets.items():
-                Store(store).set_clock(h, v)
-            from forensics.analysis import verdicts
-
-            try:
-                verdicts.ensure(Store(store))
-            except stop.Interrupted as e:
-                e.phase, e.total = "verdicts", len(results)
-                raise
-        except stop.Interrupted as e:
-            _interrupted(e)
-    IngestProgress.summary(results)
-    if not any(r.status in ("ingested", "duplicate", "failed") for r in results):
+        # the derived views are computed by the summary, once, so the first report after an ingest
+        # is quick; what was ingested is committed by then, so a failure there is said, and the
+        # ingest's exit kept
+        done = after_ingest.finish(Store(store), results, offsets, IngestProgress.summary, computing)
+    except stop.Interrupted as e:
+        _interrupted(e)
+    if not done.read_any:
         from forensics.cli.progress import nothing_line
 
         click.echo(nothing_line(paths, results), err=True)
         sys.exit(EXIT_FAILED)
-    from forensics.analysis import summary as sm
-    from forensics.cli.progress import computing
-    from forensics.reports.summary import lines
-
-    # the derived views are computed here, once, so the first report after an ingest is quick;
-    # what was ingested is committed by now, so a failure here is said, and the ingest's exit kept
-    try:
-        with computing(Store(store)):
-            model = sm.build(Store(store))
-    except Exception as e:  # noqa: BLE001
+    if done.summary_error is not None:
+        e = done.summary_error
         if click.get_current_context().find_root().params.get("debug"):
-            raise
+            raise e
         from forensics.core.text import escape_control
 
         click.echo(
@@ -142,8 +131,10 @@ def ingest(
             "  = help: `forensics verify` checks the store; `forensics --debug summary` shows the traceback", err=True
         )
     else:
+        from forensics.reports.summary import lines
+
         click.echo("", err=True)
-        for line in lines(model):
+        for line in lines(done.summary):
             click.echo(line, err=True)
     if any(r.status == "failed" for r in results):
         sys.exit(EXIT_FAILED)

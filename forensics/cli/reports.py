@@ -55,7 +55,7 @@ def timeline(store, bucket, since, until, host, fmt, output, redact):
     from forensics.analysis import timeline as tl
     from forensics.cli.progress import computing
     from forensics.core.errors import UsageError
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     fmt = output_format(fmt, output, TIMELINE, "timeline")
     if fmt in TIMELINE.files and not output:
@@ -103,8 +103,8 @@ def evidence(store, fmt, redact, output):
     """The bug-report tables: corrupted vs clean by dimension, wedges, abort storms, checksums."""
     from forensics.analysis import evidence as ev
     from forensics.cli.progress import computing
-    from forensics.ingest.store import Store
     from forensics.reports.text import render_evidence
+    from forensics.store import Store
 
     fmt = output_format(fmt, output, EVIDENCE, "evidence")
     check_output(output)
@@ -167,9 +167,9 @@ def replies(corrupted, cls, session, store, fmt, redact):
     from forensics.analysis.clocks import clock_warnings
     from forensics.analysis.replies import list_replies
     from forensics.cli.progress import computing
-    from forensics.ingest.store import Store
     from forensics.reports.render import render
     from forensics.reports.text import print_replies
+    from forensics.store import Store
 
     with computing(Store(store)):
         df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
@@ -199,9 +199,9 @@ def room(room, store, fmt, redact):
     from forensics.analysis.clocks import describe_offsets
     from forensics.analysis.room import parse_room, room_story
     from forensics.cli.progress import computing
-    from forensics.ingest.store import Store
     from forensics.reports.render import render
     from forensics.reports.room import summary_lines
+    from forensics.store import Store
 
     with computing(Store(store)):
         story = room_story(Store(store), parse_room(room))
@@ -223,8 +223,8 @@ def summary(store, fmt, output):
     """What the store holds, in one screen: hosts, roles, time spans, rows per table, unparsed share, clocks, warnings."""
     from forensics.analysis import summary as sm
     from forensics.cli.progress import computing
-    from forensics.ingest.store import Store
     from forensics.reports.summary import render_summary
+    from forensics.store import Store
 
     check_output(output)
     with computing(Store(store)):

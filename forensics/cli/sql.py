@@ -88,7 +88,7 @@ def sql(query, sql_file, store, fmt, params, output, redact):
     from forensics.analysis import verdicts
     from forensics.catalog import named
     from forensics.catalog.sql import run_sql
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     text, source = _sql_text(query, sql_file)
     fmt = output_format(fmt, output, RESULT, "sql")
@@ -286,7 +286,7 @@ def _row_counts(store) -> dict | None:
     import os
 
     from forensics.analysis.summary import row_counts
-    from forensics.ingest.store import DEFAULT_STORE, Store
+    from forensics.store import DEFAULT_STORE, Store
 
     path = store or DEFAULT_STORE
     if not os.path.isdir(path) or not Store(path).exists():
@@ -336,7 +336,7 @@ def query_run(name, store, fmt, params, output, redact):
     """Run a named query; parameters are bound, never pasted into the SQL; their header declares the types."""
     from forensics.analysis import verdicts
     from forensics.catalog import named as queries
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     fmt = output_format(fmt, output, RESULT, "query run")
     _outside_store(output, store)

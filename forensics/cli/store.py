@@ -25,8 +25,8 @@ def clocks(ctx, store, fmt):
     if ctx.invoked_subcommand:
         return
     from forensics.analysis.clocks import describe_offsets, estimate
-    from forensics.ingest.store import Store
     from forensics.reports.render import render
+    from forensics.store import Store
 
     report = estimate(Store(store))
     echo_head(describe_offsets(report.offsets), fmt)
@@ -42,7 +42,7 @@ def clocks(ctx, store, fmt):
 def clocks_set(host, seconds, store, force):
     """Record that HOST's clock runs SECONDS ahead (negative: behind); views subtract it."""
     from forensics.analysis.clocks import describe_offsets, set_offset
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     if not force:
         _check_host(Store(store), host, "clocks set", "add --force to record it for a host not ingested yet")
@@ -56,7 +56,7 @@ def clocks_set(host, seconds, store, force):
 def clocks_unset(host, store):
     """Remove the offset recorded for HOST; its times are read as logged again."""
     from forensics.analysis.clocks import describe_offsets, unset_offset
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     click.echo(describe_offsets(unset_offset(Store(store), host)))
 
@@ -91,9 +91,9 @@ def verify(store, repair):
 
     Exits 1 when something is broken (after --repair: when something could not be repaired).
     """
-    from forensics.catalog.checks import verify as check_store
+    from forensics.catalog import verify as check_store
     from forensics.core.text import escape_control
-    from forensics.ingest.store import Store
+    from forensics.store import Store
 
     rep = check_store(Store(store), repair=repair)
     for f in rep.findings:

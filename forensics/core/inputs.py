@@ -37,6 +37,28 @@ class Source:
         return open_source(self)
 
 
+@dataclasses.dataclass(frozen=True)
+class Scan:
+    """How ingest reads its inputs: the parsers' block and pass sizes, and which inputs its workers
+    take. One object, passed down with the options (tests shrink the sizes to cut small inputs
+    into many blocks), so nothing is a module constant to patch."""
+
+    sniff_bytes: int = 64 << 10  # of an input's head, to choose its parser
+    # Block size trades speed for memory: the native path reads up to `group_blocks` blocks per
+    # polars pass, and a pass's frames are most of the peak: larger blocks are faster and hold
+    # more. A block also ends at `max_block_lines` lines, since the frames cost per line: a block
+    # of short lines would otherwise hold many times the memory.
+    block_bytes: int = 12 << 20
+    max_block_lines: int = 1 << 16
+    group_blocks: int = 3
+    # a pass holds at most this many lines (parsers/server_log/passes.py)
+    pass_lines: int = 170_000
+    small_input_bytes: int = 8 << 20  # under one block: parsed whole in one worker
+    # A pool costs about a second of CPU to start (the fork server imports what a worker needs):
+    # the large inputs are worth it with a few passes to spread.
+    pool_input_bytes: int = 64 << 20
+
+
 @dataclasses.dataclass
 class Context:
     """What the user told ingest about a file, plus what the parser learns while reading it."""
@@ -66,6 +88,7 @@ class Context:
     # ingest's worker processes (parsers.base.PassPool), when a parser may spread its passes over
     # them; None: the parser does all of it in this process
     pool: object = None
+    scan: Scan = Scan()
 
     def account(self, parsed: int = 0, continuation: int = 0, unparsed: int = 0) -> None:
         self.parsed_lines += parsed

@@ -177,7 +177,7 @@ def special_kind(path: str) -> str | None:
     return next((kind for test, kind in _SPECIAL if test(mode)), None)
 
 
-# What marks a folder as a forensics store (forensics/ingest/store.py), whatever its name: its
+# What marks a folder as a forensics store (forensics/store/__init__.py), whatever its name: its
 # data folder and one of the files only a store has.
 def is_store(path: str) -> bool:
     """True for a forensics store: never read as an input, even inside the dump folder."""

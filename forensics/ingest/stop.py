@@ -1,6 +1,6 @@
 """Stopping an ingest on Ctrl-C (SIGINT) or SIGTERM: promptly, with nothing partial committed.
 
-An input becomes visible with one rename (forensics/ingest/store.py), so stopping is a matter of
+An input becomes visible with one rename (forensics/store/__init__.py), so stopping is a matter of
 starting no rename once a signal came: each commit runs under `committing()`, which refuses once
 stop was asked and which the main thread waits on before it reports. The handler raises
 `Interrupted` in the main thread, which also breaks it out of waits on workers and threads; the

@@ -17,8 +17,8 @@ import polars as pl
 from forensics.catalog import connect
 from forensics.catalog import named as queries
 from forensics.catalog.sql import run_sql
-from forensics.ingest.store import Store
 from forensics.reports.escape import escape_control
+from forensics.store import Store
 
 CLASS_COLORS = {
     "clean": "#c3c7cc",

@@ -8,9 +8,9 @@ here once so that `--redact` masks everything a file is drawn from in one pass.
 from __future__ import annotations
 
 from forensics.core.errors import UsageError
-from forensics.ingest.store import Store
 from forensics.reports import chart, formats, html, perfetto
 from forensics.reports.detail import gather
+from forensics.store import Store
 
 FORMATS = formats.TIMELINE.files
 

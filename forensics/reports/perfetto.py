@@ -22,9 +22,9 @@ import polars as pl
 
 from forensics.analysis.clocks import describe_offsets
 from forensics.catalog import connect
-from forensics.ingest.store import Store
 from forensics.reports.detail import iso, other_replies
 from forensics.reports.escape import escape_control, json_in_html
+from forensics.store import Store
 
 _COUNTERS = ("queue_req", "running_req", "bootstrap_req", "inflight_req", "transfer_req", "gen_throughput", "new_token")
 TRACE_BUDGET = 300_000_000

@@ -143,11 +143,10 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     if ctx.outer_offset_s is None:
         ctx.outer_offset_s = resume.get("outer_offset_s")
     with source.open() as stream:
-        # Block size trades speed for memory: the native path reads up to three blocks per polars
-        # pass (passes.GROUP_BLOCKS), and a pass's frames are most of the peak: larger blocks are
-        # faster and hold more. A block also ends at MAX_BLOCK_LINES lines, since the frames cost
-        # per line: a block of short lines would otherwise hold many times the memory.
-        blocks = lines.read_raw_blocks(stream, lines.BLOCK_BYTES, ctx.on_progress, CONTINUES, lines.MAX_BLOCK_LINES)
+        # the block and pass sizes are ingest's (core.inputs.Scan: speed against memory)
+        blocks = lines.read_raw_blocks(
+            stream, ctx.scan.block_bytes, ctx.on_progress, CONTINUES, ctx.scan.max_block_lines
+        )
         totals = passes.Tally()
         yield from passes.parse_blocks(blocks, ctx, year, role, source.path, clock, totals)
     ctx.first_ts, ctx.last_ts = totals.first_ts, totals.last_ts

@@ -37,14 +37,12 @@ from forensics.parsers.server_log.grammar import RE_EXC_LINE, RE_TB
 NAME = "server_log"
 
 
-# Blocks the native path reads in one pass (`_parse_raws`): each pass pays polars' fixed cost once,
-# and a pass's frames are most of the peak memory of the process that parses it; more blocks a
-# pass are faster and hold more. A pass's frames cost per line more than per byte, so a pass also
-# holds at most PASS_LINES lines: three blocks of PD log lines, but two of short lines, which a
-# block holds MAX_BLOCK_LINES of. The polars path, which holds a whole block as text, keeps one
-# block a pass.
-GROUP_BLOCKS = 3
-PASS_LINES = 170_000
+# Blocks the native path reads in one pass (`_parse_raws`, `ctx.scan.group_blocks`): each pass
+# pays polars' fixed cost once, and a pass's frames are most of the peak memory of the process
+# that parses it; more blocks a pass are faster and hold more. A pass's frames cost per line more
+# than per byte, so a pass also holds at most `ctx.scan.pass_lines` lines: three blocks of PD log
+# lines, but two of short lines, which a block holds `max_block_lines` of. The polars path, which
+# holds a whole block as text, keeps one block a pass.
 
 
 @dataclasses.dataclass
@@ -107,10 +105,10 @@ def parse_blocks(
     # a worker process parsing a whole (small) input has one core, the others theirs: one block
     # at a time, not grouped, keeps the whole tree's memory flat
     worker = multiprocessing.parent_process() is not None
-    group = GROUP_BLOCKS if native.enabled() and not worker else 1
+    group = ctx.scan.group_blocks if native.enabled() and not worker else 1
     pool = ctx.pool
     if pool is None:
-        for raws in _passes(blocks, group, PASS_LINES):
+        for raws in _passes(blocks, group, ctx.scan.pass_lines):
             out = clock_pass(_parse_raws(raws, ctx, year, role, path), clock)
             totals.add(tally(out))
             yield out
@@ -135,7 +133,7 @@ def parse_blocks(
     window = pool.workers + 2
     queue: collections.deque = collections.deque()
     try:
-        for part, raws in enumerate(_passes(blocks, group, PASS_LINES)):
+        for part, raws in enumerate(_passes(blocks, group, ctx.scan.pass_lines)):
             alone = part == 0 and any(_mentions(r, b" @ ") for r in raws)
             for r in raws:
                 r.body = bytes(r.body)  # a view of the read buffer does not pickle

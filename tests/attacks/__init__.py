@@ -254,7 +254,7 @@ class Attack:
         """Read the store as the CLI does, on one connection per store state (a connection costs seconds)."""
         from forensics import catalog
         from forensics.catalog.sql import run_sql
-        from forensics.ingest.store import Store
+        from forensics.store import Store
 
         s = Store(store or self.root / "store")
         key = str(s.root)

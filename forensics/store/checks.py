@@ -17,10 +17,10 @@ import re
 import time
 from pathlib import Path
 
-from forensics.catalog import snapshots
 from forensics.core import schema
 from forensics.core.errors import StoreError
-from forensics.ingest.store import Store, clocks_problem, offset_problem, read_clocks
+from forensics.store import Store, snapshots
+from forensics.store.clocks import clocks_problem, offset_problem, read_clocks
 
 _MAGIC = b"PAR1"
 _PART = re.compile(r"^(?P<table>[a-z_]+)-\d{5}\.parquet$")
@@ -200,10 +200,10 @@ def _check_input(folder: Path) -> list[tuple[str, str]]:
     return out
 
 
-def verify(store: Store, repair: bool = False) -> Report:
-    """Check the whole store; with `repair`, fix what can be fixed (see the module docstring)."""
-    from forensics import catalog
+def verify(store: Store, repair: bool = False, *, views: list[str]) -> Report:
+    """Check the whole store; with `repair`, fix what can be fixed (see the module docstring).
 
+    `views`: the derived views a snapshot set must hold (the catalog defines them)."""
     t0 = time.perf_counter()
     store.require()
     rep = Report()
@@ -237,7 +237,7 @@ def verify(store: Store, repair: bool = False) -> Report:
                 src = f" (input of {paths[0]})" if paths else ""
                 rep.findings.append(Finding(path, what + src, done))
         _check_verdicts(store, rep, repair)
-        _check_snapshots(store, rep, repair, catalog)
+        _check_snapshots(store, rep, repair, list(views))
         _check_clocks(store, rep, repair)
     except OSError as e:
         raise StoreError(
@@ -263,9 +263,7 @@ def _drop_input(store: Store, folder: Path) -> None:
 
 
 def _check_verdicts(store: Store, rep: Report, repair: bool) -> None:
-    from forensics import catalog
-
-    root = catalog.verdicts_dir(store)
+    root = snapshots.verdicts_dir(store)
     files = sorted(root.glob("*/*.parquet")) if root.is_dir() else []
     rep.checked["verdict files"] = len(files)
     for f in files:
@@ -278,11 +276,12 @@ def _check_verdicts(store: Store, rep: Report, repair: bool) -> None:
             rep.findings.append(Finding(str(f), why, done))
 
 
-def _check_snapshots(store: Store, rep: Report, repair: bool, catalog) -> None:
+def _check_snapshots(store: Store, rep: Report, repair: bool, views: list[str]) -> None:
     derived = store.root / "derived"
-    views = catalog._views()
     folders = (
-        sorted(p for p in derived.iterdir() if p.is_dir() and p.name != catalog.VERDICTS and not p.name.startswith("."))
+        sorted(
+            p for p in derived.iterdir() if p.is_dir() and p.name != snapshots.VERDICTS and not p.name.startswith(".")
+        )
         if derived.is_dir()
         else []
     )

@@ -27,10 +27,16 @@ import weakref
 from pathlib import Path
 
 MANIFEST = "MANIFEST.json"
+# <store>/derived/verdicts/<detector version>/<input>.parquet: the verdicts, beside the snapshot sets
+VERDICTS = "verdicts"
 _FORMAT = 1
 _BUILD = ".build-"
 _TRASH = ".trash-"
 _serial = itertools.count()
+
+
+def verdicts_dir(store) -> Path:
+    return store.root / "derived" / VERDICTS
 
 
 def note(text: str) -> None:

@@ -1,0 +1,58 @@
+"""What follows an ingest, once its inputs are committed: the clock offsets given with it, the
+verdicts of the turns it stored, and the store summary (which computes the derived views, so that
+the first report after an ingest is quick). `forensics ingest` runs it; so can a library caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+
+from forensics.analysis import summary, verdicts
+from forensics.ingest import stop
+from forensics.ingest.records import FileResult
+from forensics.store import Store
+
+
+@dataclasses.dataclass
+class AfterIngest:
+    results: list[FileResult]
+    summary: dict | None = None  # the store summary's model; None when nothing was read, or it failed
+    summary_error: Exception | None = None  # what the summary failed with: the inputs stay committed
+
+    @property
+    def read_any(self) -> bool:
+        """Whether an input was read (ingested, already in the store, or failed), not all skipped."""
+        return any(r.status in ("ingested", "duplicate", "failed") for r in self.results)
+
+
+def finish(
+    store: Store,
+    results: list[FileResult],
+    offsets: dict[str, float] | None = None,
+    shown: Callable[[list[FileResult]], None] | None = None,
+    computing: Callable[[Store], contextlib.AbstractContextManager] | None = None,
+) -> AfterIngest:
+    """The offsets recorded and the verdicts computed (a signal stops these: `stop.Interrupted`,
+    its phase 'verdicts'), then `shown(results)`, then the summary built inside `computing(store)`
+    unless no input was read. A failing summary is returned, not raised."""
+    with stop.handling():
+        for host, seconds in (offsets or {}).items():
+            store.set_clock(host, seconds)
+        try:
+            verdicts.ensure(store)
+        except stop.Interrupted as e:
+            e.phase, e.total = "verdicts", len(results)
+            raise
+    if shown is not None:
+        shown(results)
+    out = AfterIngest(results)
+    if not out.read_any:
+        return out
+    try:
+        with computing(store) if computing else contextlib.nullcontext():
+            out.summary = summary.build(store)
+    except Exception as e:  # noqa: BLE001 - what was ingested is committed: the caller says it
+        out.summary_error = e
+    return out

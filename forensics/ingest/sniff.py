@@ -1,0 +1,87 @@
+"""Sniffing: which parser reads an input, or why none should (`NotALog`: binary, a document, text
+without log markers). The most confident parser wins; a parser of structure wins a tie with the
+server log, which counts markers in text.
+"""
+
+from __future__ import annotations
+
+import os
+
+from forensics.core.errors import UsageError
+from forensics.core.inputs import Scan
+from forensics.ingest.sources import not_a_log
+from forensics.parsers import PARSERS, by_name, server_log
+from forensics.parsers.base import Source
+
+
+class NotALog(Exception):
+    """An input no parser should read: ingest lists it in `files` as skipped, with its kind and why."""
+
+    def __init__(self, kind: str, reason: str):
+        super().__init__(reason)
+        self.kind, self.reason = kind, reason
+
+
+def choose_parser(src: Source, forced: str | None, sniff_bytes: int = Scan.sniff_bytes):
+    """The parser forced, else the most confident one; NotALog when the input is not a log.
+
+    `sniff_bytes`: how much of the input's head the parsers' sniffs see."""
+    if forced:
+        try:
+            return by_name(forced)
+        except KeyError:
+            raise UsageError(f"unknown parser {forced!r}", help="see `forensics formats` for the names") from None
+    if os.path.isdir(src.fs_path) and src.member is None:
+        best = max(PARSERS, key=lambda p: getattr(p, "sniff_dir", lambda _: 0.0)(src.fs_path))
+        return best
+    from forensics.parsers.lines import NUL_RUN, TextStream, read_upto
+
+    with src.open() as f:
+        raw = head = read_upto(f, sniff_bytes)
+    if b"\0" * NUL_RUN in raw or (b"\r" in raw and b"\n" not in raw):
+        # a copytruncate hole before the first line, or CR line ends: text parsers read the file as
+        # TextStream gives it (`parse.Input.open_through_hash`), so they sniff it that way too
+        with src.open() as f:
+            head = read_upto(TextStream(f), sniff_bytes)
+    if not head and src.size:
+        # compressed bytes that decompress to nothing (a stream cut before its first block) are no
+        # empty file: the server log's read keeps what there is and notes a cut, as for any cut log;
+        # so is a file of NULs alone (truncated by copytruncate, nothing written since)
+        return server_log
+    scores = {p.name: _sniff(p, raw, head, src.path) for p in PARSERS}
+    # On a tie a parser that reads structure (JSON objects, a binary header) wins over the server
+    # log, which counts markers in text: a transcript whose replies quote log lines has them too.
+    # Otherwise the first listed wins (a stable sort).
+    ranked = sorted(PARSERS, key=lambda p: (scores[p.name], p is not server_log), reverse=True)
+    doc = not_a_log(head, src.path)
+    if doc is not None:
+        # notes and summaries quote log lines: a document kind outranks the server-log sniff, not a
+        # parser of structure that claims the input (an opencode session is a .json file)
+        best = next((p for p in ranked if p is not server_log), None)
+        if best is None or scores[best.name] < 0.5:
+            raise NotALog(*doc)
+        return best
+    best = ranked[0]
+    if scores[best.name] >= 0.5:
+        return best
+    if _looks_binary(head):
+        raise NotALog("binary", "binary content that no parser reads (pass --parser to force one)")
+    raise NotALog("text", f"no server-log, transcript or trace markers in its first {sniff_bytes >> 10} KiB")
+
+
+# Parsers that read binary records: they get the input's bytes as they are, never a TextStream.
+BINARY_FORMATS = {"nixl_telemetry", "opencode"}
+
+
+def _sniff(parser, raw: bytes, text: bytes, path: str) -> float:
+    if parser.name in BINARY_FORMATS or text is raw:
+        return parser.sniff(raw, path)
+    return max(parser.sniff(raw, path), parser.sniff(text, path))
+
+
+def _looks_binary(head: bytes) -> bool:
+    """More than 10% bytes that no text log contains (NULs and C0 controls other than tab/newlines)."""
+    if not head:
+        return False
+    odd = sum(1 for b in head[:8192] if b < 9 or 13 < b < 32 or b == 127)
+    return odd > len(head[:8192]) * 0.10
