@@ -41,20 +41,23 @@ BENCH_ARGS ?= --memory --memory-log 4G
 bench: install
 	$(PY) bench/run.py $(BENCH_ARGS)
 
-# The native scanner built with AddressSanitizer and UBSan (into a temporary directory: the
-# installed build stays), run under the tests that drive it hardest; tests/sanitize/sitecustomize.py
-# loads it in place of the installed one. The ASan runtime must come before the interpreter's
+# Both native modules (parsers/_fastlog.c, parsers/_fasttrace.c) built with AddressSanitizer and
+# UBSan (into a temporary directory: the installed builds stay), run under the tests that drive
+# them hardest; FORENSICS_FASTLOG / FORENSICS_FASTTRACE make forensics/core/native.py load them in
+# place of the installed ones, in every process. The ASan runtime must come before the interpreter's
 # allocations (LD_PRELOAD), and libstdc++ with it, or ASan cannot intercept the C++ exceptions
 # DuckDB throws; CPython leaks by design, so no leak check. Reports go to files, since pytest
 # holds stderr when a sanitizer aborts the process.
 sanitize: install
 	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
 	inc=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])'); \
-	$(CC) -shared -fPIC -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
-		-I"$$inc" parsers/_fastlog.c -o "$$d/_fastlog.so" || exit 1; \
-	rc=0; FORENSICS_FASTLOG="$$d/_fastlog.so" FORENSICS_REQUIRE_NATIVE=1 PYTHONPATH="$(CURDIR)/tests/sanitize" \
+	for m in _fastlog _fasttrace; do \
+		$(CC) -shared -fPIC -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+			-Wall -Wextra -Werror -I"$$inc" parsers/$$m.c -lm -o "$$d/$$m.so" || exit 1; \
+	done; \
+	rc=0; FORENSICS_FASTLOG="$$d/_fastlog.so" FORENSICS_FASTTRACE="$$d/_fasttrace.so" FORENSICS_REQUIRE_NATIVE=1 \
 	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libstdc++.so)" \
 	ASAN_OPTIONS=detect_leaks=0:log_path="$$d/asan" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path="$$d/ubsan" \
 	$(PY) -m pytest tests/test_native_built.py tests/test_native.py tests/test_blocks.py tests/test_bad_inputs.py \
-		-q -p no:cacheprovider || rc=$$?; \
+		tests/test_trace_fast.py tests/test_transfers.py -q -p no:cacheprovider || rc=$$?; \
 	cat "$$d"/asan.* "$$d"/ubsan.* 2>/dev/null; exit $$rc

@@ -251,16 +251,25 @@ def bench_ingest(label: str, paths: list[str], nbytes: int, nlines: int, runs: i
 
 
 def parser_path() -> str:
-    """Which path the server-log parser takes here: the native scanner needs a C compiler at install."""
+    """Which paths the parsers take here: the native modules need a C compiler at install."""
     r = subprocess.run(
-        [sys.executable, "-c", "from parsers import native; print(native.enabled())"],
+        [sys.executable, "-c", "import json; from forensics.core import native; print(json.dumps(native.status()))"],
         capture_output=True,
         text=True,
         cwd=ROOT,
     )
-    if r.stdout.strip() == "True":
-        return "native scanner (parsers/_fastlog.c) + polars"
-    return "polars only (the native scanner was not built, or FORENSICS_NATIVE=0)"
+    status = json.loads(r.stdout) if r.returncode == 0 else {}
+    scanner = (
+        "native scanner (parsers/_fastlog.c) + polars"
+        if status.get("_fastlog") == "enabled"
+        else f"polars only ({status.get('_fastlog', 'the loader failed')})"
+    )
+    trace = (
+        "field splitter (parsers/_fasttrace.c) + DuckDB"
+        if status.get("_fasttrace") == "enabled"
+        else f"DuckDB only ({status.get('_fasttrace', 'the loader failed')})"
+    )
+    return f"server logs: {scanner}; transfer traces: {trace}"
 
 
 def bench_help(runs: int) -> dict:

@@ -22,15 +22,13 @@
  * stats item list, the canonical access line, the request fields) mirror patterns of the grammar
  * and are held to them by tests/test_native.py.
  *
- * The result is a dict of buffers (Mem objects) laid out as Arrow buffers (validity bitmaps, int64
- * offsets), which parsers/native.py wraps into Arrow arrays without copying them.
+ * The result is a dict of buffers (Mem objects, parsers/_native.h) laid out as Arrow buffers
+ * (validity bitmaps, int64 offsets), which parsers/native.py wraps into Arrow arrays without
+ * copying them.
  */
 #define _GNU_SOURCE /* memmem */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+#define NATIVE_MODULE "_fastlog"
+#include "_native.h"
 
 #define MAX_KEYS 64
 #define MAX_COLS 32
@@ -95,51 +93,13 @@ typedef struct {
 
 #define REQ_CASE 0x80 /* in req_pairs: a field try_request reads by hand may start here */
 
-/* ---- growable buffers ---------------------------------------------------------------------- */
-
-typedef struct {
-    char *p;
-    size_t len, cap;
-} Buf;
-
-static inline int buf_reserve(Buf *b, size_t extra) {
-    if (b->len + extra <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + extra) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-static inline int buf_put(Buf *b, const void *src, size_t n) {
-    if (buf_reserve(b, n)) return -1;
-    memcpy(b->p + b->len, src, n);
-    b->len += n;
-    return 0;
-}
-
-static void buf_free(Buf *b) {
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
-}
+/* ---- string columns (buffers and bitmaps: parsers/_native.h) ---------------------------------- */
 
 /* A column of strings in Arrow large_string layout, with a validity bitmap. */
 typedef struct {
     Buf off, data, valid;
     int64_t n;
 } StrCol;
-
-static inline int bit_append(Buf *bits, int64_t i, int v) {
-    if ((i & 7) == 0) {
-        char z = 0;
-        if (buf_put(bits, &z, 1)) return -1;
-    }
-    if (v) bits->p[i >> 3] |= (char)(1 << (i & 7));
-    return 0;
-}
 
 static int strcol_init(StrCol *c) {
     int64_t z = 0;
@@ -163,8 +123,6 @@ static void strcol_free(StrCol *c) {
 }
 
 /* ---- small parsers --------------------------------------------------------------------------- */
-
-#define ISD(c) ((c) >= '0' && (c) <= '9')
 
 /* memcmp(a, b, n) == 0, inline: the compared spans are short (keys, tags, literals), and a call
  * to memcmp per item cost more than the compare */
@@ -207,21 +165,6 @@ static inline int digits(const uint8_t *s, Py_ssize_t n, Py_ssize_t at, int k) {
 }
 
 static int num2(const uint8_t *s) { return (s[0] - '0') * 10 + (s[1] - '0'); }
-
-static int64_t days_from_civil(int64_t y, int m, int d) {
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int days_in_month(int y, int m) {
-    static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return 29;
-    return dm[m - 1];
-}
 
 /* Value grammars the polars casts certainly agree on; anything else goes to the polars path. */
 static int parse_int(const char *s, size_t n, int64_t *out) {
@@ -282,32 +225,7 @@ static inline int is_ascii(const uint8_t *p, Py_ssize_t n) {
 
 static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
-/* ---- UTF-8 with backslashreplace, as CPython decodes ------------------------------------------ */
-
-static int utf8_len(const uint8_t *s, Py_ssize_t n, Py_ssize_t i) {
-    uint8_t c = s[i];
-    if (c < 0x80) return 1;
-#define CONT(k) (i + (k) < n && (s[i + (k)] & 0xC0) == 0x80)
-    if (c >= 0xC2 && c <= 0xDF) return CONT(1) ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        if (i + 1 >= n) return 0;
-        uint8_t c1 = s[i + 1];
-        if (c == 0xE0 && (c1 < 0xA0 || c1 > 0xBF)) return 0;
-        if (c == 0xED && (c1 < 0x80 || c1 > 0x9F)) return 0;
-        if ((c1 & 0xC0) != 0x80) return 0;
-        return CONT(2) ? 3 : 0;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        if (i + 1 >= n) return 0;
-        uint8_t c1 = s[i + 1];
-        if (c == 0xF0 && (c1 < 0x90 || c1 > 0xBF)) return 0;
-        if (c == 0xF4 && (c1 < 0x80 || c1 > 0x8F)) return 0;
-        if ((c1 & 0xC0) != 0x80) return 0;
-        return CONT(2) && CONT(3) ? 4 : 0;
-    }
-#undef CONT
-    return 0;
-}
+/* ---- UTF-8 with backslashreplace, as CPython decodes (utf8_len: parsers/_native.h) ------------ */
 
 /* Append a line to `c`, escaping invalid UTF-8 bytes as \xNN (each byte of an invalid sequence
  * is escaped on its own in CPython too: a continuation byte never starts a valid sequence). */
@@ -318,7 +236,7 @@ static int push_decoded(StrCol *c, const uint8_t *s, Py_ssize_t n, int ascii) {
     char *o = c->data.p + c->data.len;
     Py_ssize_t i = 0;
     while (i < n) {
-        int k = utf8_len(s, n, i);
+        int k = utf8_len(s + i, s + n);
         if (k) {
             memcpy(o, s + i, k);
             o += k;
@@ -820,8 +738,7 @@ static void sg_free(SgOut *o) {
     for (int k = 0; k < 6; k++) buf_free(&o->num[k]), buf_free(&o->num_valid[k]);
 }
 
-static int sg_push(SgOut *o, const Config *cfg, const Row *r, const uint8_t *s, Py_ssize_t n, int ascii, int64_t line_no,
-                   uint8_t brk) {
+static int sg_push(SgOut *o, const Config *cfg, const Row *r, const uint8_t *s, int ascii, int64_t line_no, uint8_t brk) {
     if (buf_put(&o->line_no, &line_no, 8) || buf_put(&o->brk, &brk, 1) || buf_put(&o->local_us, &r->local_us, 8) ||
         push_decoded(&o->message, s + r->msg, r->body_end - r->msg, ascii) ||
         strcol_push(&o->ts_raw, r->raw, r->raw_len, 1) || strcol_push(&o->cri, r->cri, r->cri_len, r->cri_len > 0))
@@ -874,7 +791,7 @@ typedef struct {
 
 static int out_init(Out *o, int64_t cap, int nranks) {
     o->cap = cap;
-    size_t bits = (size_t)(cap + 7) / 8 + 1;
+    size_t bits = bitmap_bytes(cap) + 1;
     if (strcol_init(&o->kind) || strcol_init(&o->ts_raw) || strcol_init(&o->cri) || strcol_init(&o->graph) ||
         strcol_init(&o->ek) || strcol_init(&o->ev))
         return -1;
@@ -891,7 +808,7 @@ static int out_init(Out *o, int64_t cap, int nranks) {
 }
 
 static int out_column(Out *o, const Config *cfg, int c) {
-    size_t bits = (size_t)(o->cap + 7) / 8 + 1;
+    size_t bits = bitmap_bytes(o->cap) + 1;
     if (o->val[c]) return 0;
     o->val[c] = calloc(cfg->types[c] == 'b' ? bits : (size_t)o->cap * 8, 1);
     o->valid[c] = calloc(bits, 1);
@@ -912,8 +829,6 @@ static void out_free(Out *o) {
     for (int c = 0; c < MAX_COLS; c++) free(o->val[c]), free(o->valid[c]);
 }
 
-#define SETBIT(bits, i) ((bits)[(i) >> 3] |= (uint8_t)(1 << ((i)&7)))
-
 static int out_push(Out *o, const Config *cfg, const Row *r, int64_t line_no) {
     int64_t i = o->n;
     if (i >= o->cap) return -1;
@@ -930,14 +845,14 @@ static int out_push(Out *o, const Config *cfg, const Row *r, int64_t line_no) {
     for (int k = 0; k < cfg->nranks; k++)
         if (r->has_rank[k]) {
             o->rank[k][i] = (int32_t)r->rank[k];
-            SETBIT(o->rank_valid[k], i);
+            bit_on(o->rank_valid[k], i);
         }
     for (int c = 0; c < cfg->ncols; c++) {
         if (!r->set[c]) continue;
         if (out_column(o, cfg, c)) return -1;
-        SETBIT(o->valid[c], i);
+        bit_on(o->valid[c], i);
         if (cfg->types[c] == 'b') {
-            if (r->ival[c]) SETBIT((uint8_t *)o->val[c], i);
+            if (r->ival[c]) bit_on((uint8_t *)o->val[c], i);
         } else if (cfg->types[c] == 'i')
             ((int64_t *)o->val[c])[i] = r->ival[c];
         else
@@ -953,66 +868,14 @@ static int out_push(Out *o, const Config *cfg, const Row *r, int64_t line_no) {
 
 /* ---- Python API ------------------------------------------------------------------------------ */
 
-/* A buffer the scanner filled, handed to Python as is: it exports the buffer protocol (Arrow and
- * numpy wrap it without a copy) and frees the memory with the last reference. Copying every
- * column into a bytes object cost a copy and a page fault per page of the block's output. */
-typedef struct {
-    PyObject_HEAD
-    void *p;
-    Py_ssize_t n;
-} Mem;
-
-static void mem_dealloc(Mem *m) {
-    free(m->p);
-    Py_TYPE(m)->tp_free((PyObject *)m);
-}
-
-static int mem_getbuffer(Mem *m, Py_buffer *view, int flags) {
-    return PyBuffer_FillInfo(view, (PyObject *)m, m->p ? m->p : (void *)"", m->n, 1, flags);
-}
-
-static PyBufferProcs mem_as_buffer = {(getbufferproc)mem_getbuffer, NULL};
-
-static PyTypeObject MemType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_fastlog.Mem",
-    .tp_basicsize = sizeof(Mem),
-    .tp_dealloc = (destructor)mem_dealloc,
-    .tp_as_buffer = &mem_as_buffer,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Read-only memory the scanner filled (buffer protocol)",
-};
-
-/* The first n bytes of *pp as a Mem, which takes the memory over (*pp becomes NULL). */
-static PyObject *mem(void **pp, size_t n) {
-    Mem *m = PyObject_New(Mem, &MemType);
-    if (!m) return NULL;
-    m->p = *pp;
-    m->n = (Py_ssize_t)n;
-    *pp = NULL;
-    return (PyObject *)m;
-}
-
-static PyObject *b(Buf *x) {
-    PyObject *m = mem((void **)&x->p, x->len);
-    if (m) x->len = x->cap = 0;
-    return m;
-}
-
-static int put(PyObject *d, const char *k, PyObject *v) {
-    if (!v) return -1;
-    int rc = PyDict_SetItemString(d, k, v);
-    Py_DECREF(v);
-    return rc;
-}
-
 static int put_str(PyObject *d, const char *name, StrCol *c) {
     char k[64];
     snprintf(k, sizeof k, "%s.off", name);
-    if (put(d, k, b(&c->off))) return -1;
+    if (put_buf(d, k, &c->off)) return -1;
     snprintf(k, sizeof k, "%s.data", name);
-    if (put(d, k, b(&c->data))) return -1;
+    if (put_buf(d, k, &c->data)) return -1;
     snprintf(k, sizeof k, "%s.valid", name);
-    return put(d, k, b(&c->valid));
+    return put_buf(d, k, &c->valid);
 }
 
 /* Config(keys, types, ranks, literals, leaders): the tables scan() matches by, built from the
@@ -1159,6 +1022,7 @@ static PyTypeObject ConfigType = {
  * `lines` sizes the columns: every row of the block fits without growing them.
  */
 static PyObject *scan(PyObject *self, PyObject *args) {
+    (void)self;
     Py_buffer view;
     long long first, cap;
     int year, terminated;
@@ -1209,7 +1073,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (taken) {
             err = out_push(&o, cfg, r, line_no);
         } else if (try_sg(cfg, line, len, head, r)) {
-            err = sg_push(&sg, cfg, r, line, len, ascii, line_no, (uint8_t)prev_taken);
+            err = sg_push(&sg, cfg, r, line, ascii, line_no, (uint8_t)prev_taken);
         } else {
             if (len && (ISD(line[0]) || !ascii) &&
                 (memmem(line, (size_t)len, "stdout P", 8) || memmem(line, (size_t)len, "stderr P", 8)))
@@ -1234,8 +1098,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!d) goto done;
     char k[32];
     int bad = put(d, "partial", PyBool_FromLong(partial)) || put(d, "lines", PyLong_FromLongLong(line_no - first)) ||
-              put_str(d, "rest.line", &rest) || put(d, "rest.line_no", b(&rest_no)) ||
-              put(d, "rest.brk", b(&rest_brk)) || put(d, "rest.n", PyLong_FromLongLong(rest.n)) ||
+              put_str(d, "rest.line", &rest) || put_buf(d, "rest.line_no", &rest_no) ||
+              put_buf(d, "rest.brk", &rest_brk) || put(d, "rest.n", PyLong_FromLongLong(rest.n)) ||
               put(d, "st.n", PyLong_FromLongLong(o.n)) || put(d, "st.line_no", mem((void **)&o.line_no, (size_t)o.n * 8)) ||
               put(d, "st.local_us", mem((void **)&o.local_us, (size_t)o.n * 8)) || put_str(d, "st.kind", &o.kind) ||
               put_str(d, "st.ts_raw", &o.ts_raw) || put_str(d, "st.cri", &o.cri) || put_str(d, "st.graph", &o.graph) ||
@@ -1245,25 +1109,25 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         snprintf(k, sizeof k, "st.rank%d", x);
         bad = put(d, k, mem((void **)&o.rank[x], (size_t)o.n * 4));
         snprintf(k, sizeof k, "st.rank%d.valid", x);
-        bad = bad || put(d, k, mem((void **)&o.rank_valid[x], (size_t)(o.n + 7) / 8));
+        bad = bad || put(d, k, mem((void **)&o.rank_valid[x], bitmap_bytes(o.n)));
     }
-    bad = bad || put(d, "sg.n", PyLong_FromLongLong(sg.n)) || put(d, "sg.line_no", b(&sg.line_no)) ||
-          put(d, "sg.brk", b(&sg.brk)) || put(d, "sg.local_us", b(&sg.local_us)) || put_str(d, "sg.message", &sg.message) ||
+    bad = bad || put(d, "sg.n", PyLong_FromLongLong(sg.n)) || put_buf(d, "sg.line_no", &sg.line_no) ||
+          put_buf(d, "sg.brk", &sg.brk) || put_buf(d, "sg.local_us", &sg.local_us) || put_str(d, "sg.message", &sg.message) ||
           put_str(d, "sg.ts_raw", &sg.ts_raw) || put_str(d, "sg.cri", &sg.cri) || put_str(d, "sg.acc0", &sg.acc[0]) ||
           put_str(d, "sg.acc1", &sg.acc[1]) || put_str(d, "sg.acc2", &sg.acc[2]) || put_str(d, "sg.acc3", &sg.acc[3]) ||
-          put(d, "sg.req_kind", b(&sg.req_kind)) || put_str(d, "sg.rid", &sg.rid) || put_str(d, "sg.fin", &sg.fin) ||
+          put_buf(d, "sg.req_kind", &sg.req_kind) || put_str(d, "sg.rid", &sg.rid) || put_str(d, "sg.fin", &sg.fin) ||
           put_str(d, "sg.status", &sg.status);
     for (int x = 0; !bad && x < 6; x++) {
         snprintf(k, sizeof k, "sg.num%d", x);
-        bad = put(d, k, b(&sg.num[x]));
+        bad = put_buf(d, k, &sg.num[x]);
         snprintf(k, sizeof k, "sg.num%d.valid", x);
-        bad = bad || put(d, k, b(&sg.num_valid[x]));
+        bad = bad || put_buf(d, k, &sg.num_valid[x]);
     }
     for (int x = 0; !bad && x < cfg->nranks; x++) {
         snprintf(k, sizeof k, "sg.rank%d", x);
-        bad = put(d, k, b(&sg.rank[x]));
+        bad = put_buf(d, k, &sg.rank[x]);
         snprintf(k, sizeof k, "sg.rank%d.valid", x);
-        bad = bad || put(d, k, b(&sg.rank_valid[x]));
+        bad = bad || put_buf(d, k, &sg.rank_valid[x]);
     }
     for (int c = 0; !bad && c < cfg->ncols; c++) {
         snprintf(k, sizeof k, "st.col%d", c);
@@ -1272,9 +1136,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             bad = put(d, k, Py_None);
             continue;
         }
-        bad = put(d, k, mem(&o.val[c], cfg->types[c] == 'b' ? (size_t)(o.n + 7) / 8 : (size_t)o.n * 8));
+        bad = put(d, k, mem(&o.val[c], cfg->types[c] == 'b' ? bitmap_bytes(o.n) : (size_t)o.n * 8));
         snprintf(k, sizeof k, "st.col%d.valid", c);
-        bad = bad || put(d, k, mem((void **)&o.valid[c], (size_t)(o.n + 7) / 8));
+        bad = bad || put(d, k, mem((void **)&o.valid[c], bitmap_bytes(o.n)));
     }
     if (bad) Py_CLEAR(d);
 done:
@@ -1288,6 +1152,7 @@ done:
 
 /* count_newlines(buffer) -> int: memchr (SIMD) outruns bytes.count(b"\n") */
 static PyObject *count_newlines(PyObject *self, PyObject *args) {
+    (void)self;
     Py_buffer view;
     if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
     const uint8_t *p = view.buf;
@@ -1307,10 +1172,12 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastlog", "Native scanner for server logs.", -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_fastlog", "Native scanner for server logs.", -1, methods, NULL, NULL, NULL, NULL,
+};
 
 PyMODINIT_FUNC PyInit__fastlog(void) {
-    if (PyType_Ready(&MemType) < 0 || PyType_Ready(&ConfigType) < 0) return NULL;
+    if (native_ready() < 0 || PyType_Ready(&ConfigType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&ConfigType);

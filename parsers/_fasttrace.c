@@ -6,32 +6,17 @@
  * check of "Reader rules" passing, numbers in forms whose text DuckDB prints back unchanged. Every other line
  * (bad JSON, a schema error, an escape, a nested or float extra, a duplicate key, ...) is handed
  * back by position, and the reference path parses it: what it cannot take exactly it does not guess.
+ *
+ * Buffers are malloc'd, sized for the block's worst case before the scan (it runs without the GIL:
+ * nothing is copied by growing, and pages never written cost nothing), and handed to Python as Mem
+ * objects (parsers/_native.h), cut to their use.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <stdlib.h>
+#define NATIVE_MODULE "_fasttrace"
+#include "_native.h"
 #include <math.h>
-#include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
-
-typedef struct {
-    char *p;
-    size_t n, cap;
-} buf_t;
-
-/* Buffers are the bytes objects handed back, sized for the worst case before the scan (it runs
- * without the GIL) and cut to their use after it: no copy, and pages never written cost nothing. */
-static inline int bgrow(buf_t *b, size_t need) { return b->n + need <= b->cap ? 0 : -1; }
-
-static inline int bput(buf_t *b, const void *s, size_t n) {
-    if (bgrow(b, n)) return -1;
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    return 0;
-}
 
 /* column kinds */
 enum { C_I64, C_I32, C_BOOL, C_STR };
@@ -42,7 +27,7 @@ typedef struct {
     char *data;     /* fixed width values, or the bitmap of a bool column */
     uint8_t *valid; /* validity bitmap */
     int32_t *off;   /* string offsets (rows + 1) */
-    buf_t sdata;    /* string bytes */
+    Buf sdata;      /* string bytes */
 } col_t;
 
 enum {
@@ -86,13 +71,6 @@ typedef struct {
 /* bytes that end a fast string scan: the quote, a backslash, control bytes and non-ASCII */
 static uint8_t STOP[256];
 
-static inline void setbit(uint8_t *bm, Py_ssize_t i, int v) {
-    if (v)
-        bm[i >> 3] |= (uint8_t)(1u << (i & 7));
-    else
-        bm[i >> 3] &= (uint8_t) ~(1u << (i & 7));
-}
-
 static inline const char *ws(const char *p, const char *e) {
     while (p < e && (*p == ' ' || *p == '\t')) p++;
     return p;
@@ -100,37 +78,13 @@ static inline const char *ws(const char *p, const char *e) {
 
 enum { S_UTF8 = 1, S_ESC = 2 };
 
-/* The length of the UTF-8 sequence at p (its first byte from 0x80), 0 unless well-formed as
- * Python's strict decoder has it (no overlong form, no surrogate, nothing past U+10FFFF): the
- * reference path sees invalid bytes as `\xNN` text, which is then no JSON. */
-static inline int utf8_len(const uint8_t *p, const uint8_t *e) {
-    uint8_t c = p[0];
-    int n;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else
-        return 0;
-    if (e - p < n || p[1] < lo || p[1] > hi) return 0;
-    for (int i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
-    return n;
-}
+/* utf8_len (parsers/_native.h) is 0 unless a sequence is well-formed as Python's strict decoder
+ * has it: the reference path sees invalid bytes as `\xNN` text, which is then no JSON. */
 
 static inline int hex4(const char *p) {
     int v = 0;
     for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-              : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+        int d = hex_digit(p[i]);
         if (d < 0) return -1;
         v = v * 16 + d;
     }
@@ -238,8 +192,6 @@ static inline const char *scan_str(const char *p, const char *e, int *flags) {
     return scan_str_slow(p, e, flags);
 }
 
-static inline int isdig(char c) { return c >= '0' && c <= '9'; }
-
 /* One value at p (strict JSON); its end, or NULL for what the fast path does not take. */
 static const char *scan_value(const char *p, const char *e, tok_t *t) {
     if (p >= e) return NULL;
@@ -253,26 +205,26 @@ static const char *scan_value(const char *p, const char *e, tok_t *t) {
         t->e = q;
         return q + 1;
     }
-    if (c == '-' || isdig(c)) {
+    if (c == '-' || ISD(c)) {
         const char *s = p;
         t->neg = 0;
         if (c == '-') {
             t->neg = 1;
             p++;
         }
-        if (p >= e || !isdig(*p)) return NULL;
+        if (p >= e || !ISD(*p)) return NULL;
         t->ip = p;
         if (*p == '0')
             p++;
         else
-            while (p < e && isdig(*p)) p++;
+            while (p < e && ISD(*p)) p++;
         t->ipe = p;
         t->has_frac = t->has_exp = 0;
         t->fp = t->fpe = p;
         if (p < e && *p == '.') {
             p++;
             t->fp = p;
-            while (p < e && isdig(*p)) p++;
+            while (p < e && ISD(*p)) p++;
             t->fpe = p;
             if (t->fp == t->fpe) return NULL;
             t->has_frac = 1;
@@ -281,7 +233,7 @@ static const char *scan_value(const char *p, const char *e, tok_t *t) {
             p++;
             if (p < e && (*p == '+' || *p == '-')) p++;
             const char *x = p;
-            while (p < e && isdig(*p)) p++;
+            while (p < e && ISD(*p)) p++;
             if (p == x) return NULL;
             t->has_exp = 1;
         }
@@ -362,7 +314,7 @@ static inline int digits_u63(const char *s, const char *e, int64_t *out) {
     if (n < 1 || n > 19) return 0;
     uint64_t v = 0;
     for (const char *p = s; p < e; p++) {
-        if (!isdig(*p)) return 0;
+        if (!ISD(*p)) return 0;
         v = v * 10 + (uint64_t)(*p - '0');
     }
     if (v > (uint64_t)INT64_MAX) return 0;
@@ -370,17 +322,8 @@ static inline int digits_u63(const char *s, const char *e, int64_t *out) {
     return 1;
 }
 
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
-    y -= m <= 2;
-    const int64_t era = (y >= 0 ? y : y - 399) / 400;
-    const unsigned yoe = (unsigned)(y - era * 400);
-    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
 static inline int dd(const char *p) {
-    if (!isdig(p[0]) || !isdig(p[1])) return -1;
+    if (!ISD(p[0]) || !ISD(p[1])) return -1;
     return (p[0] - '0') * 10 + (p[1] - '0');
 }
 
@@ -394,15 +337,13 @@ static int iso_ts(const char *s, const char *e, int64_t *us, int *naive) {
     if (s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ') || s[13] != ':' || s[16] != ':') return 0;
     int year = y1 * 100 + y2;
     if (year < 1000 || mo < 1 || mo > 12 || da < 1 || h > 23 || mi > 59 || se > 59) return 0;
-    static const int dim[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    if (da > dim[mo - 1] + (mo == 2 && leap)) return 0;
+    if (da > days_in_month(year, mo)) return 0;
     const char *p = s + 19;
     int64_t frac = 0;
     if (p < e && *p == '.') {
         p++;
         int nd = 0;
-        while (p < e && isdig(*p) && nd < 7) {
+        while (p < e && ISD(*p) && nd < 7) {
             frac = frac * 10 + (*p - '0');
             p++;
             nd++;
@@ -424,7 +365,7 @@ static int iso_ts(const char *s, const char *e, int64_t *us, int *naive) {
             return 0;
         }
     }
-    int64_t secs = days_from_civil(year, (unsigned)mo, (unsigned)da) * 86400 + h * 3600 + mi * 60 + se - off;
+    int64_t secs = days_from_civil(year, mo, da) * 86400 + h * 3600 + mi * 60 + se - off;
     *us = secs * 1000000 + frac;
     return 1;
 }
@@ -495,13 +436,6 @@ static int num_ts(const tok_t *t, int64_t *us, char *raw, size_t *nraw) {
     return 1;
 }
 
-static inline int hexv(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 typedef struct {
     Py_ssize_t cap, n; /* rows */
     col_t cols[NCOLS];
@@ -510,41 +444,39 @@ typedef struct {
     int64_t *fb_line_no, *fb_start, *fb_end;
     int64_t *bad_line_no, *bad_start, *bad_end;
     Py_ssize_t blank;
-    int nobj;
-    PyObject *obj[80]; /* the bytes objects behind every buffer above */
-    char *scratch;     /* decoded strings of the current line */
+    char *scratch; /* decoded strings of the current line */
 } out_t;
 
 static inline void put_null(out_t *o, int c) {
     col_t *k = &o->cols[c];
-    setbit(k->valid, o->n, 0);
-    if (k->kind == C_STR) k->off[o->n + 1] = (int32_t)k->sdata.n;
+    bit_set(k->valid, o->n, 0);
+    if (k->kind == C_STR) k->off[o->n + 1] = (int32_t)k->sdata.len;
 }
 
 static inline int put_str(out_t *o, int c, const char *s, size_t n) {
     col_t *k = &o->cols[c];
-    if (bput(&k->sdata, s, n)) return -1;
-    setbit(k->valid, o->n, 1);
-    k->off[o->n + 1] = (int32_t)k->sdata.n;
+    if (buf_put(&k->sdata, s, n)) return -1;
+    bit_set(k->valid, o->n, 1);
+    k->off[o->n + 1] = (int32_t)k->sdata.len;
     return 0;
 }
 
 static inline void put_i64(out_t *o, int c, int64_t v) {
     col_t *k = &o->cols[c];
     ((int64_t *)k->data)[o->n] = v;
-    setbit(k->valid, o->n, 1);
+    bit_set(k->valid, o->n, 1);
 }
 
 static inline void put_i32(out_t *o, int c, int32_t v) {
     col_t *k = &o->cols[c];
     ((int32_t *)k->data)[o->n] = v;
-    setbit(k->valid, o->n, 1);
+    bit_set(k->valid, o->n, 1);
 }
 
 static inline void put_bool(out_t *o, int c, int v) {
     col_t *k = &o->cols[c];
-    setbit((uint8_t *)k->data, o->n, v);
-    setbit(k->valid, o->n, 1);
+    bit_set((uint8_t *)k->data, o->n, v);
+    bit_set(k->valid, o->n, 1);
 }
 
 static inline int absent(const tok_t *t) { return t->type == T_ABSENT || t->type == T_NULL; }
@@ -751,7 +683,7 @@ static int line(out_t *o, const char *p, const char *e) {
         const char *sig = NULL;
         unsigned __int128 cv = 0;
         for (const char *q = h; q < t->e; q++) {
-            int d = hexv(*q);
+            int d = hex_digit(*q);
             if (d < 0) return 0;
             if (!sig && d) sig = q;
             if (sig) cv = (cv << 4) | (unsigned)d;
@@ -759,14 +691,14 @@ static int line(out_t *o, const char *p, const char *e) {
         size_t nsig = sig ? (size_t)(t->e - sig) : 0;
         if (nsig > 32) return 0; /* wider than 128 bits: the reference path's Python */
         col_t *ck = &o->cols[O_CHECKSUM];
-        if (bgrow(&ck->sdata, nh)) return -1;
+        if (buf_reserve(&ck->sdata, nh)) return -1;
         for (size_t i = 0; i < nh; i++) {
             char c = h[i];
-            ck->sdata.p[ck->sdata.n + i] = (c >= 'A' && c <= 'F') ? (char)(c + 32) : c;
+            ck->sdata.p[ck->sdata.len + i] = (c >= 'A' && c <= 'F') ? (char)(c + 32) : c;
         }
-        ck->sdata.n += nh;
-        setbit(ck->valid, o->n, 1);
-        ck->off[o->n + 1] = (int32_t)ck->sdata.n;
+        ck->sdata.len += nh;
+        bit_set(ck->valid, o->n, 1);
+        ck->off[o->n + 1] = (int32_t)ck->sdata.len;
         size_t nd = u128_dec(cv, low);
         if (put_str(o, O_CHECKSUM_INT, low, nd)) return -1;
     }
@@ -793,60 +725,58 @@ static int line(out_t *o, const char *p, const char *e) {
         put_null(o, O_EXTRA);
     } else {
         col_t *x = &o->cols[O_EXTRA];
-        if (bput(&x->sdata, "{", 1)) return -1;
+        if (buf_put(&x->sdata, "{", 1)) return -1;
         for (int j = 0; j < nx; j++) {
-            if ((j && bput(&x->sdata, ",", 1)) || bput(&x->sdata, xk[j] - 1, (size_t)(xke[j] - xk[j]) + 2) ||
-                bput(&x->sdata, ":", 1) || bput(&x->sdata, xv[j], (size_t)(xve[j] - xv[j])))
+            if ((j && buf_put(&x->sdata, ",", 1)) || buf_put(&x->sdata, xk[j] - 1, (size_t)(xke[j] - xk[j]) + 2) ||
+                buf_put(&x->sdata, ":", 1) || buf_put(&x->sdata, xv[j], (size_t)(xve[j] - xv[j])))
                 return -1;
         }
-        if (bput(&x->sdata, "}", 1)) return -1;
-        setbit(x->valid, o->n, 1);
-        x->off[o->n + 1] = (int32_t)x->sdata.n;
+        if (buf_put(&x->sdata, "}", 1)) return -1;
+        bit_set(x->valid, o->n, 1);
+        x->off[o->n + 1] = (int32_t)x->sdata.len;
     }
     return 1;
 }
 
 static void out_free(out_t *o) {
-    for (int i = 0; i < o->nobj; i++) Py_XDECREF(o->obj[i]);
-    o->nobj = 0;
+    for (int c = 0; c < NCOLS; c++) {
+        col_t *k = &o->cols[c];
+        free(k->data), free(k->valid), free(k->off);
+        buf_free(&k->sdata);
+        k->data = NULL, k->valid = NULL, k->off = NULL;
+    }
+    int64_t **arrays[] = {&o->line_no, &o->fb_line_no, &o->fb_start, &o->fb_end, &o->bad_line_no, &o->bad_start,
+                          &o->bad_end};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(*arrays[i]), *arrays[i] = NULL;
     free(o->scratch);
     o->scratch = NULL;
 }
 
-static void *pbuf(out_t *o, size_t n, int zero) {
-    if (o->nobj == (int)(sizeof o->obj / sizeof o->obj[0])) return NULL;
-    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
-    if (!b) return NULL;
-    o->obj[o->nobj++] = b;
-    if (zero) memset(PyBytes_AS_STRING(b), 0, n);
-    return PyBytes_AS_STRING(b);
-}
-
-/* with the GIL: every buffer at its largest (`body` bytes of text, `cap` lines) */
+/* with the GIL: every buffer at its largest (`body` bytes of text, `cap` lines); out_free frees
+ * what was allocated when a later allocation fails */
 static int out_init(out_t *o, Py_ssize_t cap, Py_ssize_t body) {
     memset(o, 0, sizeof *o);
     o->cap = cap;
-    size_t bm = (size_t)(cap + 8) / 8;
+    size_t bm = bitmap_bytes(cap) + 1;
     /* a string column holds at most the line's bytes, and a status name or a 128-bit decimal more */
     size_t sbound = (size_t)body + 48 * (size_t)cap;
     for (int c = 0; c < NCOLS; c++) {
         col_t *k = &o->cols[c];
         k->name = COLS[c].name;
         k->kind = COLS[c].kind;
-        if (!(k->valid = pbuf(o, bm, 1))) return -1;
+        if (!(k->valid = calloc(bm, 1))) return -1;
         if (k->kind == C_STR) {
-            if (!(k->off = pbuf(o, ((size_t)cap + 1) * 4, 0)) || !(k->sdata.p = pbuf(o, sbound, 0))) return -1;
-            k->sdata.cap = sbound;
+            if (!(k->off = malloc(((size_t)cap + 1) * 4)) || buf_reserve(&k->sdata, sbound)) return -1;
             k->off[0] = 0;
         } else {
             size_t w = k->kind == C_I64 ? (size_t)cap * 8 : k->kind == C_I32 ? (size_t)cap * 4 : bm;
-            if (!(k->data = pbuf(o, w, k->kind == C_BOOL))) return -1;
+            if (!(k->data = k->kind == C_BOOL ? calloc(w, 1) : malloc(w))) return -1;
         }
     }
     int64_t **arrays[] = {&o->line_no, &o->fb_line_no, &o->fb_start, &o->fb_end, &o->bad_line_no, &o->bad_start,
                           &o->bad_end};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
-        if (!(*arrays[i] = pbuf(o, (size_t)cap * 8, 0))) return -1;
+        if (!(*arrays[i] = malloc((size_t)cap * 8))) return -1;
     if (!(o->scratch = malloc((size_t)body + 16))) return -1;
     return 0;
 }
@@ -866,7 +796,7 @@ static inline int cut_object(const char *p, const char *e) {
 /* undo what a handed-back line wrote to the string columns (the fixed-width ones are overwritten) */
 static void rewind_row(out_t *o, size_t *marks) {
     for (int c = 0; c < NCOLS; c++)
-        if (o->cols[c].kind == C_STR) o->cols[c].sdata.n = marks[c];
+        if (o->cols[c].kind == C_STR) o->cols[c].sdata.len = marks[c];
 }
 
 static int scan_block(out_t *o, const char *body, Py_ssize_t len, int64_t first) {
@@ -885,7 +815,7 @@ static int scan_block(out_t *o, const char *body, Py_ssize_t len, int64_t first)
         } else {
             if (o->n >= o->cap || o->nfb >= o->cap) return -2;
             for (int c = 0; c < NCOLS; c++)
-                if (o->cols[c].kind == C_STR) marks[c] = o->cols[c].sdata.n;
+                if (o->cols[c].kind == C_STR) marks[c] = o->cols[c].sdata.len;
             int r = line(o, p, e);
             if (r < 0) return -1;
             if (r == 1) {
@@ -910,27 +840,6 @@ static int scan_block(out_t *o, const char *body, Py_ssize_t len, int64_t first)
         p = nl + 1;
     }
     return 0;
-}
-
-/* d[key] = v; -1 with the exception set when it cannot be */
-static int set_ssize(PyObject *d, const char *key, Py_ssize_t v) {
-    PyObject *x = PyLong_FromSsize_t(v);
-    int rc = x ? PyDict_SetItemString(d, key, x) : -1;
-    Py_XDECREF(x);
-    return rc;
-}
-
-/* the buffer at `p`, cut to `n` bytes, as d[key]; the dict takes it from `o` */
-static int set_bytes(out_t *o, PyObject *d, const char *key, const void *p, Py_ssize_t n) {
-    for (int i = 0; i < o->nobj; i++) {
-        if (!o->obj[i] || PyBytes_AS_STRING(o->obj[i]) != p) continue;
-        if (_PyBytes_Resize(&o->obj[i], n)) return -1; /* on failure it is freed and NULL */
-        int r = PyDict_SetItemString(d, key, o->obj[i]);
-        Py_CLEAR(o->obj[i]);
-        return r;
-    }
-    PyErr_SetString(PyExc_SystemError, "_fasttrace: a buffer without its bytes object");
-    return -1;
 }
 
 PyDoc_STRVAR(scan_doc,
@@ -962,45 +871,44 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "the block has more lines than `lines`");
         return NULL;
     }
-    if (rc == -3) {
+    if (rc < 0) { /* -3: out_init, -1: a string column growing past its bound */
         out_free(&o);
-        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
-    }
-    if (rc < 0) {
-        out_free(&o);
-        PyErr_SetString(PyExc_SystemError, "_fasttrace: a column outgrew its bound");
-        return NULL;
+        return PyErr_NoMemory();
     }
     for (int c = 0; c < NCOLS; c++)
-        if (o.cols[c].sdata.n > INT32_MAX) {
+        if (o.cols[c].sdata.len > INT32_MAX) {
             out_free(&o);
             PyErr_SetString(PyExc_ValueError, "a column of the block exceeds 2 GiB");
             return NULL;
         }
     PyObject *d = PyDict_New();
     if (!d) goto fail;
-    Py_ssize_t n = o.n, bm = (n + 7) / 8;
-    if (set_ssize(d, "n", n) || set_ssize(d, "blank", o.blank) || set_ssize(d, "fb.n", o.nfb) ||
-        set_ssize(d, "bad.n", o.nbad))
+    Py_ssize_t n = o.n;
+    size_t bm = bitmap_bytes(n), rows = (size_t)n;
+    if (put_ssize(d, "n", n) || put_ssize(d, "blank", o.blank) || put_ssize(d, "fb.n", o.nfb) ||
+        put_ssize(d, "bad.n", o.nbad))
         goto fail;
-    if (set_bytes(&o, d, "line_no", o.line_no, n * 8) || set_bytes(&o, d, "fb.line_no", o.fb_line_no, o.nfb * 8) ||
-        set_bytes(&o, d, "fb.start", o.fb_start, o.nfb * 8) || set_bytes(&o, d, "fb.end", o.fb_end, o.nfb * 8) ||
-        set_bytes(&o, d, "bad.line_no", o.bad_line_no, o.nbad * 8) ||
-        set_bytes(&o, d, "bad.start", o.bad_start, o.nbad * 8) || set_bytes(&o, d, "bad.end", o.bad_end, o.nbad * 8))
+    if (put(d, "line_no", mem((void **)&o.line_no, rows * 8)) ||
+        put(d, "fb.line_no", mem((void **)&o.fb_line_no, (size_t)o.nfb * 8)) ||
+        put(d, "fb.start", mem((void **)&o.fb_start, (size_t)o.nfb * 8)) ||
+        put(d, "fb.end", mem((void **)&o.fb_end, (size_t)o.nfb * 8)) ||
+        put(d, "bad.line_no", mem((void **)&o.bad_line_no, (size_t)o.nbad * 8)) ||
+        put(d, "bad.start", mem((void **)&o.bad_start, (size_t)o.nbad * 8)) ||
+        put(d, "bad.end", mem((void **)&o.bad_end, (size_t)o.nbad * 8)))
         goto fail;
     char key[64];
     for (int c = 0; c < NCOLS; c++) {
         col_t *k = &o.cols[c];
         snprintf(key, sizeof key, "%s.valid", k->name);
-        if (set_bytes(&o, d, key, k->valid, bm)) goto fail;
+        if (put(d, key, mem((void **)&k->valid, bm))) goto fail;
         if (k->kind == C_STR) {
             snprintf(key, sizeof key, "%s.off", k->name);
-            if (set_bytes(&o, d, key, k->off, (n + 1) * 4)) goto fail;
+            if (put(d, key, mem((void **)&k->off, (rows + 1) * 4))) goto fail;
             snprintf(key, sizeof key, "%s.data", k->name);
-            if (set_bytes(&o, d, key, k->sdata.p, (Py_ssize_t)k->sdata.n)) goto fail;
+            if (put_buf(d, key, &k->sdata)) goto fail;
         } else {
-            Py_ssize_t w = k->kind == C_I64 ? n * 8 : k->kind == C_I32 ? n * 4 : bm;
-            if (set_bytes(&o, d, k->name, k->data, w)) goto fail;
+            size_t w = k->kind == C_I64 ? rows * 8 : k->kind == C_I32 ? rows * 4 : bm;
+            if (put(d, k->name, mem((void **)&k->data, w))) goto fail;
         }
     }
     out_free(&o);
@@ -1013,10 +921,12 @@ fail:
 
 static PyMethodDef methods[] = {{"scan", scan, METH_VARARGS, scan_doc}, {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fasttrace",
-                                    "Field splitter for KV transfer traces.", -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_fasttrace", "Field splitter for KV transfer traces.", -1, methods, NULL, NULL, NULL, NULL,
+};
 
 PyMODINIT_FUNC PyInit__fasttrace(void) {
     for (int i = 0; i < 256; i++) STOP[i] = (i == '"' || i == '\\' || i < 0x20 || i >= 0x80);
+    if (native_ready() < 0) return NULL;
     return PyModule_Create(&module);
 }

@@ -14,11 +14,12 @@ from typing import IO, Pattern
 
 import polars as pl
 
+from forensics.core import native
 from forensics.core.inputs import Scan
 
-try:
-    from forensics.parsers._fastlog import count_newlines
-except ImportError:  # the native scanner is optional (parsers/native.py)
+if native.built("_fastlog") is not None:
+    count_newlines = native.built("_fastlog").count_newlines
+else:  # the native scanner is optional (forensics/core/native.py)
 
     def count_newlines(b) -> int:
         return bytes(b).count(b"\n")

@@ -2,30 +2,26 @@
 
 The extension is built at install time when a C compiler is there (setup.py marks it optional,
 unless FORENSICS_REQUIRE_NATIVE=1, as in CI). Without it, or with FORENSICS_NATIVE=0, every line
-takes the polars path, which gives the same tables (tests/test_native.py), only slower.
+takes the polars path, which gives the same tables (tests/test_native.py), only slower; whether
+it is there, and why not, is `forensics.core.native`'s to say.
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import polars as pl
 
+from forensics.core import native
 from forensics.core.schema import RANKS
 from forensics.parsers.lines import RawBlock, with_flags
 
-try:
-    from forensics.parsers import _fastlog
-
-    import_error = None
-except ImportError as e:  # no compiler at install time: the polars path does it all
-    _fastlog = None
-    import_error = e
+# None without a compiler at install time: the polars path does it all
+_fastlog = native.built("_fastlog")
 
 
 def enabled() -> bool:
-    return _fastlog is not None and os.environ.get("FORENSICS_NATIVE", "1") != "0"
+    """Whether server logs take the scanner here (`forensics.core.native.why_not` says why not)."""
+    return native.enabled("_fastlog")
 
 
 def config(

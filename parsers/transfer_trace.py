@@ -14,19 +14,17 @@ Its "Reader rules" are followed exactly. Two paths give the same tables (tests/t
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import polars as pl
 
+from forensics.core import native
 from forensics.parsers.base import Batch, Context, Sample, Source
 from forensics.parsers.lines import CUT_LINE, MAX_LINE_CHARS, RawBlock, frame, read_raw_blocks, with_flags
 
-try:
-    from forensics.parsers import _fasttrace
-except ImportError:  # no compiler at install time (setup.py): the reference path parses every line
-    _fasttrace = None
+# None without a compiler at install time (setup.py): the reference path parses every line
+_fasttrace = native.built("_fasttrace")
 
 if TYPE_CHECKING:
     import duckdb
@@ -251,7 +249,8 @@ def _block(con: "duckdb.DuckDBPyConnection", df: pl.DataFrame, ctx: Context, pat
 
 
 def fast_enabled() -> bool:
-    return _fasttrace is not None and os.environ.get("FORENSICS_NATIVE", "1") != "0"
+    """Whether the splitter runs here (`forensics.core.native.why_not` says why not)."""
+    return native.enabled("_fasttrace")
 
 
 # the splitter's columns, in the reference query's order, with their Arrow types

@@ -16,12 +16,13 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from forensics.core import native
 from forensics.parsers import transfer_trace
 from tests.conftest import REAL_LOGS, ROOT
 from tests.helpers import parse_text
 from tests.test_transfers import SPEC_EXAMPLE
 
-pytestmark = pytest.mark.skipif(transfer_trace._fasttrace is None, reason="parsers/_fasttrace.c is not built")
+pytestmark = pytest.mark.skipif(native.built("_fasttrace") is None, reason=str(native.why_not("_fasttrace")))
 
 CTX_FIELDS = (
     "lines",

@@ -7,9 +7,9 @@ what the user has not set.
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import os
+
+from forensics.core import native
 
 
 def configure() -> None:
@@ -28,18 +28,5 @@ def configure_ingest() -> None:
     compete with the parse threads and the Parquet writer for the cores. The polars-only path,
     with large vectorised calls, keeps polars' default.
     """
-    if os.environ.get("FORENSICS_NATIVE", "1") == "0":
-        return
-    if native_scanner_built():
+    if native.enabled("_fastlog"):
         os.environ.setdefault("POLARS_MAX_THREADS", "1")
-
-
-def native_scanner_built() -> bool:
-    """Whether the C scanner is installed, found without importing the parsers (that loads polars)."""
-    spec = importlib.util.find_spec("forensics.parsers")
-    dirs = list(spec.submodule_search_locations or []) if spec else []
-    return any(
-        os.path.exists(os.path.join(d, "_fastlog" + sfx))
-        for d in dirs
-        for sfx in importlib.machinery.EXTENSION_SUFFIXES
-    )
