@@ -14,7 +14,7 @@ process. Cases:
 - `ndjson_varchar`: `read_ndjson(..., columns={every known field: VARCHAR}, format='newline_delimited')`
   into Arrow, no checks: the least a read_ndjson path would cost;
 - `ndjson_s7`: the same with JSON-typed columns and the reference query's coercions and checks
-  (§7) on top, into Arrow. It still lacks what read_ndjson cannot give: a row's line number and
+  (docs/formats/TRANSFER_TRACE.md, "Reader rules") on top, into Arrow. It still lacks what read_ndjson cannot give: a row's line number and
   text (unparsed rows, file order) and its unknown fields (`extra`).
 
 The load average is printed beside every run: the machine is shared.
