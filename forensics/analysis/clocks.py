@@ -3,8 +3,8 @@
 Two orderings are certain in PD serving (NIXL.md §7, §10): decode registers a request before prefill
 can bootstrap it (post its KV, or finish it), and prefill posts a WRITE (and finishes the request)
 before decode gets its notification (or finishes the request). The rules are SQL
-(forensics/catalog/views/12_clock_estimates.sql), shared with the reports. Each ordered pair `a`
-(host A) before `b` (host B) bounds the offsets:
+(forensics/catalog/views/clock_constraints.sql and clock_estimates.sql), shared with the reports.
+Each ordered pair `a` (host A) before `b` (host B) bounds the offsets:
 
     off_B - off_A <= ts_b - ts_a + res_b
 

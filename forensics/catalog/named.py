@@ -1,12 +1,4 @@
-"""Named queries: queries/<name>.sql, each with a documented header.
-
-    -- name: <file stem>
-    -- description: <one line>
-    -- inputs: <tables and views it reads>
-    -- parameters:
-    --   <name> <TYPE> = <default>: <meaning>      (or `none`)
-    -- columns:
-    --   <column>: <meaning>
+"""Named queries: queries/<name>.sql, each with a documented header (the grammar of forensics.catalog.headers).
 
 Parameters are bound by DuckDB (`$name`), never pasted into the SQL text.
 """
@@ -19,10 +11,10 @@ from importlib import resources
 
 import polars as pl
 
+from forensics.catalog import headers
 from forensics.core.errors import ForensicsError, UsageError
 from forensics.ingest.store import Store
 
-_PARAM = re.compile(r"^(\w+)\s+([A-Z]+)\s*=\s*([^:]*?)\s*:\s*(.+)$")
 _CASTS = {"DOUBLE": float, "INTEGER": int, "BIGINT": int, "VARCHAR": str, "TIMESTAMP": str, "BOOLEAN": None}
 
 
@@ -69,47 +61,20 @@ class Query:
 
 
 def parse_header(name: str, text: str) -> Query:
-    head, section = {}, None
-    params: list[Param] = []
-    columns: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.startswith("--"):
-            break
-        body = line[2:].rstrip()
-        m = re.match(r"^ (name|description|inputs|parameters|columns):\s*(.*)$", body)
-        if m:
-            section = m.group(1)
-            head[section] = m.group(2).strip()
-            continue
-        item = body.strip()
-        if not item:
-            continue
-        if section == "parameters" and item != "none":
-            pm = _PARAM.match(item)
-            if not pm:
-                raise ForensicsError(
-                    f"query {name}: cannot read parameter line {item!r}",
-                    file=f"queries/{name}.sql",
-                    help="write `<name> <TYPE> = <default>: <meaning>`",
-                )
-            params.append(Param(*pm.groups()))
-        elif section == "columns":
-            col, _, doc = item.partition(":")
-            columns[col.strip()] = doc.strip()
-        elif section == "description":
-            head["description"] += " " + item
-    if head.get("name") != name:
-        raise ForensicsError(
-            f"query {name}: header name is {head.get('name')!r}",
-            file=f"queries/{name}.sql",
-            help="the `-- name:` line must equal the file stem",
-        )
+    h = headers.parse(name, text, f"queries/{name}.sql")
+    for p in h.params:
+        if p.default is None:
+            raise ForensicsError(
+                f"query {name}: parameter {p.name} has no default",
+                file=f"queries/{name}.sql",
+                help="write `<name> <TYPE> = <default>: <meaning>` (NULL for none)",
+            )
     return Query(
         name=name,
-        description=head.get("description", ""),
-        inputs=[s.strip() for s in head.get("inputs", "").split(",") if s.strip()],
-        params=params,
-        columns=columns,
+        description=h.description,
+        inputs=h.inputs,
+        params=[Param(p.name, p.type, p.default, p.doc) for p in h.params],
+        columns={c.name: c.doc for c in h.columns},
         sql=text,
     )
 

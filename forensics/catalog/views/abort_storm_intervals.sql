@@ -1,11 +1,40 @@
 -- name: abort_storm_intervals
--- description: table macro that finds abort storms across hosts; queries/abort_storms.sql calls it
---   with its parameters
+-- kind: table macro
+-- description: abort storms across hosts (queries/abort_storms.sql explains them); queries/abort_storms.sql and
+--   incident_abort_storms call it
 -- inputs: events, raw_turns, replies, clock_estimates, incident_wedges
 -- parameters:
---   abort_storm_intervals(window_s DOUBLE = 5, min_aborts INTEGER = 20, aftermath_s DOUBLE = 60,
---                         min_near INTEGER = 5, agent_window_s DOUBLE = 10, max_reply_s DOUBLE = 600)
--- columns: see queries/abort_storms.sql
+--   window_s DOUBLE = 5: aborts (any host) closer than this to the previous one belong to the same storm
+--   min_aborts INTEGER = 20: smallest storm, in aborts summed over hosts (host_aborts)
+--   aftermath_s DOUBLE = 60: how long after the storm errors and corrupted replies are counted
+--   min_near INTEGER = 5: aborts with fewer aborts than this within window_s / 2 are background, never part of a
+--     storm
+--   agent_window_s DOUBLE = 10: an aborted agent reply that ended this close to the storm belongs to it
+--   max_reply_s DOUBLE = 600: a reply killed in flight (no end) belongs to the storm if it started at most this long
+--     before it
+-- columns:
+--   t_start TIMESTAMPTZ: first abort of the storm (UTC, on the clock offsets in force)
+--   t_end TIMESTAMPTZ: last abort of the storm
+--   n_aborts BIGINT: requests aborted, each once however many lines and hosts wrote it (prefill and decode join on
+--     the room)
+--   host_aborts BIGINT: aborted requests summed over hosts, each request once per host (abort lines, `Aborted by
+--     AbortReq.`, transfer failures whose reason is an abort, finish_reason abort whose message is an abort)
+--   n_hosts BIGINT: hosts with aborts in the storm
+--   hosts VARCHAR[]: those hosts, by their first abort
+--   per_host STRUCT(host VARCHAR, n_aborts BIGINT, t_start TIMESTAMPTZ, t_end TIMESTAMPTZ, unapplied_skew_s DOUBLE)[]:
+--     per host: host, n_aborts (its requests aborted), t_start, t_end, unapplied_skew_s (the clock skew the estimates
+--     still see, used to group the host's aborts)
+--   host_counts VARCHAR: per_host as text, e.g. `prefill-0 80, decode-0 44, decode-1 36 (clock +2.4 s off, not
+--     corrected)`
+--   aborts_per_s DOUBLE: n_aborts over the storm's length (at least 1 s)
+--   errors_after BIGINT: error lines on the storm's hosts in the aftermath
+--   corrupted_replies_after BIGINT: corrupted replies that started during the storm or its aftermath
+--   next_wedge TIMESTAMPTZ: start of the next wedge on one of the storm's hosts, if any
+--   agent_aborts BIGINT: agent replies aborted, interrupted, cut off or killed in flight at the storm (0 without
+--     transcripts)
+--   agent_sessions BIGINT: agent sessions those replies belong to
+--   agent_t_start TIMESTAMPTZ: the first such reply's end, or for replies killed with no end the latest start among
+--     them
 
 CREATE OR REPLACE MACRO abort_storm_intervals(window_s := 5, min_aborts := 20, aftermath_s := 60, min_near := 5,
                                               agent_window_s := 10, max_reply_s := 600) AS TABLE

@@ -1,34 +1,48 @@
 -- name: replies
--- description: one row per assistant turn with its corruption verdict and its link to the server request
+-- kind: view
+-- description: One row per assistant turn with its corruption verdict and its link to the server request.
 -- inputs: turns, reply_candidates
 -- parameters: none
 -- columns:
---   source: 'opencode' | 'openai_proxy' | 'claude_code' | 'outputs_dir'
---   session_id: session of the turn
---   turn_id: message / exchange / file, unique within (source, session_id)
---   t_start: UTC time the request went out
---   t_end: UTC time the reply was complete
---   model: model name the source records
---   finish_reason: stop | length | tool_calls | content_filter | abort | error | ...
---   prompt_tokens: prompt tokens
---   completion_tokens: completion tokens
---   n_tool_calls: structured tool calls
---   content_chars: characters of visible content
---   reasoning_chars: characters of reasoning
---   rid: sglang rid carried by the source
---   bootstrap_room: bootstrap room carried by the source
---   http_status: HTTP status of the response
---   signatures: signatures that fired, 'S1'..'S16'
---   corruption_class: 'clean' | 'parse_leak' | 'incoherent' | 'empty' | 'config' | 'transfer_error'
---   corrupted: class is parse_leak, incoherent or empty
---   evidence: snippet per deciding signature, the match between ⟦ ⟧
---   link_method: 'error_room' | 'error_rid' (named by the error body) | 'rid' | 'bootstrap_room' | 'time_tokens' | NULL when nothing matched uniquely
---   link_confidence: 0..1 confidence of the link
---   link_candidates: server requests that matched by the chosen method
---   server_rid: rid of the linked server request
---   server_bootstrap_room: bootstrap room of the linked server request
---   server_host: host that logged it, the decode side when both sides did
---   degraded_markup .. line_no: the remaining columns of `turns` (see `forensics tables turns`)
+--   source VARCHAR: 'opencode' | 'openai_proxy' | 'claude_code' | 'outputs_dir'
+--   session_id VARCHAR: session (opencode ses_…, Claude Code sessionId, proxy session or file, outputs folder)
+--   turn_id VARCHAR: the assistant message / exchange / output file; unique within (source, session_id)
+--   t_start TIMESTAMPTZ: UTC time the request went out (request line, assistant time.created, previous user line)
+--   t_end TIMESTAMPTZ: UTC time the reply was complete (response line, time.completed, assistant line, file mtime)
+--   model VARCHAR: model name the source records
+--   finish_reason VARCHAR: stop | length | tool_calls | content_filter | abort | error | …, in sglang's words
+--   prompt_tokens BIGINT: prompt tokens (opencode: input + cache.read)
+--   completion_tokens BIGINT: completion tokens (opencode: output + reasoning)
+--   n_tool_calls BIGINT: structured tool calls in the reply
+--   content_chars BIGINT: characters of visible content
+--   reasoning_chars BIGINT: characters of reasoning content
+--   rid VARCHAR: sglang rid when the source carries it (request rid, or a 32-hex response id)
+--   bootstrap_room BIGINT: PD bootstrap room when the request carried one (see error_bootstrap_room)
+--   http_status INTEGER: HTTP status of the response (proxy; API errors in opencode / Claude Code)
+--   signatures VARCHAR[]: corruption signatures that fired, 'S1'..'S16' (TRANSCRIPTS.md §6)
+--   corruption_class VARCHAR: 'clean' | 'parse_leak' | 'incoherent' | 'empty' | 'config' | 'transfer_error'
+--   corrupted BOOLEAN: class is parse_leak, incoherent or empty (config and transfer_error are not corruption)
+--   evidence VARCHAR: snippet per deciding signature, the match between ⟦ ⟧, control characters escaped
+--   link_method VARCHAR: 'error_room' | 'error_rid' (named by the error body) | 'rid' | 'bootstrap_room' |
+--     'time_tokens' | NULL when no unique match
+--   link_confidence DOUBLE: 0..1 confidence of the link
+--   link_candidates BIGINT: server requests that matched by the chosen method (see reply_candidates)
+--   server_rid VARCHAR: rid of the linked server request
+--   server_bootstrap_room BIGINT: bootstrap room of the linked server request
+--   server_host VARCHAR: host that logged the linked request (decode side preferred)
+--   degraded_markup BOOLEAN: markup that fired was an ASCII / spaced look-alike of DSML or a special token
+--   seq BIGINT: 0-based position of the turn in its session, by time
+--   parent_id VARCHAR: the user message or request the turn answers
+--   error_text VARCHAR: error body or message recorded for the turn
+--   error_rid VARCHAR: rid the error body names (`req.rid='…'`, `rid=…`): the failing request's rid
+--   error_bootstrap_room BIGINT: bootstrap room the error body names (`KVTransferError(bootstrap_room=N)`,
+--     `bootstrap_room: N`)
+--   reasoning_tokens BIGINT: reasoning tokens, where reported
+--   cached_tokens BIGINT: prefix-cache tokens, where reported
+--   response_id VARCHAR: upstream response id (chatcmpl-…, msg_…, a rid)
+--   truncated BOOLEAN: the reply is cut short in the record (a stream without [DONE])
+--   source_file VARCHAR: input file or folder
+--   line_no BIGINT: line of the reply (JSONL), else its ordinal in the file
 CREATE OR REPLACE VIEW replies AS
 -- the strongest method that found anything wins: the room or rid the turn's error body names (the
 -- server's own account of which request failed), then the rid, then the room the client sent, then
