@@ -7,7 +7,7 @@ import re
 import duckdb
 import pytest
 
-from forensics.catalog import connect, model
+from forensics.catalog import connect, derived_views, model
 from forensics.catalog import named as queries
 from forensics.core import schema
 from forensics.ingest.store import Store
@@ -24,7 +24,10 @@ def _canonical(con, duck_type: str) -> str:
 
 @pytest.fixture(scope="module")
 def con(sample_store):
+    """The views as their SQL computes them: snapshots, when a report left some, store HUGEINT as DOUBLE."""
     c = connect(Store(sample_store))
+    for _, sql in derived_views():
+        c.execute(sql)
     yield c
     c.close()
 
@@ -118,3 +121,11 @@ def test_types_round_trip():
     for d in DERIVED.values():
         for col in d.header.columns:
             assert _canonical(c, duck_type(model.polars_type(col.type))) == _canonical(c, col.type), (d.name, col)
+
+
+@pytest.mark.parametrize("name", sorted(DERIVED))
+def test_one_object_a_file(name):
+    """File name = object name: a file that created two objects would hide the second from the listing."""
+    d = DERIVED[name]
+    created = re.findall(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(\w+)", _code(d.sql), re.I)
+    assert created == [name], f"forensics/catalog/views/{d.file} creates {created}"

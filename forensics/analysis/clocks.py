@@ -23,6 +23,7 @@ import duckdb
 import polars as pl
 
 from forensics.catalog import connect, snapshot_path
+from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
 from forensics.core.text import escape_control
 from forensics.ingest.store import Store
@@ -113,10 +114,7 @@ def estimate(store: Store) -> ClockReport:
     # raw clocks: the estimate is what the logs say, whatever offsets are set
     con = connect(store, offsets={})
     try:
-        rows = con.sql(
-            "SELECT host_a, host_b, estimate_s, lower_s, upper_s, lower_pairs, upper_pairs, consistent, "
-            "skew_s FROM clock_estimates ORDER BY host_a, host_b"
-        ).fetchall()
+        rows = con.sql(queries.internal("_clock_report").sql).fetchall()
     finally:
         con.close()
     return ClockReport(
@@ -157,16 +155,6 @@ def describe_offsets(offsets: dict[str, float]) -> str:
 # whole-second log stamps make anything less indistinguishable from no skew
 WARN_SKEW_S = 1.0
 
-# per host, the pair with most evidence; read from the snapshot of clock_estimates that the report's
-# connection already has (the estimate is never recomputed per report)
-_UNSET_SQL = """
-SELECT host_b AS host, arg_max(host_a, lower_pairs + upper_pairs) AS reference,
-       arg_max(skew_s, lower_pairs + upper_pairs) AS skew_s, max(lower_pairs + upper_pairs) AS pairs
-FROM clock_estimates WHERE skew_s IS NOT NULL
-GROUP BY host_b
-ORDER BY host_b
-"""
-
 
 def _sql_text(s: str) -> str:
     return s.replace("'", "''")
@@ -202,7 +190,9 @@ def unset_offsets(store: Store, con=None) -> list[UnsetOffset]:
                 f"CREATE VIEW clock_estimates AS SELECT * FROM read_parquet('{_sql_text(str(snap))}', hive_partitioning = false)"
             )
     try:
-        rows = con.sql(_UNSET_SQL).fetchall()
+        # per host, the pair with most evidence; from the snapshot of clock_estimates that the report's
+        # connection already has (the estimate is never recomputed per report)
+        rows = con.sql(queries.internal("_unset_offsets").sql).fetchall()
     finally:
         if own:
             con.close()

@@ -4,9 +4,10 @@ A file opens with `--` comment lines that document the one object it defines; th
 that is not a comment ends the header.
 
     -- name: <object name, the file stem>
-    -- kind: view | table macro | macro            (derived objects only; a query has no kind)
+    -- kind: view | table macro | macro            (derived objects; what their SQL creates, checked)
     -- description: <one sentence>
     -- inputs: <name> [(<note>)], <name> [(<note>)], ...   (or none)
+    -- over: <query>                               (an internal query that reads another's rows as `q`)
     -- parameters: none                            (or the header line alone, then one line each:)
     --   <name> <TYPE> = <default>: <meaning>
     --   <name> <TYPE>: <meaning>                  (a macro parameter without a default)
@@ -20,6 +21,8 @@ that is not a comment ends the header.
 - `inputs` names the tables, views and macros the object reads, comma-separated; a note in
   parentheses says what of it is read. The derived objects named there order their build (a
   topological sort, forensics.catalog.model), so every derived object a file reads must be named.
+- `over` names the query whose rows an internal query (queries/_<name>.sql) reads as `q`: the
+  toolkit runs it as `WITH q AS (<that query>) <this one>`, and so does its golden.
 - `parameters` gives each one's DuckDB type and default as written (`NULL` for none). A macro's
   defaults are those of its signature (`:= default`); tests/test_datamodel.py holds the header to
   it, and a named query calling the macro to both.
@@ -36,7 +39,7 @@ import re
 from forensics.core.errors import ForensicsError
 
 KINDS = ("view", "table macro", "macro")
-_SECTION = re.compile(r"^ (name|kind|description|inputs|parameters|returns|columns):\s*(.*)$")
+_SECTION = re.compile(r"^ (name|kind|description|inputs|over|parameters|returns|columns):\s*(.*)$")
 _PARAM = re.compile(r"^(\w+)\s+([A-Z][A-Z0-9_ ()\[\],]*?)\s*(?:=\s*([^:]*?)\s*)?:\s*(.+)$")
 _COLUMN = re.compile(r"^(\w+)(?:\s+([^:]+?))?\s*:\s*(.*)$")
 _TYPED = re.compile(r"^([^:]+?)\s*:\s*(.+)$")
@@ -66,6 +69,7 @@ class Header:
     params: list[Param]
     columns: list[Column]
     returns: Column | None = None
+    over: str | None = None
 
 
 def _inputs(text: str) -> list[str]:
@@ -113,7 +117,7 @@ def parse(name: str, text: str, file: str) -> Header:
             last = params[-1] if section == "parameters" and params else columns[-1] if columns else None
             if last is None:
                 raise bad(f"a continued line with nothing above it: {item!r}", "indent a new item by three spaces")
-            last.doc += " " + item
+            last.doc = f"{last.doc} {item}".strip()
         elif section == "parameters" and item != "none":
             pm = _PARAM.match(item)
             if not pm:
@@ -143,6 +147,7 @@ def parse(name: str, text: str, file: str) -> Header:
         params=params,
         columns=columns,
         returns=returns,
+        over=head.get("over") or None,
     )
 
 

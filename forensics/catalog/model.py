@@ -147,6 +147,16 @@ def _order(objects: dict[str, Derived]) -> list[str]:
     return out
 
 
+def _created(name: str, sql: str) -> str | None:
+    """What the SQL creates under `name`: a view, a table macro or a (scalar) macro."""
+    m = re.search(rf"CREATE\s+OR\s+REPLACE\s+(VIEW|MACRO)\s+{name}\b(.*)", sql, re.I | re.S)
+    if m is None:
+        return None
+    if m.group(1).upper() == "VIEW":
+        return "view"
+    return "table macro" if re.match(r"\s*\([^)]*\)\s*AS\s+TABLE\b", m.group(2), re.I) else "macro"
+
+
 @functools.cache
 def derived() -> dict[str, Derived]:
     """Every view and macro of forensics/catalog/views/, in build order."""
@@ -157,12 +167,28 @@ def derived() -> dict[str, Derived]:
             continue
         stem = entry.name[:-4]
         text = entry.read_text()
-        h = headers.parse(stem, text, f"forensics/catalog/views/{entry.name}")
-        if h.kind is None:
+        file = f"forensics/catalog/views/{entry.name}"
+        h = headers.parse(stem, text, file)
+        created = _created(stem, headers.body(text))
+        if created is None:
             raise ForensicsError(
-                f"forensics/catalog/views/{entry.name}: the header has no `-- kind:` line",
-                file=f"forensics/catalog/views/{entry.name}",
-                help="say `-- kind: " + " | ".join(headers.KINDS) + "`",
+                f"{file} creates no view or macro named {stem}",
+                file=file,
+                help=f"the file defines one object, named after it: CREATE OR REPLACE VIEW {stem} AS ...",
+            )
+        if h.kind is not None and h.kind != created:
+            raise ForensicsError(
+                f"{file}: the header says kind {h.kind!r}, the SQL creates a {created}",
+                file=file,
+                help="make them agree",
+            )
+        h.kind = created
+        untyped = [c.name for c in h.columns if not c.type]
+        if untyped:
+            raise ForensicsError(
+                f"{file}: columns without a type: {', '.join(untyped)}",
+                file=file,
+                help="declare each column as `--   <name> <TYPE>: <meaning>`, the type as DESCRIBE gives it",
             )
         objects[stem] = Derived(h, entry.name, text)
     return {n: objects[n] for n in _order(objects)}

@@ -6,6 +6,7 @@ Parameters are bound by DuckDB (`$name`), never pasted into the SQL text.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from importlib import resources
 
@@ -44,6 +45,7 @@ class Query:
     params: list[Param]
     columns: dict[str, str]
     sql: str
+    over: str | None = None  # the query whose rows this one reads as `q` (internal queries)
 
     def bind(self, given: dict | None = None) -> dict:
         given = dict(given or {})
@@ -76,6 +78,7 @@ def parse_header(name: str, text: str) -> Query:
         params=[Param(p.name, p.type, p.default, p.doc) for p in h.params],
         columns={c.name: c.doc for c in h.columns},
         sql=text,
+        over=h.over,
     )
 
 
@@ -85,7 +88,9 @@ def from_text(text: str) -> Query | None:
     return parse_header(m.group(1), text.lstrip()) if m else None
 
 
-def all_queries() -> dict[str, Query]:
+@functools.cache
+def _all() -> dict[str, Query]:
+    """Every file of queries/, read once: package data does not change while the process runs."""
     pkg = resources.files("forensics.queries")
     out = {}
     for entry in sorted(pkg.iterdir(), key=lambda p: p.name):
@@ -93,6 +98,44 @@ def all_queries() -> dict[str, Query]:
             stem = entry.name[:-4]
             out[stem] = parse_header(stem, entry.read_text())
     return out
+
+
+def all_queries() -> dict[str, Query]:
+    """The named queries `forensics query` lists and runs."""
+    return {k: v for k, v in _all().items() if not k.startswith("_")}
+
+
+def internal_queries() -> dict[str, Query]:
+    """The toolkit's own queries (queries/_<name>.sql): the SQL of reports and analyses, not listed."""
+    return {k: v for k, v in _all().items() if k.startswith("_")}
+
+
+def internal(name: str) -> Query:
+    return internal_queries()[name]
+
+
+def composed(q: Query) -> tuple[str, list[Query]]:
+    """The SQL that runs `q`, and the queries whose parameters it takes: with the one it reads as `q`."""
+    if q.over is None:
+        return q.sql, [q]
+    base = get(q.over)
+    return f"WITH q AS (\n{base.sql}\n)\n{q.sql}", [base, q]
+
+
+def run_internal(store: Store, name: str, params: dict | None = None, con=None, **kw) -> pl.DataFrame:
+    """Run an internal query; `params` may hold those of the query it reads as well as its own."""
+    from forensics.catalog.sql import run_sql
+
+    sql, parts = composed(internal(name))
+    given = dict(params or {})
+    bound = {}
+    for part in parts:
+        mine = {p.name for p in part.params}
+        bound.update(part.bind({k: v for k, v in given.items() if k in mine}))
+    unknown = set(given) - {p.name for part in parts for p in part.params}
+    if unknown:
+        raise UsageError(f"query {name} has no parameter {sorted(unknown)[0]!r}")
+    return run_sql(store, sql, bound, con=con, **kw)
 
 
 def get(name: str) -> Query:

@@ -1,7 +1,7 @@
 -- name: clock_constraints
 -- kind: table macro
 -- description: one row per room and ordering rule: an event of host_a that must come before one of host_b bounds how
---   far host_b's clock may run behind host_a's (forensics/analysis/clocks.py explains the orderings); on the clocks
+--   far host_b's clock may run ahead of host_a's (forensics/analysis/clocks.py explains the orderings); on the clocks
 --   in force. Read by clock_estimates and `forensics clocks`.
 -- inputs: transfer_events, room_events
 -- parameters: none
