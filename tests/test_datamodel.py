@@ -57,8 +57,7 @@ def test_macro_header_is_its_signature(name):
 
 def _code(sql: str) -> str:
     """SQL without comments and string literals: what it reads."""
-    sql = re.sub(r"'(?:[^']|'')*'", "''", sql)
-    return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+    return "".join(m.group(1) or " " for m in re.finditer(r"([^'-]+|-(?!-))|'(?:[^']|'')*'|--[^\n]*", sql))
 
 
 @pytest.mark.parametrize("name", sorted(DERIVED))
