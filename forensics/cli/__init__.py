@@ -615,7 +615,7 @@ def tables(table, fmt, store):
                         {
                             "name": n,
                             "kind": kind(n),
-                            "view": kind(n) != "table",
+                            "view": kind(n) == "view",
                             "doc": doc(n),
                             "rows": None if n in macros else (counts or {}).get(n),
                             "columns": [{"column": c, "type": t, "meaning": m} for c, t, m in columns(n)],
