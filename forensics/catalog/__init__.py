@@ -276,7 +276,7 @@ def _cache_dir(store: Store, offsets: dict, verdicts: tuple[str | None, list[str
 
 def _views() -> list[str]:
     """The derived views that get snapshots, in the order they are built."""
-    return [name for _, sql in derived_views() for name in _VIEW_NAME.findall(sql)]
+    return [n for n, d in model.derived().items() if d.kind == "view"]
 
 
 def _point_at(con, views: list[str], folder: Path) -> list[str]:
