@@ -45,14 +45,41 @@ def snapshot(case: str) -> dict[str, str]:
         return out
 
 
+# internal queries whose defaults select nothing on the sample store (the toolkit always gives these):
+# a window of the incident, one of its failed rooms
+_WINDOW = {"since": "2026-11-20 14:00:00", "before": "2026-11-20 14:30:00"}
+_GRID = {"lo_us": 1795183200000000, "bucket_us": 60_000_000}  # 2026-11-20 14:00 UTC, 1 min buckets
+GOLDEN_PARAMS = {
+    "_room_story": {"room": 2347773765981786812},
+    "_active_ranks": _WINDOW,
+    "_perfetto_counters": {**_WINDOW, "host": "prefill-0"},
+    "_room_counts": _GRID,
+    "_room_pick": _GRID,
+    "_mark_counts": _GRID,
+    "_mark_pick": _GRID,
+    "_reply_counts": _GRID,
+    "_reply_pick": _GRID,
+    "_far_inputs": {"lo": "2026-11-20 13:00:00", "hi": "2026-11-20 15:00:00"},
+}
+
+
 def query_snapshot(store, name: str) -> dict:
-    """A named query's output on a store, as CSV (nested values as JSON), with its column names."""
+    """A named query's output on a store, as CSV (nested values as JSON), with its column names.
+
+    An internal query (queries/_<name>.sql) runs over the query its header names, at its defaults
+    or GOLDEN_PARAMS; one without an ORDER BY of its own (counts the caller adds up) is written in sorted rows."""
     from forensics.catalog import named as queries
     from forensics.reports.render import flat
     from forensics.store import Store
 
-    df = queries.run(Store(store), name)
-    return {"columns": df.columns, "csv": flat(df).write_csv()}
+    if name.startswith("_"):
+        df = queries.run_internal(Store(store), name, GOLDEN_PARAMS.get(name), materialize=True)
+        if "ORDER BY" not in queries.internal(name).sql.upper():
+            df = df.sort(df.columns, nulls_last=True)
+    else:
+        df = queries.run(Store(store), name)
+    # inputs are named by their path: the checkout's place is normalised away
+    return {"columns": df.columns, "csv": flat(df).write_csv().replace(f"{ROOT}/", "")}
 
 
 def sample_store(path) -> str:
@@ -107,7 +134,7 @@ def main() -> None:
 
         with tempfile.TemporaryDirectory() as d:
             store = sample_store(d)
-            for name in queries.all_queries():
+            for name in [*queries.all_queries(), *queries.internal_queries()]:
                 p = GOLDEN / "queries" / f"{name}.csv"
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(query_snapshot(store, name)["csv"])

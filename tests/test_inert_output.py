@@ -240,9 +240,9 @@ REPORT_FORMATS = ("table", "csv", "json", "markdown")
 
 
 def _numeric(table: str) -> set[str]:
-    from forensics.core import schema
+    from forensics.catalog import model
 
-    return {c.name for c in schema.TABLES[table].columns if c.dtype.is_numeric()}
+    return {c.name for c in model.tables()[table].columns if c.dtype.is_numeric()}
 
 
 def assert_tsv_inert(out: str, what: str, numeric: set[str] = frozenset()) -> None:
@@ -277,9 +277,9 @@ def _check(r, fmt: str, what: str, numeric=frozenset()) -> None:
 
 @pytest.mark.parametrize("fmt", TEXT_FORMATS)
 def test_sql_every_table(hostile, fmt):
-    from forensics.core import schema
+    from forensics.catalog import model
 
-    for table in schema.TABLES:
+    for table in model.tables():
         r = _invoke("sql", "--store", hostile["store"], "--format", fmt, f"SELECT * FROM {table}")
         _check(r, fmt, f"sql {table} --format {fmt}", _numeric(table))
 

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from forensics.analysis.room import room_story
+from forensics.catalog import model
 from forensics.cli import main
-from forensics.core import schema
 from forensics.store import Store
 from tests.conftest import ingest_paths, sql
 
@@ -222,7 +222,7 @@ def later(row) -> list[tuple]:
 
 def test_views_return_exactly_their_documented_columns(store):
     for name in ("clock_bounds", "room_failures", "rooms"):
-        assert sql(store, f"SELECT * FROM {name} LIMIT 0").columns == [c.name for c in schema.TABLES[name].columns]
+        assert sql(store, f"SELECT * FROM {name} LIMIT 0").columns == [c.name for c in model.tables()[name].columns]
 
 
 def test_decode_timeout_decides_and_the_prefill_bootstrap_timeout_is_listed_after_it(rooms):

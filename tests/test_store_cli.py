@@ -136,11 +136,11 @@ def test_every_command_has_help_and_is_in_the_readme():
 
 
 def test_tables_prints_every_table():
-    from forensics.core import schema
+    from forensics.catalog import model
 
     res = CliRunner().invoke(main, ["tables", "--format", "markdown"])
     assert res.exit_code == 0
-    for t in schema.TABLES:
+    for t in list(model.tables()) + list(model.macros()):
         assert f"### `{t}`" in res.output
 
 
@@ -166,10 +166,10 @@ def test_package_ships_one_import_name_with_parsers_and_queries(tmp_path):
         assert f"forensics/queries/{f}" in names
     for f in sorted(p.name for p in (ROOT / "forensics" / "catalog" / "views").glob("*.sql")):
         assert f"forensics/catalog/views/{f}" in names
-    # the timeline page's HTML, CSS and script, and the Perfetto export's SQL
+    # the timeline page's HTML, CSS and script; the Perfetto export's SQL is queries/_perfetto_counters.sql
     for f in sorted(p.name for p in (ROOT / "forensics" / "reports" / "assets").iterdir()):
         assert f"forensics/reports/assets/{f}" in names
-    assert "forensics/reports/perfetto_counters.sql" in names
+    assert "forensics/queries/_perfetto_counters.sql" in names
 
 
 def test_derived_view_snapshots_follow_the_store(tmp_path):

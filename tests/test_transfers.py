@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
+from forensics.catalog import model
 from forensics.cli import main
-from forensics.core import schema
 from forensics.parsers import server_log, transfer_trace
 from tests.bundle import write_bundle
 from tests.conftest import ingest_paths, sql
@@ -163,7 +163,7 @@ def test_views_return_exactly_their_documented_columns(bundle):
     store, _ = bundle
     for name in ("transfers", "rooms", "room_events"):
         got = sql(store, f"SELECT * FROM {name} LIMIT 0").columns
-        assert got == [c.name for c in schema.TABLES[name].columns], name
+        assert got == [c.name for c in model.tables()[name].columns], name
     assert sql(store, "SELECT count(*) AS n FROM transfers WHERE bootstrap_room = 0")["n"][0] == 0
 
 

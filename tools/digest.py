@@ -43,10 +43,15 @@ except ImportError:  # before the store layer, or before the layers
     except ImportError:
         from forensics import schema
         from forensics.store import Store
+try:  # the derived views, documented by their SQL headers
+    from forensics.catalog import model
+    TABLES = model.tables()
+except ImportError:  # before they were
+    TABLES = schema.TABLES
 store = Store(sys.argv[1])
 con = connect(store)
 out = {}
-for name in sorted(schema.TABLES):
+for name in sorted(TABLES):
     cols = [c for c in con.sql(f'SELECT * FROM "{name}"').columns if c != "ingested_at"]  # the clock
     sel = ", ".join(f'"{c}"' for c in cols)
     rows = con.sql(f'SELECT {sel} FROM "{name}" ORDER BY ALL').fetchall()

@@ -4,7 +4,8 @@ Two orderings are certain in PD serving (docs/formats/NIXL.md, "Notification ord
 "sglang NIXL connector"): decode registers a request before prefill can bootstrap it (post its KV,
 or finish it), and prefill posts a WRITE (and finishes the request) before decode gets its
 notification (or finishes the request). The rules are SQL
-(forensics/catalog/views/12_clock_estimates.sql), shared with the reports. Each ordered pair `a`
+(forensics/catalog/views/clock_constraints.sql and
+clock_estimates.sql), shared with the reports. Each ordered pair `a`
 (host A) before `b` (host B) bounds the offsets:
 
     off_B - off_A <= ts_b - ts_a + res_b
@@ -24,6 +25,7 @@ import duckdb
 import polars as pl
 
 from forensics.catalog import connect, snapshot_path
+from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
 from forensics.core.text import escape_control
 from forensics.store import Store
@@ -114,10 +116,7 @@ def estimate(store: Store) -> ClockReport:
     # raw clocks: the estimate is what the logs say, whatever offsets are set
     con = connect(store, offsets={})
     try:
-        rows = con.sql(
-            "SELECT host_a, host_b, estimate_s, lower_s, upper_s, lower_pairs, upper_pairs, consistent, "
-            "skew_s FROM clock_estimates ORDER BY host_a, host_b"
-        ).fetchall()
+        rows = con.sql(queries.internal("_clock_report").sql).fetchall()
     finally:
         con.close()
     return ClockReport(
@@ -158,16 +157,6 @@ def describe_offsets(offsets: dict[str, float]) -> str:
 # whole-second log stamps make anything less indistinguishable from no skew
 WARN_SKEW_S = 1.0
 
-# per host, the pair with most evidence; read from the snapshot of clock_estimates that the report's
-# connection already has (the estimate is never recomputed per report)
-_UNSET_SQL = """
-SELECT host_b AS host, arg_max(host_a, lower_pairs + upper_pairs) AS reference,
-       arg_max(skew_s, lower_pairs + upper_pairs) AS skew_s, max(lower_pairs + upper_pairs) AS pairs
-FROM clock_estimates WHERE skew_s IS NOT NULL
-GROUP BY host_b
-ORDER BY host_b
-"""
-
 
 def _sql_text(s: str) -> str:
     return s.replace("'", "''")
@@ -203,7 +192,9 @@ def unset_offsets(store: Store, con=None) -> list[UnsetOffset]:
                 f"CREATE VIEW clock_estimates AS SELECT * FROM read_parquet('{_sql_text(str(snap))}', hive_partitioning = false)"
             )
     try:
-        rows = con.sql(_UNSET_SQL).fetchall()
+        # per host, the pair with most evidence; from the snapshot of clock_estimates that the report's
+        # connection already has (the estimate is never recomputed per report)
+        rows = con.sql(queries.internal("_unset_offsets").sql).fetchall()
     finally:
         if own:
             con.close()

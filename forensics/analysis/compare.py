@@ -22,13 +22,6 @@ from forensics.store import Store
 
 ALPHA = 0.05
 
-RATE_SQL = """
-SELECT coalesce(f.run, $default_run) AS run, count(*) AS replies, count(*) FILTER (WHERE r.corrupted) AS corrupted
-FROM replies r LEFT JOIN files f ON f.path = r.source_file
-WHERE r.corruption_class <> 'config'
-GROUP BY ALL ORDER BY run
-"""
-
 CORRUPTION_SCHEMA = {
     "run": pl.Utf8,
     "store": pl.Utf8,
@@ -66,7 +59,9 @@ def build(stores: list[str], baseline: str | None = None) -> dict:
         offsets[name] = store.clocks()
         con = connect(store, offsets[name], materialize=True)
         try:
-            r = pl.from_arrow(con.sql(RATE_SQL, params={"default_run": name}).to_arrow_table())
+            r = pl.from_arrow(
+                con.sql(queries.internal("_run_rates").sql, params={"default_run": name}).to_arrow_table()
+            )
             rates.append(r.with_columns(pl.lit(path).alias("store")))
             b = queries.run(store, "decode_throughput_bands", con=con)
             warnings += [f"{name}: {w}" for w in clock_warnings(store, con)]

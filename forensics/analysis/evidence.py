@@ -17,7 +17,6 @@ from forensics.analysis import stats
 from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
-from forensics.catalog.sql import run_sql
 from forensics.store import Store
 
 # dimension -> (feature column, how to bucket it, label)
@@ -186,11 +185,7 @@ def build(store: Store) -> dict:
     con = connect(store.require(), offsets, materialize=True)
     try:
         feats = queries.run(store, "reply_features", con=con)
-        summary = con.sql(
-            "SELECT count(*) AS replies, count(*) FILTER (WHERE corrupted) AS corrupted, "
-            "count(*) FILTER (WHERE corruption_class = 'config') AS config_leaks, "
-            "count(*) FILTER (WHERE link_method IS NOT NULL) AS linked FROM replies"
-        ).fetchall()[0]
+        summary = con.sql(queries.internal("_reply_totals").sql).fetchall()[0]
         comparisons = compare_dimensions(feats)
         report = {
             "clock_offsets": offsets,
@@ -199,8 +194,8 @@ def build(store: Store) -> dict:
             "comparisons": comparisons,
             "corrupted_replies": queries.run(store, "corrupted_context", con=con),
             # default thresholds, from the snapshotted views the timeline uses too
-            "wedges": run_sql(store, "SELECT * FROM incident_wedges ORDER BY t_start, host, kind", con=con),
-            "abort_storms": run_sql(store, "SELECT * FROM incident_abort_storms ORDER BY t_start", con=con),
+            "wedges": queries.run_internal(store, "_incident_wedges", con=con),
+            "abort_storms": queries.run_internal(store, "_incident_abort_storms", con=con),
             "checksum_mismatches": queries.run(store, "checksum_mismatches", con=con),
         }
     finally:

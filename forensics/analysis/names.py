@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
+from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
-
-# the tables whose rows carry a host; `files` first, it names every ingested input's host
-_HOST_SQL = (
-    "SELECT host FROM files WHERE status = 'ingested' UNION SELECT host FROM batches "
-    "UNION SELECT host FROM events UNION SELECT host FROM transfer_events"
-)
 
 
 def known_hosts(con) -> list[str]:
     """Every host name the store's rows carry, sorted."""
-    return sorted(h for (h,) in con.execute(_HOST_SQL).fetchall() if h is not None)
+    return sorted(h for (h,) in con.execute(queries.internal("_known_hosts").sql).fetchall() if h is not None)
 
 
 def listing(hosts: list[str], limit: int = 20) -> str:

@@ -8,31 +8,9 @@ import polars as pl
 
 from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
+from forensics.catalog import named as queries
 from forensics.core.errors import ForensicsError, UsageError
 from forensics.store import Store
-
-# Corrected time first; rows without a time (lines copied without a prefix) go last, in file order.
-# `failure` names the outcome a failure row stands for, and which one decided the room's outcome.
-STORY_SQL = """
-SELECT s.ts, s.host, s.side, s.source, s.what,
-       CASE WHEN f.first_failure THEN f.outcome || ' (first)' ELSE f.outcome END AS failure,
-       s.detail,
-       CASE WHEN s.clock_offset_s <> 0 THEN printf('%+.6fs', -s.clock_offset_s) END AS clock_correction,
-       s.ts_raw, s.source_file, s.line_no
-FROM (
-    SELECT ts, host, side, source, kind AS what, message AS detail, clock_offset_s, ts_raw, source_file, line_no
-    FROM room_events WHERE bootstrap_room = $room
-    UNION ALL
-    SELECT ts, host, side, 'trace', event || ' ' || kind || coalesce(' ' || chunk, '')
-               || CASE WHEN is_last THEN ' (last)' ELSE '' END,
-           concat_ws(' ', 'rank=' || engine_rank, 'rid=' || rid, 'bytes=' || bytes, 'status=' || status,
-                     'checksum=' || checksum, 'peer=' || peer, 'error=' || error),
-           clock_offset_s, ts_raw, source_file, line_no
-    FROM transfer_events WHERE bootstrap_room = $room
-) s
-LEFT JOIN (SELECT * FROM room_failures WHERE bootstrap_room = $room) f USING (source_file, line_no)
-ORDER BY s.ts NULLS LAST, s.source_file, s.line_no
-"""
 
 
 @dataclasses.dataclass
@@ -60,7 +38,7 @@ def room_story(store: Store, room: int, offsets: dict[str, float] | None = None)
     used = store.clocks() if offsets is None else offsets
     con = connect(store, used, materialize=True)
     try:
-        timeline = pl.from_arrow(con.sql(STORY_SQL, params={"room": room}).to_arrow_table())
+        timeline = pl.from_arrow(con.sql(queries.internal("_room_story").sql, params={"room": room}).to_arrow_table())
         summary = pl.from_arrow(
             con.sql("SELECT * FROM rooms WHERE bootstrap_room = $room", params={"room": room}).to_arrow_table()
         )

@@ -8,22 +8,20 @@ import re
 from forensics.analysis import names
 from forensics.analysis.clocks import clock_warnings, estimate, zone_warnings
 from forensics.analysis.db import connect
+from forensics.catalog import model
+from forensics.catalog import named as queries
 from forensics.core import schema
 from forensics.store import Store
 
-_HOSTS_SQL = """
-SELECT host, string_agg(DISTINCT role, ', ' ORDER BY role) AS roles, count(*) AS inputs,
-       sum(lines) AS lines, min(first_ts) AS first_ts, max(last_ts) AS last_ts,
-       string_agg(DISTINCT format, ', ' ORDER BY format) AS formats
-FROM files WHERE status <> 'skipped' AND host IS NOT NULL GROUP BY host ORDER BY host
-"""
+# the derived views whose row counts the summary shows, in its order: the relations a reader joins
+# on. The others are shown as what they mean (clock_estimates as the estimated offsets) or are
+# the report markers (incident_wedges, incident_abort_storms).
+SUMMARY_VIEWS = ("room_events", "transfers", "clock_bounds", "room_failures", "rooms", "reply_candidates", "replies")
 
-_INPUTS_SQL = """
-SELECT count(*) FILTER (WHERE status = 'ingested'), count(*) FILTER (WHERE status = 'skipped'),
-       count(*) FILTER (WHERE status = 'failed'), coalesce(sum(lines), 0), coalesce(sum(unparsed_lines), 0),
-       coalesce(sum(bytes), 0)
-FROM files
-"""
+
+def _summarised() -> list[schema.Table]:
+    views = model.views()
+    return list(schema.TABLES.values()) + [views[n] for n in SUMMARY_VIEWS]
 
 
 def build(store: Store) -> dict:
@@ -36,18 +34,17 @@ def build(store: Store) -> dict:
     try:
         hosts = [
             dict(zip(("host", "roles", "inputs", "lines", "first_ts", "last_ts", "formats"), r))
-            for r in con.execute(_HOSTS_SQL).fetchall()
+            for r in con.execute(queries.internal("_summary_hosts").sql).fetchall()
         ]
-        ingested, skipped, failed, lines, unparsed, nbytes = con.execute(_INPUTS_SQL).fetchall()[0]
+        ingested, skipped, failed, lines, unparsed, nbytes = con.execute(
+            queries.internal("_summary_inputs").sql
+        ).fetchall()[0]
         tables = [
             {"table": t.name, "view": t.view, "rows": con.execute(f'SELECT count(*) FROM "{t.name}"').fetchall()[0][0]}
-            for t in schema.TABLES.values()
+            for t in _summarised()
         ]
         warnings = clock_warnings(store, con) + zone_warnings(con) + merge_warnings(con)
-        top_unparsed = con.execute(
-            "SELECT path, unparsed_lines, lines FROM files WHERE unparsed_lines > 0 "
-            "ORDER BY unparsed_lines DESC, path LIMIT 3"
-        ).fetchall()
+        top_unparsed = con.execute(queries.internal("_summary_unparsed").sql).fetchall()
         known = names.known_hosts(con)
     finally:
         con.close()
@@ -104,10 +101,7 @@ def merge_warnings(con) -> list[str]:
     from different folders that took their host from the file name (`decode-0/sglang.log` and
     `decode-1/sglang.log` given as files are both host `sglang`)."""
     out = []
-    rows = con.execute(
-        "SELECT host, list(DISTINCT role ORDER BY role), list(path ORDER BY path) FROM files "
-        "WHERE status = 'ingested' AND host IS NOT NULL GROUP BY host ORDER BY host"
-    ).fetchall()
+    rows = con.execute(queries.internal("_merged_hosts").sql).fetchall()
     for host, roles, paths in rows:
         roles = [r for r in roles if r and r != "unknown"]
         named_by_file = {
@@ -148,7 +142,7 @@ def row_counts(store: Store) -> dict[str, int | None]:
                 if not t.view or snapshot_path(store, t.name) is not None
                 else None
             )
-            for t in schema.TABLES.values()
+            for t in model.tables().values()
         }
     finally:
         con.close()

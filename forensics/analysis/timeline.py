@@ -11,7 +11,6 @@ from forensics.analysis import names, when
 from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
-from forensics.catalog.sql import run_sql
 from forensics.core.errors import UsageError
 from forensics.store import Store
 
@@ -45,13 +44,11 @@ MAX_CHART_BUCKETS = 20_000
 # every format holds a row per bucket: 1 s buckets over two months of logs would be gigabytes
 MAX_BUCKETS = 500_000
 
-_MAIN = "lines >= 0.01 * (SELECT sum(lines) FROM files)"
-
 
 def _main_span(con) -> tuple[dt.datetime | None, dt.datetime | None]:
     """The span of the inputs that hold at least 1% of the lines: one old or stray small log must not
     widen the buckets, or the window, of the whole incident."""
-    [(lo, hi)] = con.execute(f"SELECT min(first_ts), max(last_ts) FROM files WHERE {_MAIN}").fetchall()
+    [(lo, hi)] = con.execute(queries.internal("_main_span").sql).fetchall()
     return lo, hi
 
 
@@ -59,11 +56,7 @@ def _far_away(con, lo: dt.datetime, hi: dt.datetime) -> list[tuple[str, str]]:
     """(host, path) of the small inputs lying outside the main span by more than its length (at least
     an hour): era samples or a last year's log in the same store, not the incident's own edges."""
     pad = max(hi - lo, dt.timedelta(hours=1))
-    return con.execute(
-        f"SELECT host, path FROM files WHERE NOT ({_MAIN}) AND first_ts IS NOT NULL "
-        "AND (first_ts < CAST(? AS TIMESTAMPTZ) OR last_ts > CAST(? AS TIMESTAMPTZ)) ORDER BY host, path",
-        [lo - pad, hi + pad],
-    ).fetchall()
+    return con.execute(queries.internal("_far_inputs").sql, {"lo": lo - pad, "hi": hi + pad}).fetchall()
 
 
 def _window(con, since: str | None, until: str | None) -> tuple[str | None, str | None, list[str]]:
@@ -103,11 +96,7 @@ def _span_s(since: str | None, until: str | None, con) -> float | None:
 
 def _data_span(con, since: str | None, until: str | None) -> tuple[dt.datetime | None, dt.datetime | None]:
     """The window's bounds as the timeline query takes them: the given ones, else the data's edges."""
-    [(lo, hi)] = con.execute(
-        "SELECT coalesce(CAST(? AS TIMESTAMPTZ), min(t)), coalesce(CAST(? AS TIMESTAMPTZ), max(t)) FROM "
-        "(SELECT ts AS t FROM batches UNION ALL SELECT ts FROM events UNION ALL SELECT t_start FROM replies)",
-        [since, until],
-    ).fetchall()
+    [(lo, hi)] = con.execute(queries.internal("_data_span").sql, {"since": since, "until": until}).fetchall()
     return lo, hi
 
 
@@ -160,8 +149,8 @@ def build(
             store, "timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host}, con=con
         )
         # the default thresholds, as the bucket markers use them (one shared, snapshotted computation)
-        wedges = run_sql(store, "SELECT * FROM incident_wedges ORDER BY t_start, host, kind", con=con)
-        storms = run_sql(store, "SELECT * FROM incident_abort_storms ORDER BY t_start", con=con)
+        wedges = queries.run_internal(store, "_incident_wedges", con=con)
+        storms = queries.run_internal(store, "_incident_abort_storms", con=con)
         warnings = clock_warnings(store, con)
     finally:
         con.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
 
 _UTC = dt.timezone.utc
@@ -118,9 +119,7 @@ def fmt(t: dt.datetime) -> str:
 
 def last_event(con) -> dt.datetime | None:
     """The latest timestamp of the inputs holding at least 1% of the lines (see the module docstring)."""
-    [(last,)] = con.execute(
-        "SELECT max(last_ts) FROM files WHERE lines >= 0.01 * (SELECT sum(lines) FROM files)"
-    ).fetchall()
+    [(last,)] = con.execute(queries.internal("_last_event").sql).fetchall()
     return last
 
 

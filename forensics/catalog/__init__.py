@@ -3,7 +3,8 @@
 Base tables are read from Parquet as written (`raw_<table>`). The public view `<table>` applies the
 explicit clock offsets of the store (clocks.json) to `ts`, so raw rows are never rewritten and
 every query reads corrected time; `clock_offset_s` says how much each row was moved.
-Derived views (forensics/views/*.sql) are created after the base views, in file-name order.
+Derived views and macros (forensics/catalog/views/<name>.sql) are created after the base views, in
+the order their headers' inputs give (forensics.catalog.model).
 
 Once the views are built the connection is locked (`_lock`): DuckDB may then read only the files
 the views read, change no setting, and load no extension, whatever SQL runs on it next.
@@ -19,13 +20,12 @@ import hashlib
 import json
 import os
 import re
-from importlib import resources
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from forensics.catalog import refresh
+from forensics.catalog import model, refresh
 from forensics.core import schema
 from forensics.store import Store, checks, snapshots
 from forensics.store.snapshots import VERDICTS, verdicts_dir
@@ -36,6 +36,7 @@ _DUCK_TYPES = {
     pl.Int32: "INTEGER",
     pl.Int16: "SMALLINT",
     pl.Int8: "TINYINT",
+    pl.Int128: "HUGEINT",
     pl.UInt64: "UBIGINT",
     pl.UInt32: "UINTEGER",
     pl.Float64: "DOUBLE",
@@ -53,6 +54,8 @@ def duck_type(dtype) -> str:
         if isinstance(inner, pl.Struct) and [f.name for f in inner.fields] == ["key", "value"]:
             return "MAP(VARCHAR, VARCHAR)"
         return f"{duck_type(inner)}[]"
+    if isinstance(dtype, pl.Decimal):
+        return f"DECIMAL({dtype.precision},{dtype.scale})"
     if isinstance(dtype, pl.Struct):
         return "STRUCT(" + ", ".join(f'"{f.name}" {duck_type(f.dtype)}' for f in dtype.fields) + ")"
     for k, v in _DUCK_TYPES.items():
@@ -199,7 +202,7 @@ def _create(con, name: str, sql: str) -> None:
 
         raise ForensicsError(
             f"derived view {name} does not build: {str(e).splitlines()[0]}",
-            file=f"forensics/views/{name}",
+            file=f"forensics/catalog/views/{name}",
             help="a bug in the toolkit, not in your data: report it with this line",
         ) from None
 
@@ -208,7 +211,7 @@ _MACROS: list[tuple[str, str]] = []
 
 
 def _macros() -> list[tuple[str, str]]:
-    """(file name, statement) of every statement of the derived SQL that is not a view, in file order."""
+    """(file name, statement) of every statement of the derived SQL that is not a view, in build order."""
     if not _MACROS:
         con = duckdb.connect(":memory:")
         for name, sql in derived_views():
@@ -269,7 +272,7 @@ def _cache_dir(store: Store, offsets: dict, verdicts: tuple[str | None, list[str
 
 def _views() -> list[str]:
     """The derived views that get snapshots, in the order they are built."""
-    return [name for _, sql in derived_views() for name in _VIEW_NAME.findall(sql)]
+    return [n for n, d in model.derived().items() if d.kind == "view"]
 
 
 def verify(store: Store, repair: bool = False) -> checks.Report:
@@ -323,7 +326,7 @@ def _use_cache(
 ) -> list[str]:
     """Compute the snapshot set of this store state (`materialize`) and swap the views for it.
 
-    Views are done in file order, so each one is computed from its already cached inputs.
+    Views are done in build order, so each one is computed from its already cached inputs.
     Returns the snapshots the views now read.
     """
     if not store.exists() or not materialize:
@@ -465,6 +468,5 @@ _HELD: dict[Path, int] = {}
 
 
 def derived_views() -> list[tuple[str, str]]:
-    """(file name, SQL) of forensics/views/*.sql, in file-name order."""
-    pkg = resources.files("forensics.catalog.views")
-    return [(e.name, e.read_text()) for e in sorted(pkg.iterdir(), key=lambda p: p.name) if e.name.endswith(".sql")]
+    """(file name, SQL) of forensics/catalog/views/*.sql, in build order (forensics.catalog.model)."""
+    return [(d.file, d.sql) for d in model.derived().values()]

@@ -1,12 +1,4 @@
-"""Named queries: queries/<name>.sql, each with a documented header.
-
-    -- name: <file stem>
-    -- description: <one line>
-    -- inputs: <tables and views it reads>
-    -- parameters:
-    --   <name> <TYPE> = <default>: <meaning>      (or `none`)
-    -- columns:
-    --   <column>: <meaning>
+"""Named queries: queries/<name>.sql, each with a documented header (the grammar of forensics.catalog.headers).
 
 Parameters are bound by DuckDB (`$name`), never pasted into the SQL text.
 """
@@ -14,15 +6,16 @@ Parameters are bound by DuckDB (`$name`), never pasted into the SQL text.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from importlib import resources
 
 import polars as pl
 
+from forensics.catalog import headers
 from forensics.core.errors import ForensicsError, UsageError
 from forensics.store import Store
 
-_PARAM = re.compile(r"^(\w+)\s+([A-Z]+)\s*=\s*([^:]*?)\s*:\s*(.+)$")
 _CASTS = {"DOUBLE": float, "INTEGER": int, "BIGINT": int, "VARCHAR": str, "TIMESTAMP": str, "BOOLEAN": None}
 
 
@@ -52,6 +45,7 @@ class Query:
     params: list[Param]
     columns: dict[str, str]
     sql: str
+    over: str | None = None  # the query whose rows this one reads as `q` (internal queries)
 
     def bind(self, given: dict | None = None) -> dict:
         given = dict(given or {})
@@ -69,48 +63,22 @@ class Query:
 
 
 def parse_header(name: str, text: str) -> Query:
-    head, section = {}, None
-    params: list[Param] = []
-    columns: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.startswith("--"):
-            break
-        body = line[2:].rstrip()
-        m = re.match(r"^ (name|description|inputs|parameters|columns):\s*(.*)$", body)
-        if m:
-            section = m.group(1)
-            head[section] = m.group(2).strip()
-            continue
-        item = body.strip()
-        if not item:
-            continue
-        if section == "parameters" and item != "none":
-            pm = _PARAM.match(item)
-            if not pm:
-                raise ForensicsError(
-                    f"query {name}: cannot read parameter line {item!r}",
-                    file=f"queries/{name}.sql",
-                    help="write `<name> <TYPE> = <default>: <meaning>`",
-                )
-            params.append(Param(*pm.groups()))
-        elif section == "columns":
-            col, _, doc = item.partition(":")
-            columns[col.strip()] = doc.strip()
-        elif section == "description":
-            head["description"] += " " + item
-    if head.get("name") != name:
-        raise ForensicsError(
-            f"query {name}: header name is {head.get('name')!r}",
-            file=f"queries/{name}.sql",
-            help="the `-- name:` line must equal the file stem",
-        )
+    h = headers.parse(name, text, f"queries/{name}.sql")
+    for p in h.params:
+        if p.default is None:
+            raise ForensicsError(
+                f"query {name}: parameter {p.name} has no default",
+                file=f"queries/{name}.sql",
+                help="write `<name> <TYPE> = <default>: <meaning>` (NULL for none)",
+            )
     return Query(
         name=name,
-        description=head.get("description", ""),
-        inputs=[s.strip() for s in head.get("inputs", "").split(",") if s.strip()],
-        params=params,
-        columns=columns,
+        description=h.description,
+        inputs=h.inputs,
+        params=[Param(p.name, p.type, p.default, p.doc) for p in h.params],
+        columns={c.name: c.doc for c in h.columns},
         sql=text,
+        over=h.over,
     )
 
 
@@ -120,7 +88,9 @@ def from_text(text: str) -> Query | None:
     return parse_header(m.group(1), text.lstrip()) if m else None
 
 
-def all_queries() -> dict[str, Query]:
+@functools.cache
+def _all() -> dict[str, Query]:
+    """Every file of queries/, read once: package data does not change while the process runs."""
     pkg = resources.files("forensics.queries")
     out = {}
     for entry in sorted(pkg.iterdir(), key=lambda p: p.name):
@@ -128,6 +98,44 @@ def all_queries() -> dict[str, Query]:
             stem = entry.name[:-4]
             out[stem] = parse_header(stem, entry.read_text())
     return out
+
+
+def all_queries() -> dict[str, Query]:
+    """The named queries `forensics query` lists and runs."""
+    return {k: v for k, v in _all().items() if not k.startswith("_")}
+
+
+def internal_queries() -> dict[str, Query]:
+    """The toolkit's own queries (queries/_<name>.sql): the SQL of reports and analyses, not listed."""
+    return {k: v for k, v in _all().items() if k.startswith("_")}
+
+
+def internal(name: str) -> Query:
+    return internal_queries()[name]
+
+
+def composed(q: Query) -> tuple[str, list[Query]]:
+    """The SQL that runs `q`, and the queries whose parameters it takes: with the one it reads as `q`."""
+    if q.over is None:
+        return q.sql, [q]
+    base = get(q.over)
+    return f"WITH q AS (\n{base.sql}\n)\n{q.sql}", [base, q]
+
+
+def run_internal(store: Store, name: str, params: dict | None = None, con=None, **kw) -> pl.DataFrame:
+    """Run an internal query; `params` may hold those of the query it reads as well as its own."""
+    from forensics.catalog.sql import run_sql
+
+    sql, parts = composed(internal(name))
+    given = dict(params or {})
+    bound = {}
+    for part in parts:
+        mine = {p.name for p in part.params}
+        bound.update(part.bind({k: v for k, v in given.items() if k in mine}))
+    unknown = set(given) - {p.name for part in parts for p in part.params}
+    if unknown:
+        raise UsageError(f"query {name} has no parameter {sorted(unknown)[0]!r}")
+    return run_sql(store, sql, bound, con=con, **kw)
 
 
 def get(name: str) -> Query:

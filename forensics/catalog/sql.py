@@ -139,13 +139,9 @@ def _tokens(text: str) -> list[_Tok]:
 @functools.cache
 def _view_macros() -> frozenset[str]:
     """The table macros the derived views define (wedge_intervals, ...): toolkit SQL, callable."""
-    from forensics.catalog import derived_views
+    from forensics.catalog import model
 
-    return frozenset(
-        m.lower()
-        for _, sql in derived_views()
-        for m in re.findall(r"CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+(\w+)", sql, re.I)
-    )
+    return frozenset(n.lower() for n in model.macros())
 
 
 def _kind(st) -> str:

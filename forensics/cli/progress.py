@@ -153,14 +153,10 @@ class computing:
 
 def _cached(store) -> bool:
     """Whether the last derived view is snapshotted for the store as it is (views are built in order)."""
-    import re
-
-    from forensics.catalog import derived_views, snapshot_path
+    from forensics.catalog import model, snapshot_path
 
     try:
-        names = [
-            n for _, sql in derived_views() for n in re.findall(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", sql, re.I)
-        ]
+        names = [n for n, d in model.derived().items() if d.kind == "view"]
         return not names or snapshot_path(store, names[-1]) is not None
     except Exception:
         return True

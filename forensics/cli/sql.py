@@ -226,18 +226,36 @@ def _params(items, typed: bool = True) -> dict:
 )
 @handled
 def tables(table, fmt, store):
-    """Print the schema reference: every table and column with its meaning (and a store's row counts)."""
+    """Print the schema reference: every table, view and macro with its columns (and a store's row counts)."""
     import polars as pl
 
-    from forensics.catalog import duck_type
-    from forensics.core import schema
+    from forensics.catalog import duck_type, model
     from forensics.core.errors import UsageError
     from forensics.reports.render import render
 
-    names = [table] if table else list(schema.TABLES)
-    if table and table not in schema.TABLES:
-        raise UsageError(f"no table {table!r}", help="known tables: " + ", ".join(schema.TABLES))
+    everything = model.tables()
+    macros = model.macros()
+    known = list(everything) + list(macros)
+    names = [table] if table else known
+    if table and table not in known:
+        raise UsageError(f"no table {table!r}", help="known tables: " + ", ".join(known))
     counts = _row_counts(store)
+
+    def kind(n: str) -> str:
+        return macros[n].kind if n in macros else "view" if everything[n].view else "table"
+
+    def columns(n: str) -> list[tuple[str, str, str]]:
+        if n in macros:
+            h = macros[n].header
+            return [(c.name, c.type, c.doc) for c in h.columns] or [("(returns)", h.returns.type, h.returns.doc)]
+        return [(c.name, duck_type(c.dtype), c.doc) for c in everything[n].columns]
+
+    def params(n: str) -> list:
+        return macros[n].header.params if n in macros else []
+
+    def doc(n: str) -> str:
+        return macros[n].header.description if n in macros else everything[n].doc
+
     if fmt == "json":
         from forensics.reports.render import dumps_json
 
@@ -250,14 +268,22 @@ def tables(table, fmt, store):
                     "tables": [
                         {
                             "name": n,
-                            "view": schema.TABLES[n].view,
-                            "doc": schema.TABLES[n].doc,
-                            "rows": (counts or {}).get(n),
-                            "columns": [
-                                {"column": c.name, "type": duck_type(c.dtype), "meaning": c.doc}
-                                for c in schema.TABLES[n].columns
-                            ],
+                            "kind": kind(n),
+                            "view": kind(n) == "view",
+                            "doc": doc(n),
+                            "rows": None if n in macros else (counts or {}).get(n),
+                            "columns": [{"column": c, "type": t, "meaning": m} for c, t, m in columns(n)],
                         }
+                        | (
+                            {
+                                "parameters": [
+                                    {"parameter": p.name, "type": p.type, "default": p.default, "meaning": p.doc}
+                                    for p in params(n)
+                                ]
+                            }
+                            if n in macros
+                            else {}
+                        )
                         for n in names
                     ],
                 }
@@ -265,19 +291,31 @@ def tables(table, fmt, store):
         )
         return
     for n in names:
-        t = schema.TABLES[n]
+        cols = columns(n)
         df = pl.DataFrame(
-            {
-                "column": [c.name for c in t.columns],
-                "type": [duck_type(c.dtype) for c in t.columns],
-                "meaning": [c.doc for c in t.columns],
-            }
+            {"column": [c for c, _, _ in cols], "type": [t for _, t, _ in cols], "meaning": [m for _, _, m in cols]}
         )
-        rows = _rows_phrase(counts, n)
+        rows = "" if n in macros else _rows_phrase(counts, n)
+        label = "" if kind(n) == "table" else f" ({kind(n)})"
         if fmt == "table":
-            click.echo(f"\n{n}{' (view)' if t.view else ''}{rows}: {t.doc}")
+            click.echo(f"\n{n}{label}{rows}: {doc(n)}")
         elif fmt == "markdown":
-            click.echo(f"\n### `{n}`{rows}\n\n{t.doc}\n")
+            click.echo(f"\n### `{n}`{label}{rows}\n\n{doc(n)}\n")
+        if params(n):
+            render(
+                pl.DataFrame(
+                    {
+                        "parameter": [p.name for p in params(n)],
+                        "type": [p.type for p in params(n)],
+                        "default": [p.default or "" for p in params(n)],
+                        "meaning": [p.doc for p in params(n)],
+                    }
+                ),
+                fmt,
+                wrap=frozenset({"meaning"}),
+            )
+            if fmt == "markdown":
+                click.echo()
         render(df, fmt, wrap=frozenset({"meaning"}))
 
 

@@ -1,7 +1,9 @@
-"""The one schema reference: every table, every column, what it means.
+"""The one schema reference of the stored tables: every table, every column, what it means.
 
 `forensics tables` prints it, the store casts every batch to it before writing, and the tests
-check the Parquet files against it. Add a column here and everything else follows.
+check the Parquet files against it. Add a column here and everything else follows. The derived
+views and macros are documented by the headers of their SQL (forensics/catalog/views/*.sql, read
+by forensics.catalog.model), which `forensics tables` lists after these.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ class Table:
     name: str
     doc: str
     columns: tuple[Column, ...]  # the public view, in its order: what `forensics tables` documents
-    view: bool = False  # derived in DuckDB from other tables (never written by parsers)
+    view: bool = False  # derived in DuckDB from other tables (never written by parsers): forensics.catalog.model
     # written at ingest for an analysis step to read, and left out of the public view
     stored_only: tuple[Column, ...] = ()
 
@@ -269,7 +271,7 @@ def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
     return df.select(cols)
 
 
-# --- issue 3: KV transfers, telemetry, rooms -----------------------------------------------------
+# --- issue 3: KV transfers, telemetry -----------------------------------------------------------
 TRANSFER_EVENTS = register(
     Table(
         "transfer_events",
@@ -342,215 +344,6 @@ TELEMETRY = register(
             ),
         )
         + _SOURCE_COLS[:1],
-    )
-)
-
-ROOM_EVENTS = register(
-    Table(
-        "room_events",
-        "Server-log events naming a real bootstrap room (not 0), with the PD side that wrote them "
-        "(from the line's template, else the file's role). Clock offsets applied.",
-        EVENTS.columns
-        + (
-            Column("clock_offset_s", pl.Float64, "clock offset subtracted from the host's ts"),
-            Column("side", pl.Utf8, "'prefill' | 'decode' | 'unknown'"),
-            Column(
-                "ts_resolution_s",
-                pl.Float64,
-                "1.0 for whole-second sglang prefixes (true time up to 1 s later), else 0",
-            ),
-        ),
-        view=True,
-    )
-)
-
-TRANSFERS = register(
-    Table(
-        "transfers",
-        "One row per transfer unit (bootstrap_room, kind, chunk) per sending rank, from the transfer trace and "
-        "NIXL notification payloads in debug logs. Clock offsets applied; room 0 (warmup) excluded.",
-        (
-            Column("bootstrap_room", pl.Int64, "PD bootstrap room"),
-            Column("kind", pl.Utf8, "'kv' | 'aux' | 'state' | 'index_k'"),
-            Column("chunk", pl.Int32, "chunk index (NULL for aux/state)"),
-            Column(
-                "side",
-                pl.Utf8,
-                "side that describes the transfer: 'prefill' (sender) or 'decode' (only the receiver seen)",
-            ),
-            Column("host", pl.Utf8, "host of that side"),
-            Column("engine_rank", pl.Int32, "engine rank of that side"),
-            Column("t_post", TS, "when prefill posted the WRITE"),
-            Column("t_done", TS, "completion: prefill handle DONE, else decode notification / done"),
-            Column("t_notif", TS, "when the decode notification arrived (decode clock, corrected)"),
-            Column("duration_ms", pl.Float64, "t_done - t_post in milliseconds"),
-            Column("bytes", pl.Int64, "bytes in the unit"),
-            Column("is_last", pl.Boolean, "the room's last chunk"),
-            Column("status", pl.Utf8, "'done' | 'failed' | 'aborted' | 'timeout' | 'unknown'"),
-            Column("nixl_status", pl.Utf8, "NIXL status of the failure or completion"),
-            Column("peer", pl.Utf8, "remote NIXL agent"),
-            Column("error", pl.Utf8, "failure text of the unit, else the room's abort text"),
-            Column("clock_offset_s", pl.Float64, "clock offset subtracted from this side's host"),
-            Column("source_file", pl.Utf8, "file of the first event of the unit"),
-            Column("line_no", pl.Int64, "its line number"),
-        ),
-        view=True,
-    )
-)
-
-CLOCK_BOUNDS = register(
-    Table(
-        "clock_bounds",
-        "How far one host's clock may still run ahead of another's after the offsets in force, bounded by events of "
-        "one room that must happen in order (the orderings of `forensics clocks`). One row per ordered host pair.",
-        (
-            Column("host_a", pl.Utf8, "the reference host"),
-            Column("host_b", pl.Utf8, "the other host"),
-            Column(
-                "lower_s",
-                pl.Float64,
-                "host_b's corrected clock runs at least this far ahead of host_a's (NULL: no bound)",
-            ),
-            Column("upper_s", pl.Float64, "... and at most this far (NULL: no bound)"),
-            Column("n_lower", pl.Int64, "ordered event pairs giving a lower bound"),
-            Column("n_upper", pl.Int64, "ordered event pairs giving an upper bound"),
-            Column(
-                "ahead_s",
-                pl.Float64,
-                "what room_failures allows for: upper_s (else lower_s) when the bounds exclude "
-                "zero, i.e. show the offsets in force to be off; else 0",
-            ),
-        ),
-        view=True,
-    )
-)
-
-ROOM_FAILURES = register(
-    Table(
-        "room_failures",
-        "Every failure of a bootstrap room, from both sides' server logs and the transfer trace, classified into "
-        "the room outcome it stands for. `rooms` takes its outcome from the first. Clock offsets applied; room 0 excluded.",
-        (
-            Column("bootstrap_room", pl.Int64, "PD bootstrap room"),
-            Column("ts", TS, "corrected time of the line or trace event (NULL for a line without a time)"),
-            Column(
-                "ts_resolution_s", pl.Float64, "1.0 for a whole-second log prefix (true time up to 1 s later), else 0"
-            ),
-            Column("side", pl.Utf8, "'prefill' | 'decode' | 'unknown'"),
-            Column("host", pl.Utf8, "host that wrote it"),
-            Column("source", pl.Utf8, "'sglang' | 'request_log' (a `Finish:` that ended in an abort) | 'trace'"),
-            Column("what", pl.Utf8, "event kind of the line, or `<event> <kind> [chunk]` of the trace event"),
-            Column(
-                "outcome",
-                pl.Utf8,
-                "the outcome it stands for: 'waiting_timeout' | 'bootstrap_timeout' | 'aborted' | 'transfer_failed'",
-            ),
-            Column(
-                "reason",
-                pl.Utf8,
-                'normalised reason (docs/formats/SGLANG.md, "Failure reasons"): waiting_timeout, bootstrap_timeout, aborted, '
-                "request_timeout, node_failure, transport, transfer_error (none given), ...",
-            ),
-            Column(
-                "cause_rank",
-                pl.Int32,
-                "order among failures of one moment, cause first: 0 waiting timeout, 1 bootstrap "
-                "timeout, 2 request timeout, 3 transfer failure, 4 abort, 5 reason-less failure",
-            ),
-            Column(
-                "first_failure",
-                pl.Boolean,
-                "the room's first failure, its outcome: of the failures that may have come "
-                "first (began before the earliest one surely ended, allowing for the clock "
-                "differences clock_bounds shows), the lowest cause_rank",
-            ),
-            Column("detail", pl.Utf8, "the message, or the trace event's error (else status)"),
-            Column("clock_offset_s", pl.Float64, "clock offset subtracted from the host's ts"),
-            Column("source_file", pl.Utf8, "file of the line or event"),
-            Column("line_no", pl.Int64, "its line number"),
-        ),
-        view=True,
-    )
-)
-
-ROOMS = register(
-    Table(
-        "rooms",
-        "One row per bootstrap_room, joining both servers' events and the transfer trace. A room seen on one side "
-        "only is kept. Clock offsets applied; room 0 (warmup) excluded.",
-        (
-            Column("bootstrap_room", pl.Int64, "PD bootstrap room: the join key across servers"),
-            Column("prefill_host", pl.Utf8, "prefill host (first by name when several)"),
-            Column("prefill_rank", pl.Int32, "lowest prefill engine/TP rank seen"),
-            Column("decode_host", pl.Utf8, "decode host"),
-            Column("decode_rank", pl.Int32, "lowest decode engine/TP rank seen"),
-            Column("rid_prefill", pl.Utf8, "request id on prefill"),
-            Column("rid_decode", pl.Utf8, "request id on decode (may differ from prefill's)"),
-            Column("t_received", TS, "first request_received line of the room"),
-            Column(
-                "t_bootstrapped", TS, "prefill learned the decode destination (`got info room=`, `is bootstrapped`)"
-            ),
-            Column("t_first_transfer", TS, "first WRITE posted (or first notification when only decode is seen)"),
-            Column("t_last_transfer", TS, "last transfer completion (or post when it never completed)"),
-            Column("t_finished", TS, "request_finished, else the last failure or abort of the room"),
-            Column(
-                "outcome",
-                pl.Utf8,
-                "the room's first failure in corrected time (room_failures; within a log line's 1 s, "
-                "the cause before its consequences): 'transfer_failed' | 'waiting_timeout' | "
-                "'bootstrap_timeout' | 'aborted'; without one 'ok' (finished, or every unit done), "
-                "else 'unknown'",
-            ),
-            Column("t_outcome", TS, "when that first failure happened (NULL for ok / unknown)"),
-            Column("outcome_side", pl.Utf8, "side that logged or traced it: 'prefill' | 'decode' | 'unknown'"),
-            Column("outcome_host", pl.Utf8, "host that logged or traced it"),
-            Column(
-                "outcome_reason",
-                pl.Utf8,
-                "its normalised reason (events.reason: waiting_timeout, transport, aborted, ...)",
-            ),
-            Column(
-                "later_failures",
-                pl.List(
-                    pl.Struct(
-                        {
-                            "ts": TS,
-                            "side": pl.Utf8,
-                            "host": pl.Utf8,
-                            "outcome": pl.Utf8,
-                            "reason": pl.Utf8,
-                            "n": pl.Int64,
-                        }
-                    )
-                ),
-                "the room's other failures, its consequences: one entry per side, host and outcome other than the "
-                "first failure's own (ts of its first line or event, n of them), in time order; empty when none",
-            ),
-            Column(
-                "checksum_prefill", pl.Utf8, "prefill checksums compared (hex; comma-separated by kind, chunk, rank)"
-            ),
-            Column("checksum_decode", pl.Utf8, "decode checksums compared"),
-            Column(
-                "checksum_match",
-                pl.Boolean,
-                'the verdict of docs/formats/TRANSFER_TRACE.md, "Checksum verdicts": true verified, false corrupted '
-                "(or a `KV checksum mismatch` line), NULL unverified",
-            ),
-            Column("checksum_verdict", pl.Utf8, "'verified' | 'corrupted' | 'unverified'"),
-            Column("mismatched_units", pl.Utf8, "units whose checksums differ, as kind:chunk (comma-separated)"),
-            Column("n_post", pl.Int64, "trace post events"),
-            Column("n_fail", pl.Int64, "trace fail events plus transfer failure lines"),
-            Column("n_abort", pl.Int64, "trace abort events plus abort lines"),
-            Column("first_error", pl.Utf8, "text of the first failure (else of a `KV checksum mismatch` line)"),
-            Column("seen_prefill", pl.Boolean, "the room appears in prefill events or trace"),
-            Column("seen_decode", pl.Boolean, "the room appears in decode events or trace"),
-            Column(
-                "sides_seen",
-                pl.Utf8,
-                "'prefill+decode' | 'prefill' | 'decode' | 'unknown' (only lines of unknown role)",
-            ),
-        ),
-        view=True,
     )
 )
 
@@ -654,63 +447,3 @@ TURNS = register(
 )
 # The verdict columns are decided per session of one input: within an input these name one turn.
 VERDICT_KEY = ("source", "session_id", "seq")
-
-REPLY_CANDIDATES = register(
-    Table(
-        "reply_candidates",
-        "Every server request that could be a turn's upstream request, with how it matched and a score.",
-        (
-            Column("source", pl.Utf8, "turn source"),
-            Column("session_id", pl.Utf8, "turn session"),
-            Column("turn_id", pl.Utf8, "turn id"),
-            Column(
-                "method",
-                pl.Utf8,
-                "'error_room' | 'error_rid' (named by the turn's error body) | 'rid' | "
-                "'bootstrap_room' | 'time_tokens'",
-            ),
-            Column(
-                "score", pl.Float64, "0..1: 1 for a room or rid named by an error or a rid, lower for weaker matches"
-            ),
-            Column("server_rid", pl.Utf8, "rid of the server request"),
-            Column("server_bootstrap_room", pl.Int64, "bootstrap room of the server request"),
-            Column("server_host", pl.Utf8, "host that logged the request"),
-            Column("server_role", pl.Utf8, "role of that host"),
-            Column("server_ts", TS, "time of the request line"),
-            Column(
-                "server_event",
-                pl.Utf8,
-                "'request_finished' | 'request_received'; for a link named by an error "
-                "body, also the server's failure line (transfer_failed, bootstrap_failed, …)",
-            ),
-            Column("prompt_tokens_diff", pl.Int64, "server prompt_tokens minus the turn's"),
-            Column("completion_tokens_diff", pl.Int64, "server completion_tokens minus the turn's"),
-        ),
-        view=True,
-    )
-)
-
-REPLIES = register(
-    Table(
-        "replies",
-        "One row per assistant turn with its corruption verdict and its link to the server request.",
-        _TURN_CORE
-        + (
-            Column(
-                "link_method",
-                pl.Utf8,
-                "'error_room' | 'error_rid' (named by the error body) | 'rid' | "
-                "'bootstrap_room' | 'time_tokens' | NULL when no unique match",
-            ),
-            Column("link_confidence", pl.Float64, "0..1 confidence of the link"),
-            Column(
-                "link_candidates", pl.Int64, "server requests that matched by the chosen method (see reply_candidates)"
-            ),
-            Column("server_rid", pl.Utf8, "rid of the linked server request"),
-            Column("server_bootstrap_room", pl.Int64, "bootstrap room of the linked server request"),
-            Column("server_host", pl.Utf8, "host that logged the linked request (decode side preferred)"),
-        )
-        + _TURN_EXTRA,
-        view=True,
-    )
-)

@@ -58,7 +58,6 @@ PLANS = {
     "png": {"rows": "none", "context": False, "clean": False},
     "svg": {"rows": "none", "context": False, "clean": False},
 }
-_FAILED = "(outcome NOT IN ('ok', 'unknown') OR checksum_verdict = 'corrupted')"
 
 
 def gather(model: dict, store: Store, fmt: str = "html") -> dict:
@@ -85,8 +84,8 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
             # the rows name the hosts, as the counts would
             room_counts, mark_counts = rooms, marks
         else:
-            room_counts = _run(store, con, ROOM_COUNTS, "room_spans", filtered, grid)
-            mark_counts = _run(store, con, MARK_COUNTS, "event_marks", filtered, grid)
+            room_counts = _run(store, con, "_room_counts", filtered, grid)
+            mark_counts = _run(store, con, "_mark_counts", filtered, grid)
         n_rooms = int(room_counts["n"].sum() or 0) if limit else 0
         n_marks = int(mark_counts["n"].sum() or 0) if limit else 0
         cut_rooms = limit and n_rooms > MAX_ROOMS
@@ -95,12 +94,12 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
             rooms = marks = pl.DataFrame()
         elif limit:
             rooms = (
-                _run(store, con, ROOM_PICK, "room_spans", filtered, {**grid, "cap": MAX_ROOMS})
+                _run(store, con, "_room_pick", filtered, {**grid, "cap": MAX_ROOMS})
                 if cut_rooms
                 else queries.run(store, "room_spans", filtered, con=con)
             )
             marks = (
-                _run(store, con, MARK_PICK, "event_marks", filtered, {**grid, "cap": MAX_MARKS})
+                _run(store, con, "_mark_pick", filtered, {**grid, "cap": MAX_MARKS})
                 if cut_marks
                 else queries.run(store, "event_marks", filtered, con=con)
             )
@@ -109,7 +108,7 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
         replies = []
         if plan["rows"] != "none":
             if limit:
-                reply_counts = _run(store, con, REPLY_COUNTS, "reply_hosts", window, grid)
+                reply_counts = _run(store, con, "_reply_counts", window, grid)
                 cut_replies = int(reply_counts["n"].sum() or 0) > MAX_REPLIES
             replies = _replies(store, con, window, grid, plan, MAX_REPLIES if cut_replies else None)
         roles = dict(queries.run(store, "host_roles", con=con).iter_rows())
@@ -178,55 +177,9 @@ def _cut_note(what: str, order: str, counted: str, model: dict) -> str:
     )
 
 
-# each room in the window counted per host, side, bucket and outcome: the transfer lanes and the
-# chart's transfers per bucket (a bucket index: the times before the window's start have none)
-ROOM_COUNTS = """
-SELECT prefill_host, decode_host, outcome,
-       CASE WHEN t0 >= $lo_us THEN (t0 - $lo_us) // $bucket_us END AS k_sent,
-       CASE WHEN recv_t0 >= $lo_us THEN (recv_t0 - $lo_us) // $bucket_us END AS k_received,
-       t0 IS NOT NULL AS has_sent, recv_t0 IS NOT NULL AS has_received, count(*) AS n
-FROM q GROUP BY ALL
-"""
-
-# the rooms drawn one by one when there are too many: failed or suspect ones first, then the
-# slowest, each class taken bucket by bucket (the first of every bucket, then the second, ...)
-ROOM_PICK = f"""
-SELECT * EXCLUDE (prio, k, dur, rn) FROM (
-    SELECT *, row_number() OVER (PARTITION BY prio, k ORDER BY dur DESC, room) AS rn
-    FROM (SELECT *, CASE WHEN {_FAILED} THEN 0 ELSE 1 END AS prio,
-                 (coalesce(t0, recv_t0) - $lo_us) // $bucket_us AS k,
-                 greatest(coalesce(t1 - t0, 0), coalesce(recv_t1 - recv_t0, 0)) AS dur
-          FROM q)
-    ORDER BY prio, rn, dur DESC, room
-    LIMIT $cap
-)
-ORDER BY coalesce(t0, recv_t0), room
-"""
-
-MARK_COUNTS = """
-SELECT host, mark, (t_us - $lo_us) // $bucket_us AS k, count(*) AS n FROM q GROUP BY ALL
-"""
-
-MARK_PICK = """
-SELECT * EXCLUDE (prio, k, rn) FROM (
-    SELECT *, row_number() OVER (PARTITION BY prio, k ORDER BY t_us, host, rank, kind, room, rid, message) AS rn
-    FROM (SELECT *, CASE mark WHEN 'failure' THEN 0 WHEN 'abort' THEN 1 ELSE 2 END AS prio,
-                 (t_us - $lo_us) // $bucket_us AS k FROM q)
-    ORDER BY prio, rn, t_us
-    LIMIT $cap
-)
-ORDER BY t_us, host, rank, kind, room, rid, message
-"""
-
-REPLY_COUNTS = """
-SELECT host, corruption_class AS cls, corrupted, (t0 - $lo_us) // $bucket_us AS k, count(*) AS n FROM q GROUP BY ALL
-"""
-
-
-def _run(store: Store, con, sql: str, name: str, params: dict, extra: dict) -> pl.DataFrame:
-    """`sql` over the rows of the named query `name` (as `q`), both with their parameters bound."""
-    q = queries.get(name)
-    return run_sql(store, f"WITH q AS (\n{q.sql}\n)\n{sql}", {**q.bind(params), **extra}, con=con)
+def _run(store: Store, con, name: str, params: dict, extra: dict) -> pl.DataFrame:
+    """The internal query `name` over the rows of the named query it reads (as `q`), both with their parameters."""
+    return queries.run_internal(store, name, {**params, **extra}, con=con)
 
 
 def _replies(store: Store, con, window: dict, grid: dict, plan: dict, cap: int | None) -> list[dict]:
@@ -237,13 +190,7 @@ def _replies(store: Store, con, window: dict, grid: dict, plan: dict, cap: int |
     pick = "SELECT * FROM q" + ("" if plan["clean"] else " WHERE corrupted")
     if cap is not None:
         # corrupted, then the other classes that are not clean, then clean; bucket by bucket
-        pick = """
-            SELECT * EXCLUDE (prio, rn) FROM (
-                SELECT *, row_number() OVER (PARTITION BY prio, (t0 - $lo_us) // $bucket_us
-                                             ORDER BY t0, source, session_id, turn_id) AS rn
-                FROM (SELECT *, CASE WHEN corrupted THEN 0 WHEN corruption_class <> 'clean' THEN 1 ELSE 2 END AS prio
-                      FROM q))
-            ORDER BY prio, rn, t0 LIMIT $cap"""
+        pick = queries.internal("_reply_pick").sql
         params.update(grid, cap=cap)
     if plan["context"]:
         sql = (

@@ -16,12 +16,12 @@ import datetime as dt
 import heapq
 import json
 from collections.abc import Callable, Iterable, Iterator
-from importlib import resources
 
 import polars as pl
 
 from forensics.analysis.clocks import describe_offsets
 from forensics.catalog import connect
+from forensics.catalog import named as queries
 from forensics.reports.detail import iso, other_replies
 from forensics.reports.escape import escape_control, json_in_html
 from forensics.store import Store
@@ -35,7 +35,7 @@ _BATCH_ROWS = 50_000
 
 
 def _counters_sql() -> str:
-    return resources.files("forensics.reports").joinpath("perfetto_counters.sql").read_text(encoding="utf-8")
+    return queries.internal("_perfetto_counters").sql
 
 
 def _window_params(model: dict) -> dict:
@@ -63,10 +63,7 @@ def fit(model: dict, store: Store, budget: int = TRACE_BUDGET) -> tuple[dict, st
     try:
         series = pl.from_arrow(
             con.sql(
-                "SELECT epoch_us(time_bucket(to_microseconds(CAST($bucket_s * 1e6 AS BIGINT)), ts)) AS t_us, "
-                "count(DISTINCT (host, dp_rank)) AS n FROM batches "
-                "WHERE ts >= CAST($since AS TIMESTAMPTZ) AND ts < CAST($before AS TIMESTAMPTZ) "
-                "AND (CAST($host AS VARCHAR) IS NULL OR host = $host) GROUP BY ALL",
+                queries.internal("_active_ranks").sql,
                 params={**_window_params(model), "bucket_s": model["bucket_s"], "host": model["host"]},
             ).to_arrow_table()
         )

@@ -249,13 +249,9 @@ class Redactor:
         """A redactor that knows the store's hosts (inputs, events, clock offsets) and its own path."""
         import os
 
-        from forensics.catalog.sql import run_sql
+        from forensics.catalog.named import run_internal
 
-        names = run_sql(
-            store,
-            "SELECT DISTINCT host FROM files WHERE host IS NOT NULL "
-            "UNION SELECT DISTINCT host FROM events WHERE host IS NOT NULL",
-        )
+        names = run_internal(store, "_redact_hosts")
         hosts = names["host"].to_list() + list(store.clocks())
         root = str(store.root)
         return cls(hosts, [root, os.path.abspath(root), os.path.realpath(root)])

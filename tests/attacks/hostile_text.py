@@ -37,9 +37,9 @@ MARKDOWN = [
 
 
 def _numeric(table: str) -> set[str]:
-    from forensics.core import schema
+    from forensics.catalog import model
 
-    return {c.name for c in schema.TABLES[table].columns if c.dtype.is_numeric()}
+    return {c.name for c in model.tables()[table].columns if c.dtype.is_numeric()}
 
 
 def _draw(t: Attack, pools, k: int) -> str:

@@ -1,14 +1,48 @@
 -- name: wedge_intervals
--- description: table macro that finds wedges by scheduler progress; queries/wedges.sql and the
---   incident_wedges view call it with their parameters
+-- kind: table macro
+-- description: wedges found by scheduler progress (queries/wedges.sql explains them); queries/wedges.sql and
+--   incident_wedges call it
 -- inputs: batches, events, transfer_events, transfers, rooms, room_events
 -- parameters:
---   wedge_intervals(min_gap_s DOUBLE = 60, factor DOUBLE = 10, max_gap_s DOUBLE = 21600, incident_s DOUBLE = 10)
--- columns: see queries/wedges.sql
+--   min_gap_s DOUBLE = 60: shortest stop that can be a wedge
+--   factor DOUBLE = 10: a stop must also last this many times the stream's normal interval
+--   max_gap_s DOUBLE = 21600: a stretch this long without any line of the host is a gap in what was captured, not a
+--     wedge
+--   incident_s DOUBLE = 10: wedges whose starts are this close (clock offsets applied) are one incident
+-- columns:
+--   host VARCHAR: host whose scheduler stopped
+--   kind VARCHAR: 'silence' (no progress on the whole host) | 'rank_stopped' (one rank stopped while its peers went
+--     on: a collective desync) | 'dead_thread' (a thread died, e.g. the NIXL prefill bootstrap_thread; its rank's
+--     requests time out)
+--   dp_rank INTEGER: DP rank of a rank_stopped or dead_thread wedge; NULL when the whole host stopped
+--   tp_rank INTEGER: TP rank of a rank_stopped or dead_thread wedge; NULL when the whole host stopped
+--   t_start TIMESTAMPTZ: last progress before the stop (UTC): the last stats line, transfer event or bootstrap; for a
+--     thread that died, its death line when earlier
+--   t_end TIMESTAMPTZ: whichever came first: progress again, the watchdog, the burst of timeouts of the requests in
+--     flight, a crash or restart, the start of a capture gap, else the end of the host's log
+--   silent_s DOUBLE: t_end - t_start in seconds
+--   typical_s DOUBLE: the stream's normal interval between progress points while it had work (90th percentile; NULL
+--     with too few)
+--   in_flight BIGINT: requests the last stats lines before t_start showed running, queued, in transfer, in prealloc,
+--     bootstrapping or retracted (each rank's last line, when recent)
+--   pending_transfers BIGINT: transfer units of the host (sent by it or to it) posted before t_start and done only
+--     after t_end
+--   n_rooms BIGINT: stuck rooms: bootstrap rooms of the host (of the rank) open when it stopped or arriving during
+--     it, that closed (finished, failed, timed out) only when it ended or later
+--   rooms VARCHAR[]: the stuck rooms (as text: 63-bit), sorted; reports show the first few and "+N more"
+--   ended_by VARCHAR: 'resumed' | 'watchdog' | 'waiting_timeout' | 'bootstrap_timeout' | 'request_timeout' | 'crash'
+--     | 'shutdown' | 'restart' | 'capture gap' | 'end of log'
+--   signals VARCHAR[]: what said it was a wedge, with counts: 'no stats N s', 'in flight N', 'dead thread', 'peers
+--     went on (DP0,DP1: N s with stats)', 'health_check_failed xN', '/health 503 xN', '/health 200 xN' (the hang is
+--     invisible to health checks), 'watchdog', 'collective_timeout xN', 'waiting_timeout xN', 'bootstrap_timeout xN
+--     on <peer host>', 'requests arriving xN', 'stuck rooms xN', 'pending transfers xN'
+--   incident INTEGER: number of the incident (1, 2, ... by start): wedges of several hosts starting within incident_s
+--     are one
+--   incident_hosts VARCHAR[]: the hosts of that incident, sorted
 
 CREATE OR REPLACE MACRO wedge_intervals(min_gap_s := 60, factor := 10, max_gap_s := 21600, incident_s := 10) AS TABLE
 -- a stats line and the work it says is in flight; the rank key keeps DP and TP streams apart
--- (SGLANG.md §2: with DP attention every DP rank prints its own stats)
+-- (docs/formats/SGLANG.md, "Rank tags": with DP attention every DP rank prints its own stats)
 WITH stats AS (
     SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts,
            coalesce(running_req, 0) + coalesce(queue_req, 0) + coalesce(prealloc_req, 0)
@@ -133,7 +167,7 @@ rank_cand AS (
     FROM rank_cand0 c JOIN peers p USING (host, dk, tk, t_start)
     WHERE epoch(p.peer_last - c.t_start) >= c.threshold_s
 ),
--- threads that died say so once (SGLANG.md §9.6); requests to their rank then time out
+-- threads that died say so once (docs/formats/SGLANG.md, "NIXL connector lines"); requests to their rank then time out
 deaths AS (
     SELECT host, coalesce(dp_rank, -1) AS dk,
            coalesce(tp_rank, TRY_CAST(nullif(regexp_extract(message, 'engine_rank=([0-9]+)', 1), '') AS INTEGER), -1)

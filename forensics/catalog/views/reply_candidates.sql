@@ -1,21 +1,24 @@
 -- name: reply_candidates
--- description: every server request that could be the upstream request of a transcript turn, with a score
+-- kind: view
+-- description: Every server request that could be a turn's upstream request, with how it matched and a score.
 -- inputs: turns, events (kind request_finished / request_received; any line naming an error body's rid or room)
 -- parameters: none
 -- columns:
---   source: turn source
---   session_id: turn session
---   turn_id: turn id
---   method: 'error_room' | 'error_rid' (named by the turn's error body) | 'rid' | 'bootstrap_room' | 'time_tokens'
---   score: 0..1; 1 for a room or rid named by an error and for a rid, 0.95 for a room, 0.5-0.8 for time and tokens
---   server_rid: rid of the server request
---   server_bootstrap_room: bootstrap room of the server request
---   server_host: host that logged the request
---   server_role: role of that host
---   server_ts: time of the request line
---   server_event: 'request_finished' | 'request_received', or the failure line an error body names (transfer_failed, ...)
---   prompt_tokens_diff: server prompt_tokens minus the turn's
---   completion_tokens_diff: server completion_tokens minus the turn's
+--   source VARCHAR: turn source
+--   session_id VARCHAR: turn session
+--   turn_id VARCHAR: turn id
+--   method VARCHAR: 'error_room' | 'error_rid' (named by the turn's error body) | 'rid' | 'bootstrap_room' |
+--     'time_tokens'
+--   score DOUBLE: 0..1: 1 for a room or rid named by an error or a rid, lower for weaker matches
+--   server_rid VARCHAR: rid of the server request
+--   server_bootstrap_room BIGINT: bootstrap room of the server request
+--   server_host VARCHAR: host that logged the request
+--   server_role VARCHAR: role of that host
+--   server_ts TIMESTAMPTZ: time of the request line
+--   server_event VARCHAR: 'request_finished' | 'request_received'; for a link named by an error body, also the
+--     server's failure line (transfer_failed, bootstrap_failed, …)
+--   prompt_tokens_diff BIGINT: server prompt_tokens minus the turn's
+--   completion_tokens_diff BIGINT: server completion_tokens minus the turn's
 CREATE OR REPLACE VIEW reply_candidates AS
 -- the server side of each request: finish lines carry token counts, receive lines carry the room
 WITH server AS (
@@ -24,7 +27,7 @@ WITH server AS (
     WHERE kind IN ('request_finished', 'request_received')
 ),
 -- an error body quotes the server's failure line, which names the failing request exactly
--- (SGLANG.md §9.2): that line, and every other line with the same room or rid, is the request.
+-- (docs/formats/SGLANG.md, "PD transfer and bootstrap failures"): that line, and every other line with the same room or rid, is the request.
 -- With request logging off the failure line is the only one that names it. Two equi-joins, not one
 -- join on an OR, so each stays a hash join against the (large) events table.
 named AS (
@@ -44,7 +47,7 @@ by_error_rid AS (
     FROM turns t JOIN named s ON s.rid = t.error_rid
     WHERE t.error_rid IS NOT NULL
 ),
--- rule 1 (TRANSCRIPTS.md §10): the response id or request rid is the server's rid
+-- rule 1 (docs/formats/TRANSCRIPTS.md, "Linking turns to server requests"): the response id or request rid is the server's rid
 by_rid AS (
     SELECT t.source, t.session_id, t.turn_id, 'rid' AS method, 1.0 AS score, s.*,
            t.prompt_tokens AS t_prompt, t.completion_tokens AS t_completion

@@ -1,34 +1,31 @@
 -- name: room_failures
--- description: every failure of a real bootstrap room (not 0), from both sides' server logs and the
---   transfer trace, in one shape and classified into the room outcome it stands for; `rooms` takes
---   its outcome from the earliest of them, and lists the rest as its later failures.
--- inputs: room_events, transfer_events (both clock-corrected), clock_bounds
--- parameters: none (defines the scalar macro kv_failure_reason(text), used here and by rooms)
--- columns: documented once in forensics/schema.py (ROOM_FAILURES) and printed by `forensics tables room_failures`;
---   tests/test_room_outcomes.py checks that this view returns exactly those columns, in order.
-
--- The reason a free failure text gives, for the texts the parser does not classify (trace errors,
--- the abort message of a `Finish:` line, lines it files under another kind). The same classes and
--- the same first-match order as the parser's REASON_RULES (SGLANG.md §9.3, NIXL.md §10.5), for
--- the classes that decide an outcome or its tie order; NULL when nothing matches.
-CREATE OR REPLACE MACRO kv_failure_reason(t) AS CASE
-    WHEN t IS NULL OR t = '' THEN NULL
-    WHEN regexp_matches(t, 'KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting for prefill completion')
-        THEN 'waiting_timeout'
-    WHEN regexp_matches(t, 'KVPoll\.Bootstrapping') THEN 'bootstrap_timeout'
-    WHEN regexp_matches(t, 'Aborted by|^Abort|[Aa]bort notification|ABORT') THEN 'aborted'
-    WHEN regexp_matches(t, 'Request (?:waiting|running) timeout reached') THEN 'request_timeout'
-    WHEN regexp_matches(t, 'Lost connection with prefill|healthy before, but now it is down|node failure|might be dead'
-                        || '|could be dead|is not alive|bootstrap_thread died') THEN 'node_failure'
-    WHEN regexp_matches(t, 'Context corruption detected|Metadata unexpectedly|Metadata corruption')
-        THEN 'metadata_corruption'
-    WHEN regexp_matches(t, 'NIXL_ERR_REMOTE_DISCONNECT|RemoteDisconnect|remote agent \S+ was disconnected'
-                        || '|NIXL peer \S+ disconnected') THEN 'remote_disconnect'
-    WHEN regexp_matches(t, 'NIXL|UCX|Work Request Flushed|KVSender|[Ss]ession \S+ (?:failed|is not alive)|Failed to send')
-        THEN 'transport'
-    WHEN regexp_matches(t, 'unknown reason from another rank') THEN 'unknown_rank'
-    WHEN regexp_matches(t, 'KV transfer failed|Room marked Failed|transfer failed|KVTransferError') THEN 'transfer_error'
-END;
+-- kind: view
+-- description: Every failure of a bootstrap room, from both sides' server logs and the transfer trace, classified
+--   into the room outcome it stands for. `rooms` takes its outcome from the first. Clock offsets applied; room 0
+--   excluded.
+-- inputs: room_events, transfer_events (both clock-corrected), clock_bounds, kv_failure_reason
+-- parameters: none
+-- columns:
+--   bootstrap_room BIGINT: PD bootstrap room
+--   ts TIMESTAMPTZ: corrected time of the line or trace event (NULL for a line without a time)
+--   ts_resolution_s DECIMAL(2,1): 1.0 for a whole-second log prefix (true time up to 1 s later), else 0
+--   side VARCHAR: 'prefill' | 'decode' | 'unknown'
+--   host VARCHAR: host that wrote it
+--   source VARCHAR: 'sglang' | 'request_log' (a `Finish:` that ended in an abort) | 'trace'
+--   what VARCHAR: event kind of the line, or `<event> <kind> [chunk]` of the trace event
+--   outcome VARCHAR: the outcome it stands for: 'waiting_timeout' | 'bootstrap_timeout' | 'aborted' |
+--     'transfer_failed'
+--   reason VARCHAR: normalised reason (docs/formats/SGLANG.md, "Failure reasons"): waiting_timeout, bootstrap_timeout, aborted, request_timeout,
+--     node_failure, transport, transfer_error (none given), ...
+--   cause_rank INTEGER: order among failures of one moment, cause first: 0 waiting timeout, 1 bootstrap timeout, 2
+--     request timeout, 3 transfer failure, 4 abort, 5 reason-less failure
+--   first_failure BOOLEAN: the room's first failure, its outcome: of the failures that may have come first (began
+--     before the earliest one surely ended, allowing for the clock differences clock_bounds shows), the lowest
+--     cause_rank
+--   detail VARCHAR: the message, or the trace event's error (else status)
+--   clock_offset_s DOUBLE: clock offset subtracted from the host's ts
+--   source_file VARCHAR: file of the line or event
+--   line_no BIGINT: its line number
 
 CREATE OR REPLACE VIEW room_failures AS
 -- failure lines of the server logs. Besides the failure kinds: a `Finish:` line that ended in an abort
@@ -53,7 +50,7 @@ WITH log AS (
            AND regexp_matches(message, '^Request [0-9]+ (?:timed out after [0-9.]+ ?s in KVPoll\.|waiting_timeout)'
                                        || '|Request \(bootstrap_room: [0-9]+\) has been marked as failed'))
 ),
--- trace events of a failed or aborted room (TRANSFER_TRACE.md §3); the error text says why
+-- trace events of a failed or aborted room (docs/formats/TRANSFER_TRACE.md, "Events"); the error text says why
 trace AS (
     SELECT
         bootstrap_room, ts, 0.0 AS ts_resolution_s, side, host, 'trace' AS source,
@@ -79,10 +76,10 @@ classified AS (
 -- Which of the failures that share a moment (within a line's 1 s resolution) is the cause; the
 -- lower the rank, the more a cause. A timeout ends N s (default 300) of waiting: its cause lies that
 -- far back, and what shares its second is its consequence (decode then sends ABORT to prefill,
--- SGLANG.md §9.3; a torn-down room fails the writes still in flight). Decode's WaitingForInput
+-- docs/formats/SGLANG.md, "Failure reasons"; a torn-down room fails the writes still in flight). Decode's WaitingForInput
 -- before prefill's Bootstrapping for that ABORT; a request-level timeout is a timeout as well.
 -- A transfer failure with a reason before the aborts: the prefill request that failed is aborted with
--- 500 and the decode half then logs `Aborted by AbortReq.` in the same second (NIXL.md §10.5).
+-- 500 and the decode half then logs `Aborted by AbortReq.` in the same second (docs/formats/NIXL.md, "Failure and abort texts").
 -- Last, a reason-less failure (`… transfer failed` with no exception, `unknown reason from another
 -- rank`): how every side reports a room that some other failure marked Failed, never a cause.
 ranked AS MATERIALIZED (

@@ -1,17 +1,16 @@
--- name: clock_constraints, clock_estimates
--- description: how far each host's clock runs ahead of its PD peer's, from ordered pairs of events
---   of the same room (forensics/analysis/clocks.py explains the orderings); on the clocks in force,
---   so an estimate away from 0 is skew the store's offsets do not correct yet
+-- name: clock_constraints
+-- kind: table macro
+-- description: one row per room and ordering rule: an event of host_a that must come before one of host_b bounds how
+--   far host_b's clock may run ahead of host_a's (forensics/analysis/clocks.py explains the orderings); on the clocks
+--   in force. Read by clock_estimates and `forensics clocks`.
 -- inputs: transfer_events, room_events
 -- parameters: none
 -- columns:
---   clock_constraints(): bootstrap_room, host_a (the earlier event), host_b (the later), rule,
---     bound (off_b - off_a <= bound, seconds)
---   clock_estimates: host_a (a prefill host when one side is prefill), host_b, estimate_s
---     (off_b - off_a: the middle of [lower_s, upper_s], the one bound there is, NULL when the bounds
---     contradict), lower_s, upper_s, lower_pairs, upper_pairs, consistent (lower_s <= upper_s),
---     skew_s (the skew the bounds show: estimate_s when both bounds exist, agree and lie within
---     2 s of each other, else the bound nearest 0 when 0 is outside them, else NULL)
+--   bootstrap_room BIGINT: the room whose events are paired
+--   host_a VARCHAR: host of the earlier event
+--   host_b VARCHAR: host of the later event
+--   rule VARCHAR: which ordering: post_notif, register_bootstrap, post_finish, register_finish, finish_finish
+--   bound DOUBLE: off_b - off_a <= bound, in seconds (the later event's time resolution allowed for)
 
 -- a macro, not a view: one row per room and rule, only ever read by clock_estimates and `forensics clocks`
 CREATE OR REPLACE MACRO clock_constraints() AS TABLE
@@ -62,7 +61,7 @@ post_finish AS (
 ),
 -- without a trace or debug lines the request log still orders the sides: prefill finishes a request
 -- only once its KV is sent, which needs decode to have registered it first, and decode finishes after
--- that KV arrived and it generated more than one token (SGLANG.md §7, §9)
+-- that KV arrived and it generated more than one token (docs/formats/SGLANG.md, "Request logs" and "PD transfer and bootstrap failures")
 prefill_finish AS (
     SELECT bootstrap_room, host, arg_min(ts_resolution_s, ts) AS res, min(ts) AS t FROM ev
     WHERE side = 'prefill' AND kind = 'request_finished' AND finish_reason IS DISTINCT FROM 'abort'
@@ -86,41 +85,3 @@ SELECT bootstrap_room, host_a, host_b, rule,
 FROM (SELECT * FROM post_notif UNION ALL SELECT * FROM register_bootstrap UNION ALL SELECT * FROM post_finish
       UNION ALL SELECT * FROM register_finish UNION ALL SELECT * FROM finish_finish)
 WHERE host_a <> host_b;
-
-CREATE OR REPLACE VIEW clock_estimates AS
--- only the tightest bound of each direction counts: one row per host pair and rule from here on
-WITH c AS (SELECT host_a, host_b, rule, min(bound) AS bound, count(*) AS n FROM clock_constraints() GROUP BY ALL),
--- the side of each host as the rules name it: prefill hosts are the reference of a pair
-prefill AS (
-    SELECT host_a AS host FROM c WHERE starts_with(rule, 'prefill')
-    UNION SELECT host_b FROM c WHERE starts_with(rule, 'decode')
-),
--- each pair read one way round (prefill host first, else by name): a bound of the reverse
--- direction bounds the pair from below
-oriented AS (
-    SELECT c.host_a, c.host_b, c.bound, c.n,
-           (c.host_a NOT IN (SELECT host FROM prefill)) AS a_late, (c.host_b NOT IN (SELECT host FROM prefill)) AS b_late
-    FROM c
-),
-pairs AS (
-    SELECT CASE WHEN forward THEN host_a ELSE host_b END AS host_a,
-           CASE WHEN forward THEN host_b ELSE host_a END AS host_b,
-           max(-bound) FILTER (WHERE NOT forward) AS lower_s, min(bound) FILTER (WHERE forward) AS upper_s,
-           coalesce(sum(n) FILTER (WHERE NOT forward), 0) AS lower_pairs,
-           coalesce(sum(n) FILTER (WHERE forward), 0) AS upper_pairs
-    FROM (SELECT *, (a_late < b_late OR (a_late = b_late AND host_a < host_b)) AS forward FROM oriented)
-    GROUP BY ALL
-)
-SELECT host_a, host_b,
-       CASE WHEN lower_s IS NOT NULL AND upper_s IS NOT NULL
-            THEN CASE WHEN lower_s <= upper_s THEN (lower_s + upper_s) / 2 END
-            ELSE coalesce(lower_s, upper_s) END AS estimate_s,
-       lower_s, upper_s, lower_pairs, upper_pairs,
-       lower_s IS NULL OR upper_s IS NULL OR lower_s <= upper_s AS consistent,
-       -- the middle of an interval wider than 2 s could be off by more than a second: then only the
-       -- skew the bounds prove (the bound nearest 0, when 0 is outside) is used
-       CASE WHEN lower_s > upper_s THEN NULL
-            WHEN upper_s - lower_s <= 2 THEN (lower_s + upper_s) / 2
-            WHEN lower_s > 0 THEN lower_s
-            WHEN upper_s < 0 THEN upper_s END AS skew_s
-FROM pairs;

@@ -1,12 +1,31 @@
 -- name: transfers
--- description: one row per KV transfer unit (bootstrap_room, kind, chunk) per sending rank, with its
---   post, completion and failure times and a status; room 0 (warmup / health) excluded.
+-- kind: view
+-- description: One row per transfer unit (bootstrap_room, kind, chunk) per sending rank, from the transfer trace and
+--   NIXL notification payloads in debug logs. Clock offsets applied; room 0 (warmup) excluded.
 -- inputs: transfer_events (clock-corrected), events (notification payloads of debug logs, room failures)
 -- parameters: none
--- columns: documented once in forensics/schema.py (TRANSFERS) and printed by `forensics tables transfers`;
---   tests/test_transfers_views.py checks that this view returns exactly those columns, in order.
+-- columns:
+--   bootstrap_room BIGINT: PD bootstrap room
+--   kind VARCHAR: 'kv' | 'aux' | 'state' | 'index_k'
+--   chunk INTEGER: chunk index (NULL for aux/state)
+--   side VARCHAR: side that describes the transfer: 'prefill' (sender) or 'decode' (only the receiver seen)
+--   host VARCHAR: host of that side
+--   engine_rank INTEGER: engine rank of that side
+--   t_post TIMESTAMPTZ: when prefill posted the WRITE
+--   t_done TIMESTAMPTZ: completion: prefill handle DONE, else decode notification / done
+--   t_notif TIMESTAMPTZ: when the decode notification arrived (decode clock, corrected)
+--   duration_ms DOUBLE: t_done - t_post in milliseconds
+--   bytes BIGINT: bytes in the unit
+--   is_last BOOLEAN: the room's last chunk
+--   status VARCHAR: 'done' | 'failed' | 'aborted' | 'timeout' | 'unknown'
+--   nixl_status VARCHAR: NIXL status of the failure or completion
+--   peer VARCHAR: remote NIXL agent
+--   error VARCHAR: failure text of the unit, else the room's abort text
+--   clock_offset_s DOUBLE: clock offset subtracted from this side's host
+--   source_file VARCHAR: file of the first event of the unit
+--   line_no BIGINT: its line number
 CREATE OR REPLACE VIEW transfers AS
--- rows that take part in verdicts: unknown kinds or events stay in transfer_events only (TRANSFER_TRACE.md §7)
+-- rows that take part in verdicts: unknown kinds or events stay in transfer_events only (docs/formats/TRANSFER_TRACE.md, "Reader rules")
 WITH te AS (
     SELECT *, coalesce(chunk, -2147483648) AS chunk_k
     FROM transfer_events
@@ -56,7 +75,7 @@ got_unit AS (
     FROM got
     GROUP BY ALL
 ),
--- debug logs (`sending kvcache to <peer> with notif <payload>`, NIXL.md §10.3) name units the trace may not have
+-- debug logs (`sending kvcache to <peer> with notif <payload>`, docs/formats/NIXL.md, "Notification strings") name units the trace may not have
 log_sent AS (
     SELECT
         e.bootstrap_room,

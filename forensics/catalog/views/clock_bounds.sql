@@ -1,11 +1,19 @@
 -- name: clock_bounds
--- description: how far one host's clock may still run ahead of another's after the offsets in force,
---   read both ways round from clock_estimates (one set of orderings, those `forensics clocks` uses);
---   room_failures allows for this when it orders failures on different hosts; no time is moved by it.
+-- kind: view
+-- description: How far one host's clock may still run ahead of another's after the offsets in force, bounded by
+--   events of one room that must happen in order (the orderings of `forensics clocks`). One row per ordered host
+--   pair.
 -- inputs: clock_estimates (on the clocks in force)
 -- parameters: none
--- columns: documented once in forensics/schema.py (CLOCK_BOUNDS) and printed by `forensics tables clock_bounds`;
---   tests/test_room_outcomes.py checks that this view returns exactly those columns, in order.
+-- columns:
+--   host_a VARCHAR: the reference host
+--   host_b VARCHAR: the other host
+--   lower_s DOUBLE: host_b's corrected clock runs at least this far ahead of host_a's (NULL: no bound)
+--   upper_s DOUBLE: ... and at most this far (NULL: no bound)
+--   n_lower BIGINT: ordered event pairs giving a lower bound
+--   n_upper BIGINT: ordered event pairs giving an upper bound
+--   ahead_s DOUBLE: what room_failures allows for: upper_s (else lower_s) when the bounds exclude zero, i.e. show the
+--     offsets in force to be off; else 0
 CREATE OR REPLACE VIEW clock_bounds AS
 WITH e AS (SELECT host_a, host_b, lower_s, upper_s, lower_pairs, upper_pairs FROM clock_estimates),
 -- an upper bound of b ahead of a is a lower bound of a ahead of b

@@ -1,15 +1,44 @@
 -- name: abort_storm_intervals
--- description: table macro that finds abort storms across hosts; queries/abort_storms.sql calls it
---   with its parameters
+-- kind: table macro
+-- description: abort storms across hosts (queries/abort_storms.sql explains them); queries/abort_storms.sql and
+--   incident_abort_storms call it
 -- inputs: events, raw_turns, replies, clock_estimates, incident_wedges
 -- parameters:
---   abort_storm_intervals(window_s DOUBLE = 5, min_aborts INTEGER = 20, aftermath_s DOUBLE = 60,
---                         min_near INTEGER = 5, agent_window_s DOUBLE = 10, max_reply_s DOUBLE = 600)
--- columns: see queries/abort_storms.sql
+--   window_s DOUBLE = 5: aborts (any host) closer than this to the previous one belong to the same storm
+--   min_aborts INTEGER = 20: smallest storm, in aborts summed over hosts (host_aborts)
+--   aftermath_s DOUBLE = 60: how long after the storm errors and corrupted replies are counted
+--   min_near INTEGER = 5: aborts with fewer aborts than this within window_s / 2 are background, never part of a
+--     storm
+--   agent_window_s DOUBLE = 10: an aborted agent reply that ended this close to the storm belongs to it
+--   max_reply_s DOUBLE = 600: a reply killed in flight (no end) belongs to the storm if it started at most this long
+--     before it
+-- columns:
+--   t_start TIMESTAMPTZ: first abort of the storm (UTC, on the clock offsets in force)
+--   t_end TIMESTAMPTZ: last abort of the storm
+--   n_aborts BIGINT: requests aborted, each once however many lines and hosts wrote it (prefill and decode join on
+--     the room)
+--   host_aborts BIGINT: aborted requests summed over hosts, each request once per host (abort lines, `Aborted by
+--     AbortReq.`, transfer failures whose reason is an abort, finish_reason abort whose message is an abort)
+--   n_hosts BIGINT: hosts with aborts in the storm
+--   hosts VARCHAR[]: those hosts, by their first abort
+--   per_host STRUCT(host VARCHAR, n_aborts BIGINT, t_start TIMESTAMPTZ, t_end TIMESTAMPTZ, unapplied_skew_s DOUBLE)[]:
+--     per host: host, n_aborts (its requests aborted), t_start, t_end, unapplied_skew_s (the clock skew the estimates
+--     still see, used to group the host's aborts)
+--   host_counts VARCHAR: per_host as text, e.g. `prefill-0 80, decode-0 44, decode-1 36 (clock +2.4 s off, not
+--     corrected)`
+--   aborts_per_s DOUBLE: n_aborts over the storm's length (at least 1 s)
+--   errors_after BIGINT: error lines on the storm's hosts in the aftermath
+--   corrupted_replies_after BIGINT: corrupted replies that started during the storm or its aftermath
+--   next_wedge TIMESTAMPTZ: start of the next wedge on one of the storm's hosts, if any
+--   agent_aborts BIGINT: agent replies aborted, interrupted, cut off or killed in flight at the storm (0 without
+--     transcripts)
+--   agent_sessions BIGINT: agent sessions those replies belong to
+--   agent_t_start TIMESTAMPTZ: the first such reply's end, or for replies killed with no end the latest start among
+--     them
 
 CREATE OR REPLACE MACRO abort_storm_intervals(window_s := 5, min_aborts := 20, aftermath_s := 60, min_near := 5,
                                               agent_window_s := 10, max_reply_s := 600) AS TABLE
--- every way a server writes that a request was aborted (SGLANG.md §8, §9.3, §9.4): abort lines
+-- every way a server writes that a request was aborted (docs/formats/SGLANG.md, "Aborts", "Failure reasons" and "Bootstrap, heartbeat and abort control"): abort lines
 -- (scheduler aborts, `Aborted by AbortReq.`, abort notifications and their ACKs), transfer and
 -- bootstrap failures whose reason is an abort, and `Finish:` lines whose finish_reason is an abort
 -- that says so. A finish_reason of type abort also carries timeouts, transfer errors and
@@ -92,7 +121,7 @@ requests AS (
     SELECT storm, count(DISTINCT coalesce('room ' || room, host || ' ' || req)) AS n_aborts
     FROM numbered WHERE storm IN (SELECT storm FROM storms) GROUP BY storm
 ),
--- the agent's side of a kill (TRANSCRIPTS.md §7-§10): replies that ended in an abort (finish_reason
+-- the agent's side of a kill (docs/formats/TRANSCRIPTS.md, "opencode", "OpenAI-compatible proxy logs" and "Claude Code sessions"): replies that ended in an abort (finish_reason
 -- abort, HTTP 499, opencode's MessageAbortedError, a fetch AbortError), streams cut without [DONE],
 -- a reply the user interrupted (Claude Code's next user turn is `[Request interrupted by user…]`),
 -- and the last reply of a session that never completed (the process was killed mid-reply)

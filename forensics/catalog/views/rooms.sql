@@ -1,11 +1,45 @@
 -- name: rooms
--- description: one row per bootstrap_room, joining prefill and decode server events (their rids may
---   differ) and the transfer trace; a room seen on one side only is kept; room 0 (warmup) excluded.
---   Its outcome is its first failure in corrected time (room_failures), the others are listed beside it.
+-- kind: view
+-- description: One row per bootstrap_room, joining both servers' events and the transfer trace. A room seen on one
+--   side only is kept. Clock offsets applied; room 0 (warmup) excluded.
 -- inputs: room_events, room_failures, transfer_events, transfers (all clock-corrected)
 -- parameters: none
--- columns: documented once in forensics/schema.py (ROOMS) and printed by `forensics tables rooms`;
---   tests/test_transfers.py checks that this view returns exactly those columns, in order.
+-- columns:
+--   bootstrap_room BIGINT: PD bootstrap room: the join key across servers
+--   prefill_host VARCHAR: prefill host (first by name when several)
+--   prefill_rank INTEGER: lowest prefill engine/TP rank seen
+--   decode_host VARCHAR: decode host
+--   decode_rank INTEGER: lowest decode engine/TP rank seen
+--   rid_prefill VARCHAR: request id on prefill
+--   rid_decode VARCHAR: request id on decode (may differ from prefill's)
+--   t_received TIMESTAMPTZ: first request_received line of the room
+--   t_bootstrapped TIMESTAMPTZ: prefill learned the decode destination (`got info room=`, `is bootstrapped`)
+--   t_first_transfer TIMESTAMPTZ: first WRITE posted (or first notification when only decode is seen)
+--   t_last_transfer TIMESTAMPTZ: last transfer completion (or post when it never completed)
+--   t_finished TIMESTAMPTZ: request_finished, else the last failure or abort of the room
+--   outcome VARCHAR: the room's first failure in corrected time (room_failures; within a log line's 1 s, the cause
+--     before its consequences): 'transfer_failed' | 'waiting_timeout' | 'bootstrap_timeout' | 'aborted'; without one
+--     'ok' (finished, or every unit done), else 'unknown'
+--   t_outcome TIMESTAMPTZ: when that first failure happened (NULL for ok / unknown)
+--   outcome_side VARCHAR: side that logged or traced it: 'prefill' | 'decode' | 'unknown'
+--   outcome_host VARCHAR: host that logged or traced it
+--   outcome_reason VARCHAR: its normalised reason (events.reason: waiting_timeout, transport, aborted, ...)
+--   later_failures STRUCT(ts TIMESTAMPTZ, side VARCHAR, host VARCHAR, outcome VARCHAR, reason VARCHAR, n BIGINT)[]:
+--     the room's other failures, its consequences: one entry per side, host and outcome other than the first
+--     failure's own (ts of its first line or event, n of them), in time order; empty when none
+--   checksum_prefill VARCHAR: prefill checksums compared (hex; comma-separated by kind, chunk, rank)
+--   checksum_decode VARCHAR: decode checksums compared
+--   checksum_match BOOLEAN: the verdict of docs/formats/TRANSFER_TRACE.md, "Checksum verdicts": true verified, false corrupted (or a `KV checksum mismatch`
+--     line), NULL unverified
+--   checksum_verdict VARCHAR: 'verified' | 'corrupted' | 'unverified'
+--   mismatched_units VARCHAR: units whose checksums differ, as kind:chunk (comma-separated)
+--   n_post BIGINT: trace post events
+--   n_fail BIGINT: trace fail events plus transfer failure lines
+--   n_abort BIGINT: trace abort events plus abort lines
+--   first_error VARCHAR: text of the first failure (else of a `KV checksum mismatch` line)
+--   seen_prefill BOOLEAN: the room appears in prefill events or trace
+--   seen_decode BOOLEAN: the room appears in decode events or trace
+--   sides_seen VARCHAR: 'prefill+decode' | 'prefill' | 'decode' | 'unknown' (only lines of unknown role)
 CREATE OR REPLACE VIEW rooms AS
 WITH ev AS (SELECT * FROM room_events),
 te AS (
@@ -106,7 +140,7 @@ later AS (
                AND g.outcome = d.ff.outcome)
     GROUP BY 1
 ),
--- checksums, TRANSFER_TRACE.md §5: the latest value per unit, side and engine rank (earlier ones stay in
+-- checksums (docs/formats/TRANSFER_TRACE.md, "Checksum verdicts"): the latest value per unit, side and engine rank (earlier ones stay in
 -- transfer_events but are not compared)
 ck AS (
     SELECT bootstrap_room, kind, coalesce(chunk, -2147483648) AS chunk_k, side, engine_rank,

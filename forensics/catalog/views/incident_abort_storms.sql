@@ -1,0 +1,30 @@
+-- name: incident_abort_storms
+-- kind: view
+-- description: The abort storms at their default thresholds (abort_storm_intervals()), as a view, so that reports
+--   (the timeline's markers) share one computation and the store can snapshot it.
+-- inputs: abort_storm_intervals
+-- parameters: none
+-- columns:
+--   t_start TIMESTAMPTZ: first abort of the storm (UTC, on the clock offsets in force)
+--   t_end TIMESTAMPTZ: last abort of the storm
+--   n_aborts BIGINT: requests aborted, each once however many lines and hosts wrote it (prefill and decode join on
+--     the room)
+--   host_aborts BIGINT: aborted requests summed over hosts, each request once per host (abort lines, `Aborted by
+--     AbortReq.`, transfer failures whose reason is an abort, finish_reason abort whose message is an abort)
+--   n_hosts BIGINT: hosts with aborts in the storm
+--   hosts VARCHAR[]: those hosts, by their first abort
+--   per_host STRUCT(host VARCHAR, n_aborts BIGINT, t_start TIMESTAMPTZ, t_end TIMESTAMPTZ, unapplied_skew_s DOUBLE)[]:
+--     per host: host, n_aborts (its requests aborted), t_start, t_end, unapplied_skew_s (the clock skew the estimates
+--     still see, used to group the host's aborts)
+--   host_counts VARCHAR: per_host as text, e.g. `prefill-0 80, decode-0 44, decode-1 36 (clock +2.4 s off, not
+--     corrected)`
+--   aborts_per_s DOUBLE: n_aborts over the storm's length (at least 1 s)
+--   errors_after BIGINT: error lines on the storm's hosts in the aftermath
+--   corrupted_replies_after BIGINT: corrupted replies that started during the storm or its aftermath
+--   next_wedge TIMESTAMPTZ: start of the next wedge on one of the storm's hosts, if any
+--   agent_aborts BIGINT: agent replies aborted, interrupted, cut off or killed in flight at the storm (0 without
+--     transcripts)
+--   agent_sessions BIGINT: agent sessions those replies belong to
+--   agent_t_start TIMESTAMPTZ: the first such reply's end, or for replies killed with no end the latest start among
+--     them
+CREATE OR REPLACE VIEW incident_abort_storms AS SELECT * FROM abort_storm_intervals();

@@ -1,0 +1,37 @@
+-- name: incident_wedges
+-- kind: view
+-- description: The wedges at their default thresholds (wedge_intervals()), as a view, so that reports (the timeline's
+--   markers) and the abort storms' next_wedge share one computation and the store can snapshot it.
+-- inputs: wedge_intervals
+-- parameters: none
+-- columns:
+--   host VARCHAR: host whose scheduler stopped
+--   kind VARCHAR: 'silence' (no progress on the whole host) | 'rank_stopped' (one rank stopped while its peers went
+--     on: a collective desync) | 'dead_thread' (a thread died, e.g. the NIXL prefill bootstrap_thread; its rank's
+--     requests time out)
+--   dp_rank INTEGER: DP rank of a rank_stopped or dead_thread wedge; NULL when the whole host stopped
+--   tp_rank INTEGER: TP rank of a rank_stopped or dead_thread wedge; NULL when the whole host stopped
+--   t_start TIMESTAMPTZ: last progress before the stop (UTC): the last stats line, transfer event or bootstrap; for a
+--     thread that died, its death line when earlier
+--   t_end TIMESTAMPTZ: whichever came first: progress again, the watchdog, the burst of timeouts of the requests in
+--     flight, a crash or restart, the start of a capture gap, else the end of the host's log
+--   silent_s DOUBLE: t_end - t_start in seconds
+--   typical_s DOUBLE: the stream's normal interval between progress points while it had work (90th percentile; NULL
+--     with too few)
+--   in_flight BIGINT: requests the last stats lines before t_start showed running, queued, in transfer, in prealloc,
+--     bootstrapping or retracted (each rank's last line, when recent)
+--   pending_transfers BIGINT: transfer units of the host (sent by it or to it) posted before t_start and done only
+--     after t_end
+--   n_rooms BIGINT: stuck rooms: bootstrap rooms of the host (of the rank) open when it stopped or arriving during
+--     it, that closed (finished, failed, timed out) only when it ended or later
+--   rooms VARCHAR[]: the stuck rooms (as text: 63-bit), sorted; reports show the first few and "+N more"
+--   ended_by VARCHAR: 'resumed' | 'watchdog' | 'waiting_timeout' | 'bootstrap_timeout' | 'request_timeout' | 'crash'
+--     | 'shutdown' | 'restart' | 'capture gap' | 'end of log'
+--   signals VARCHAR[]: what said it was a wedge, with counts: 'no stats N s', 'in flight N', 'dead thread', 'peers
+--     went on (DP0,DP1: N s with stats)', 'health_check_failed xN', '/health 503 xN', '/health 200 xN' (the hang is
+--     invisible to health checks), 'watchdog', 'collective_timeout xN', 'waiting_timeout xN', 'bootstrap_timeout xN
+--     on <peer host>', 'requests arriving xN', 'stuck rooms xN', 'pending transfers xN'
+--   incident INTEGER: number of the incident (1, 2, ... by start): wedges of several hosts starting within incident_s
+--     are one
+--   incident_hosts VARCHAR[]: the hosts of that incident, sorted
+CREATE OR REPLACE VIEW incident_wedges AS SELECT * FROM wedge_intervals();

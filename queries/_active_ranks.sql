@@ -1,0 +1,13 @@
+-- name: _active_ranks
+-- description: per bucket, the scheduler streams (host and DP rank) that wrote stats lines: the Perfetto export's
+--   estimate of its trace's size
+-- inputs: batches
+-- parameters:
+--   bucket_s DOUBLE = 60: bucket width in seconds
+--   since TIMESTAMP = NULL: first instant (UTC)
+--   before TIMESTAMP = NULL: end of the window (UTC, not included)
+--   host VARCHAR = NULL: only this host
+-- columns:
+--   t_us: bucket start, microseconds since the epoch (UTC)
+--   n: streams that wrote stats lines in it
+SELECT epoch_us(time_bucket(to_microseconds(CAST($bucket_s * 1e6 AS BIGINT)), ts)) AS t_us, count(DISTINCT (host, dp_rank)) AS n FROM batches WHERE ts >= CAST($since AS TIMESTAMPTZ) AND ts < CAST($before AS TIMESTAMPTZ) AND (CAST($host AS VARCHAR) IS NULL OR host = $host) GROUP BY ALL

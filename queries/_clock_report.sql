@@ -1,0 +1,15 @@
+-- name: _clock_report
+-- description: the host pairs `forensics clocks` shows, with their estimates (run on raw clocks: what the logs say)
+-- inputs: clock_estimates
+-- parameters: none
+-- columns:
+--   host_a: see clock_estimates
+--   host_b: see clock_estimates
+--   estimate_s: see clock_estimates
+--   lower_s: see clock_estimates
+--   upper_s: see clock_estimates
+--   lower_pairs: see clock_estimates
+--   upper_pairs: see clock_estimates
+--   consistent: see clock_estimates
+--   skew_s: see clock_estimates
+SELECT host_a, host_b, estimate_s, lower_s, upper_s, lower_pairs, upper_pairs, consistent, skew_s FROM clock_estimates ORDER BY host_a, host_b

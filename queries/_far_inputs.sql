@@ -1,0 +1,11 @@
+-- name: _far_inputs
+-- description: the small inputs (under 1% of the lines) lying outside a span: era samples or a last year's log in
+--   the same store, which the timeline leaves out of its default window, with a note
+-- inputs: files
+-- parameters:
+--   lo TIMESTAMP = NULL: start of the span (UTC)
+--   hi TIMESTAMP = NULL: end of the span (UTC)
+-- columns:
+--   host: host of the input
+--   path: the input file
+SELECT host, path FROM files WHERE NOT (lines >= 0.01 * (SELECT sum(lines) FROM files)) AND first_ts IS NOT NULL AND (first_ts < CAST($lo AS TIMESTAMPTZ) OR last_ts > CAST($hi AS TIMESTAMPTZ)) ORDER BY host, path

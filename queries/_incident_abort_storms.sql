@@ -1,0 +1,22 @@
+-- name: _incident_abort_storms
+-- description: the abort storms at their default thresholds, in time order, as the timeline's markers and the
+--   evidence list them (from the snapshot of incident_abort_storms)
+-- inputs: incident_abort_storms
+-- parameters: none
+-- columns:
+--   t_start: see incident_abort_storms
+--   t_end: see incident_abort_storms
+--   n_aborts: see incident_abort_storms
+--   host_aborts: see incident_abort_storms
+--   n_hosts: see incident_abort_storms
+--   hosts: see incident_abort_storms
+--   per_host: see incident_abort_storms
+--   host_counts: see incident_abort_storms
+--   aborts_per_s: see incident_abort_storms
+--   errors_after: see incident_abort_storms
+--   corrupted_replies_after: see incident_abort_storms
+--   next_wedge: see incident_abort_storms
+--   agent_aborts: see incident_abort_storms
+--   agent_sessions: see incident_abort_storms
+--   agent_t_start: see incident_abort_storms
+SELECT * FROM incident_abort_storms ORDER BY t_start

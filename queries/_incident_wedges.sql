@@ -1,0 +1,23 @@
+-- name: _incident_wedges
+-- description: the wedges at their default thresholds, in time order, as the timeline's markers and the evidence
+--   list them (from the snapshot of incident_wedges)
+-- inputs: incident_wedges
+-- parameters: none
+-- columns:
+--   host: see incident_wedges
+--   kind: see incident_wedges
+--   dp_rank: see incident_wedges
+--   tp_rank: see incident_wedges
+--   t_start: see incident_wedges
+--   t_end: see incident_wedges
+--   silent_s: see incident_wedges
+--   typical_s: see incident_wedges
+--   in_flight: see incident_wedges
+--   pending_transfers: see incident_wedges
+--   n_rooms: see incident_wedges
+--   rooms: see incident_wedges
+--   ended_by: see incident_wedges
+--   signals: see incident_wedges
+--   incident: see incident_wedges
+--   incident_hosts: see incident_wedges
+SELECT * FROM incident_wedges ORDER BY t_start, host, kind

@@ -1,0 +1,13 @@
+-- name: _mark_counts
+-- description: the failure, abort and error lines of the window counted per host, mark and bucket
+-- inputs: event_marks
+-- over: event_marks
+-- parameters:
+--   lo_us BIGINT = 0: the window's start, microseconds since the epoch (UTC)
+--   bucket_us BIGINT = 60000000: bucket width in microseconds
+-- columns:
+--   host: host the lines came from
+--   mark: 'failure' | 'abort' | 'error'
+--   k: bucket index
+--   n: lines
+SELECT host, mark, (t_us - $lo_us) // $bucket_us AS k, count(*) AS n FROM q GROUP BY ALL

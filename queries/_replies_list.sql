@@ -1,0 +1,21 @@
+-- name: _replies_list
+-- description: the replies `forensics replies` prints, in time order: all, or only the corrupted ones, one class,
+--   one session
+-- inputs: replies
+-- parameters:
+--   corrupted BOOLEAN = false: only corrupted replies
+--   cls VARCHAR = NULL: only this corruption class
+--   session VARCHAR = NULL: only this session
+-- columns:
+--   t_end: UTC time the reply was complete (response line, time.completed, assistant line, file mtime)
+--   source: 'opencode' | 'openai_proxy' | 'claude_code' | 'outputs_dir'
+--   session_id: session (opencode ses_…, Claude Code sessionId, proxy session or file, outputs folder)
+--   turn_id: the assistant message / exchange / output file; unique within (source, session_id)
+--   model: model name the source records
+--   finish_reason: stop | length | tool_calls | content_filter | abort | error | …, in sglang's words
+--   corruption_class: 'clean' | 'parse_leak' | 'incoherent' | 'empty' | 'config' | 'transfer_error'
+--   signatures: corruption signatures that fired, 'S1'..'S16' (docs/formats/TRANSCRIPTS.md, "Corruption signatures S1-S16")
+--   link_method: 'error_room' | 'error_rid' (named by the error body) | 'rid' | 'bootstrap_room' | 'time_tokens' | NULL when no unique match
+--   server_host: host that logged the linked request (decode side preferred)
+--   evidence: snippet per deciding signature, the match between ⟦ ⟧, control characters escaped
+SELECT t_end, source, session_id, turn_id, model, finish_reason, corruption_class, signatures, link_method, server_host, evidence FROM replies WHERE ($corrupted = false OR corrupted) AND ($cls IS NULL OR corruption_class = $cls) AND ($session IS NULL OR session_id = $session) ORDER BY t_end NULLS LAST, t_start NULLS LAST, source, session_id, seq

@@ -1,0 +1,14 @@
+-- name: _reply_counts
+-- description: the replies of the window counted per decode host, corruption class and bucket
+-- inputs: reply_hosts
+-- over: reply_hosts
+-- parameters:
+--   lo_us BIGINT = 0: the window's start, microseconds since the epoch (UTC)
+--   bucket_us BIGINT = 60000000: bucket width in microseconds
+-- columns:
+--   host: decode host that served them
+--   cls: corruption class
+--   corrupted: the class is a corruption
+--   k: bucket index
+--   n: replies
+SELECT host, corruption_class AS cls, corrupted, (t0 - $lo_us) // $bucket_us AS k, count(*) AS n FROM q GROUP BY ALL
