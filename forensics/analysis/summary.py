@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from forensics.analysis import names
+from forensics.analysis import failures, names
 from forensics.analysis.clocks import clock_warnings, estimate
 from forensics.analysis.db import connect
 from forensics.core import schema
@@ -49,6 +49,7 @@ def build(store: Store) -> dict:
             "ORDER BY unparsed_lines DESC, path LIMIT 3"
         ).fetchall()
         known = names.known_hosts(con)
+        fails = failures.totals(con)
     finally:
         con.close()
     estimates = [
@@ -93,6 +94,7 @@ def build(store: Store) -> dict:
         },
         "hosts": hosts,
         "tables": tables,
+        "failures": fails,
         "clock_offsets": dict(sorted(offsets.items())),
         "clock_estimates": estimates,
         "warnings": warnings,

@@ -550,6 +550,75 @@ ROOMS = register(
 )
 
 
+_LATER = pl.List(
+    pl.Struct({"ts": TS, "side": pl.Utf8, "host": pl.Utf8, "outcome": pl.Utf8, "reason": pl.Utf8, "n": pl.Int64})
+)
+
+FAILED_REQUESTS = register(
+    Table(
+        "failed_requests",
+        "One row per failed request, however many lines logged it: the failure lines of every TP/DP/EP rank, of "
+        "both PD sides and of every host, grouped by bootstrap room, else by rid (a rid tied to one room elsewhere "
+        "in the logs joins that room). Lines that name no request are failure_signals, never requests. Clock "
+        "offsets applied; room 0 excluded.",
+        (
+            Column("request_key", pl.Utf8, "'room:<bootstrap_room>', or 'rid:<rid>' for a request known by rid only"),
+            Column("bootstrap_room", pl.Int64, "PD bootstrap room (NULL: known by rid only)"),
+            Column("rid_prefill", pl.Utf8, "request id on prefill"),
+            Column("rid_decode", pl.Utf8, "request id on decode (may differ from prefill's)"),
+            Column("hosts", pl.List(pl.Utf8), "hosts that logged or traced a failure of it, by name"),
+            Column(
+                "sides", pl.Utf8, "sides that logged or traced one: 'prefill+decode' | 'prefill' | 'decode' | 'unknown'"
+            ),
+            Column(
+                "outcome",
+                pl.Utf8,
+                "'transfer_failed' | 'waiting_timeout' | 'bootstrap_timeout' | 'aborted' (rooms.outcome)",
+            ),
+            Column("t_first", TS, "corrected time of its first failure (room_failures.first_failure)"),
+            Column("first_host", pl.Utf8, "host of the first failure"),
+            Column("first_side", pl.Utf8, "side of the first failure"),
+            Column("first_reason", pl.Utf8, "normalised reason of the first failure"),
+            Column("first_message", pl.Utf8, "text of the first failure"),
+            Column(
+                "first_simultaneous",
+                pl.Boolean,
+                "another side or host logged a failure of the same cause rank within the same log second: nothing "
+                "orders them, and first_* is one of them by file order",
+            ),
+            Column("later_failures", _LATER, "the other failures, one entry per side, host and outcome (as rooms')"),
+            Column("t_last", TS, "corrected time of its last failure line or event"),
+            Column("n_lines", pl.Int64, "failure lines and trace failure events of the request, every rank's copy"),
+            Column("n_ranks", pl.Int64, "distinct (host, rank tags) that logged or traced one"),
+            Column("n_hosts", pl.Int64, "distinct hosts among them"),
+        ),
+        view=True,
+    )
+)
+
+FAILURE_SIGNALS = register(
+    Table(
+        "failure_signals",
+        "Failure lines that name no request (no room, no rid): `Session <ip:port> failed.`, bootstrap info fetch "
+        "errors, PD timeout warnings, transport errors, crashes. One row per minute, host, kind, severity and reason; "
+        "signals of their host, counted apart from failed requests. Clock offsets applied.",
+        (
+            Column("minute", TS, "start of the minute of the lines (NULL for lines without a time)"),
+            Column("host", pl.Utf8, "host that logged them"),
+            Column("role", pl.Utf8, "'prefill' | 'decode' | 'unified' | 'unknown'"),
+            Column("kind", pl.Utf8, "event kind (transfer_failed, bootstrap_failed, crash, log, ...)"),
+            Column("severity", pl.Utf8, "'warning' | 'error' | 'fatal' (or the severity of a failure kind)"),
+            Column("reason", pl.Utf8, "normalised reason (events.reason), else the kind"),
+            Column("n_lines", pl.Int64, "lines of the group, every rank's copy"),
+            Column("n_ranks", pl.Int64, "distinct rank tags among them (lines without any count as one)"),
+            Column("t_first", TS, "time of the first line"),
+            Column("t_last", TS, "time of the last line"),
+            Column("first_message", pl.Utf8, "text of the first line"),
+        ),
+        view=True,
+    )
+)
+
 # --- agent transcripts ---------------------------------------------------------------------------
 _TURN_CORE = (
     Column("source", pl.Utf8, "'opencode' | 'openai_proxy' | 'claude_code' | 'outputs_dir'"),
