@@ -13,7 +13,7 @@ import math
 
 import polars as pl
 
-from forensics.analysis import stats
+from forensics.analysis import failures, stats
 from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
@@ -202,6 +202,7 @@ def build(store: Store) -> dict:
             "wedges": run_sql(store, "SELECT * FROM incident_wedges ORDER BY t_start, host, kind", con=con),
             "abort_storms": run_sql(store, "SELECT * FROM incident_abort_storms ORDER BY t_start", con=con),
             "checksum_mismatches": queries.run(store, "checksum_mismatches", con=con),
+            "servers": failures.servers_side(con),
         }
     finally:
         con.close()

@@ -99,3 +99,104 @@ def reason_counts(by_reason: list[dict]) -> str:
 
 def requests_phrase(n: int) -> str:
     return f"{n} request{'s' if n != 1 else ''} failed"
+
+
+# the lines of a host that may have led up to the incident's first failure are those of this many
+# seconds before it, up to the end of its log second (a whole-second line may be up to 1 s later)
+BEFORE_S = 60
+# the evidence lists every failed request up to this many; past it, the first ones and how to see all
+MAX_LISTED = 500
+
+_REQUESTS_SQL = """
+SELECT bootstrap_room, rid_prefill, rid_decode, hosts, sides, outcome, t_first, first_host, first_side,
+       first_reason, first_simultaneous, n_lines, n_ranks, first_message, request_key
+FROM failed_requests
+ORDER BY t_first NULLS LAST, request_key
+LIMIT $cap
+"""
+
+_REASON_HOST_SQL = """
+SELECT coalesce(first_reason, 'other') AS reason, first_host AS host, count(*) AS requests, sum(n_lines) AS lines
+FROM failed_requests GROUP BY ALL ORDER BY requests DESC, reason, host
+"""
+
+# per host, what its log said in the BEFORE_S seconds up to the first failure: the last stats line
+# (summed over its ranks' last lines), aborts, signals, crashes, and a wedge under way
+_BEFORE_SQL = """
+WITH w AS (
+    SELECT CAST($t0 AS TIMESTAMPTZ) AS t0,
+           CAST($t0 AS TIMESTAMPTZ) - to_microseconds(CAST($before_s * 1e6 AS BIGINT)) AS lo,
+           CAST($t0 AS TIMESTAMPTZ) + INTERVAL 1 second AS hi
+),
+hosts AS (SELECT DISTINCT host FROM files WHERE host IS NOT NULL AND status = 'ingested'),
+last_stats AS (
+    SELECT host, max(ts) AS t_stats, sum(running_req) AS running_req, sum(queue_req) AS queue_req
+    FROM (SELECT b.host, b.ts, b.running_req, b.queue_req,
+                 row_number() OVER (PARTITION BY b.host, b.dp_rank, b.tp_rank ORDER BY b.ts DESC) AS k
+          FROM batches b, w WHERE b.ts < w.hi AND b.ts >= w.lo)
+    WHERE k = 1 GROUP BY host
+),
+ev AS (
+    SELECT e.host,
+           count(*) FILTER (WHERE e.kind = 'abort' OR e.reason = 'aborted') AS aborts,
+           count(*) FILTER (WHERE e.bootstrap_room IS NULL AND e.rid IS NULL
+                            AND (e.severity IN ('warning', 'error', 'fatal') OR e.kind = 'crash')) AS signals,
+           count(*) FILTER (WHERE e.bootstrap_room IS NULL AND e.rid IS NULL AND e.severity = 'warning') AS warnings,
+           count(*) FILTER (WHERE e.kind = 'crash') AS crashes,
+           string_agg(DISTINCT coalesce(e.reason, e.kind), ', ' ORDER BY coalesce(e.reason, e.kind))
+               FILTER (WHERE e.bootstrap_room IS NULL AND e.rid IS NULL
+                       AND (e.severity IN ('warning', 'error', 'fatal') OR e.kind = 'crash')) AS signal_reasons
+    FROM events e, w WHERE e.ts >= w.lo AND e.ts < w.hi GROUP BY e.host
+),
+wedged AS (
+    SELECT i.host, string_agg(i.kind || ' since ' || strftime(i.t_start, '%H:%M:%S'), ', ' ORDER BY i.t_start) AS wedge
+    FROM incident_wedges i, w WHERE i.t_start <= w.hi AND i.t_end >= w.lo GROUP BY i.host
+)
+SELECT h.host, s.t_stats, s.running_req, s.queue_req, coalesce(ev.aborts, 0) AS aborts,
+       coalesce(ev.signals, 0) AS signals, coalesce(ev.warnings, 0) AS warnings, coalesce(ev.crashes, 0) AS crashes,
+       ev.signal_reasons, wd.wedge
+FROM hosts h
+LEFT JOIN last_stats s USING (host)
+LEFT JOIN ev USING (host)
+LEFT JOIN wedged wd USING (host)
+ORDER BY h.host
+"""
+
+
+def _frame(con, sql: str, params: dict | None = None):
+    import polars as pl
+
+    return pl.from_arrow(con.sql(sql, params=params).to_arrow_table())
+
+
+def servers_side(con) -> dict:
+    """The incident as the server logs tell it, without transcripts: its first failure and what led
+    up to it on each host, every failed request, failures by reason and host, signals and crashes."""
+    import polars as pl
+
+    requests = _frame(con, _REQUESTS_SQL, {"cap": MAX_LISTED})
+    first = None
+    before = pl.DataFrame()
+    if requests.height and requests["t_first"][0] is not None:
+        first = {k: v for k, v in requests.row(0, named=True).items()}
+        before = _frame(con, _BEFORE_SQL, {"t0": first["t_first"], "before_s": BEFORE_S})
+    by_reason_host = _frame(con, _REASON_HOST_SQL)
+    signals = (
+        pl.DataFrame(signal_groups(con)) if con.execute("SELECT count(*) FROM failure_signals").fetchone()[0] else None
+    )
+    crashes = _frame(
+        con,
+        "SELECT ts, host, exc_type, message, traceback FROM events WHERE kind = 'crash' "
+        "ORDER BY ts NULLS LAST, host, source_file, line_no",
+    )
+    return {
+        "failures": totals(con),
+        "first_failure": first,
+        "before_s": BEFORE_S,
+        "before_first": before,
+        "failed_requests": requests,
+        "listed_max": MAX_LISTED,
+        "by_reason_host": by_reason_host,
+        "signals": signals if signals is not None else pl.DataFrame(),
+        "crashes": crashes,
+    }

@@ -113,6 +113,7 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
                 cut_replies = int(reply_counts["n"].sum() or 0) > MAX_REPLIES
             replies = _replies(store, con, window, grid, plan, MAX_REPLIES if cut_replies else None)
         roles = dict(queries.run(store, "host_roles", con=con).iter_rows())
+        failed = run_sql(store, FAILED_REQUESTS, {**filtered, "cap": MAX_MARKS}, con=con)
     finally:
         con.close()
     hosts = _hosts(model, load, room_counts, mark_counts, roles)
@@ -159,6 +160,8 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
         "marks": safe(marks.to_dicts()),
         "replies": safe(replies),
         "counts": safe(counts),
+        # one entry per failed request, at its first failure, for each host that logged it
+        "failed_requests": safe([{**r, "t_us": us(r.pop("t_first"))} for r in failed.to_dicts()]),
         "wedges": safe([{**w, "t0": us(w["t_start"]), "t1": us(w["t_end"])} for w in model["wedges"].to_dicts()]),
         "storms": safe(storm_bands(model["abort_storms"])),
         "offsets": dict(sorted(model["clock_offsets"].items())),
@@ -201,6 +204,18 @@ SELECT * EXCLUDE (prio, k, dur, rn) FROM (
     LIMIT $cap
 )
 ORDER BY coalesce(t0, recv_t0), room
+"""
+
+# the window's failed requests (each once, at its first failure), the earliest first; they are a
+# handful where lines are thousands, so a page and a chart draw each one
+FAILED_REQUESTS = """
+SELECT bootstrap_room AS room, rid_prefill, rid_decode, hosts, t_first, first_host, first_reason AS reason,
+       outcome, n_lines, n_ranks, first_simultaneous
+FROM failed_requests
+WHERE t_first >= $since AND t_first < $before
+  AND (CAST($host AS VARCHAR) IS NULL OR list_contains(hosts, $host))
+ORDER BY t_first, request_key
+LIMIT $cap
 """
 
 MARK_COUNTS = """
