@@ -54,6 +54,8 @@ class PairEstimate:
 class ClockReport:
     offsets: dict[str, float]  # in force (clocks.json)
     pairs: list[PairEstimate]
+    # why host pairs that share rooms (or the store as a whole) have no estimate: one line each
+    unbounded: list[str] = dataclasses.field(default_factory=list)
 
     def frame(self) -> pl.DataFrame:
         rows = []
@@ -117,15 +119,58 @@ def estimate(store: Store) -> ClockReport:
             "SELECT host_a, host_b, estimate_s, lower_s, upper_s, lower_pairs, upper_pairs, consistent, "
             "skew_s FROM clock_estimates ORDER BY host_a, host_b"
         ).fetchall()
+        shared = con.sql(_SHARED_SQL).fetchall()
+        n_hosts = con.sql("SELECT count(DISTINCT host) FROM files WHERE host IS NOT NULL").fetchall()[0][0]
     finally:
         con.close()
+    bounded = {frozenset((a, b)) for a, b, *_ in rows}
+    unbounded = [
+        f"{escape_control(a)} and {escape_control(b)} share {n:,} room{'s' if n != 1 else ''} (e.g. {room}) "
+        + (
+            "but only through failure lines, which no rule orders across hosts (both sides fail on their own "
+            "when a transfer breaks)"
+            if only_failures
+            else "but no pair of their events is one a rule orders"
+        )
+        + ": a bound needs decode's request received before prefill's bootstrap, or prefill's KV post (or finish) "
+        "before decode's notification (or finish), of the same room"
+        for a, b, n, room, only_failures in shared
+        if frozenset((a, b)) not in bounded
+    ]
+    if not rows and not shared:
+        unbounded.append(
+            "no bootstrap room is seen on two hosts: there is nothing to compare clocks by"
+            if n_hosts > 1
+            else "the store holds one host: there is no clock to compare"
+        )
     return ClockReport(
         offsets,
         [
             PairEstimate(a, b, est, lo, hi, n_lo, n_hi, offsets.get(b, 0.0) - offsets.get(a, 0.0), ok, skew)
             for a, b, est, lo, hi, n_lo, n_hi, ok, skew in rows
         ],
+        unbounded,
     )
+
+
+# host pairs whose logs or traces name the same rooms; only_failures: every shared room's lines on
+# both hosts are failure lines
+_SHARED_SQL = """
+WITH seen AS (
+    SELECT bootstrap_room, host, bool_and(kind IN ('transfer_failed', 'bootstrap_failed', 'abort',
+                                                   'corruption_detected', 'checksum_mismatch')) AS failure_only
+    FROM room_events WHERE host IS NOT NULL GROUP BY ALL
+    UNION ALL
+    SELECT bootstrap_room, host, bool_and(event IN ('fail', 'abort'))
+    FROM transfer_events WHERE host IS NOT NULL AND bootstrap_room <> 0 AND NOT unknown_enum GROUP BY ALL
+),
+per_host AS (SELECT bootstrap_room, host, bool_and(failure_only) AS failure_only FROM seen GROUP BY ALL)
+SELECT a.host, b.host, count(DISTINCT a.bootstrap_room), CAST(min(a.bootstrap_room) AS VARCHAR),
+       bool_and(a.failure_only AND b.failure_only)
+FROM per_host a JOIN per_host b ON a.bootstrap_room = b.bootstrap_room AND a.host < b.host
+GROUP BY ALL
+ORDER BY 1, 2
+"""
 
 
 def set_offset(store: Store, host: str, seconds: float) -> dict[str, float]:

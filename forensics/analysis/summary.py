@@ -52,6 +52,7 @@ def build(store: Store) -> dict:
         fails = failures.totals(con)
     finally:
         con.close()
+    clock_report = estimate(store)
     estimates = [
         {
             "host_a": p.host_a,
@@ -62,7 +63,7 @@ def build(store: Store) -> dict:
             "pairs": int(p.n_lower + p.n_upper),
             "in_force_s": p.in_force,
         }
-        for p in estimate(store).pairs
+        for p in clock_report.pairs
     ]
     warnings += [
         f"warning: clocks.json sets an offset for {h}, a host the store holds no rows of "
@@ -97,6 +98,7 @@ def build(store: Store) -> dict:
         "failures": fails,
         "clock_offsets": dict(sorted(offsets.items())),
         "clock_estimates": estimates,
+        "clock_unbounded": clock_report.unbounded,
         "warnings": warnings,
     }
 

@@ -78,9 +78,10 @@ def lines(m: dict) -> list[str]:
                 f"({_n(e['pairs'])} pairs)"
                 for e in est
             )
-            or "none (no host pair shares rooms)"
+            or "none"
         )
     )
+    out += [f"  no clock bound: {escape_control(w)}" for w in m.get("clock_unbounded", [])]
     if m["warnings"]:
         out.append("")
         out += [escape_control(w) for w in m["warnings"]]
