@@ -178,7 +178,10 @@ def servers_side(con) -> dict:
     first = None
     before = pl.DataFrame()
     if requests.height and requests["t_first"][0] is not None:
-        first = {k: v for k, v in requests.row(0, named=True).items()}
+        first = requests.row(0, named=True)
+        # as text, as the JSON rows write a 63-bit room (a JavaScript reader would round a number)
+        if first["bootstrap_room"] is not None:
+            first["bootstrap_room"] = str(first["bootstrap_room"])
         before = _frame(con, _BEFORE_SQL, {"t0": first["t_first"], "before_s": BEFORE_S})
     by_reason_host = _frame(con, _REASON_HOST_SQL)
     signals = (
