@@ -278,3 +278,59 @@ def test_an_extended_snapshot_set_equals_a_whole_computation(tmp_path, logs, mon
     q = "SELECT * FROM failed_requests ORDER BY request_key"
     assert sql(whole, q).rows() == sql(s, q).rows()
     assert len(sql(s, q)) == 3
+
+
+# The real mooncake dump (../shared/real_logs/mooncake_incident), counted by reading its raw lines:
+# every `Prefill/Decode transfer failed` and `Prefill bootstrap failed` line names its room in
+# `bootstrap_room=N`; the distinct rooms per file (and over a pair, a room both files name once) are
+# the failed requests. `Session <ip:port> failed.` (25, 8 lines) and `Error fetching prefill parallel
+# info` (26, 7 lines) name no room: signals. 23 and 24 are one TP16 pair (23: decode ranks TP0-7,
+# 24: prefill ranks TP8-15).
+REAL_CASES = {
+    # 25: room 687467831379323517 (TP0-7, send failed) and 2148295886124306552 (TP0-7, aborted)
+    "25": ({"prefill-1": ["25_"]}, 2),
+    # 26: rooms 4751139391711345681 (TP0-7) and 687467831379323517 (TP0-7)
+    "26": ({"decode-1": ["26_"]}, 2),
+    # 687467831379323517 is named by both: 2 + 2 - 1
+    "25+26": ({"prefill-1": ["25_"], "decode-1": ["26_"]}, 3),
+    # 23: rooms 7451786167023312285 and 4186199307863526971, eight TP lines each
+    "23": ({"decode-1": ["23_"]}, 2),
+    # 24: room 4186199307863526971 (TP8 once) and 8364186821847407707 (TP8-15)
+    "24": ({"prefill-1": ["24_"]}, 2),
+    # 4186199307863526971 is named by both: 2 + 2 - 1
+    "23+24": ({"decode-1": ["23_"], "prefill-1": ["24_"]}, 3),
+    # 27: decode stats lines only
+    "27": ({"decode-1": ["27_"]}, 0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REAL_CASES))
+def test_real_mooncake_dump_gives_the_requests_a_reader_counts(case, real_logs, tmp_path):
+    layout, want = REAL_CASES[case]
+    src = real_logs / "mooncake_incident"
+    for host, prefixes in layout.items():
+        (tmp_path / "in" / host).mkdir(parents=True)
+        for p in prefixes:
+            [f] = src.glob(f"{p}*.log")
+            shutil.copy(f, tmp_path / "in" / host / f.name)
+    store = tmp_path / "store"
+    ingest_paths([tmp_path / "in"], store)
+    assert len(_requests(store)) == want
+    assert sql(store, "SELECT count(*) AS n FROM rooms")["n"][0] == want
+    if case == "25+26":
+        signals = {
+            (r["host"], r["reason"]): r["n"]
+            for r in sql(
+                store,
+                "SELECT host, reason, sum(n_lines) AS n FROM failure_signals WHERE kind IN "
+                "('transfer_failed', 'bootstrap_failed') GROUP BY ALL",
+            ).iter_rows(named=True)
+        }
+        assert signals == {("prefill-1", "transport"): 8, ("decode-1", "bootstrap_unreachable"): 7}
+        both = _requests(store)["room:687467831379323517"]
+        assert (both["n_lines"], both["n_ranks"], both["sides"], both["first_simultaneous"]) == (
+            16,
+            16,
+            "prefill+decode",
+            True,
+        )
