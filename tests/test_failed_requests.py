@@ -334,3 +334,34 @@ def test_real_mooncake_dump_gives_the_requests_a_reader_counts(case, real_logs, 
             "prefill+decode",
             True,
         )
+
+
+def test_the_sample_incident_in_requests(tmp_path_factory):
+    """The planted incident (sample_logs/incident/planted.json, written by tools/samplegen.py from its
+    own parameters) read as failed requests: the storm's aborted rooms, the wedge's stuck rooms and
+    the transfer failure rooms are each one failed request, with the outcome planted."""
+    from tests.conftest import ROOT
+
+    planted = json.loads((ROOT / "sample_logs" / "incident" / "planted.json").read_text())
+    w = planted["windows"]
+    store = tmp_path_factory.mktemp("incident") / "store"
+    ingest_paths([ROOT / "sample_logs" / "incident"], store)
+    reqs = {r["bootstrap_room"]: r for r in sql(store, "SELECT * FROM failed_requests").iter_rows(named=True)}
+    # every failed room is one request, and nothing else is
+    failed_rooms = set(
+        sql(store, "SELECT bootstrap_room FROM rooms WHERE outcome NOT IN ('ok', 'unknown')")["bootstrap_room"]
+    )
+    assert set(reqs) == failed_rooms
+    assert set(w["storm"]["aborted_rooms"]) <= set(reqs)
+    assert {reqs[r]["outcome"] for r in w["storm"]["aborted_rooms"]} == {"aborted"}
+    assert set(w["wedge"]["bootstrap_timeout_rooms"]) <= set(reqs)
+    tf = w["transfer_failures"]
+    assert set(tf["rooms"]) <= set(reqs)
+    assert all(reqs[r]["n_lines"] >= 1 for r in tf["rooms"])
+    # the storm's bucket speaks in requests
+    rows = json.loads(
+        CliRunner().invoke(main, ["timeline", "--bucket", "10s", "--format", "json", "--store", str(store)]).output
+    )["rows"]
+    storm = [r for r in rows if r["abort_storm_hosts"] and r["failed_requests"]]
+    assert storm and any(re.search(r"\d+ requests failed: aborted \d+", r["anomaly"]) for r in storm)
+    assert sum(r["failed_requests"] for r in rows) == len(reqs)
