@@ -69,11 +69,6 @@ def summary_lines(story: RoomStory) -> list[str]:
         later = [x for x in later if x not in tied]
     else:
         out.append(f"first failure: {_ts(row['t_outcome'])} {head}" + (f": {error}" if error else ""))
-    if req is not None:
-        out.append(
-            f"failed request: logged by {req['n_ranks']:,} rank{'s' if req['n_ranks'] != 1 else ''} "
-            f"({req['n_lines']:,} line{'s' if req['n_lines'] != 1 else ''}) on {escape_control(', '.join(req['hosts']))}"
-        )
     for x in later:
         when = (
             "+?"
@@ -83,5 +78,11 @@ def summary_lines(story: RoomStory) -> list[str]:
         out.append(
             f"  then {when}  {x['side']} {escape_control(str(x['host']))} {x['outcome']} "
             f"({x['reason']})" + (f" x{x['n']}" if x["n"] > 1 else "")
+        )
+    if req is not None:
+        # one request, however many lines: the count a reader compares with the table below
+        out.append(
+            f"failed request: logged by {req['n_ranks']:,} rank{'s' if req['n_ranks'] != 1 else ''} "
+            f"({req['n_lines']:,} line{'s' if req['n_lines'] != 1 else ''}) on {escape_control(', '.join(req['hosts']))}"
         )
     return out
