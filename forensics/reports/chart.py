@@ -105,9 +105,18 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
             if r["t_us"] is not None:
                 by_k.setdefault(int((r["t_us"] - lo) // bucket_us), []).append(r)
         first = True
+        # labels of buckets closer than a fortieth of the window would print over each other: one
+        # label counts them together, at the first of them
+        gap = max(1, n // 40)
+        labels: list[list[int]] = []
         for k, rs in sorted(by_k.items()):
             if not 0 <= k < n:
                 continue
+            if labels and k - labels[-1][2] <= gap:
+                labels[-1][1] += len(rs)
+                labels[-1][2] = k
+            else:
+                labels.append([k, len(rs), k])
             t0 = lo + k * bucket_us
             ax.axvspan(x(t0), x(t0 + max(bucket_us, min_band)), color="#e03131", alpha=0.22, lw=0, zorder=0)
             ax.plot(
@@ -121,10 +130,12 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
                 ls="none",
                 label="failed requests" if first else None,
             )
+            first = False
+        for k, count, _ in labels:
             ax.text(
-                x(t0 + bucket_us // 2),
+                x(lo + k * bucket_us + bucket_us // 2),
                 0.8,
-                f" {len(rs)} failed",
+                f" {count} failed",
                 transform=ax.get_xaxis_transform(),
                 va="top",
                 ha="left",
@@ -132,7 +143,6 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
                 color="#c92a2a",
                 zorder=6,
             )
-            first = False
 
     for ax, h in zip(axes, hosts):
         load = [part for part in d["load"] if part["host"] == h["name"]]
