@@ -206,7 +206,7 @@ def test_evidence_without_transcripts_tells_the_servers_story(store):
     res = CliRunner().invoke(main, ["evidence", "--store", str(store)])
     assert res.exit_code == 0, res.output
     md = res.output
-    assert "The incident from the servers' side" in md
+    assert "### The incident as the server logs tell it" in md
     assert "3 failed requests (20 failure lines" in md
     assert "_none found_" not in md and "No replies in the store" not in md
     for room in (ROOM_TP8, ROOM_BOTH):

@@ -60,8 +60,8 @@ ORDER BY t_first NULLS LAST, host, kind, severity, reason
 
 def totals(con) -> dict:
     """The `failures` section of `forensics summary`: requests first, lines and signals beside them."""
-    requests, lines = con.execute(_TOTALS_SQL).fetchone()
-    signals = con.execute(_SIGNALS_SQL).fetchone()[0]
+    requests, lines = con.execute(_TOTALS_SQL).fetchall()[0]
+    signals = con.execute(_SIGNALS_SQL).fetchall()[0][0]
     by_reason = [
         {"reason": r, "requests": int(n), "lines": int(m)} for r, n, m in con.execute(_BY_REASON_SQL).fetchall()
     ]
@@ -184,9 +184,7 @@ def servers_side(con) -> dict:
             first["bootstrap_room"] = str(first["bootstrap_room"])
         before = _frame(con, _BEFORE_SQL, {"t0": first["t_first"], "before_s": BEFORE_S})
     by_reason_host = _frame(con, _REASON_HOST_SQL)
-    signals = (
-        pl.DataFrame(signal_groups(con)) if con.execute("SELECT count(*) FROM failure_signals").fetchone()[0] else None
-    )
+    signals = _frame(con, _SIGNAL_GROUPS_SQL)
     crashes = _frame(
         con,
         "SELECT ts, host, exc_type, message, traceback FROM events WHERE kind = 'crash' "
@@ -200,6 +198,6 @@ def servers_side(con) -> dict:
         "failed_requests": requests,
         "listed_max": MAX_LISTED,
         "by_reason_host": by_reason_host,
-        "signals": signals if signals is not None else pl.DataFrame(),
+        "signals": signals,
         "crashes": crashes,
     }

@@ -342,7 +342,7 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
 def _servers_section(out, sv: dict) -> None:
     """The incident from the servers' side: requests counted once, lines and signals beside them."""
     f = sv["failures"]
-    out.write("\n### The incident from the servers' side\n\n")
+    out.write("\n### The incident as the server logs tell it\n\n")
     out.write(
         f"{_plural(f['requests'], 'failed request')} ({_plural(f['lines'], 'failure line')}, every rank's copy); "
         f"{_plural(f['signals'], 'signal line')} that name no request (session failures, bootstrap fetch errors, "
