@@ -1,7 +1,8 @@
 -- name: timeline
 -- description: one row per time bucket: replies by class, prefill and decode load, transfers,
---   failures, aborts, errors, and the wedge and abort-storm markers
--- inputs: batches, events, transfers, rooms, replies, incident_wedges, incident_abort_storms
+--   failed requests (each once, at its first failure) beside the failure lines of every rank,
+--   failure signals naming no request, aborts, errors, and the wedge and abort-storm markers
+-- inputs: batches, events, transfers, rooms, failed_requests, replies, incident_wedges, incident_abort_storms, is_failure_signal
 -- parameters:
 --   bucket_s DOUBLE = 10: bucket width in seconds
 --   since TIMESTAMP = NULL: first instant shown (UTC), default the start of the data
@@ -28,8 +29,12 @@
 --   transfers: transfer units posted in the bucket
 --   transfer_p50_ms: median transfer duration
 --   transfer_p99_ms: 99th percentile transfer duration
---   transfer_failures: failed, aborted or timed-out units, plus transfer / bootstrap failure lines
---   failures_by_reason: failure lines by normalised reason
+--   failed_requests: requests whose first failure falls in the bucket, each once however many ranks, sides and hosts logged it (failed_requests)
+--   failed_requests_by_reason: those requests by the reason of their first failure
+--   failure_lines: transfer / bootstrap failure lines naming a request (room or rid), every rank's copy, plus failed, aborted or timed-out trace units
+--   failures_by_reason: those failure lines by normalised reason
+--   failure_signals: failure lines that name no request (failure_signals: session failures, bootstrap info fetch errors, PD warnings, crashes)
+--   signals_by_host: those lines per host, kind and reason
 --   aborts: abort lines and failures whose reason is an abort
 --   errors: lines of severity error or fatal
 --   wedged_hosts: hosts with a wedge during the bucket: no scheduler progress on the host or one of its ranks while requests were stuck (queries/wedges.sql)
@@ -118,17 +123,42 @@ e AS (
     FROM events x, params p
     WHERE ts IS NOT NULL AND (p.only_host IS NULL OR host = p.only_host) AND (p.lo IS NULL OR ts >= p.lo) AND (p.hi IS NULL OR ts < p.hi)
 ),
+-- a request is counted once, in the bucket of its first failure
+fr AS (
+    SELECT bucket_start, CAST(sum(n) AS BIGINT) AS failed_requests,
+           list({'reason': reason, 'n': n} ORDER BY n DESC, reason) AS failed_requests_by_reason
+    FROM (SELECT time_bucket(to_microseconds(CAST(p.bucket_s * 1e6 AS BIGINT)), t_first) AS bucket_start,
+                 coalesce(first_reason, 'other') AS reason, count(*) AS n
+          FROM failed_requests, params p
+          WHERE t_first IS NOT NULL AND (p.only_host IS NULL OR list_contains(hosts, p.only_host))
+            AND (p.lo IS NULL OR t_first >= p.lo) AND (p.hi IS NULL OR t_first < p.hi)
+          GROUP BY ALL)
+    GROUP BY bucket_start
+),
+-- failure lines that name no request (the failure_signals view, at the bucket's width)
+sig AS (
+    SELECT bucket_start, CAST(sum(n) AS BIGINT) AS failure_signals,
+           list({'host': host, 'kind': kind, 'reason': reason, 'n': n} ORDER BY host, n DESC, kind, reason)
+               AS signals_by_host
+    FROM (SELECT bucket_start, host, kind, coalesce(reason, kind) AS reason, count(*) AS n FROM e
+          WHERE bootstrap_room IS NULL AND rid IS NULL
+            AND is_failure_signal(kind, severity)
+          GROUP BY ALL)
+    GROUP BY bucket_start
+),
 ev AS (
     SELECT bucket_start,
            count(*) FILTER (WHERE kind = 'abort' OR reason = 'aborted') AS aborts,
            count(*) FILTER (WHERE severity IN ('error', 'fatal')) AS errors,
-           count(*) FILTER (WHERE kind IN ('transfer_failed', 'bootstrap_failed')) AS failure_lines
+           count(*) FILTER (WHERE kind IN ('transfer_failed', 'bootstrap_failed')
+                            AND (bootstrap_room IS NOT NULL OR rid IS NOT NULL)) AS failure_lines
     FROM e GROUP BY bucket_start
 ),
 reasons AS (
     SELECT bucket_start, list({'reason': reason, 'n': n} ORDER BY n DESC, reason) AS failures_by_reason
     FROM (SELECT bucket_start, coalesce(reason, 'other') AS reason, count(*) AS n FROM e
-          WHERE kind IN ('transfer_failed', 'bootstrap_failed') GROUP BY ALL)
+          WHERE kind IN ('transfer_failed', 'bootstrap_failed') AND (bootstrap_room IS NOT NULL OR rid IS NOT NULL)
+          GROUP BY ALL)
     GROUP BY bucket_start
 ),
 tr AS (
@@ -183,14 +213,20 @@ SELECT k.bucket_start,
        decode.running_req AS decode_running_req, decode.queue_req AS decode_queue_req,
        decode.gen_throughput AS decode_gen_throughput, coalesce(decode.decode_hosts, []) AS decode_hosts,
        coalesce(tr.transfers, 0) AS transfers, tr.p50 AS transfer_p50_ms, tr.p99 AS transfer_p99_ms,
-       coalesce(tr.failed, 0) + coalesce(ev.failure_lines, 0) AS transfer_failures,
+       coalesce(fr.failed_requests, 0) AS failed_requests,
+       coalesce(fr.failed_requests_by_reason, []) AS failed_requests_by_reason,
+       coalesce(tr.failed, 0) + coalesce(ev.failure_lines, 0) AS failure_lines,
        coalesce(reasons.failures_by_reason, []) AS failures_by_reason,
+       coalesce(sig.failure_signals, 0) AS failure_signals,
+       coalesce(sig.signals_by_host, []) AS signals_by_host,
        coalesce(ev.aborts, 0) AS aborts, coalesce(ev.errors, 0) AS errors,
        coalesce(wedged.hosts, []) AS wedged_hosts, coalesce(storms.hosts, []) AS abort_storm_hosts
 FROM buckets k
 LEFT JOIN prefill USING (bucket_start)
 LEFT JOIN decode USING (bucket_start)
 LEFT JOIN ev USING (bucket_start)
+LEFT JOIN fr USING (bucket_start)
+LEFT JOIN sig USING (bucket_start)
 LEFT JOIN reasons USING (bucket_start)
 LEFT JOIN tr USING (bucket_start)
 LEFT JOIN rp USING (bucket_start)

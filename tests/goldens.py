@@ -59,6 +59,7 @@ GOLDEN_PARAMS = {
     "_mark_pick": _GRID,
     "_reply_counts": _GRID,
     "_reply_pick": _GRID,
+    "_failed_requests_window": _WINDOW,
     "_far_inputs": {"lo": "2026-11-20 13:00:00", "hi": "2026-11-20 15:00:00"},
 }
 

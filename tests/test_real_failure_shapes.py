@@ -143,11 +143,16 @@ def test_bootstrap_fetch_refused_is_in_the_timeline_failures(store_26):
     doc = json.loads(r.output)
     rows = [dict(zip(doc["columns"], row)) for row in doc["rows"]] if isinstance(doc["rows"][0], list) else doc["rows"]
     reasons: dict[str, int] = {}
+    signals: dict[str, int] = {}
     for row in rows:
         for x in row["failures_by_reason"] or []:
             reasons[x["reason"]] = reasons.get(x["reason"], 0) + x["n"]
-    assert reasons.get("bootstrap_unreachable") == 7
+        for x in row["signals_by_host"] or []:
+            signals[x["reason"]] = signals.get(x["reason"], 0) + x["n"]
+    # the fetch errors name no request: failure signals of the host, not failure lines of a request
+    assert signals.get("bootstrap_unreachable") == 7 and "bootstrap_unreachable" not in reasons
     assert reasons.get("bootstrap_info") == 8 and reasons.get("node_failure") == 7
+    assert sum(row["failed_requests"] for row in rows) == 2
 
 
 # --- the shapes' samples, on both parser paths ---------------------------------------------------

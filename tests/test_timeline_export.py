@@ -582,11 +582,7 @@ def test_perfetto_trace_over_budget_is_cut_around_the_trouble(incident, tmp_path
     hi = _us(rows["bucket_start"].max().isoformat()) + int(model["bucket_s"] * 10**6)
     # the kept window holds the bucket with the most failures, aborts, errors and corrupted replies
     trouble = model["rows"].with_columns(
-        t=pl.col("transfer_failures")
-        + pl.col("aborts")
-        + pl.col("errors")
-        + pl.col("replies")
-        - pl.col("replies_clean")
+        t=pl.col("failure_lines") + pl.col("aborts") + pl.col("errors") + pl.col("replies") - pl.col("replies_clean")
     )
     worst = _us(trouble.sort("t", descending=True)["bucket_start"][0].isoformat())
     assert lo <= worst < hi

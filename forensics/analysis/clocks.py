@@ -57,6 +57,8 @@ class PairEstimate:
 class ClockReport:
     offsets: dict[str, float]  # in force (clocks.json)
     pairs: list[PairEstimate]
+    # why host pairs that share rooms (or the store as a whole) have no estimate: one line each
+    unbounded: list[str] = dataclasses.field(default_factory=list)
 
     def frame(self) -> pl.DataFrame:
         rows = []
@@ -117,14 +119,37 @@ def estimate(store: Store) -> ClockReport:
     con = connect(store, offsets={})
     try:
         rows = con.sql(queries.internal("_clock_report").sql).fetchall()
+        shared = con.sql(queries.internal("_shared_rooms").sql).fetchall()
+        n_hosts = con.sql(queries.internal("_host_count").sql).fetchall()[0][0]
     finally:
         con.close()
+    bounded = {frozenset((a, b)) for a, b, *_ in rows}
+    unbounded = [
+        f"{escape_control(a)} and {escape_control(b)} share {n:,} room{'s' if n != 1 else ''} (e.g. {room}) "
+        + (
+            "but only through failure lines, which no rule orders across hosts (both sides fail on their own "
+            "when a transfer breaks)"
+            if only_failures
+            else "but no pair of their events is one a rule orders"
+        )
+        + ": a bound needs decode's request received before prefill's bootstrap, or prefill's KV post (or finish) "
+        "before decode's notification (or finish), of the same room"
+        for a, b, n, room, only_failures in shared
+        if frozenset((a, b)) not in bounded
+    ]
+    if not rows and not shared:
+        unbounded.append(
+            "no bootstrap room is seen on two hosts: there is nothing to compare clocks by"
+            if n_hosts > 1
+            else "the store holds one host: there is no clock to compare"
+        )
     return ClockReport(
         offsets,
         [
             PairEstimate(a, b, est, lo, hi, n_lo, n_hi, offsets.get(b, 0.0) - offsets.get(a, 0.0), ok, skew)
             for a, b, est, lo, hi, n_lo, n_hi, ok, skew in rows
         ],
+        unbounded,
     )
 
 

@@ -13,7 +13,7 @@ import math
 
 import polars as pl
 
-from forensics.analysis import stats
+from forensics.analysis import failures, stats
 from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import named as queries
@@ -197,6 +197,7 @@ def build(store: Store) -> dict:
             "wedges": queries.run_internal(store, "_incident_wedges", con=con),
             "abort_storms": queries.run_internal(store, "_incident_abort_storms", con=con),
             "checksum_mismatches": queries.run(store, "checksum_mismatches", con=con),
+            "servers": failures.servers_side(con),
         }
     finally:
         con.close()

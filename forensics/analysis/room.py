@@ -20,6 +20,8 @@ class RoomStory:
     summary: pl.DataFrame  # the room's row of `rooms`
     timeline: pl.DataFrame
     clock_warnings: list[str] = dataclasses.field(default_factory=list)  # unset offsets the estimates call for
+    # the room's row of `failed_requests` (none when it did not fail): ranks, lines, a simultaneous start
+    request: pl.DataFrame = dataclasses.field(default_factory=pl.DataFrame)
 
 
 def parse_room(text: str) -> int:
@@ -42,6 +44,11 @@ def room_story(store: Store, room: int, offsets: dict[str, float] | None = None)
         summary = pl.from_arrow(
             con.sql("SELECT * FROM rooms WHERE bootstrap_room = $room", params={"room": room}).to_arrow_table()
         )
+        request = pl.from_arrow(
+            con.sql(
+                "SELECT * FROM failed_requests WHERE bootstrap_room = $room", params={"room": room}
+            ).to_arrow_table()
+        )
         warnings = clock_warnings(store, con) if offsets is None else []
     finally:
         con.close()
@@ -50,4 +57,4 @@ def room_story(store: Store, room: int, offsets: dict[str, float] | None = None)
             f"no line or trace event names room {room}",
             help='list rooms with `forensics sql "SELECT bootstrap_room, outcome FROM rooms"`',
         )
-    return RoomStory(room, used, summary, timeline, warnings)
+    return RoomStory(room, used, summary, timeline, warnings, request)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from forensics.analysis import names
+from forensics.analysis import failures, names
 from forensics.analysis.clocks import clock_warnings, estimate, zone_warnings
 from forensics.analysis.db import connect
 from forensics.catalog import model
@@ -46,8 +46,10 @@ def build(store: Store) -> dict:
         warnings = clock_warnings(store, con) + zone_warnings(con) + merge_warnings(con)
         top_unparsed = con.execute(queries.internal("_summary_unparsed").sql).fetchall()
         known = names.known_hosts(con)
+        fails = failures.totals(con)
     finally:
         con.close()
+    clock_report = estimate(store)
     estimates = [
         {
             "host_a": p.host_a,
@@ -58,7 +60,7 @@ def build(store: Store) -> dict:
             "pairs": int(p.n_lower + p.n_upper),
             "in_force_s": p.in_force,
         }
-        for p in estimate(store).pairs
+        for p in clock_report.pairs
     ]
     warnings += [
         f"warning: clocks.json sets an offset for {h}, a host the store holds no rows of "
@@ -90,8 +92,10 @@ def build(store: Store) -> dict:
         },
         "hosts": hosts,
         "tables": tables,
+        "failures": fails,
         "clock_offsets": dict(sorted(offsets.items())),
         "clock_estimates": estimates,
+        "clock_unbounded": clock_report.unbounded,
         "warnings": warnings,
     }
 

@@ -171,6 +171,48 @@ def build(
     }
 
 
+def _reasons(col: str) -> pl.Expr:
+    """`a 2, b 1` from a list of {reason, n}."""
+    return (
+        pl.col(col)
+        .list.eval(pl.element().struct.field("reason") + pl.lit(" ") + pl.element().struct.field("n").cast(pl.Utf8))
+        .list.join(", ")
+    )
+
+
+def _requests_text() -> pl.Expr:
+    """`3 requests failed: node_failure 2, aborted 1`: each request once, in the bucket of its first
+    failure; a bucket holding only later lines of earlier requests says how many lines."""
+    n = pl.col("failed_requests")
+    return (
+        pl.when(n > 0)
+        .then(
+            pl.format("{} request", n)
+            + pl.when(n == 1).then(pl.lit("")).otherwise(pl.lit("s"))
+            + pl.lit(" failed: ")
+            + _reasons("failed_requests_by_reason")
+        )
+        .when(pl.col("failure_lines") > 0)
+        .then(pl.format("{} failure lines", pl.col("failure_lines")))
+    )
+
+
+def _signals_text() -> pl.Expr:
+    """`decode-1 bootstrap_failed/bootstrap_unreachable 7`: per host, what the lines naming no request said."""
+    item = (
+        pl.element().struct.field("host")
+        + pl.lit(" ")
+        + pl.when(pl.element().struct.field("kind") == pl.element().struct.field("reason"))
+        .then(pl.element().struct.field("kind"))
+        .otherwise(pl.element().struct.field("kind") + pl.lit("/") + pl.element().struct.field("reason"))
+        + pl.lit(" ")
+        + pl.element().struct.field("n").cast(pl.Utf8)
+    )
+    return pl.when(pl.col("failure_signals") > 0).then(
+        pl.lit("signals: ") + pl.col("signals_by_host").list.eval(item).list.join(", ")
+    )
+
+
 def anomalies(rows: pl.DataFrame) -> pl.Series:
     """Why a bucket stands out (empty when it does not): markers, failures, corruption above baseline."""
     if rows.height == 0:
@@ -185,7 +227,8 @@ def anomalies(rows: pl.DataFrame) -> pl.Series:
                 pl.when(pl.col("abort_storm_hosts").list.len() > 0).then(
                     pl.lit("abort storm ") + pl.col("abort_storm_hosts").list.join(",")
                 ),
-                pl.when(pl.col("transfer_failures") > 0).then(pl.format("{} failures", pl.col("transfer_failures"))),
+                _requests_text(),
+                _signals_text(),
                 pl.when((pl.col("corrupted_rate") > max(2 * base, 0.1)) & (pl.col("replies") >= 3)).then(
                     pl.format("corrupted {}", pl.col("corrupted_rate"))
                 ),

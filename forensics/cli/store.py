@@ -30,7 +30,12 @@ def clocks(ctx, store, fmt):
 
     report = estimate(Store(store))
     echo_head(describe_offsets(report.offsets), fmt)
-    render(report.frame(), fmt)
+    frame = report.frame()
+    if frame.height or not report.unbounded or fmt in ("csv", "json"):
+        render(frame, fmt)
+    # an empty table says nothing: the reason goes where the table would be (stderr beside CSV and JSON)
+    for why in report.unbounded:
+        echo_head(f"no clock bound: {why}", fmt)
 
 
 @clocks.command("set", context_settings={"ignore_unknown_options": True})

@@ -45,7 +45,12 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
         )
     fig = Figure(figsize=(16, 9), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(hosts) + 1, 1, sharex=True, squeeze=False)[:, 0]
+    rows = model["rows"]
+    # a store without transcripts has no replies: their panel would be an empty frame, so the hosts
+    # take its room
+    has_replies = rows.height > 0 and int(rows["replies"].sum() or 0) > 0
+    panels = len(hosts) + (1 if has_replies or not hosts else 0)
+    axes = fig.subplots(panels, 1, sharex=True, squeeze=False)[:, 0]
 
     def x(us):
         return mdates.date2num(np.asarray(us, dtype="int64").astype("datetime64[us]"))
@@ -92,6 +97,53 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
                 out[r["k"]] += r["n"]
         return out
 
+    def failed_marks(ax, reqs):
+        """Each bucket's failed requests: a band at least min_band wide and a marker with the count
+        above it, so three requests in a 20 min window read as three, not as hairlines."""
+        by_k: dict[int, list[dict]] = {}
+        for r in reqs:
+            if r["t_us"] is not None:
+                by_k.setdefault(int((r["t_us"] - lo) // bucket_us), []).append(r)
+        first = True
+        # labels of buckets closer than a fortieth of the window would print over each other: one
+        # label counts them together, at the first of them
+        gap = max(1, n // 40)
+        labels: list[list[int]] = []
+        for k, rs in sorted(by_k.items()):
+            if not 0 <= k < n:
+                continue
+            if labels and k - labels[-1][2] <= gap:
+                labels[-1][1] += len(rs)
+                labels[-1][2] = k
+            else:
+                labels.append([k, len(rs), k])
+            t0 = lo + k * bucket_us
+            ax.axvspan(x(t0), x(t0 + max(bucket_us, min_band)), color="#e03131", alpha=0.22, lw=0, zorder=0)
+            ax.plot(
+                [x(t0 + bucket_us // 2)],
+                [0.9],
+                marker="v",
+                markersize=11,
+                color="#c92a2a",
+                transform=ax.get_xaxis_transform(),
+                zorder=6,
+                ls="none",
+                label="failed requests" if first else None,
+            )
+            first = False
+        for k, count, _ in labels:
+            ax.text(
+                x(lo + k * bucket_us + bucket_us // 2),
+                0.8,
+                f" {count} failed",
+                transform=ax.get_xaxis_transform(),
+                va="top",
+                ha="left",
+                fontsize=8,
+                color="#c92a2a",
+                zorder=6,
+            )
+
     for ax, h in zip(axes, hosts):
         load = [part for part in d["load"] if part["host"] == h["name"]]
         times = [t for part in load for t in part["t_us"]]
@@ -108,14 +160,17 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
         transfers = [r for r in d["counts"]["rooms"] if r["host"] == h["name"]]
         fails = [m for m in d["counts"]["marks"] if m["host"] == h["name"] and m["mark"] == "failure"]
         aborts = [m for m in d["counts"]["marks"] if m["host"] == h["name"] and m["mark"] == "abort"]
-        for rows, color, label, alpha in (
+        for lane, color, label, alpha in (
             (transfers, "#adb5bd", "transfers", 0.6),
-            (fails, "#e03131", "failures", 0.9),
+            (fails, "#e03131", "failure lines", 0.9),
             (aborts, "#f59f00", "aborts", 0.9),
         ):
-            if rows:
-                tw.stairs(counted(rows), edges, fill=True, color=color, alpha=alpha, label=f"{label} / bucket")
+            if lane:
+                tw.stairs(counted(lane), edges, fill=True, color=color, alpha=alpha, label=f"{label} / bucket")
         tw.set_ylabel("per bucket")
+        mine = [r for r in d.get("failed_requests", []) if h["name"] in (r["hosts"] or [])]
+        if mine:
+            failed_marks(ax, mine)
         ax.set_zorder(tw.get_zorder() + 1)
         ax.patch.set_visible(False)
         for w in d["wedges"]:
@@ -136,8 +191,29 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
         if handles:
             ax.legend(handles=handles, loc="upper right", fontsize=7, ncol=len(handles), framealpha=0.8)
 
+    if has_replies or not hosts:
+        _replies_panel(axes[-1], model, d, per_bucket, edges, band)
     ax = axes[-1]
+    ax.xaxis.set_major_locator(mdates.AutoDateLocator())
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+    ax.set_xlabel("UTC")
+    ax.set_xlim(edges[0], edges[-1])
+    fig.suptitle(
+        f"forensics timeline — {escape_control(d['store'])} — {describe_offsets(d['offsets'])} — "
+        f"{model['bucket_s']:g} s buckets"
+        + "".join(
+            "\n" + textwrap.fill(escape_control(w), 190) for w in [*d["clock_warnings"], *model.get("notes", [])]
+        ),
+        fontsize=11,
+    )
+    fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+
+
+def _replies_panel(ax, model, d, per_bucket, edges, band) -> None:
+    import numpy as np
+
     rows = model["rows"]
+    n = len(edges) - 1
     starts = [us(v) for v in rows["bucket_start"].to_list()]
     bottom = np.zeros(n)
     for cls in ("clean", "parse_leak", "incoherent", "empty", "config", "transfer_error"):
@@ -162,16 +238,3 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
     ax.set_ylabel("replies / bucket")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper right", fontsize=7, ncol=6, framealpha=0.8)
-    ax.xaxis.set_major_locator(mdates.AutoDateLocator())
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
-    ax.set_xlabel("UTC")
-    ax.set_xlim(edges[0], edges[-1])
-    fig.suptitle(
-        f"forensics timeline — {escape_control(d['store'])} — {describe_offsets(d['offsets'])} — "
-        f"{model['bucket_s']:g} s buckets"
-        + "".join(
-            "\n" + textwrap.fill(escape_control(w), 190) for w in [*d["clock_warnings"], *model.get("notes", [])]
-        ),
-        fontsize=11,
-    )
-    fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)

@@ -112,6 +112,7 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
                 cut_replies = int(reply_counts["n"].sum() or 0) > MAX_REPLIES
             replies = _replies(store, con, window, grid, plan, MAX_REPLIES if cut_replies else None)
         roles = dict(queries.run(store, "host_roles", con=con).iter_rows())
+        failed = queries.run_internal(store, "_failed_requests_window", {**filtered, "cap": MAX_MARKS}, con=con)
     finally:
         con.close()
     hosts = _hosts(model, load, room_counts, mark_counts, roles)
@@ -158,6 +159,8 @@ def gather(model: dict, store: Store, fmt: str = "html") -> dict:
         "marks": safe(marks.to_dicts()),
         "replies": safe(replies),
         "counts": safe(counts),
+        # one entry per failed request, at its first failure, for each host that logged it
+        "failed_requests": safe([{**r, "t_us": us(r.pop("t_first"))} for r in failed.to_dicts()]),
         "wedges": safe([{**w, "t0": us(w["t_start"]), "t1": us(w["t_end"])} for w in model["wedges"].to_dicts()]),
         "storms": safe(storm_bands(model["abort_storms"])),
         "offsets": dict(sorted(model["clock_offsets"].items())),

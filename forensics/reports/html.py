@@ -92,6 +92,22 @@ def page_data(model: dict, d: dict, store_name: str) -> dict:
             for m in d["marks"]
             if m["host"] in index
         ],
+        "failed_requests": [
+            {
+                "hosts": [index[h] for h in r["hosts"] or [] if h in index],
+                "t": ms(r["t_us"]),
+                # a 63-bit room as text: a JavaScript number would round it
+                "room": None if r["room"] is None else str(r["room"]),
+                "rids": [x for x in (r["rid_prefill"], r["rid_decode"]) if x],
+                "reason": r["reason"],
+                "outcome": r["outcome"],
+                "first_host": r["first_host"],
+                "lines": r["n_lines"],
+                "ranks": r["n_ranks"],
+            }
+            for r in d.get("failed_requests", [])
+            if r["t_us"] is not None
+        ],
         "replies": [
             {
                 "t0": ms(r["t0"]),

@@ -74,9 +74,9 @@ def fit(model: dict, store: Store, budget: int = TRACE_BUDGET) -> tuple[dict, st
         rows.select(
             pl.col("bucket_start"),
             t_us=pl.col("bucket_start").dt.epoch("us"),
-            trouble=col("transfer_failures") + col("aborts") + col("errors") + col("replies") - col("replies_clean"),
+            trouble=col("failure_lines") + col("aborts") + col("errors") + col("replies") - col("replies_clean"),
             other=col("transfers") * _ROOM_BYTES
-            + (col("transfer_failures") + col("aborts") + col("errors") + col("replies")) * _MARK_BYTES,
+            + (col("failure_lines") + col("aborts") + col("errors") + col("replies")) * _MARK_BYTES,
         )
         .join(series.with_columns(pl.col("t_us").cast(pl.Int64)), on="t_us", how="left")
         .with_columns(bytes=pl.col("other") + pl.col("n").fill_null(0) * len(_COUNTERS) * _COUNTER_BYTES)

@@ -64,6 +64,7 @@ def lines(m: dict) -> list[str]:
     out.append("rows: " + ", ".join(f"{t['table']} {_n(t['rows'])}" for t in stored))
     out.append("views: " + ", ".join(f"{t['table']} {_n(t['rows'])}" for t in views))
     out.append("")
+    out += _failures(m["failures"])
     offsets = m["clock_offsets"]
     out.append(
         "clock offsets set: " + (", ".join(f"{escape_control(h)} {v:+g} s" for h, v in offsets.items()) or "none")
@@ -77,10 +78,40 @@ def lines(m: dict) -> list[str]:
                 f"({_n(e['pairs'])} pairs)"
                 for e in est
             )
-            or "none (no host pair shares rooms)"
+            or "none"
         )
     )
+    out += [f"  no clock bound: {escape_control(w)}" for w in m.get("clock_unbounded", [])]
     if m["warnings"]:
         out.append("")
         out += [escape_control(w) for w in m["warnings"]]
+    return out
+
+
+def _failures(f: dict) -> list[str]:
+    """Failed requests first (one per request, however many ranks logged it), then lines and signals."""
+    n = f["requests"]
+    head = (
+        f"failures: {_n(n)} failed request{'s' if n != 1 else ''} ({_n(f['lines'])} failure lines); "
+        f"{_n(f['signals'])} signal line{'s' if f['signals'] != 1 else ''} naming no request"
+    )
+    out = [head]
+    if f["by_reason"]:
+        out.append(
+            "  by first reason: "
+            + ", ".join(f"{escape_control(r['reason'])} {_n(r['requests'])}" for r in f["by_reason"])
+        )
+    for h in f["by_host"]:
+        bits = [f"{_n(h['requests'])} request{'s' if h['requests'] != 1 else ''}"]
+        if h["first_failures"]:
+            bits.append(f"{_n(h['first_failures'])} first failure{'s' if h['first_failures'] != 1 else ''}")
+        bits.append(f"{_n(h['lines'])} line{'s' if h['lines'] != 1 else ''}")
+        if h["signals"]:
+            bits.append(f"{_n(h['signals'])} signal{'s' if h['signals'] != 1 else ''}")
+        if h["warnings"]:
+            bits.append(f"{_n(h['warnings'])} warning{'s' if h['warnings'] != 1 else ''}")
+        if h["crashes"]:
+            bits.append(f"{_n(h['crashes'])} crash{'es' if h['crashes'] != 1 else ''}")
+        out.append(f"  {escape_control(h['host'])}: " + ", ".join(bits))
+    out.append("")
     return out

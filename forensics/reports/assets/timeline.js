@@ -81,6 +81,9 @@
   D.marks.forEach(function (m) { groups[m.host].marks.push(m); });
   D.wedges.forEach(function (w) { groups[w.host].wedges.push(w); });
   D.storms.forEach(function (s) { groups[s.host].storms.push(s); });
+  (D.failed_requests || []).forEach(function (f) {
+    f.hosts.forEach(function (h) { (groups[h].failed = groups[h].failed || []).push(f); });
+  });
   D.replies.forEach(function (r, i) {
     r.index = i;
     (r.host >= 0 ? groups[r.host] : unlinked).replies.push(r);
@@ -244,6 +247,20 @@
       var peer = t.peer ? (t.side === "sent" ? " to " : " from ") + t.peer : "";
       tip(r, "room " + t.room + " · " + t.outcome + " · " + t.side + peer + " · " + fmtTime(t.t0, true) +
           " (" + fmtSpan(t.t1 - t.t0) + ")");
+    });
+    // a failed request is one marker however many ranks logged it: a triangle wide enough to see and
+    // to point at, where its lines are hairlines
+    (g.failed || []).forEach(function (f) {
+      if (!visible(f.t, f.t)) { return; }
+      var cx = x(f.t);
+      var r = el("path", {d: "M" + (cx - 6).toFixed(1) + " " + (y + 1) + "L" + (cx + 6).toFixed(1) + " " + (y + 1) +
+                             "L" + cx.toFixed(1) + " " + (y + 12) + "Z",
+                          fill: D.outcome_colors[f.outcome] || "#e03131", stroke: "#fff", "stroke-width": 0.8,
+                          "data-failed-request": f.room === null ? f.rids.join(",") : f.room}, C);
+      tip(r, "failed request" + (f.room !== null ? " room " + f.room : "") +
+          (f.rids.length ? " rid " + f.rids.join(" / ") : "") + " · " + f.outcome + " (" + (f.reason || "?") +
+          ") first on " + f.first_host + " · " + fmtTime(f.t, true) + " · " + f.lines + " lines from " + f.ranks +
+          " ranks");
     });
     g.marks.forEach(function (m) {
       if (!visible(m.t, m.t)) { return; }
