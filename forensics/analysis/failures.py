@@ -140,12 +140,12 @@ ev AS (
     SELECT e.host,
            count(*) FILTER (WHERE e.kind = 'abort' OR e.reason = 'aborted') AS aborts,
            count(*) FILTER (WHERE e.bootstrap_room IS NULL AND e.rid IS NULL
-                            AND (e.severity IN ('warning', 'error', 'fatal') OR e.kind = 'crash')) AS signals,
+                            AND is_failure_signal(e.kind, e.severity)) AS signals,
            count(*) FILTER (WHERE e.bootstrap_room IS NULL AND e.rid IS NULL AND e.severity = 'warning') AS warnings,
            count(*) FILTER (WHERE e.kind = 'crash') AS crashes,
            string_agg(DISTINCT coalesce(e.reason, e.kind), ', ' ORDER BY coalesce(e.reason, e.kind))
                FILTER (WHERE e.bootstrap_room IS NULL AND e.rid IS NULL
-                       AND (e.severity IN ('warning', 'error', 'fatal') OR e.kind = 'crash')) AS signal_reasons
+                       AND is_failure_signal(e.kind, e.severity)) AS signal_reasons
     FROM events e, w WHERE e.ts >= w.lo AND e.ts < w.hi GROUP BY e.host
 ),
 wedged AS (
