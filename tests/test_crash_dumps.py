@@ -9,10 +9,10 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from forensics.core import schema
-from forensics.ingest import pipeline
-from forensics.parsers import lines, native, server_log
+from forensics.core.inputs import Scan
+from forensics.ingest import sniff
+from forensics.parsers import native, server_log
 from forensics.parsers.base import Source
-from forensics.parsers.server_log import passes
 from tests.conftest import ingest_paths, sql
 from tests.helpers import parse_text
 
@@ -110,7 +110,7 @@ def test_a_crash_dump_alone_is_a_log_whatever_its_name(tmp_path, shape):
         path.write_text(text)
         assert server_log.sniff(text.encode(), name) >= 0.5
         src = Source(path=name, fs_path=str(path), size=path.stat().st_size)
-        assert pipeline.choose_parser(src, None) is server_log, name
+        assert sniff.choose_parser(src, None) is server_log, name
 
 
 def test_two_crashes_in_one_dump_are_two_events():
@@ -187,13 +187,11 @@ def test_crash_dumps_in_a_dump_folder_are_ingested_not_skipped(tmp_path):
 @pytest.mark.parametrize("block_bytes", [None, 256])
 def test_both_engines_agree_on_crash_dumps(monkeypatch, block_bytes):
     text = (STATS + TORCH + STATS + UCX + STATS + BACKTRACE_ONLY + ABORTED + STATS + SEGV).encode()
-    if block_bytes:
-        monkeypatch.setattr(lines, "BLOCK_BYTES", block_bytes)
-        monkeypatch.setattr(passes, "GROUP_BLOCKS", 3)
+    scan = {"scan": Scan(block_bytes=block_bytes, group_blocks=3)} if block_bytes else {}
     out = []
     for flag in ("0", "1"):
         monkeypatch.setenv("FORENSICS_NATIVE", flag)
-        tables, ctx = parse_text(server_log, text, name="mixed.log")
+        tables, ctx = parse_text(server_log, text, name="mixed.log", **scan)
         acct = (ctx.lines, ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines, ctx.notes)
         out.append(({t: schema.conform(t, df) for t, df in tables.items()}, acct))
     (want, wa), (got, ga) = out

@@ -365,17 +365,3 @@ def test_the_sample_incident_in_requests(tmp_path_factory):
     storm = [r for r in rows if r["abort_storm_hosts"] and r["failed_requests"]]
     assert storm and any(re.search(r"\d+ requests failed: aborted \d+", r["anomaly"]) for r in storm)
     assert sum(r["failed_requests"] for r in rows) == len(reqs)
-
-
-def test_view_headers_document_every_column_in_order():
-    """The SQL headers (name, description, inputs, parameters, a line per column) list the columns the
-    schema documents, in the same order."""
-    from forensics import catalog
-    from forensics.catalog import model
-
-    sql_of = dict(catalog.derived_views())
-    for file, name in (("21_failed_requests.sql", "failed_requests"), ("22_failure_signals.sql", "failure_signals")):
-        head = sql_of[file].split("CREATE OR REPLACE VIEW")[0]
-        assert f"-- name: {name}\n" in head and "-- inputs: " in head and "-- parameters: none" in head
-        cols = re.findall(r"^--   (\w+): ", head.split("-- columns:")[1], re.M)
-        assert cols == [c.name for c in model.tables()[name].columns], name

@@ -12,8 +12,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from forensics.core import schema
-from forensics.parsers import lines, native, server_log
-from forensics.parsers.server_log import passes
+from forensics.core.inputs import Scan
+from forensics.parsers import native, server_log
 from tests.helpers import parse_text
 
 BOOT = (
@@ -171,11 +171,11 @@ def test_a_warning_quoted_in_a_traceback_is_not_a_warning():
     assert ev["kind"].to_list() == ["exception"]
 
 
-def _both(data: bytes, monkeypatch, name: str = "pd.log") -> dict:
+def _both(data: bytes, monkeypatch, name: str = "pd.log", scan: Scan | None = None) -> dict:
     out = []
     for flag in ("0", "1"):
         monkeypatch.setenv("FORENSICS_NATIVE", flag)
-        tables, ctx = parse_text(server_log, data, name=name)
+        tables, ctx = parse_text(server_log, data, name=name, **({"scan": scan} if scan else {}))
         out.append(({t: schema.conform(t, df) for t, df in tables.items()}, (ctx.lines, ctx.parsed_lines)))
     (want, wa), (got, ga) = out
     assert wa == ga and sorted(want) == sorted(got)
@@ -191,10 +191,8 @@ def test_both_engines_agree_on_pd_warnings(monkeypatch, block_bytes):
     text += "[2026-03-02 08:15:41 DP0 TP0] Decode batch, #running-req: 3, #token: 900, #queue-req: 0\n"
     text += "...." + WAIT[:70] + "\n" + "\n".join(line for line, _, _ in HOST_WARNINGS) + "\n"
     text += "[2026-03-02 08:17:00] Some requests were served from the prefix cache; none timed out\n"
-    if block_bytes:
-        monkeypatch.setattr(lines, "BLOCK_BYTES", block_bytes)
-        monkeypatch.setattr(passes, "GROUP_BLOCKS", 3)
-    got = _both(text.encode(), monkeypatch)
+    scan = Scan(block_bytes=block_bytes, group_blocks=3) if block_bytes else None
+    got = _both(text.encode(), monkeypatch, scan=scan)
     assert got["events"].filter(pl.col("kind") == "pd_timeout").height == 5
 
 

@@ -16,7 +16,17 @@ from forensics.store import Store
 # the derived views whose row counts the summary shows, in its order: the relations a reader joins
 # on. The others are shown as what they mean (clock_estimates as the estimated offsets) or are
 # the report markers (incident_wedges, incident_abort_storms).
-SUMMARY_VIEWS = ("room_events", "transfers", "clock_bounds", "room_failures", "rooms", "reply_candidates", "replies")
+SUMMARY_VIEWS = (
+    "room_events",
+    "transfers",
+    "clock_bounds",
+    "room_failures",
+    "rooms",
+    "failed_requests",
+    "failure_signals",
+    "reply_candidates",
+    "replies",
+)
 
 
 def _summarised() -> list[schema.Table]:
