@@ -21,26 +21,11 @@ from forensics.analysis import verdicts
 from forensics.core.turns import Turn
 from forensics.parsers import claude_code
 from forensics.parsers.base import Context, Source
-from tests.conftest import ROOT
+from tests.conftest import REAL_LOGS, REAL_TRANSCRIPTS
 from tests.corpus.texts import CLEAN_PROSE
 
 REPLIES = pathlib.Path(__file__).parent / "replies"
-REAL_LOGS = next(
-    (p for p in (ROOT.parent / "shared" / "real_logs", ROOT.parent.parent / "shared" / "real_logs") if p.is_dir()),
-    ROOT.parent / "shared" / "real_logs",
-)
-# the shared folder sits beside the checkout (../shared), or beside the folder of worktrees
-REAL = next(
-    (
-        p
-        for p in (
-            ROOT.parent / "shared" / "real_transcripts" / "claude_code",
-            ROOT.parent.parent / "shared" / "real_transcripts" / "claude_code",
-        )
-        if p.is_dir()
-    ),
-    ROOT.parent / "shared" / "real_transcripts" / "claude_code",
-)
+REAL = REAL_TRANSCRIPTS / "claude_code"
 
 MAX_NEGATIVE_FLAG_RATE = 0.01
 MIN_PRECISION = 0.97
@@ -189,7 +174,7 @@ QUOTINGS = {
 }
 
 
-@pytest.mark.skipif(not REAL_LOGS.is_dir(), reason=f"{REAL_LOGS} is not there")
+@pytest.mark.real_data
 def test_real_log_lines_quoted_in_replies_are_not_corruption():
     replies = []
     for path in sorted(REAL_LOGS.rglob("*.log")):
@@ -241,7 +226,7 @@ def _tool_outputs() -> list[str]:
     return out
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is not there")
+@pytest.mark.real_data
 def test_real_tool_output_pasted_into_a_reply_is_not_corruption():
     replies = []
     for body in _tool_outputs():

@@ -18,7 +18,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from forensics.ingest import pipeline
-from forensics.parsers import lines, native, server_log
+from forensics.parsers import lines, server_log
 from forensics.parsers.base import Context, Source, Written
 from forensics.parsers.server_log import passes
 
@@ -123,7 +123,7 @@ def test_kibana_offset_from_the_first_pass_reaches_the_others(tmp_path, monkeypa
     _same(str(p))
 
 
-@pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
+@pytest.mark.native
 def test_a_pd_log_in_many_passes(tmp_path, monkeypatch):
     import gen
 
@@ -142,7 +142,7 @@ def _store_tables(store: str) -> dict:
     return out
 
 
-@pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
+@pytest.mark.native
 def test_ingest_on_workers_writes_the_store_one_process_writes(tmp_path, monkeypatch):
     """A compressed input is read here and parsed on the workers, pass by pass, beside small
     inputs parsed whole in the same pool."""

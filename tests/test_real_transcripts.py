@@ -7,9 +7,9 @@ import pytest
 from forensics.ingest.pipeline import choose_parser
 from forensics.parsers import claude_code
 from forensics.parsers.base import Context, Source
-from tests.conftest import ROOT
+from tests.conftest import REAL_TRANSCRIPTS
 
-REAL = ROOT.parent / "shared" / "real_transcripts" / "claude_code"
+REAL = REAL_TRANSCRIPTS / "claude_code"
 FILES = sorted(REAL.glob("*.jsonl")) if REAL.is_dir() else []
 
 # file -> message id -> columns of its turn (values read from the file by hand)
@@ -59,7 +59,7 @@ EXPECTED = {
     },
 }
 
-pytestmark = pytest.mark.skipif(not FILES, reason=f"{REAL} is not there")
+pytestmark = pytest.mark.real_data
 
 
 def _assistant_ids(path) -> list[str]:
