@@ -57,6 +57,7 @@ def test_a_record_longer_than_the_look_back_is_cut_where_it_was(monkeypatch):
 
 
 @pytest.mark.parametrize("native", ["1", "0"])
+@pytest.mark.slow
 def test_any_block_size_gives_the_tables_of_one_block(monkeypatch, native):
     monkeypatch.setenv("FORENSICS_NATIVE", native)
     whole, whole_ctx = parse_text(server_log, LOG)
