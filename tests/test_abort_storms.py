@@ -294,6 +294,7 @@ def _warning_lines(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if "no offset is set" in ln]
 
 
+@pytest.mark.slow
 def test_every_report_header_warns_of_the_unset_offset_until_it_is_set(incident, tmp_path):
     store = incident["store"]
     runner = CliRunner()

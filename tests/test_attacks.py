@@ -17,6 +17,7 @@ CASES = attacks.discover()
 
 
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+@pytest.mark.slow
 def test_attack(case, tmp_path):
     t = attacks.Attack(case.name, tmp_path)
     try:

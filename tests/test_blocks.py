@@ -131,6 +131,7 @@ def test_blocks_keep_every_line_once_within_their_byte_and_line_bounds(rows, fin
 
 
 @pytest.mark.parametrize("native", ["1", "0"])
+@pytest.mark.slow
 def test_a_cap_on_lines_gives_the_tables_of_one_block(monkeypatch, native):
     monkeypatch.setenv("FORENSICS_NATIVE", native)
     whole, whole_ctx = parse_text(server_log, LOG)

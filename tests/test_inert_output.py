@@ -29,6 +29,9 @@ from forensics.core.text import CONTROL, escape_control
 from forensics.reports.escape import csv_cell, csv_frame, markdown_code, markdown_text, script_json
 from tests.conftest import seed
 
+# every command in every format over the hostile store: a CLI run per case
+pytestmark = pytest.mark.slow
+
 ESC_CLEAR = "\x1b[2J"
 OSC8 = "\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07"
 RLO = "\u202etxt.exe"

@@ -295,6 +295,7 @@ def test_results_go_to_a_file_through_o(store, pristine, outside):
     assert _digest(store) == pristine
 
 
+@pytest.mark.slow
 def test_named_queries_and_reports_still_work(store, pristine, outside):
     for args in (
         ["query", "run", "wedges"],
@@ -308,6 +309,7 @@ def test_named_queries_and_reports_still_work(store, pristine, outside):
     assert _digest(store) == pristine
 
 
+@pytest.mark.slow
 def test_reports_still_write_the_derived_cache(sample_store, tmp_path):
     """The snapshots are written before the lock: a store without them gets them from its first report."""
     root = tmp_path / "s"
@@ -325,6 +327,7 @@ def test_reports_still_write_the_derived_cache(sample_store, tmp_path):
     assert {"rooms.parquet", "replies.parquet", "transfers.parquet"} <= set(snapshots)
 
 
+@pytest.mark.slow
 def test_spilling_to_the_temp_directory_works_under_the_lock(store, monkeypatch):
     """A query bigger than memory spills to <store>/.tmp/duckdb on the locked connection."""
     from forensics import catalog

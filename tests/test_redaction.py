@@ -402,6 +402,7 @@ COMMANDS = [
     [(a, f) for a, fs in COMMANDS for f in fs],
     ids=[f"{a[0]}-{i}-{f}" for i, (a, fs) in enumerate(COMMANDS) for f in fs],
 )
+@pytest.mark.slow
 def test_no_planted_secret_survives(probe, args, fmt, monkeypatch):
     plain = _run(probe, args, False, monkeypatch, fmt)
     # the probe reaches this output: without --redact some of what was planted is in it

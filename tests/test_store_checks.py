@@ -171,6 +171,7 @@ def test_swapped_snapshot_is_recomputed_not_read(store, built, capfd, materializ
 @pytest.mark.parametrize(
     "what", ["garbage_snapshot", "garbage_manifest", "no_manifest", "snapshot_gone", "manifest_of_other_views"]
 )
+@pytest.mark.slow
 def test_garbage_in_the_cache_is_recomputed(store, built, capfd, what):
     snap = _snapshots(store)
     if what == "garbage_snapshot":
@@ -193,6 +194,7 @@ def test_garbage_in_the_cache_is_recomputed(store, built, capfd, what):
     assert _cli("verify", "--store", store).exit_code == 0
 
 
+@pytest.mark.slow
 def test_the_snapshots_of_another_store_state_are_not_read(store, built, capfd):
     # a whole set, manifest and all, moved under this state's key: its manifest names its own key
     snap = _snapshots(store)

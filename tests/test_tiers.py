@@ -45,6 +45,7 @@ def _probe(tmp_path, **env) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_a_skip_for_want_of_real_data_fails_in_ci_and_other_skips_say_why(tmp_path):
     outside = _probe(tmp_path / "dev", FORENSICS_CI="0")
     assert outside.returncode == 0, outside.stdout + outside.stderr
