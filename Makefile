@@ -1,7 +1,7 @@
 PY ?= python3
 STORE ?= forensics-store
 
-.PHONY: install demo test goldens bench sanitize
+.PHONY: install demo test check lint goldens bench sanitize
 
 # An editable install compiles no bytecode, and with PYTHONDONTWRITEBYTECODE set every command
 # would compile the modules again. A regular pip install does this too.
@@ -28,8 +28,22 @@ demo: install
 	forensics evidence --store $(STORE)
 	forensics sql --store $(STORE) "SELECT bootstrap_room, prefill_host, decode_host, outcome FROM rooms WHERE NOT checksum_match ORDER BY bootstrap_room"
 
+# The suite on every core (pytest-xdist). A module's tests go to one worker (loadscope), so its
+# module fixtures are built once; stores that several modules read are built once and shared by
+# the workers (tests/conftest.py). `make check` is the fast tier: no test marked slow, browser or
+# real_data (pyproject.toml lists the markers).
+PYTEST = $(PY) -m pytest tests -n auto --dist loadscope
 test: install
-	$(PY) -m pytest tests
+	$(PYTEST)
+
+check: install
+	$(PYTEST) -m "not slow and not browser and not real_data"
+
+# ruff (lint and format) and the import contracts of pyproject.toml on the tree as it installs
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m tools.lint_imports
 
 # Rewrite golden snapshots deliberately; read `git diff tests/golden` before committing.
 goldens: install

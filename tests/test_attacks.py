@@ -1,7 +1,7 @@
 """Runs the attack corpus (tests/attacks/): one test per hostile or damaged case, named after what it breaks.
 
 Each case's docstring is its expected outcome; tests/attacks/__init__.py lists the invariants every case
-holds besides it. ATTACK_SEED=N replays a draw, ATTACK_SEED=random draws a fresh one.
+holds besides it. FORENSICS_TEST_SEED=N replays a draw, FORENSICS_TEST_SEED=random draws a fresh one.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ CASES = attacks.discover()
 
 
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+@pytest.mark.slow
 def test_attack(case, tmp_path):
     t = attacks.Attack(case.name, tmp_path)
     try:
         case.fn(t)
     except AssertionError as e:
-        raise AssertionError(f"attack {case.name} (ATTACK_SEED={attacks.SEED}): {e}") from e
+        raise AssertionError(f"attack {case.name} (FORENSICS_TEST_SEED={attacks.SEED}): {e}") from e
     finally:
         t.close()
     assert t.runs, f"attack {case.name} ran no command"

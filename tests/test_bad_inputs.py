@@ -15,7 +15,7 @@ import zlib
 import pytest
 import zstandard
 
-from tests.conftest import ingest_paths, sql
+from tests.conftest import ingest_paths, seed, sql
 
 GOOD = (
     "[2026-10-30 10:00:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
@@ -74,7 +74,7 @@ def build_cases(root):
     put("huge_line_50mb", "decode.log", good(2).encode() + b"x" * (50 << 20) + b"\n" + good(2).encode())
     put("crlf_mixed", "decode.log", good(3).replace("\n", "\r\n").encode() + good(3).encode())
     put("empty", "decode.log", b"", outcome="skipped")  # listed in files as not a log, no lines counted
-    rnd = random.Random(1)
+    rnd = random.Random(seed(1))
     put("binary", "core.1234", bytes(rnd.randrange(256) for _ in range(20000)), outcome="skipped")
     d = root / "unreadable"
     d.mkdir()
@@ -106,6 +106,7 @@ def build_cases(root):
     return cases
 
 
+@pytest.mark.slow
 def test_bad_input_corpus(tmp_path, capsys):
     cases = build_cases(tmp_path / "in")
     report = []
@@ -175,6 +176,7 @@ def test_damaged_zstd_keeps_the_frames_before_the_damage(tmp_path):
 
 
 @pytest.mark.parametrize("kill_after", [0.15, 0.5, 1.2, 2.5])
+@pytest.mark.slow
 def test_killed_ingest_leaves_a_consistent_store(tmp_path, kill_after):
     """SIGKILL mid-ingest: the store stays readable, and re-running completes it without duplicates."""
     import signal

@@ -58,6 +58,7 @@ def test_a_record_longer_than_the_look_back_is_cut_where_it_was(monkeypatch):
 
 
 @pytest.mark.parametrize("native", ["1", "0"])
+@pytest.mark.slow
 def test_any_block_size_gives_the_tables_of_one_block(monkeypatch, native):
     monkeypatch.setenv("FORENSICS_NATIVE", native)
     whole, whole_ctx = parse_text(server_log, LOG)
@@ -130,6 +131,7 @@ def test_blocks_keep_every_line_once_within_their_byte_and_line_bounds(rows, fin
 
 
 @pytest.mark.parametrize("native", ["1", "0"])
+@pytest.mark.slow
 def test_a_cap_on_lines_gives_the_tables_of_one_block(monkeypatch, native):
     monkeypatch.setenv("FORENSICS_NATIVE", native)
     whole, whole_ctx = parse_text(server_log, LOG)

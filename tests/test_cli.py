@@ -34,12 +34,9 @@ def run(*args, store=None):
 
 
 @pytest.fixture(scope="module")
-def incident(tmp_path_factory):
-    """sample_logs/incident alone, as `make demo` ingests it."""
-    store = tmp_path_factory.mktemp("demo") / "store"
-    code, _, err = run("ingest", INCIDENT, store=store)
-    assert code == 0, err
-    return store
+def incident(incident_store):
+    """sample_logs/incident alone, as `make demo` ingests it (tests/conftest.py builds it with `forensics ingest`)."""
+    return incident_store
 
 
 # --- mistakes are usage errors -------------------------------------------------------------------------
@@ -151,6 +148,7 @@ def test_compare_with_one_run_is_a_usage_error(incident):
     )
 
 
+@pytest.mark.slow
 def test_broken_pipe_ends_quietly():
     """`forensics tables | head -c 10`: no traceback, no 'internal error', as with cat.
 
@@ -374,6 +372,7 @@ def test_demo_html_spans_the_incident(demo_files):
     assert page["wedges"] and page["storms"] and any(r["corrupted"] for r in page["replies"])
 
 
+@pytest.mark.slow
 def test_eras_in_the_same_store_stay_out_of_the_chart(sample_store, tmp_path):
     """The store of all sample_logs/ (eras dated 2024-2026 beside the incident): the chart is drawn, over the
     incident, with a note; a long window at 10 s is narrowed with a note, never refused."""

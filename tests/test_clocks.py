@@ -35,6 +35,7 @@ def test_planted_offset_is_recovered_within_the_reported_bounds(bundle):
     assert report.offsets == {} and not pair.in_force_ok
 
 
+@pytest.mark.slow
 def test_with_the_estimate_applied_no_transfer_completes_before_it_was_posted(bundle):
     store, _ = bundle
     raw = sql(store, VIOLATIONS).row(0, named=True)

@@ -175,7 +175,7 @@ QUOTINGS = {
 }
 
 
-@pytest.mark.skipif(not REAL_LOGS.is_dir(), reason=f"{REAL_LOGS} is not there")
+@pytest.mark.real_data
 def test_real_log_lines_quoted_in_replies_are_not_corruption():
     replies = []
     for path in sorted(REAL_LOGS.rglob("*.log")):
@@ -227,7 +227,7 @@ def _tool_outputs() -> list[str]:
     return out
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} is not there")
+@pytest.mark.real_data
 def test_real_tool_output_pasted_into_a_reply_is_not_corruption():
     replies = []
     for body in _tool_outputs():

@@ -26,12 +26,9 @@ def t(s: str) -> dt.datetime:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    d = tmp_path_factory.mktemp("incident") / "store"
-    ingest_paths([INCIDENT], d)
-    off = PLANTED["clock_offset"]
-    Store(d).set_clock(off["host"], off["offset_s"])
-    return Store(d)
+def store(planted_store):
+    """The incident with its planted clock offset set (tests/conftest.py)."""
+    return Store(planted_store)
 
 
 @pytest.fixture(scope="module")

@@ -263,6 +263,7 @@ def test_sniff_bug_fails_its_input_alone(sniff_bug, tmp_path):
     _accounted(store)
 
 
+@pytest.mark.slow
 def test_fifo_is_skipped_never_opened(fifo_in_the_dump, tmp_path):
     store = tmp_path / "store"
     # a subprocess with a deadline: the old ingest blocked on the FIFO forever
@@ -282,6 +283,7 @@ def test_fifo_is_skipped_never_opened(fifo_in_the_dump, tmp_path):
     assert _batches(store) == GOOD_LINES
 
 
+@pytest.mark.slow
 def test_tarball_members_are_read_in_place(tarball_of_many_members, tmp_path, monkeypatch):
     opened = []
     real = tarfile.open

@@ -12,7 +12,11 @@ import pytest
 
 from tests.conftest import sql
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals and /proc as on Linux")
+# each case starts an ingest in a subprocess and waits for it to be stopped
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals and /proc as on Linux"),
+]
 
 LINE = (
     "[2026-10-30 10:{m:02d}:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "

@@ -21,7 +21,7 @@ from forensics.parsers.server_log import grammar, passes, scanner
 from tests.conftest import REAL_LOGS
 from tests.helpers import parse_text
 
-pytestmark = pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
+pytestmark = pytest.mark.native
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 REAL = str(REAL_LOGS)
@@ -258,6 +258,7 @@ def test_partial_records_fall_back_to_polars(monkeypatch):
 
 
 @pytest.mark.parametrize("group", [1, 2, 5])
+@pytest.mark.slow
 def test_block_boundaries(monkeypatch, group):
     """Small blocks: every line is some block's first or last line, tracebacks cross blocks."""
     data = "\n".join(EDGE * 3).encode() + b"\n"
@@ -321,8 +322,8 @@ def test_each_scan_reads_the_configuration_it_is_given():
 def _files():
     found = sorted(glob.glob(os.path.join(ROOT, "sample_logs", "eras", "*.log")))
     found += sorted(glob.glob(os.path.join(ROOT, "sample_logs", "incident", "*", "sglang.log*")))
-    found += sorted(glob.glob(os.path.join(REAL, "*.log")))
-    return found
+    real = sorted(glob.glob(os.path.join(REAL, "*.log")))
+    return [*found, *(pytest.param(p, marks=pytest.mark.real_data) for p in real)]
 
 
 @pytest.mark.parametrize("path", _files(), ids=os.path.basename)
@@ -389,6 +390,7 @@ sg_line = st.tuples(head, st.text(max_size=40)).map("".join)
     max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(st.lists(st.one_of(stats_line, stats_line, other, sg_line), min_size=1, max_size=25), st.booleans())
+@pytest.mark.slow
 def test_random_stats_lines_both_ways(monkeypatch, ls, final_newline):
     data = ("\n".join(ls) + ("\n" if final_newline else "")).encode("utf-8", "surrogatepass")
     assert_same(data, monkeypatch)

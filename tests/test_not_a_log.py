@@ -63,6 +63,7 @@ def _dump(root):
     return root
 
 
+@pytest.mark.slow
 def test_a_dump_of_notes_yields_events_only_from_its_log(tmp_path):
     dump = _dump(tmp_path / "dump")
     store = tmp_path / "store"

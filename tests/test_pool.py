@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 
 from forensics.core.inputs import Scan
 from forensics.ingest import pipeline
-from forensics.parsers import native, server_log
+from forensics.parsers import server_log
 from forensics.parsers.base import Context, Source, Written
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -119,7 +119,7 @@ def test_kibana_offset_from_the_first_pass_reaches_the_others(tmp_path):
     _same(str(p), Scan(block_bytes=200, group_blocks=1))
 
 
-@pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
+@pytest.mark.native
 def test_a_pd_log_in_many_passes(tmp_path):
     import gen
 
@@ -137,7 +137,7 @@ def _store_tables(store: str) -> dict:
     return out
 
 
-@pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
+@pytest.mark.native
 def test_ingest_on_workers_writes_the_store_one_process_writes(tmp_path):
     """A compressed input is read here and parsed on the workers, pass by pass, beside small
     inputs parsed whole in the same pool."""

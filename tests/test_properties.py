@@ -1,5 +1,6 @@
 """Property tests: no input makes a parser raise, and the line accounting always holds."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +34,7 @@ lines = st.lists(st.one_of(st.text(max_size=80), st.sampled_from(FRAGMENTS)), ma
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(lines, max_size=30), st.booleans())
+@pytest.mark.slow
 def test_server_log_never_raises_and_accounts_every_line(ls, final_newline):
     text = "\n".join(ls) + ("\n" if final_newline and ls else "")
     data = text.encode("utf-8", "surrogatepass")

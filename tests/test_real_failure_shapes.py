@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from forensics.parsers import native, server_log
+from forensics.parsers import server_log
 from forensics.parsers.server_log import grammar
-from tests.conftest import REAL_LOGS, ingest_paths, sql
+from tests.conftest import REAL_LOGS, ingest_paths, missing, sql
 from tests.helpers import parse_text
 
 FILES = (
@@ -64,13 +64,14 @@ def _expected_failures(path) -> dict[int, int | None]:
 @pytest.fixture(scope="module")
 def parsed():
     if not FILES:
-        pytest.skip(f"the real log excerpts are not present ({REAL_LOGS})")
+        missing("the real excerpts are not present")
     cache = {}
     for p in FILES:
         cache[p.name] = parse_text(server_log, p.read_bytes(), name=p.name)
     return cache
 
 
+@pytest.mark.real_data
 @pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_every_failure_line_is_a_failure_event_with_its_room(parsed, path):
     tables, _ = parsed[path.name]
@@ -85,6 +86,7 @@ def test_every_failure_line_is_a_failure_event_with_its_room(parsed, path):
             assert row["bootstrap_room"] == room, (path.name, line_no)
 
 
+@pytest.mark.real_data
 @pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_every_line_is_accounted(parsed, path):
     _, ctx = parsed[path.name]
@@ -93,6 +95,7 @@ def test_every_line_is_accounted(parsed, path):
     assert ctx.lines == n == ctx.parsed_lines + ctx.continuation_lines + ctx.unparsed_lines
 
 
+@pytest.mark.real_data
 def test_failure_lines_found_with_their_room_overall(parsed):
     """The recovery over all excerpts, the figure the parser is held to (at least 97%)."""
     total = found = 0
@@ -116,12 +119,13 @@ BOOTSTRAP_26 = "26_pd_mooncake_decode_bootstrap_fetch_refused_v058.log"
 def store_26(tmp_path_factory):
     path = REAL_LOGS / "mooncake_incident" / BOOTSTRAP_26
     if not path.is_file():
-        pytest.skip(f"{BOOTSTRAP_26} is not present")
+        missing(f"{BOOTSTRAP_26} is not among the real excerpts")
     d = tmp_path_factory.mktemp("real26")
     ingest_paths([path], d, jobs=1)
     return d
 
 
+@pytest.mark.real_data
 def test_bootstrap_fetch_refused_is_a_failure_in_events(store_26):
     df = sql(
         store_26,
@@ -135,6 +139,7 @@ def test_bootstrap_fetch_refused_is_a_failure_in_events(store_26):
     assert sorted(df["tp_rank"]) == [0, 1, 2, 3, 5, 6, 7]
 
 
+@pytest.mark.real_data
 def test_bootstrap_fetch_refused_is_in_the_timeline_failures(store_26):
     from forensics.cli import main
 
@@ -204,10 +209,7 @@ def test_a_dotted_traceback_header_opens_a_record():
     assert ctx.continuation_lines == 3 and "unparsed" not in tables
 
 
-needs_native = pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
-
-
-@needs_native
+@pytest.mark.native
 @pytest.mark.parametrize("name", SHAPES)
 def test_shapes_both_ways(monkeypatch, name):
     from tests.test_native import assert_same
@@ -215,7 +217,8 @@ def test_shapes_both_ways(monkeypatch, name):
     assert_same(SAMPLES[name].text.encode(), monkeypatch)
 
 
-@needs_native
+@pytest.mark.native
+@pytest.mark.real_data
 @pytest.mark.parametrize(
     "path",
     [p for p in FILES if p.parent.name == "mooncake_incident"],

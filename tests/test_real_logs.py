@@ -4,6 +4,8 @@ import pytest
 
 from tests.conftest import ingest_paths, sql
 
+pytestmark = pytest.mark.real_data
+
 # file -> (stats lines, checks on batches (line_no -> {column: value}))
 EXPECTED = {
     "01_pd_prefill_stats_dp_tp_ep_unbootstrapped.log": (
@@ -79,10 +81,10 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, request):
-    from tests.conftest import REAL_LOGS
+    from tests.conftest import REAL_LOGS, missing
 
     if not REAL_LOGS.is_dir():
-        pytest.skip(f"the real log excerpts are not present ({REAL_LOGS})")
+        missing("the real excerpts are not present")
     d = tmp_path_factory.mktemp("real")
     ingest_paths(sorted(REAL_LOGS.glob("*.log")), d, jobs=1)
     return d

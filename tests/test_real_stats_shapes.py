@@ -11,7 +11,7 @@ import re
 import pytest
 
 from forensics.core.inputs import Scan
-from forensics.parsers import native, server_log
+from forensics.parsers import server_log
 from tests.conftest import REAL_LOGS
 from tests.helpers import parse_text
 
@@ -125,6 +125,7 @@ def expected(line: str) -> dict:
     return want
 
 
+@pytest.mark.real_data
 @pytest.mark.parametrize("path", _real_files(), ids=os.path.basename)
 def test_every_complete_stats_line_is_read_with_its_values(path):
     text = open(path, encoding="utf-8", errors="replace").read()
@@ -191,7 +192,7 @@ def test_every_shape_has_its_sample():
     assert len(SHAPES) == 10
 
 
-@pytest.mark.skipif(not native.enabled(), reason="native scanner not built (no C compiler at install)")
+@pytest.mark.native
 @pytest.mark.parametrize("block_bytes", [None, 120])
 @pytest.mark.parametrize("sample", SHAPES, ids=[s.name for s in SHAPES])
 def test_shapes_both_ways(monkeypatch, sample, block_bytes):

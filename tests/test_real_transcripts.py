@@ -59,7 +59,7 @@ EXPECTED = {
     },
 }
 
-pytestmark = pytest.mark.skipif(not FILES, reason=f"{REAL} is not there")
+pytestmark = pytest.mark.real_data
 
 
 def _assistant_ids(path) -> list[str]:

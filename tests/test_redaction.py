@@ -4,9 +4,9 @@ The probe builds a small store whose log lines, transcript replies, file paths a
 fresh random secrets of every kind (several shapes each), runs every command and format with and
 without `--redact`, and checks that without it the secrets are there (the probe reaches each output)
 and with it none of them, nor a telling piece of one, is left in the files, stdout or stderr.
-Every failure names the seed: rerun with REDACT_SEED=<seed> to get the same secrets. The suite's own
-run uses fixed seeds, so CI judges a change and not the draw; `REDACT_SEED=random` draws fresh ones
-(run it in a loop to look for new misses, then make the seed that found one FIXED_SEED).
+Every failure names the seed: rerun with FORENSICS_TEST_SEED=<seed> to get the same secrets. The
+suite's own run uses a fixed seed, so CI judges a change and not the draw; `FORENSICS_TEST_SEED=random`
+draws fresh ones (run it in a loop to look for new misses, then make the seed that found one the default).
 """
 
 from __future__ import annotations
@@ -26,14 +26,10 @@ from click.testing import CliRunner
 from forensics.cli import main
 from forensics.reports.redact import Redactor
 from forensics.store import Store
-from tests.conftest import ingest_paths
+from tests.conftest import ingest_paths, seed
 
 # 2137212531 planted a MAC in a file name right after a dash (`sglang-02:5b:…:21.log`)
-FIXED_SEED = 2137212531
-_SEED_ENV = os.environ.get("REDACT_SEED", "")
-SEED = (
-    random.SystemRandom().randrange(1 << 32) if _SEED_ENV == "random" else int(_SEED_ENV) if _SEED_ENV else FIXED_SEED
-)
+SEED = seed(2137212531)
 ALNUM = string.ascii_letters + string.digits
 B64 = ALNUM + "+/"
 WINDOW = 8  # a run this long of a secret's random part is a telling piece of it
@@ -406,6 +402,7 @@ COMMANDS = [
     [(a, f) for a, fs in COMMANDS for f in fs],
     ids=[f"{a[0]}-{i}-{f}" for i, (a, fs) in enumerate(COMMANDS) for f in fs],
 )
+@pytest.mark.slow
 def test_no_planted_secret_survives(probe, args, fmt, monkeypatch):
     plain = _run(probe, args, False, monkeypatch, fmt)
     # the probe reaches this output: without --redact some of what was planted is in it

@@ -15,6 +15,8 @@ import pytest
 from tests.conftest import ROOT, ingest_paths
 
 INCIDENT = ROOT / "sample_logs" / "incident"
+# each case ingests parts of the incident into a store of its own and computes its views twice
+pytestmark = pytest.mark.slow
 
 
 def _materialize(store: Path) -> Path:

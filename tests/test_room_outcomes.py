@@ -18,7 +18,7 @@ from forensics.analysis.room import room_story
 from forensics.catalog import model
 from forensics.cli import main
 from forensics.store import Store
-from tests.conftest import ingest_paths, sql
+from tests.conftest import ingest_paths, seed, sql
 
 PREFILL, DECODE = "node-p0", "node-d1"
 DAY = "2026-10-30"
@@ -343,7 +343,7 @@ def test_a_clock_offset_that_reorders_the_events_changes_the_first_failure(tmp_p
 def test_every_room_of_a_decode_wedge_gets_the_decode_timeout(tmp_path):
     """24 rooms stuck behind one decode wedge: decode's timeouts over two seconds, prefill's 1-3 s
     after (some in the same log second), the ABORTs, and prefill writes that fail once decode let go."""
-    rnd = random.Random(17)
+    rnd = random.Random(seed(17))
     inc = Incident()
     rooms = [rnd.randrange(1, 1 << 63) for _ in range(24)]
     for i, room in enumerate(rooms):

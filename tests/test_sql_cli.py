@@ -318,6 +318,7 @@ def test_tsv_reads_back_equal(sample_store, tmp_path):
     assert (tmp_path / "r.tsv").read_text() == text
 
 
+@pytest.mark.slow
 def test_extension_chooses_the_format_and_dash_is_stdout(sample_store, tmp_path):
     q = "SELECT 1 AS a, 'x' AS b"
     for ext, expected in {

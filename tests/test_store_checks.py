@@ -5,6 +5,7 @@ a reader."""
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -15,23 +16,21 @@ import pytest
 from click.testing import CliRunner
 
 from forensics.cli import main
-from tests.conftest import ROOT, ingest_paths, sql
+from tests.conftest import ROOT, ingest_paths, seed, sql
 
 INCIDENT = ROOT / "sample_logs" / "incident"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(incident_store):
     """sample_logs/incident ingested, with its derived snapshots; copied by each test, never changed."""
     from forensics.catalog import connect
     from forensics.store import Store
 
-    store = tmp_path_factory.mktemp("checks") / "store"
-    ingest_paths([INCIDENT], store)
-    con = connect(Store(store), materialize=True)
+    con = connect(Store(incident_store), materialize=True)
     rooms = con.sql("SELECT count(*) FROM rooms").fetchall()[0][0]
     del con
-    return store, rooms
+    return incident_store, rooms
 
 
 @pytest.fixture
@@ -70,8 +69,8 @@ def _truncate(p: Path):
     p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
 
 
-def _garbage(p: Path):
-    p.write_bytes(os.urandom(3000))
+def _garbage(p: Path, n: int = 3000):
+    p.write_bytes(random.Random(seed(3000)).randbytes(n))
 
 
 def _bad_footer(p: Path):
@@ -172,12 +171,13 @@ def test_swapped_snapshot_is_recomputed_not_read(store, built, capfd, materializ
 @pytest.mark.parametrize(
     "what", ["garbage_snapshot", "garbage_manifest", "no_manifest", "snapshot_gone", "manifest_of_other_views"]
 )
+@pytest.mark.slow
 def test_garbage_in_the_cache_is_recomputed(store, built, capfd, what):
     snap = _snapshots(store)
     if what == "garbage_snapshot":
         _garbage(snap / "rooms.parquet")
     elif what == "garbage_manifest":
-        (snap / "MANIFEST.json").write_bytes(os.urandom(200))
+        _garbage(snap / "MANIFEST.json", 200)
     elif what == "no_manifest":
         (snap / "MANIFEST.json").unlink()
     elif what == "snapshot_gone":
@@ -194,6 +194,7 @@ def test_garbage_in_the_cache_is_recomputed(store, built, capfd, what):
     assert _cli("verify", "--store", store).exit_code == 0
 
 
+@pytest.mark.slow
 def test_the_snapshots_of_another_store_state_are_not_read(store, built, capfd):
     # a whole set, manifest and all, moved under this state's key: its manifest names its own key
     snap = _snapshots(store)
@@ -267,6 +268,7 @@ _READER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_snapshot_is_never_removed_under_its_reader(store, built):
     from forensics.store import Store
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tarfile
 
+import pytest
 from click.testing import CliRunner
 
 from forensics.cli import main
@@ -144,6 +145,7 @@ def test_tables_prints_every_table():
         assert f"### `{t}`" in res.output
 
 
+@pytest.mark.slow
 def test_package_ships_one_import_name_with_parsers_and_queries(tmp_path):
     """parsers/ and queries/ install inside forensics: no generic top-level names in site-packages."""
     subprocess.run(
@@ -172,6 +174,7 @@ def test_package_ships_one_import_name_with_parsers_and_queries(tmp_path):
     assert "forensics/queries/_perfetto_counters.sql" in names
 
 
+@pytest.mark.slow
 def test_derived_view_snapshots_follow_the_store(tmp_path):
     """Reports cache transfers/rooms/replies; a new input or a new offset makes a new snapshot."""
     from forensics.catalog import named as queries

@@ -11,7 +11,6 @@ import collections
 import datetime as dt
 import json
 import re
-import shutil
 import struct
 import subprocess
 import xml.etree.ElementTree as ET
@@ -29,6 +28,7 @@ from forensics.reports import export as timeline_export
 from forensics.reports.html import fill
 from forensics.reports.render import escape_control
 from forensics.store import Store
+from tests.conftest import chromium, missing, shared
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENT = ROOT / "sample_logs" / "incident"
@@ -46,11 +46,9 @@ HOSTILE_HOST = "decode-<b onmouseover=alert(2)>x\u202e"
 
 
 def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no chromium binary on PATH (apt-get install chromium); the HTML export is untested here")
+    # the tests that call this are marked browser: tests/conftest.py has skipped them (or failed them in CI)
+    # where there is no chromium
+    return chromium() or missing("no chromium binary on PATH (apt-get install chromium)")
 
 
 def _run_chromium(tmp: Path, url: str, *mode: str) -> subprocess.CompletedProcess:
@@ -105,24 +103,23 @@ def _us(iso: str) -> int:
 # -- fixtures ---------------------------------------------------------------------------------------
 
 
+EXPORTS = {"html": "timeline.html", "png": "timeline.png", "svg": "timeline.svg", "perfetto": "timeline.json"}
+
+
 @pytest.fixture(scope="module")
-def incident(tmp_path_factory):
-    """The sample incident ingested with its planted clock offset, and every export written once."""
-    base = tmp_path_factory.mktemp("timeline_export")
-    store = Store(base / "store")
-    ingest.run([str(INCIDENT)], str(store.root), ingest.Options())
-    store.set_clock(OFFSET_HOST, OFFSET_S)
+def incident(planted_store, tmp_path_factory):
+    """The sample incident ingested with its planted clock offset (tests/conftest.py), and every export
+    written once for the session (read them; write elsewhere)."""
+    store = Store(planted_store)
     model = timeline.build(store, "10s")
-    files = {}
-    for fmt, name in (
-        ("html", "timeline.html"),
-        ("png", "timeline.png"),
-        ("svg", "timeline.svg"),
-        ("perfetto", "timeline.json"),
-    ):
-        files[fmt] = base / name
-        timeline_export.write(model, fmt, str(files[fmt]), store)
-    return {"store": store, "model": model, "files": files, "tmp": base}
+
+    def write(folder):
+        for fmt, name in EXPORTS.items():
+            timeline_export.write(model, fmt, str(folder / name), store)
+
+    exports = shared(tmp_path_factory, "timeline-exports", write)
+    files = {fmt: exports / name for fmt, name in EXPORTS.items()}
+    return {"store": store, "model": model, "files": files, "tmp": tmp_path_factory.mktemp("timeline_export")}
 
 
 @pytest.fixture(scope="module")
@@ -216,6 +213,7 @@ def test_fill_replaces_each_placeholder_once():
         fill("%X%", {"X": "", "Y": ""})
 
 
+@pytest.mark.browser
 def test_text_spelling_a_placeholder_stays_text(hostile, tmp_path):
     """A store path or host that spells a placeholder is shown as written, never filled in."""
     store = Store(tmp_path / "store-%JS%-%DATA%-%CSS%")
@@ -234,6 +232,7 @@ def test_text_spelling_a_placeholder_stays_text(hostile, tmp_path):
     assert f'<div class="meta" id="meta">store {store.root} · ' in dom and " · host %STORE%</div>" in dom
 
 
+@pytest.mark.browser
 def test_html_renders_lanes_bands_and_replies_in_chromium(incident):
     html, tmp = incident["files"]["html"], incident["tmp"]
     shot = tmp / "timeline-screenshot.png"
@@ -264,6 +263,7 @@ def test_html_renders_lanes_bands_and_replies_in_chromium(incident):
     assert sum(1 for r in data["replies"] if r["corrupted"]) == n_corrupted
 
 
+@pytest.mark.browser
 def test_html_click_shows_evidence_and_events(incident):
     html, tmp = incident["files"]["html"], incident["tmp"]
     data = _page_data(html.read_text(encoding="utf-8"))
@@ -282,6 +282,7 @@ def test_html_click_shows_evidence_and_events(incident):
     assert 'class="selected"' in dom
 
 
+@pytest.mark.browser
 def test_html_view_fragment_zooms(incident):
     html, tmp = incident["files"]["html"], incident["tmp"]
     storm = WINDOWS["storm"]
@@ -293,6 +294,7 @@ def test_html_view_fragment_zooms(incident):
     assert 'data-band="abort-storm" data-host="decode-0"' in zoomed
 
 
+@pytest.mark.browser
 def test_html_past_its_limits_draws_counts_and_the_rows_that_matter(incident, tmp_path, monkeypatch):
     """A window with more rooms, lines and replies than the page draws one by one: every bucket's
     counts, the failed rooms, failures and corrupted replies first, and a note naming the way in."""
@@ -366,6 +368,7 @@ def test_html_past_its_limits_draws_counts_and_the_rows_that_matter(incident, tm
 # -- hostile text -----------------------------------------------------------------------------------
 
 
+@pytest.mark.browser
 def test_hostile_text_is_inert_in_html(hostile):
     html, tmp = hostile["files"]["html"], hostile["tmp"]
     text = html.read_text(encoding="utf-8")

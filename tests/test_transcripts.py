@@ -144,6 +144,7 @@ def _finish_line(ts, rid, room, prompt, completion):
     )
 
 
+@pytest.mark.slow
 def test_linking_by_rid_room_and_time(tmp_path):
     d = tmp_path / "dump"
     (d / "decode-0").mkdir(parents=True)
@@ -251,18 +252,11 @@ def test_replies_command(tmp_path):
     assert r.exit_code == 2 and "unknown class" in r.output
 
 
-def test_sample_incident_replies_match_what_was_planted(tmp_path):
+def test_sample_incident_replies_match_what_was_planted(planted_store):
     """The sample-data generator labels its replies independently of these detectors."""
     root = pathlib.Path(__file__).resolve().parent.parent / "sample_logs" / "incident"
-    if not (root / "planted.json").exists():
-        pytest.skip("sample incident not generated")
     planted = json.loads((root / "planted.json").read_text())
-    store = tmp_path / "store"
-    offset = planted["clock_offset"]
-    ingest_paths([root], store, jobs=1)
-    from forensics.store import Store
-
-    Store(store).set_clock(offset["host"], offset["offset_s"])
+    store = planted_store  # the incident with its planted clock offset set (tests/conftest.py)
     got = {
         r["turn_id"]: r
         for r in sql(store, "SELECT turn_id, corruption_class, server_rid FROM replies").iter_rows(named=True)

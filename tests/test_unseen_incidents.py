@@ -17,7 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import shared
+
 ROOT = Path(__file__).resolve().parent.parent
+# each seed generates an 18-minute incident and ingests it through the CLI
+pytestmark = pytest.mark.slow
 # one seed per wedge kind: health_503, tp_desync, dead_bootstrap_thread (seed % 3)
 SEEDS = (3, 4, 5)
 MINUTES = 18  # long enough for startup, a slam, an idle lull, the storm and a 5-minute wedge
@@ -51,8 +55,14 @@ def ts(s) -> float:
 
 @pytest.fixture(scope="module", params=SEEDS, ids=lambda s: f"seed{s}")
 def incident(request, tmp_path_factory):
+    """The seed's incident generated, ingested and read back once for the session (tests/conftest.py: shared),
+    however the tests of one seed are spread over xdist workers."""
     seed = request.param
-    base = tmp_path_factory.mktemp(f"incident{seed}")
+    inc = json.loads((shared(tmp_path_factory, f"unseen-{seed}", lambda d: _build(seed, d)) / "inc.json").read_text())
+    return inc | {"dump": Path(inc["dump"]), "store": Path(inc["store"])}
+
+
+def _build(seed: int, base: Path) -> None:
     dump = base / "dump"
     subprocess.run(
         [sys.executable, "-m", "tools.pdincident", str(dump), "--seed", str(seed), "--minutes", str(MINUTES)],
@@ -96,7 +106,7 @@ def incident(request, tmp_path_factory):
         inc[k] = row[k] or []
     for k in views:
         inc[k] = (views[k].split()[-2], row[k] or []) if k in row else (f"evidence.{k}", inc["evidence"][k])
-    return inc
+    (base / "inc.json").write_text(json.dumps(inc | {"dump": str(dump), "store": str(store)}))
 
 
 def wedge_rows(inc) -> tuple[str, list[dict]]:

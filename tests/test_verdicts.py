@@ -45,10 +45,11 @@ def _old_in_ingest_frame(turns) -> pl.DataFrame:
     ).select([c.name for c in schema.TURNS.columns])
 
 
-@pytest.mark.parametrize("inputs", [CORPUS, REAL], ids=["corpus", "real_transcripts"])
+@pytest.mark.parametrize(
+    "inputs", [CORPUS, pytest.param(REAL, marks=pytest.mark.real_data)], ids=["corpus", "real_transcripts"]
+)
+@pytest.mark.slow
 def test_turns_view_equals_the_old_in_ingest_path(tmp_path, monkeypatch, inputs):
-    if not inputs.is_dir():
-        pytest.skip(f"{inputs} is not present")
     expected = []
     real_frame = transcript.frame
 
@@ -88,6 +89,7 @@ def test_turns_before_the_analysis_step_have_null_verdicts(tmp_path):
     assert got["judged"][0] == got["n"][0]
 
 
+@pytest.mark.slow
 def test_a_new_threshold_needs_no_reingest(tmp_path, monkeypatch):
     store = Store(tmp_path / "store")
     ingest_paths([CORPUS / "proxy"], store.root, jobs=1)

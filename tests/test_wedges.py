@@ -411,6 +411,7 @@ def test_no_wedge_without_stuck_work(wedges, host):
     assert wedges.filter(pl.col("host") == host).height == 0
 
 
+@pytest.mark.slow
 def test_thresholds_are_parameters(store):
     # with a 400 s floor the 300 s wedges are too short; the 40 s pause of decode-4 is one only
     # with a floor under it and evidence, which it has not

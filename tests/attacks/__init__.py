@@ -13,8 +13,9 @@ case's random draw), runs the real CLI and checks that outcome by value. Every r
 - user SQL leaves the store byte-identical;
 - a subprocess run's peak RSS is under 1 GiB.
 
-Random content comes from ATTACK_SEED: the default is fixed, so CI judges the change and not the
-draw; ATTACK_SEED=random draws a fresh one; every failure names the seed that replays it.
+Random content comes from the suite's seed (tests/conftest.py): the default is fixed, so CI judges
+the change and not the draw; FORENSICS_TEST_SEED=N replays N, FORENSICS_TEST_SEED=random draws a
+fresh one; every failure names the seed that replays it.
 tests/test_attacks.py discovers the cases and runs each as its own test.
 """
 
@@ -35,11 +36,9 @@ import zlib
 from pathlib import Path
 from typing import Callable
 
-FIXED_SEED = 18_07
-_SEED_ENV = os.environ.get("ATTACK_SEED", "")
-SEED = (
-    random.SystemRandom().randrange(1 << 32) if _SEED_ENV == "random" else int(_SEED_ENV) if _SEED_ENV else FIXED_SEED
-)
+from tests.conftest import seed
+
+SEED = seed(18_07)
 RSS_LIMIT = 1 << 30
 
 GOOD = (
