@@ -365,3 +365,25 @@ def test_the_sample_incident_in_requests(tmp_path_factory):
     storm = [r for r in rows if r["abort_storm_hosts"] and r["failed_requests"]]
     assert storm and any(re.search(r"\d+ requests failed: aborted \d+", r["anomaly"]) for r in storm)
     assert sum(r["failed_requests"] for r in rows) == len(reqs)
+
+
+def test_evidence_names_every_failed_room_past_its_table(tmp_path):
+    """More failed requests than the evidence's table lists: the rest are named after it, in order."""
+    from forensics.analysis.failures import MAX_LISTED
+
+    rooms = [7_000_000_000_000_000_000 + 7919 * i for i in range(MAX_LISTED + 25)]
+    text = "".join(
+        f"[2026-03-02 10:{i // 60 % 60:02d}:{i % 60:02d} TP0] Decode transfer failed for request rank=0 "
+        f"decode_req.req.rid='r{i:05d}' decode_req.req.bootstrap_room={room} with exception "
+        f"KVTransferError(bootstrap_room={room}): Prefill instance might be dead\n"
+        for i, room in enumerate(rooms)
+    )
+    host = tmp_path / "dump" / "decode-z"
+    host.mkdir(parents=True)
+    (host / "sglang.log").write_text(text)
+    store = tmp_path / "store"
+    ingest_paths([tmp_path / "dump"], store, jobs=1)
+    res = CliRunner().invoke(main, ["evidence", "--store", str(store)])
+    assert res.exit_code == 0, res.output
+    assert all(str(r) in res.output for r in rooms)
+    assert f"_the first {MAX_LISTED:,} of {len(rooms):,};" in res.output

@@ -115,6 +115,14 @@ ORDER BY t_first NULLS LAST, request_key
 LIMIT $cap
 """
 
+# past the cap, the rest by name only: the evidence names every failed request's room
+_UNLISTED_SQL = """
+SELECT coalesce(CAST(bootstrap_room AS VARCHAR), request_key) AS request
+FROM failed_requests
+ORDER BY t_first NULLS LAST, request_key
+OFFSET $cap
+"""
+
 _REASON_HOST_SQL = """
 SELECT coalesce(first_reason, 'other') AS reason, first_host AS host, count(*) AS requests, sum(n_lines) AS lines
 FROM failed_requests GROUP BY ALL ORDER BY requests DESC, reason, host
@@ -183,6 +191,7 @@ def servers_side(con) -> dict:
         if first["bootstrap_room"] is not None:
             first["bootstrap_room"] = str(first["bootstrap_room"])
         before = _frame(con, _BEFORE_SQL, {"t0": first["t_first"], "before_s": BEFORE_S})
+    unlisted = _frame(con, _UNLISTED_SQL, {"cap": MAX_LISTED}) if requests.height >= MAX_LISTED else None
     by_reason_host = _frame(con, _REASON_HOST_SQL)
     signals = _frame(con, _SIGNAL_GROUPS_SQL)
     crashes = _frame(
@@ -197,6 +206,7 @@ def servers_side(con) -> dict:
         "before_first": before,
         "failed_requests": requests,
         "listed_max": MAX_LISTED,
+        "unlisted": [] if unlisted is None or not unlisted.height else unlisted["request"].to_list(),
         "by_reason_host": by_reason_host,
         "signals": signals,
         "crashes": crashes,

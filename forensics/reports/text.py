@@ -418,7 +418,9 @@ def _servers_section(out, sv: dict) -> None:
         if f["requests"] > req.height:
             out.write(
                 f"\n_the first {req.height:,} of {f['requests']:,}; "
-                '`forensics sql "SELECT * FROM failed_requests"` lists every one_\n'
+                '`forensics sql "SELECT * FROM failed_requests"` lists every one. The others, in order: '
+                + ", ".join(markdown_text(r, inline=True) for r in sv.get("unlisted", []))
+                + "_\n"
             )
     else:
         out.write("_no failed request in the server logs_\n")
