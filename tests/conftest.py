@@ -147,10 +147,16 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    from tests.slowlist import listed
+
+    # slow by measurement (tests/slow.txt), unless that list is being measured anew
+    slow = frozenset() if os.environ.get("FORENSICS_NO_SLOW_LIST") else listed()
     for item in items:
         # a test that asks for the excerpts reads them: real_data whether or not it says so
         if {"real_logs", "real_transcripts"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.real_data)
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
     if not (v := _seed_env()):
         return
     from hypothesis import is_hypothesis_test
