@@ -147,10 +147,13 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    from tests.slowlist import listed
-
-    # slow by measurement (tests/slow.txt), unless that list is being measured anew
-    slow = frozenset() if os.environ.get("FORENSICS_NO_SLOW_LIST") else listed()
+    # slow by measurement (tests/slow.txt, from `python -m tests.slowlist`), unless that list is
+    # being measured anew; read from beside this file, which a probe may copy alone
+    listing = pathlib.Path(__file__).with_name("slow.txt")
+    slow = frozenset()
+    if listing.exists() and not os.environ.get("FORENSICS_NO_SLOW_LIST"):
+        lines = (s.strip() for s in listing.read_text(encoding="utf-8").splitlines())
+        slow = frozenset(s for s in lines if s and not s.startswith("#"))
     for item in items:
         # a test that asks for the excerpts reads them: real_data whether or not it says so
         if {"real_logs", "real_transcripts"} & set(getattr(item, "fixturenames", ())):

@@ -2,7 +2,7 @@
 
 A test marked `slow` in its file is left out by its nature (a large input, a subprocess per case);
 the ones listed in slow.txt are left out by their time: each took half a second or more of call
-time when the fast tier last ran here. tests/conftest.py marks them slow at collection.
+time when the fast tier last ran here. tests/conftest.py reads the list and marks them slow at collection.
 
     python -m tests.slowlist    # run the fast tier with --durations=0 and write slow.txt anew
 
@@ -20,14 +20,6 @@ HERE = Path(__file__).resolve().parent
 LIST = HERE / "slow.txt"
 THRESHOLD_S = 0.5
 _DURATION = re.compile(r"^([0-9.]+)s call\s+(\S+)")
-
-
-def listed() -> frozenset[str]:
-    if not LIST.exists():
-        return frozenset()
-    return frozenset(
-        line.strip() for line in LIST.read_text(encoding="utf-8").splitlines() if line.strip() and line[0] != "#"
-    )
 
 
 def main() -> int:
