@@ -3,7 +3,7 @@
 -- description: one row per failed request, however many lines logged it: the failure lines of
 --   every TP/DP/EP rank, of both PD sides and of every host grouped by bootstrap room (the PD join
 --   key), else by rid; its first failure is the room's outcome (room_failures), the rest follow.
--- inputs: room_failures, rooms, room_events, transfer_events, events (all clock-corrected), kv_failure_reason
+-- inputs: room_failures, rooms, room_events, transfer_events, events (all clock-corrected), kv_failure_reason, failure_cause_rank
 -- parameters: none
 -- columns:
 --   request_key VARCHAR: 'room:<bootstrap_room>', or 'rid:<rid>' for a request whose failure lines name no room
@@ -70,14 +70,7 @@ rid_classified AS (
 ),
 rid_ranked AS (
     SELECT *,
-        CASE
-            WHEN outcome = 'waiting_timeout' THEN 0
-            WHEN outcome = 'bootstrap_timeout' THEN 1
-            WHEN reason = 'request_timeout' THEN 2
-            WHEN outcome = 'transfer_failed' AND reason IN ('transfer_error', 'unknown_rank') THEN 5
-            WHEN outcome = 'transfer_failed' THEN 3
-            ELSE 4
-        END AS cause_rank
+        failure_cause_rank(outcome, reason) AS cause_rank
     FROM rid_classified
 ),
 -- every failure line or trace event of a request, under its key; the rank tags come from the line itself

@@ -3,7 +3,7 @@
 -- description: Every failure of a bootstrap room, from both sides' server logs and the transfer trace, classified
 --   into the room outcome it stands for. `rooms` takes its outcome from the first. Clock offsets applied; room 0
 --   excluded.
--- inputs: room_events, transfer_events (both clock-corrected), clock_bounds, kv_failure_reason
+-- inputs: room_events, transfer_events (both clock-corrected), clock_bounds, kv_failure_reason, failure_cause_rank
 -- parameters: none
 -- columns:
 --   bootstrap_room BIGINT: PD bootstrap room
@@ -84,14 +84,7 @@ classified AS (
 -- rank`): how every side reports a room that some other failure marked Failed, never a cause.
 ranked AS MATERIALIZED (
     SELECT *,
-        CASE
-            WHEN outcome = 'waiting_timeout' THEN 0
-            WHEN outcome = 'bootstrap_timeout' THEN 1
-            WHEN reason = 'request_timeout' THEN 2
-            WHEN outcome = 'transfer_failed' AND reason IN ('transfer_error', 'unknown_rank') THEN 5
-            WHEN outcome = 'transfer_failed' THEN 3
-            ELSE 4
-        END AS cause_rank
+        failure_cause_rank(outcome, reason) AS cause_rank
     FROM classified
 ),
 -- The failures that may have come first. A whole-second log line happened up to 1 s after its ts,
