@@ -1,7 +1,7 @@
 -- name: checksum_mismatches
 -- description: rooms whose bytes differ between prefill and decode (trace checksums), and the
 --   server's own corruption lines (metadata buffer collisions, checksum mismatch lines)
--- inputs: rooms, events
+-- inputs: rooms, events, excerpt
 -- parameters: none
 -- columns:
 --   bootstrap_room: the room (as text: 63-bit)
@@ -19,7 +19,7 @@ WITH trace AS (
 -- the decode server's own detectors (docs/formats/SGLANG.md, "PD transfer and bootstrap failures")
 logged AS (
     SELECT CAST(e.bootstrap_room AS VARCHAR), e.kind, r.prefill_host, coalesce(r.decode_host, e.host),
-           left(e.message, 200), e.ts, r.outcome
+           excerpt(e.message, 200), e.ts, r.outcome
     FROM events e LEFT JOIN rooms r USING (bootstrap_room)
     WHERE e.kind IN ('checksum_mismatch', 'corruption_detected')
 )

@@ -1,6 +1,6 @@
 -- name: corrupted_context
 -- description: each corrupted reply with the server events around it on its decode host (and its room)
--- inputs: replies, rooms, events
+-- inputs: replies, rooms, events, excerpt
 -- parameters:
 --   before_s DOUBLE = 30: seconds before the reply started
 --   after_s DOUBLE = 5: seconds after the reply ended
@@ -26,7 +26,7 @@ WITH c AS (
 ),
 -- warnings and errors only: the rest is the background the timeline already shows
 loud AS (
-    SELECT ts, host, kind, reason, bootstrap_room, source_file, line_no, left(message, 160) AS message,
+    SELECT ts, host, kind, reason, bootstrap_room, source_file, line_no, excerpt(message, 160) AS message,
            CAST(floor(epoch(ts) / 10) AS BIGINT) AS tkey
     FROM events WHERE severity IN ('warning', 'error', 'fatal') AND ts IS NOT NULL
 ),

@@ -2,7 +2,7 @@
 -- description: the abort, transfer or bootstrap failure, and error lines, each as one mark; an
 --   abort is what abort_storm_intervals counts (an abort line or a failure whose reason is an
 --   abort), so the marks and the storm bands agree
--- inputs: events
+-- inputs: events, excerpt
 -- parameters:
 --   since TIMESTAMP = NULL: first instant (UTC), default the start of the data
 --   before TIMESTAMP = NULL: end of the window (UTC, not included), default the end of the data
@@ -22,7 +22,7 @@ SELECT epoch_us(ts) AS t_us, host, coalesce(dp_rank, tp_rank, attn_cp_rank) AS r
        CASE WHEN kind = 'abort' OR reason = 'aborted' THEN 'abort'
             WHEN kind IN ('transfer_failed', 'bootstrap_failed') THEN 'failure'
             ELSE 'error' END AS mark,
-       kind, reason, severity, CAST(bootstrap_room AS VARCHAR) AS room, rid, left(message, 300) AS message
+       kind, reason, severity, CAST(bootstrap_room AS VARCHAR) AS room, rid, excerpt(message, 300) AS message
 FROM events
 WHERE (CAST($since AS TIMESTAMPTZ) IS NULL OR ts >= CAST($since AS TIMESTAMPTZ))
   AND (CAST($before AS TIMESTAMPTZ) IS NULL OR ts < CAST($before AS TIMESTAMPTZ))

@@ -21,7 +21,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from forensics.analysis import timeline
+from forensics.analysis import detail, timeline
+from forensics.analysis.session import Limits, Session
 from forensics.catalog.sql import run_sql
 from forensics.ingest import pipeline as ingest
 from forensics.reports import export as timeline_export
@@ -115,7 +116,7 @@ def incident(planted_store, tmp_path_factory):
 
     def write(folder):
         for fmt, name in EXPORTS.items():
-            timeline_export.write(model, fmt, str(folder / name), store)
+            write_export(store, model, fmt, str(folder / name))
 
     exports = shared(tmp_path_factory, "timeline-exports", write)
     files = {fmt: exports / name for fmt, name in EXPORTS.items()}
@@ -174,7 +175,7 @@ def hostile(tmp_path_factory):
     model = timeline.build(store, "5s")
     files = {"html": base / "hostile.html", "perfetto": base / "hostile.json"}
     for fmt, path in files.items():
-        timeline_export.write(model, fmt, str(path), store)
+        write_export(store, model, fmt, str(path))
     return {"store": store, "model": model, "files": files, "tmp": base}
 
 
@@ -221,7 +222,7 @@ def test_text_spelling_a_placeholder_stays_text(hostile, tmp_path):
     ingest.run([str(hostile["tmp"] / "dump")], str(store.root), ingest.Options(host="%STORE%"))
     model = timeline.build(store, "5s", host="%STORE%")
     path = tmp_path / "placeholders.html"
-    timeline_export.write(model, "html", str(path), store)
+    write_export(store, model, "html", str(path))
     text = path.read_text(encoding="utf-8")
     assert len(re.findall(r"<script\b", text)) == 2 and len(re.findall(r"<style\b", text)) == 1
     page = _page_data(text)["page"]
@@ -298,15 +299,10 @@ def test_html_view_fragment_zooms(incident):
 def test_html_past_its_limits_draws_counts_and_the_rows_that_matter(incident, tmp_path, monkeypatch):
     """A window with more rooms, lines and replies than the page draws one by one: every bucket's
     counts, the failed rooms, failures and corrupted replies first, and a note naming the way in."""
-    from forensics.reports import detail
-
     store, model = incident["store"], incident["model"]
     whole = _page_data(incident["files"]["html"].read_text(encoding="utf-8"))
-    monkeypatch.setattr(detail, "MAX_ROOMS", 60)
-    monkeypatch.setattr(detail, "MAX_MARKS", 40)
-    monkeypatch.setattr(detail, "MAX_REPLIES", 50)
     out = tmp_path / "cut.html"
-    notes = timeline_export.write(model, "html", str(out), store)
+    notes = write_export(store, model, "html", str(out), Limits(rooms=60, marks=40, replies=50))
     data = _page_data(out.read_text(encoding="utf-8"))
 
     rooms = {t["room"]: t["outcome"] for t in data["transfers"]}
@@ -554,7 +550,7 @@ def test_perfetto_counters_follow_the_bucket(incident, tmp_path):
     for bucket in ("10s", "1m"):
         model = timeline.build(store, bucket)
         out = tmp_path / f"t-{bucket}.json"
-        timeline_export.write(model, "perfetto", str(out), store)
+        write_export(store, model, "perfetto", str(out))
         trace = json.loads(out.read_text(encoding="utf-8"))
         assert trace["otherData"]["bucket_s"] == model["bucket_s"] and "note" not in trace["otherData"]
         samples = [e for e in trace["traceEvents"] if e["ph"] == "C"]
@@ -564,7 +560,8 @@ def test_perfetto_counters_follow_the_bucket(incident, tmp_path):
         keys = [(e["pid"], e["tid"], e["name"], e["ts"]) for e in samples]
         assert len(keys) == len(set(keys))
         counts[bucket] = len(samples)
-        rows = list(perfetto.counter_rows(model, store))
+        with Session.open(store) as s:
+            rows = list(detail.counter_rows(s, model))
         assert [r["t_us"] for r in rows] == sorted(r["t_us"] for r in rows), "streamed in time order"
     assert counts["1m"] < counts["10s"] / 3
 
@@ -575,9 +572,10 @@ def test_perfetto_trace_over_budget_is_cut_around_the_trouble(incident, tmp_path
     from forensics.reports import perfetto
 
     store, model = incident["store"], incident["model"]
-    whole, note = perfetto.fit(model, store)
-    assert note is None and whole is model
-    cut, note = perfetto.fit(model, store, budget=2_000_000)
+    with Session.open(store) as s:
+        whole, note = detail.fit(s, model)
+        assert note is None and whole is model
+        cut, note = detail.fit(s, model, budget=2_000_000)
     assert note and "--since/--until" in note and "--bucket" in note and "cut to" in note
     rows = cut["rows"]
     assert 0 < rows.height < model["rows"].height
@@ -590,9 +588,10 @@ def test_perfetto_trace_over_budget_is_cut_around_the_trouble(incident, tmp_path
     worst = _us(trouble.sort("t", descending=True)["bucket_start"][0].isoformat())
     assert lo <= worst < hi
     out = tmp_path / "cut.json"
-    notes = timeline_export.write(cut, "perfetto", str(out), store)
+    notes = write_export(store, cut, "perfetto", str(out))
     assert notes == []  # already cut: it fits
-    perfetto.write(cut, {**perfetto_detail(cut, store)}, str(out), perfetto.counter_rows(cut, store), note)
+    with Session.open(store) as s:
+        perfetto.write(cut, perfetto_detail(s, cut), str(out), detail.counter_rows(s, cut), note)
     trace = json.loads(out.read_text(encoding="utf-8"))
     assert trace["otherData"]["note"] == note
     counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
@@ -605,8 +604,8 @@ def test_perfetto_cli_says_when_the_trace_is_cut(incident, tmp_path, monkeypatch
     from forensics.cli import main
     from forensics.reports import perfetto
 
-    monkeypatch.setattr(perfetto, "TRACE_BUDGET", 2_000_000)
-    monkeypatch.setattr(perfetto.fit, "__defaults__", (2_000_000,))
+    # the session every command opens carries the budget
+    monkeypatch.setattr(Session, "limits", Limits(trace_bytes=2_000_000))
     out = tmp_path / "t.json"
     r = CliRunner().invoke(
         main,
@@ -627,21 +626,27 @@ def test_perfetto_streams_its_counters(incident, tmp_path):
     out = tmp_path / "stream.json"
     sizes = []
 
-    def rows():
-        for i, r in enumerate(perfetto.counter_rows(model, store)):
-            if i % 500 == 499:
-                sizes.append(out.stat().st_size)
-            yield r
+    with Session.open(store) as s:
 
-    perfetto.write(model, perfetto_detail(model, store), str(out), rows())
+        def rows():
+            for i, r in enumerate(detail.counter_rows(s, model)):
+                if i % 500 == 499:
+                    sizes.append(out.stat().st_size)
+                yield r
+
+        perfetto.write(model, perfetto_detail(s, model), str(out), rows())
     assert len(sizes) >= 2 and sizes[-1] > sizes[0]
     json.loads(out.read_text(encoding="utf-8"))
 
 
-def perfetto_detail(model, store) -> dict:
-    from forensics.reports.detail import gather
+def perfetto_detail(session, model) -> dict:
+    return {**detail.gather(session, model), "store": str(session.store.root)}
 
-    return {**gather(model, store), "store": str(store.root)}
+
+def write_export(store, model, fmt: str, path: str, limits: Limits | None = None) -> list[str]:
+    """The export of `model` as `fmt` written to `path` as `forensics timeline -o` writes it; its notes."""
+    with Session.open(store, limits=limits) as s:
+        return timeline_export.write(detail.export(s, model, fmt), fmt, path)
 
 
 # -- static chart -----------------------------------------------------------------------------------

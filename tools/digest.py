@@ -29,10 +29,16 @@ INPUTS = {
 
 _DIGEST = """
 import hashlib, json, sys
-try:
-    from forensics.analysis.db import connect
-except ImportError:  # before the analysis step existed
-    from forensics.catalog import connect
+try:  # one session per command: its connection has the verdicts made sure
+    from forensics.analysis.session import Session
+
+    def connect(store):
+        return Session.open(store, materialize=False).con
+except ImportError:
+    try:
+        from forensics.analysis.db import connect
+    except ImportError:  # before the analysis step existed
+        from forensics.catalog import connect
 try:
     from forensics.core import schema
     from forensics.store import Store

@@ -10,6 +10,8 @@ import dataclasses
 from collections.abc import Callable
 
 from forensics.analysis import summary, verdicts
+from forensics.analysis.models import Summary
+from forensics.analysis.session import Session
 from forensics.ingest import stop
 from forensics.ingest.records import FileResult
 from forensics.store import Store
@@ -18,7 +20,7 @@ from forensics.store import Store
 @dataclasses.dataclass
 class AfterIngest:
     results: list[FileResult]
-    summary: dict | None = None  # the store summary's model; None when nothing was read, or it failed
+    summary: Summary | None = None  # the store summary's model; None when nothing was read, or it failed
     summary_error: Exception | None = None  # what the summary failed with: the inputs stay committed
 
     @property
@@ -36,12 +38,13 @@ def finish(
 ) -> AfterIngest:
     """The offsets recorded and the verdicts computed (a signal stops these: `stop.Interrupted`,
     its phase 'verdicts'), then `shown(results)`, then the summary built inside `computing(store)`
-    unless no input was read. A failing summary is returned, not raised."""
+    unless no input was read. A failing summary is returned, not raised. `computing(store)` is
+    entered only when the derived views are to be computed."""
     with stop.handling():
         for host, seconds in (offsets or {}).items():
             store.set_clock(host, seconds)
         try:
-            verdicts.ensure(store)
+            judged = verdicts.ensure(store)
         except stop.Interrupted as e:
             e.phase, e.total = "verdicts", len(results)
             raise
@@ -51,8 +54,9 @@ def finish(
     if not out.read_any:
         return out
     try:
-        with computing(store) if computing else contextlib.nullcontext():
-            out.summary = summary.build(store)
+        spinner = (lambda: computing(store)) if computing else None
+        with Session.open(store, computing=spinner, verdicts=judged) as session:
+            out.summary = summary.build(session)
     except Exception as e:  # noqa: BLE001 - what was ingested is committed: the caller says it
         out.summary_error = e
     return out

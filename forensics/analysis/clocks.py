@@ -21,10 +21,9 @@ from __future__ import annotations
 import dataclasses
 import shlex
 
-import duckdb
 import polars as pl
 
-from forensics.catalog import connect, snapshot_path
+from forensics.analysis.session import Session, using
 from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
 from forensics.core.text import escape_control
@@ -101,28 +100,25 @@ class ClockReport:
         )
 
 
-def constraints(store: Store) -> pl.DataFrame:
+def constraints(session: Session | Store) -> pl.DataFrame:
     """Every ordered cross-host pair of the same room: (room, host_a, host_b, rule, bound) on raw clocks."""
-    con = connect(store.require(), offsets={})
-    try:
+    with using(session, materialize=False) as s:
         return pl.from_arrow(
-            con.sql("SELECT * FROM clock_constraints() ORDER BY host_a, host_b, rule, bootstrap_room").to_arrow_table()
+            s.raw()
+            .sql("SELECT * FROM clock_constraints() ORDER BY host_a, host_b, rule, bootstrap_room")
+            .to_arrow_table()
         )
-    finally:
-        con.close()
 
 
-def estimate(store: Store) -> ClockReport:
+def estimate(session: Session | Store) -> ClockReport:
     """Offset estimates for every host pair that shares rooms, beside the offsets in force."""
-    offsets = store.require().clocks()
-    # raw clocks: the estimate is what the logs say, whatever offsets are set
-    con = connect(store, offsets={})
-    try:
+    with using(session, materialize=False) as s:
+        offsets = s.store.clocks()
+        # raw clocks: the estimate is what the logs say, whatever offsets are set
+        con = s.raw()
         rows = con.sql(queries.internal("_clock_report").sql).fetchall()
         shared = con.sql(queries.internal("_shared_rooms").sql).fetchall()
         n_hosts = con.sql(queries.internal("_host_count").sql).fetchall()[0][0]
-    finally:
-        con.close()
     bounded = {frozenset((a, b)) for a, b, *_ in rows}
     unbounded = [
         f"{escape_control(a)} and {escape_control(b)} share {n:,} room{'s' if n != 1 else ''} (e.g. {room}) "
@@ -183,10 +179,6 @@ def describe_offsets(offsets: dict[str, float]) -> str:
 WARN_SKEW_S = 1.0
 
 
-def _sql_text(s: str) -> str:
-    return s.replace("'", "''")
-
-
 @dataclasses.dataclass(frozen=True)
 class UnsetOffset:
     """A host whose clock the estimates see `skew_s` ahead of `reference` (on the offsets in force)."""
@@ -201,28 +193,12 @@ class UnsetOffset:
         return f"forensics clocks set {shlex.quote(self.host)} {self.skew_s:.3f} --store {shlex.quote(str(store.root))}"
 
 
-def unset_offsets(store: Store, con=None) -> list[UnsetOffset]:
+def unset_offsets(session: Session) -> list[UnsetOffset]:
     """Hosts with an estimated skew above WARN_SKEW_S and no offset in clocks.json."""
-    offsets = store.clocks()
-    own = con is None
-    if own:
-        # a command that has no connection of its own to lend: the snapshot a report left, read alone,
-        # costs milliseconds where opening the catalog costs seconds on a large store
-        snap = snapshot_path(store.require(), "clock_estimates")
-        if snap is None:
-            con = connect(store, offsets, materialize=True)
-        else:
-            con = duckdb.connect(":memory:")
-            con.execute(
-                f"CREATE VIEW clock_estimates AS SELECT * FROM read_parquet('{_sql_text(str(snap))}', hive_partitioning = false)"
-            )
-    try:
-        # per host, the pair with most evidence; from the snapshot of clock_estimates that the report's
-        # connection already has (the estimate is never recomputed per report)
-        rows = con.sql(queries.internal("_unset_offsets").sql).fetchall()
-    finally:
-        if own:
-            con.close()
+    offsets = session.store.clocks()
+    # per host, the pair with most evidence; from the snapshot of clock_estimates that the command's
+    # connection already reads (the estimate is never recomputed per report)
+    rows = session.con.sql(queries.internal("_unset_offsets").sql).fetchall()
     return [UnsetOffset(h, ref, skew, n) for h, ref, skew, n in rows if h not in offsets and abs(skew) > WARN_SKEW_S]
 
 
@@ -230,10 +206,11 @@ def unset_offsets(store: Store, con=None) -> list[UnsetOffset]:
 SET_IT = "Set it: "
 
 
-def clock_warnings(store: Store, con=None) -> list[str]:
+def clock_warnings(session: Session) -> list[str]:
     """One line per unset offset the estimates call for, with the command that sets it (report headers)."""
     out = []
-    for u in unset_offsets(store, con):
+    store = session.store
+    for u in unset_offsets(session):
         way = "ahead of" if u.skew_s > 0 else "behind"
         out.append(
             f"warning: {escape_control(u.host)}'s clock runs about {abs(u.skew_s):.1f} s {way} "

@@ -15,7 +15,8 @@ import polars as pl
 
 from forensics.analysis import stats
 from forensics.analysis.clocks import clock_warnings
-from forensics.analysis.db import connect
+from forensics.analysis.models import Comparison
+from forensics.analysis.session import Session
 from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
 from forensics.store import Store
@@ -47,31 +48,41 @@ def _same_path(a: str, b: str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def build(stores: list[str], baseline: str | None = None) -> dict:
-    """Corruption per run against the baseline run, and decode throughput by concurrency band."""
+def runs(stores: list[str], baseline: str | None = None) -> list[str]:
+    """The stores compared: those given, and a baseline store given apart from them, first."""
     stores = list(stores)
     if baseline is not None and os.path.isdir(baseline) and not any(_same_path(baseline, s) for s in stores):
         stores.insert(0, baseline)  # a baseline store not listed among the others is compared too
-    rates, bands, offsets, warnings = [], [], {}, []
-    for path in stores:
-        store = Store(path).require()
-        name = os.path.basename(os.path.normpath(path))
-        offsets[name] = store.clocks()
-        con = connect(store, offsets[name], materialize=True)
+    return stores
+
+
+def build(sessions: list[Session | Store | str], baseline: str | None = None) -> Comparison:
+    """Corruption per run against the baseline run, and decode throughput by concurrency band.
+
+    `sessions` are those of `runs(stores, baseline)`, in that order (a store or its path opens one)."""
+    if not all(isinstance(x, Session) for x in sessions):
+        paths = runs([str(x.store.root if isinstance(x, Session) else getattr(x, "root", x)) for x in sessions], baseline)
+        opened = [Session.open(p) for p in paths]
         try:
-            r = pl.from_arrow(
-                con.sql(queries.internal("_run_rates").sql, params={"default_run": name}).to_arrow_table()
-            )
-            rates.append(r.with_columns(pl.lit(path).alias("store")))
-            b = queries.run(store, "decode_throughput_bands", con=con)
-            warnings += [f"{name}: {w}" for w in clock_warnings(store, con)]
-            bands.append(
-                b.with_columns(
-                    pl.when(pl.col("run") == "default").then(pl.lit(name)).otherwise(pl.col("run")).alias("run")
-                )
-            )
+            return build(opened, baseline)
         finally:
-            con.close()
+            for x in opened:
+                x.close()
+    stores = [str(x.store.root) for x in sessions]
+    rates, bands, offsets, warnings = [], [], {}, []
+    for session in sessions:
+        path = str(session.store.root)
+        name = os.path.basename(os.path.normpath(path))
+        offsets[name] = session.offsets
+        r = pl.from_arrow(
+            session.con.sql(queries.internal("_run_rates").sql, params={"default_run": name}).to_arrow_table()
+        )
+        rates.append(r.with_columns(pl.lit(path).alias("store")))
+        b = session.query("decode_throughput_bands")
+        warnings += [f"{name}: {w}" for w in clock_warnings(session)]
+        bands.append(
+            b.with_columns(pl.when(pl.col("run") == "default").then(pl.lit(name)).otherwise(pl.col("run")).alias("run"))
+        )
     rate = pl.concat(rates) if rates else pl.DataFrame()
     base, why = _baseline(rate, stores, baseline)
     rows = []
@@ -108,14 +119,14 @@ def build(stores: list[str], baseline: str | None = None) -> dict:
     # the baseline first, then the others in the order given
     rows.sort(key=lambda r: r["verdict"] != "baseline")
     with_replies = set(rate["store"]) if rate.height else set()
-    return {
-        "clock_offsets": offsets,
-        "clock_warnings": warnings,
-        "without_replies": [s for s in stores if s not in with_replies],
-        "baseline": None if base is None else {"run": base["run"], "store": base["store"], "chosen_by": why},
-        "corruption": pl.DataFrame(rows, schema=CORRUPTION_SCHEMA),
-        "throughput": pl.concat(bands) if bands else pl.DataFrame(),
-    }
+    return Comparison(
+        clock_offsets=offsets,
+        clock_warnings=warnings,
+        without_replies=[s for s in stores if s not in with_replies],
+        baseline=None if base is None else {"run": base["run"], "store": base["store"], "chosen_by": why},
+        corruption=pl.DataFrame(rows, schema=CORRUPTION_SCHEMA),
+        throughput=pl.concat(bands) if bands else pl.DataFrame(),
+    )
 
 
 def _baseline(rate: pl.DataFrame, stores: list[str], baseline: str | None) -> tuple[dict | None, str]:

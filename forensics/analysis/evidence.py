@@ -15,7 +15,8 @@ import polars as pl
 
 from forensics.analysis import failures, stats
 from forensics.analysis.clocks import clock_warnings
-from forensics.analysis.db import connect
+from forensics.analysis.models import Evidence
+from forensics.analysis.session import Session, using
 from forensics.catalog import named as queries
 from forensics.store import Store
 
@@ -179,29 +180,26 @@ def _comparison(label: str, col: str, bucket: str, n: int, k: int, rest_n: int, 
     }
 
 
-def build(store: Store) -> dict:
-    """The evidence report as a plain dict (the JSON shape documented in the README)."""
-    offsets = store.clocks()
-    con = connect(store.require(), offsets, materialize=True)
-    try:
-        feats = queries.run(store, "reply_features", con=con)
-        summary = con.sql(queries.internal("_reply_totals").sql).fetchall()[0]
+def build(session: Session | Store) -> Evidence:
+    """The evidence report (its JSON shape is documented in the README)."""
+    with using(session) as s:
+        feats = s.query("reply_features")
+        summary = s.con.sql(queries.internal("_reply_totals").sql).fetchall()[0]
         comparisons = compare_dimensions(feats)
-        report = {
-            "clock_offsets": offsets,
-            "clock_warnings": clock_warnings(store, con),
-            "summary": _summary(summary, comparisons),
-            "comparisons": comparisons,
-            "corrupted_replies": queries.run(store, "corrupted_context", con=con),
+        corrupted = s.query("corrupted_context")
+        return Evidence(
+            clock_offsets=s.offsets,
+            clock_warnings=clock_warnings(s),
+            summary=_summary(summary, comparisons),
+            comparisons=comparisons,
+            corrupted_replies=corrupted,
             # default thresholds, from the snapshotted views the timeline uses too
-            "wedges": queries.run_internal(store, "_incident_wedges", con=con),
-            "abort_storms": queries.run_internal(store, "_incident_abort_storms", con=con),
-            "checksum_mismatches": queries.run(store, "checksum_mismatches", con=con),
-            "servers": failures.servers_side(con),
-        }
-    finally:
-        con.close()
-    return report
+            wedges=s.internal("_incident_wedges"),
+            abort_storms=s.internal("_incident_abort_storms"),
+            checksum_mismatches=s.query("checksum_mismatches"),
+            servers=failures.servers_side(s.con),
+            excerpts=s.excerpts(corrupted),
+        )
 
 
 def _summary(row, comparisons: pl.DataFrame) -> dict:

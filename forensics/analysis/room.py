@@ -7,7 +7,7 @@ import dataclasses
 import polars as pl
 
 from forensics.analysis.clocks import clock_warnings
-from forensics.analysis.db import connect
+from forensics.analysis.session import Session, using
 from forensics.catalog import named as queries
 from forensics.core.errors import ForensicsError, UsageError
 from forensics.store import Store
@@ -34,12 +34,13 @@ def parse_room(text: str) -> int:
     return room
 
 
-def room_story(store: Store, room: int, offsets: dict[str, float] | None = None) -> RoomStory:
-    """Everything known about `room`, across hosts and sources, ordered by corrected time."""
-    store.require()
-    used = store.clocks() if offsets is None else offsets
-    con = connect(store, used, materialize=True)
-    try:
+def room_story(session: Session | Store, room: int, offsets: dict[str, float] | None = None) -> RoomStory:
+    """Everything known about `room`, across hosts and sources, ordered by corrected time.
+
+    `offsets` (a session of a store given as such) corrects with those rather than clocks.json's,
+    and leaves out the warnings about offsets not set."""
+    with using(session, offsets=offsets) as s:
+        con = s.con
         timeline = pl.from_arrow(con.sql(queries.internal("_room_story").sql, params={"room": room}).to_arrow_table())
         summary = pl.from_arrow(
             con.sql("SELECT * FROM rooms WHERE bootstrap_room = $room", params={"room": room}).to_arrow_table()
@@ -49,9 +50,8 @@ def room_story(store: Store, room: int, offsets: dict[str, float] | None = None)
                 "SELECT * FROM failed_requests WHERE bootstrap_room = $room", params={"room": room}
             ).to_arrow_table()
         )
-        warnings = clock_warnings(store, con) if offsets is None else []
-    finally:
-        con.close()
+        warnings = clock_warnings(s) if offsets is None else []
+        used = s.offsets
     if timeline.height == 0:
         raise ForensicsError(
             f"no line or trace event names room {room}",

@@ -7,7 +7,8 @@ import re
 
 from forensics.analysis import failures, names
 from forensics.analysis.clocks import clock_warnings, estimate, zone_warnings
-from forensics.analysis.db import connect
+from forensics.analysis.models import Summary
+from forensics.analysis.session import Session, using
 from forensics.catalog import model
 from forensics.catalog import named as queries
 from forensics.core import schema
@@ -34,14 +35,12 @@ def _summarised() -> list[schema.Table]:
     return list(schema.TABLES.values()) + [views[n] for n in SUMMARY_VIEWS]
 
 
-def build(store: Store) -> dict:
+def build(session: Session | Store) -> Summary:
     """The summary as a result model: plain values and lists of dicts, ready for JSON."""
-    store.require()
-    offsets = store.clocks()
-    # materialize: the derived views' counts are part of the answer, and computing them here (at the
-    # end of an ingest) leaves them cached for the first report
-    con = connect(store, offsets, materialize=True)
-    try:
+    # the session materializes: the derived views' counts are part of the answer, and computing them
+    # here (at the end of an ingest) leaves them cached for the first report
+    with using(session) as s:
+        store, offsets, con = s.store, s.offsets, s.con
         hosts = [
             dict(zip(("host", "roles", "inputs", "lines", "first_ts", "last_ts", "formats"), r))
             for r in con.execute(queries.internal("_summary_hosts").sql).fetchall()
@@ -53,13 +52,11 @@ def build(store: Store) -> dict:
             {"table": t.name, "view": t.view, "rows": con.execute(f'SELECT count(*) FROM "{t.name}"').fetchall()[0][0]}
             for t in _summarised()
         ]
-        warnings = clock_warnings(store, con) + zone_warnings(con) + merge_warnings(con)
+        warnings = clock_warnings(s) + zone_warnings(con) + merge_warnings(con)
         top_unparsed = con.execute(queries.internal("_summary_unparsed").sql).fetchall()
         known = names.known_hosts(con)
         fails = failures.totals(con)
-    finally:
-        con.close()
-    clock_report = estimate(store)
+        clock_report = estimate(s)
     estimates = [
         {
             "host_a": p.host_a,
@@ -86,11 +83,11 @@ def build(store: Store) -> dict:
     for h in hosts:
         for k in ("first_ts", "last_ts"):
             h[k] = None if h[k] is None else h[k].isoformat()
-    return {
-        "kind": "forensics.summary",
-        "version": 1,
-        "store": str(store.root),
-        "inputs": {
+    return Summary(
+        kind="forensics.summary",
+        version=1,
+        store=str(store.root),
+        inputs={
             "ingested": ingested,
             "skipped": skipped,
             "failed": failed,
@@ -100,14 +97,14 @@ def build(store: Store) -> dict:
             "unparsed_share": unparsed / lines if lines else 0.0,
             "most_unparsed": [{"path": p, "unparsed_lines": u, "lines": n} for p, u, n in top_unparsed],
         },
-        "hosts": hosts,
-        "tables": tables,
-        "failures": fails,
-        "clock_offsets": dict(sorted(offsets.items())),
-        "clock_estimates": estimates,
-        "clock_unbounded": clock_report.unbounded,
-        "warnings": warnings,
-    }
+        hosts=hosts,
+        tables=tables,
+        failures=fails,
+        clock_offsets=dict(sorted(offsets.items())),
+        clock_estimates=estimates,
+        clock_unbounded=clock_report.unbounded,
+        warnings=warnings,
+    )
 
 
 def merge_warnings(con) -> list[str]:
@@ -142,21 +139,11 @@ def _stem(name: str) -> str:
     return _SUFFIXES.sub("", name) or name
 
 
-def row_counts(store: Store) -> dict[str, int | None]:
+def row_counts(session: Session) -> dict[str, int | None]:
     """Rows per table, for `forensics tables`: stored tables always, derived views when a report has
-    cached them (None otherwise: counting one would compute it)."""
-    from forensics.catalog import connect as catalog_connect
-    from forensics.catalog import snapshot_path
-
-    con = catalog_connect(store.require(), materialize=False)
-    try:
-        return {
-            t.name: (
-                con.execute(f'SELECT count(*) FROM "{t.name}"').fetchall()[0][0]
-                if not t.view or snapshot_path(store, t.name) is not None
-                else None
-            )
-            for t in model.tables().values()
-        }
-    finally:
-        con.close()
+    cached them (None otherwise: counting one would compute it). `session` does not materialize."""
+    con, cached = session.con, session.snapshots is not None
+    return {
+        t.name: (con.execute(f'SELECT count(*) FROM "{t.name}"').fetchall()[0][0] if not t.view or cached else None)
+        for t in model.tables().values()
+    }

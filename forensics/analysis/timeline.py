@@ -9,7 +9,8 @@ import polars as pl
 
 from forensics.analysis import names, when
 from forensics.analysis.clocks import clock_warnings
-from forensics.analysis.db import connect
+from forensics.analysis.models import Timeline
+from forensics.analysis.session import Session, using
 from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
 from forensics.store import Store
@@ -118,22 +119,21 @@ def _fit(
 
 
 def build(
-    store: Store,
+    session: Session | Store,
     bucket: str = "auto",
     since: str | None = None,
     until: str | None = None,
     host: str | None = None,
     max_buckets: int | None = None,
-) -> dict:
+) -> Timeline:
     """The timeline as a result model: params, clock offsets, bucket rows and the marker intervals.
 
     `since` / `until` take what `forensics.analysis.when` reads (ISO, or relative to the store's last
     event); `max_buckets` narrows a longer window (charts), as MAX_BUCKETS does for every format.
     `notes` says how the window was chosen.
     """
-    offsets = store.clocks()
-    con = connect(store.require(), offsets, materialize=True)
-    try:
+    with using(session) as s:
+        con = s.con
         names.check_host(con, host)
         since, until, notes = when.resolve(con, since, until)
         since, until, more = _window(con, since, until)
@@ -145,30 +145,27 @@ def build(
         elif (_span_s(since, until, con) or 0) / bucket_s > MAX_BUCKETS / 2:
             since, until, more = _fit(con, since, until, bucket_s, MAX_BUCKETS, "timeline")
             notes += more
-        rows = queries.run(
-            store, "timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host}, con=con
-        )
+        rows = s.query("timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host})
         # the default thresholds, as the bucket markers use them (one shared, snapshotted computation)
-        wedges = queries.run_internal(store, "_incident_wedges", con=con)
-        storms = queries.run_internal(store, "_incident_abort_storms", con=con)
-        warnings = clock_warnings(store, con)
-    finally:
-        con.close()
+        wedges = s.internal("_incident_wedges")
+        storms = s.internal("_incident_abort_storms")
+        warnings = clock_warnings(s)
+        offsets = s.offsets
     if host:
         wedges = wedges.filter(pl.col("host") == host)
         storms = storms.filter(pl.col("hosts").list.contains(host))
-    return {
-        "bucket_s": bucket_s,
-        "since": since,
-        "until": until,
-        "host": host,
-        "clock_offsets": offsets,
-        "clock_warnings": warnings,
-        "notes": notes,
-        "rows": rows,
-        "wedges": wedges,
-        "abort_storms": storms,
-    }
+    return Timeline(
+        bucket_s=bucket_s,
+        since=since,
+        until=until,
+        host=host,
+        clock_offsets=offsets,
+        clock_warnings=warnings,
+        notes=notes,
+        rows=rows,
+        wedges=wedges,
+        abort_storms=storms,
+    )
 
 
 def _reasons(col: str) -> pl.Expr:

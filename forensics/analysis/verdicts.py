@@ -92,6 +92,25 @@ def verdict_rows(turns: pl.DataFrame, th: detectors.Thresholds | None = None) ->
     return pl.DataFrame(out, schema=_VERDICT_SCHEMA)
 
 
+def excerpts(turns: pl.DataFrame, th: detectors.Thresholds | None = None) -> dict[tuple, detectors.Excerpt]:
+    """The evidence of stored turns before it was cut, by (source, session_id, turn_id): the same
+    sessions assessed again, for a masking that masks whole values before it cuts them."""
+    th = detectors.DEFAULT if th is None else th
+    turns = turns.with_columns(
+        pl.lit(None, dtype=c.dtype).alias(c.name) for c in schema.TURNS.stored if c.name not in turns.columns
+    )
+    sessions: dict[tuple, list[dict]] = {}
+    for row in turns.iter_rows(named=True):
+        sessions.setdefault((row["source"], row["session_id"]), []).append(row)
+    out = {}
+    for rows in sessions.values():
+        rows.sort(key=lambda r: r["seq"])
+        for r, ex in zip(rows, detectors.session_excerpts([_turn(r) for r in rows], th)):
+            if ex is not None:
+                out[(r["source"], r["session_id"], r["turn_id"])] = ex
+    return out
+
+
 def apply(turns: pl.DataFrame, th: detectors.Thresholds | None = None) -> pl.DataFrame:
     """Stored turns as the public `turns` view shows them: its columns, verdicts filled, rows in order."""
     v = verdict_rows(turns, th)
@@ -100,20 +119,21 @@ def apply(turns: pl.DataFrame, th: detectors.Thresholds | None = None) -> pl.Dat
     return joined.select([pl.col(c.name).cast(c.dtype) for c in schema.TURNS.columns])
 
 
-_SPARE: dict[Path, tempfile.TemporaryDirectory] = {}
+def ensure(
+    store: Store, th: detectors.Thresholds | None = None, spare: catalog.Verdicts | None = None
+) -> catalog.Verdicts:
+    """Compute the verdicts the store lacks for the current version; return what the catalog joins.
 
-
-def ensure(store: Store, th: detectors.Thresholds | None = None) -> str:
-    """Compute the verdicts the store lacks for the current version; return the version.
-
-    Files are written next to the store (tmp, then one rename); a store this process cannot write
-    gets them in a temporary folder that lives as long as the process, so it still answers.
+    Files are written next to the store (tmp, then one rename); a store that cannot be written gets
+    them in a temporary folder that lives as long as the returned value (or the `spare` of an
+    earlier call, whose folder is used again), so it still answers.
     """
     ver = version(th)
+    keep = spare.keep if spare is not None else None
     if not store.exists():
-        return ver
+        return catalog.Verdicts(ver)
     folder = snapshots.verdicts_dir(store) / ver
-    spare = _SPARE[store.root.resolve()].name if store.root.resolve() in _SPARE else None
+    spare_root = Path(keep.name) if keep is not None else None
     by_input: dict[str, list[str]] = {}
     for f in store.table_files("turns"):
         by_input.setdefault(Path(f).parent.name, []).append(f)
@@ -122,25 +142,24 @@ def ensure(store: Store, th: detectors.Thresholds | None = None) -> str:
         # a damaged file is computed again: the turns it was computed from are in the store
         if any(
             p.exists() and checks.parquet_problem(p, full=True) is None
-            for p in [folder / name] + ([Path(spare) / ver / name] if spare else [])
+            for p in [folder / name] + ([spare_root / ver / name] if spare_root else [])
         ):
             continue
         rows = verdict_rows(pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed"), th)
         try:
             _write(rows, folder / name)
         except OSError:
-            if spare is None:
-                _SPARE[store.root.resolve()] = tempfile.TemporaryDirectory(prefix="forensics-verdicts-")
-                spare = _SPARE[store.root.resolve()].name
-            _write(rows, Path(spare) / ver / name)
+            if keep is None:
+                keep = tempfile.TemporaryDirectory(prefix="forensics-verdicts-")
+                spare_root = Path(keep.name)
+            _write(rows, spare_root / ver / name)
     try:
         current = snapshots.verdicts_dir(store) / "CURRENT"
         if not current.exists() or current.read_text().strip() != ver:
             _write_text(current, ver + "\n")
     except OSError:
-        pass  # read-only: this process says which version it reads, below
-    catalog.use_verdicts(store, ver, Path(spare) / ver if spare else None)
-    return ver
+        pass  # read-only: the value returned says which version this command reads
+    return catalog.Verdicts(ver, spare_root / ver if spare_root else None, keep)
 
 
 def _write(df: pl.DataFrame, path: Path) -> None:

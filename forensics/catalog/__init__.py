@@ -16,10 +16,13 @@ view joins them from <store>/derived/verdicts/<version>/<input>.parquet, the ver
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -27,6 +30,7 @@ import polars as pl
 
 from forensics.catalog import model, refresh
 from forensics.core import schema
+from forensics.core.text import EXCERPT_MARK
 from forensics.store import Store, checks, snapshots
 from forensics.store.snapshots import VERDICTS, verdicts_dir
 
@@ -73,19 +77,19 @@ def _empty_select(t: schema.Table, columns: tuple[schema.Column, ...] | None = N
     return f"SELECT {cols} WHERE false"
 
 
-# the verdicts this process computed, per store root: their version, and the spare folder that
-# holds them when the store cannot be written
-_VERDICTS_FOR: dict[Path, tuple[str, Path | None]] = {}
+@dataclasses.dataclass
+class Verdicts:
+    """The verdicts a connection joins into `turns`: their version, and the spare folder that holds
+    them when the store cannot be written (its owner keeps it alive: forensics.analysis.verdicts)."""
+
+    version: str | None
+    spare: Path | None = None
+    keep: object = None  # what keeps the spare folder alive (a TemporaryDirectory), for as long as this lives
 
 
-def use_verdicts(store: Store, version: str, spare: Path | None = None) -> None:
-    """Read verdicts of `version` for this store in this process, also from `spare` (a read-only store)."""
-    _VERDICTS_FOR[store.root.resolve()] = (version, spare)
-
-
-def verdict_files(store: Store) -> tuple[str | None, list[str]]:
-    """The verdict version in force (this process's, else CURRENT's) and its files, one per input."""
-    version, spare = _VERDICTS_FOR.get(store.root.resolve(), (None, None))
+def verdict_files(store: Store, verdicts: Verdicts | None = None) -> tuple[str | None, list[str]]:
+    """The verdict version in force (`verdicts`', else CURRENT's) and its files, one per input."""
+    version, spare = (verdicts.version, verdicts.spare) if verdicts is not None else (None, None)
     if version is None:
         try:
             version = (verdicts_dir(store) / "CURRENT").read_text().strip()
@@ -98,6 +102,15 @@ def verdict_files(store: Store) -> tuple[str | None, list[str]]:
         if path is not None:
             files.append(str(path))
     return version or None, files
+
+
+@dataclasses.dataclass
+class Opened:
+    """What one `connect` found: the snapshot set of the store's state (`key`, computed once per
+    connection) and the set its views read (`snapshots`; None: they are computed from the tables)."""
+
+    key: Path | None = None
+    snapshots: Path | None = None
 
 
 def _with_analysis(t: schema.Table, files: list[str], verdicts: list[str]) -> str:
@@ -128,14 +141,24 @@ VIEWS_MEMORY_LIMIT = "700MB"
 
 
 def connect(
-    store: Store, offsets: dict[str, float] | None = None, materialize: bool = False
+    store: Store,
+    offsets: dict[str, float] | None = None,
+    materialize: bool = False,
+    verdicts: Verdicts | None = None,
+    opened: Opened | None = None,
+    computing: Callable[[], contextlib.AbstractContextManager] | None = None,
+    whole_excerpts: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's tables and views.
 
-    `offsets` overrides the store's clocks.json (host -> seconds the host's clock is ahead).
-    Derived views already materialized for this exact store state are read from their cache;
-    `materialize` computes and caches the missing ones (reports do, ad-hoc SQL does not).
+    `offsets` overrides the store's clocks.json (host -> seconds the host's clock is ahead);
+    `verdicts` names the verdicts `turns` joins (by default CURRENT's). Derived views already
+    materialized for this exact store state are read from their snapshot set; `materialize`
+    computes and keeps the missing ones (reports do, ad-hoc SQL does not), inside `computing()`.
+    `opened`, when given, is told which set that is. `whole_excerpts` makes excerpt() keep its text
+    whole, marked with its cut, for a masking that cuts after it masks (forensics.reports.redact).
     """
+    opened = Opened() if opened is None else opened
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
@@ -145,8 +168,8 @@ def connect(
     con.execute("CREATE TABLE clock_offsets (host VARCHAR PRIMARY KEY, offset_s DOUBLE)")
     if offsets:
         con.executemany("INSERT INTO clock_offsets VALUES (?, ?)", sorted(offsets.items()))
-    version, verdicts = verdict_files(store)
-    readable = list(verdicts)
+    version, verdict_paths = verdict_files(store, verdicts)
+    readable = list(verdict_paths)
     for t in schema.TABLES.values():
         if t.view:
             continue
@@ -167,7 +190,7 @@ def connect(
         _require_own_columns(con, store, t, files)
         names = {c.name for c in t.columns}
         if any(c.analysis for c in t.columns):
-            public = _with_analysis(t, files, verdicts) if files else _empty_select(t)
+            public = _with_analysis(t, files, verdict_paths) if files else _empty_select(t)
             con.execute(f'CREATE VIEW "{t.name}" AS {public}')
         elif {"ts", "host"} <= names:
             con.execute(
@@ -178,18 +201,30 @@ def connect(
             )
         else:
             con.execute(f'CREATE VIEW "{t.name}" AS SELECT * FROM "raw_{t.name}"')
-    about = (version, [Path(f).name for f in verdicts])
-    cached = _cached(con, store, offsets, materialize, about)
+    if store.exists():
+        # the one computation of the key per connection: every input, offset, verdict file and view
+        opened.key = snapshot_key(store, offsets, (version, [Path(f).name for f in verdict_paths]))
+    cached = _cached(con, opened.key, materialize)
     if cached:
         # binding the views' own SQL takes seconds on a large store, and the snapshots replace them:
         # only the table macros are created, after the views they read
+        opened.snapshots = opened.key
         readable += cached
         for name, sql in _macros():
             _create(con, name, sql)
     else:
-        for name, sql in derived_views():
-            _create(con, name, sql)
-        readable += _use_cache(con, store, offsets, materialize, about)
+        with computing() if computing is not None and materialize and opened.key else contextlib.nullcontext():
+            for name, sql in derived_views():
+                _create(con, name, sql)
+            folder, paths = _use_cache(con, store, opened.key, offsets, materialize)
+        opened.snapshots = folder
+        readable += paths
+    if whole_excerpts:
+        mark = f"chr({ord(EXCERPT_MARK)})"
+        con.execute(
+            "CREATE OR REPLACE MACRO excerpt(s, n) AS "
+            f"CASE WHEN s IS NULL THEN NULL ELSE s || {mark} || CAST(n AS VARCHAR) || {mark} END"
+        )
     _lock(con, readable)
     return con
 
@@ -207,19 +242,9 @@ def _create(con, name: str, sql: str) -> None:
         ) from None
 
 
-_MACROS: list[tuple[str, str]] = []
-
-
 def _macros() -> list[tuple[str, str]]:
-    """(file name, statement) of every statement of the derived SQL that is not a view, in build order."""
-    if not _MACROS:
-        con = duckdb.connect(":memory:")
-        for name, sql in derived_views():
-            for st in con.extract_statements(sql):
-                if not _VIEW_NAME.search(st.query):
-                    _MACROS.append((name, st.query))
-        con.close()
-    return _MACROS
+    """(file name, statement) of every macro of the derived SQL, in build order."""
+    return [(d.file, d.sql) for d in model.macros().values()]
 
 
 def _require_own_columns(con, store: Store, t: schema.Table, files: list[str]) -> None:
@@ -255,8 +280,8 @@ def _lock(con: duckdb.DuckDBPyConnection, readable: list[str]) -> None:
 _VIEW_NAME = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)", re.I)
 
 
-def _cache_dir(store: Store, offsets: dict, verdicts: tuple[str | None, list[str]]) -> Path:
-    """A folder named after everything the derived views depend on: inputs, offsets, verdicts and view SQL."""
+def snapshot_key(store: Store, offsets: dict, verdicts: tuple[str | None, list[str]]) -> Path:
+    """The snapshot set of a store state: a folder named after everything the derived views depend on: inputs, offsets, verdicts and view SQL."""
     from forensics import __version__
 
     h = hashlib.sha256()
@@ -291,17 +316,16 @@ def _point_at(con, views: list[str], folder: Path) -> list[str]:
     return paths
 
 
-def _cached(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]) -> list[str]:
-    """The derived views read from the snapshot set of this exact store state, when there is a sound one.
+def _cached(con, cache: Path | None, materialize: bool) -> list[str]:
+    """The derived views read from the snapshot set `cache` of this exact store state, when it is sound.
 
     The joins behind them take minutes on a large incident; their result only changes when an
     input, a clock offset, the verdicts or the view SQL does, and all are in the set's folder name.
     A set that fails its check is removed to be recomputed (`materialize`) or left alone, with a note.
     Returns the snapshots the views now read (none: the views are still to be created).
     """
-    if not store.exists():
+    if cache is None:
         return []
-    cache = _cache_dir(store, offsets, verdicts)
     views = _views()
     fd = snapshots.hold(cache)
     if fd is None:
@@ -322,23 +346,22 @@ def _cached(con, store: Store, offsets: dict, materialize: bool, verdicts: tuple
 
 
 def _use_cache(
-    con, store: Store, offsets: dict, materialize: bool, verdicts: tuple[str | None, list[str]]
-) -> list[str]:
-    """Compute the snapshot set of this store state (`materialize`) and swap the views for it.
+    con, store: Store, cache: Path | None, offsets: dict, materialize: bool
+) -> tuple[Path | None, list[str]]:
+    """Compute the snapshot set `cache` of this store state (`materialize`) and swap the views for it.
 
     Views are done in build order, so each one is computed from its already cached inputs.
-    Returns the snapshots the views now read.
+    Returns the set and the snapshots the views now read (None and none: the views stay SQL).
     """
-    if not store.exists() or not materialize:
-        return []
-    cache = _cache_dir(store, offsets, verdicts)
+    if cache is None or not materialize:
+        return None, []
     views = _views()
     committed = store.committed()
     basis = refresh.basis(_version(), offsets, derived_views())
     try:
         build = snapshots.Build(cache.parent, cache.name, {"basis": basis, "inputs": sorted(committed)})
     except OSError:
-        return []  # a read-only store still answers, just without the cache
+        return None, []  # a read-only store still answers, just without the cache
     base = refresh.find_base(cache.parent, basis, committed, views)
     con.execute(f"SET memory_limit = '{VIEWS_MEMORY_LIMIT}'")
     try:
@@ -366,7 +389,7 @@ def _use_cache(
             f"the derived-view snapshots could not be written ({str(e).splitlines()[0]}): "
             "the views are computed from the tables by every query"
         )
-        return []
+        return None, []
     finally:
         con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         if base is not None:
@@ -374,7 +397,7 @@ def _use_cache(
     snapshots.keep_while(con, build.fd)
     # snapshots of an older state of the store are never read again
     snapshots.sweep(cache.parent, {cache.name, folder.name, VERDICTS})
-    return _point_at(con, views, folder)
+    return folder, _point_at(con, views, folder)
 
 
 def _compute(
@@ -443,28 +466,6 @@ def _version() -> str:
     from forensics import __version__
 
     return __version__
-
-
-def snapshot_path(store: Store, name: str) -> Path | None:
-    """The Parquet snapshot of derived view `name` for the store as it is now, if a report wrote one."""
-    if not store.exists():
-        return None
-    version, verdicts = verdict_files(store)
-    cache = _cache_dir(store, store.clocks(), (version, [Path(f).name for f in verdicts]))
-    if cache in _HELD:
-        return cache / f"{name}.parquet"
-    fd = snapshots.hold(cache)
-    if fd is None:
-        return None
-    if snapshots.check(cache, _views()) is not None:
-        os.close(fd)
-        return None
-    # the caller reads it with a connection of its own: held until this process ends
-    _HELD[cache] = fd
-    return cache / f"{name}.parquet"
-
-
-_HELD: dict[Path, int] = {}
 
 
 def derived_views() -> list[tuple[str, str]]:

@@ -1,9 +1,12 @@
-"""What every command shares: the store option, the one error shape and the exit codes."""
+"""What every command shares: the store option, the one error shape, the exit codes, and the one
+session a command opens (`session_command`), whose result it masks (--redact) and writes (-o)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -93,3 +96,75 @@ def _quiet_broken_pipe() -> None:
     except (OSError, ValueError):
         pass
     sys.exit(EXIT_BROKEN_PIPE)
+
+
+# -- one session per command ----------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Output:
+    """What a session command returns: its result model and how it is written. `text(model, stream)`
+    writes a text format (to -o FILE or stdout); `file(model, path)` writes a file format and returns
+    the notes to show after it (`binary`: never to a terminal). The model they get is masked under
+    --redact."""
+
+    model: object
+    text: Callable[[object, object], None] | None = None
+    file: Callable[[object, str], list[str] | None] | None = None
+    fmt: str | None = None
+    binary: bool = False
+    # shown on stderr before the output, masked as the model is
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+def session_command(materialize: bool = True, offsets: dict[str, float] | None = None):
+    """The command's one session: opened from its --store (passed as `session`), closed when it is
+    done; what it returns (an Output) is masked whole under --redact (forensics.reports.redact.mask)
+    and written to -o or stdout. Stack it under @handled."""
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*a, **kw):
+            from forensics.analysis.session import Session
+            from forensics.cli.progress import computing
+
+            store = kw.pop("store")
+            redact = bool(kw.pop("redact", False))
+            output = kw.get("output")
+            s = Session.open(store, offsets=offsets, materialize=materialize, redact=redact)
+            s.computing = lambda: computing(s.store)
+            with s:
+                out = f(*a, session=s, **kw)
+                if out is not None:
+                    emit(out, s, redact, output)
+            return None
+
+        return wrapper
+
+    return deco
+
+
+def emit(out: Output, session, redact: bool, output: str | None) -> None:
+    """Write `out`: its model masked (under `redact`), its notes on stderr, then the model to `output`."""
+    from forensics.cli.output import binary_to_stdout, write_file, write_text
+
+    red = None
+    model = out.model
+    if redact:
+        from forensics.reports.redact import Redactor, mask
+
+        red = Redactor.for_store(session.redaction_names(), session.store.root)
+        model = mask(model, red)
+    for note in out.notes:
+        click.echo(f"note: {red.text(note) if red else note}", err=True)
+    if out.file is not None:
+        if out.binary:
+            binary_to_stdout(out.fmt, output)
+        notes: list[str] = []
+        write_file(output, lambda path: notes.extend(out.file(model, path) or []))
+        for note in notes:
+            click.echo(note, err=True)
+    elif out.text is not None:
+        write_text(output, lambda stream: out.text(model, stream))
+    if red is not None:
+        click.echo(red.summary(), err=True)

@@ -1,10 +1,9 @@
 """Where a command's result goes and in which format: `-o FILE` (its extension names the format),
-`-o -` (stdout), `--format`; whether it is masked (`--redact`); and how wide its tables are
-(`--max-width`, `--wide`). Which formats a report writes is said in forensics.reports.formats."""
+`-o -` (stdout), `--format`; whether it is masked (`--redact`, applied by cli.common.session_command);
+and how wide its tables are (`--max-width`, `--wide`). Which formats a report writes is said in forensics.reports.formats."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 
@@ -67,25 +66,6 @@ def output_options(
         return f
 
     return apply
-
-
-@contextlib.contextmanager
-def redaction(redact: bool, store):
-    """The redaction of one output: the one Redactor its whole result model passes through (None
-    without --redact), and, once the output is written, stderr saying what was masked."""
-    if not redact:
-        yield None
-        return
-    from forensics.reports.redact import Redactor
-
-    red = Redactor.for_store(store)
-    yield red
-    click.echo(red.summary(), err=True)
-
-
-def masked(red, value):
-    """`value` (a frame, a model, a tuple of them) as `red` masks it; as it is without --redact."""
-    return value if red is None else red.value(value)
 
 
 def check_output(output) -> None:

@@ -131,13 +131,14 @@ def nothing_line(paths, results) -> str:
 
 class computing:
     """'computing rooms, transfers, replies …' on stderr while a store's derived views are built (they are
-    then cached for that store state); quiet when stderr is not a terminal or the cache is warm."""
+    then cached for that store state); quiet when stderr is not a terminal. The catalog enters it only
+    when there is something to compute (forensics.catalog.connect, `computing`)."""
 
     def __init__(self, store, what: str = "derived views (rooms, transfers, replies, ...)"):
         self.store, self.what, self.status = store, what, None
 
     def __enter__(self):
-        if sys.stderr.isatty() and not _cached(self.store):
+        if sys.stderr.isatty():
             from rich.console import Console
 
             self.status = Console(stderr=True).status(
@@ -149,14 +150,3 @@ class computing:
     def __exit__(self, *exc):
         if self.status:
             self.status.stop()
-
-
-def _cached(store) -> bool:
-    """Whether the last derived view is snapshotted for the store as it is (views are built in order)."""
-    from forensics.catalog import model, snapshot_path
-
-    try:
-        names = [n for n, d in model.derived().items() if d.kind == "view"]
-        return not names or snapshot_path(store, names[-1]) is not None
-    except Exception:
-        return True

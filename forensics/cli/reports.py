@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import click
 
-from forensics.cli.common import handled, store_option
+from forensics.cli.common import Output, handled, session_command, store_option
 from forensics.cli.output import (
     FORMAT,
     OUTPUT,
     REDACT,
     check_output,
     echo_head,
-    masked,
     output_format,
     output_options,
-    redaction,
     table_options,
-    write_file,
     write_text,
 )
 from forensics.reports.formats import COMPARE, EVIDENCE, SUMMARY, TABLE, TIMELINE
@@ -50,69 +47,54 @@ REPORT_OUTPUT_HELP = "Write to this file (.md, .json) instead of stdout; - is st
     output_help="Write to this file (.html .png .svg .json .csv .md ...) instead of stdout; - is stdout.",
 )
 @handled
-def timeline(store, bucket, since, until, host, fmt, output, redact):
+@session_command()
+def timeline(session, bucket, since, until, host, fmt, output):
     """What happened when: load, transfers, failures and replies per time bucket."""
     from forensics.analysis import timeline as tl
-    from forensics.cli.progress import computing
     from forensics.core.errors import UsageError
-    from forensics.store import Store
 
     fmt = output_format(fmt, output, TIMELINE, "timeline")
     if fmt in TIMELINE.files and not output:
         raise UsageError(f"--format {fmt} writes a file", help="add -o FILE")
     check_output(output)
-    with computing(Store(store)):
-        # a chart draws every bucket: a longer window is narrowed (with a note), never refused
-        model = tl.build(
-            Store(store),
-            bucket,
-            since,
-            until,
-            host,
-            max_buckets=tl.MAX_CHART_BUCKETS if fmt in ("html", "png", "svg") else None,
+    # a chart draws every bucket: a longer window is narrowed (with a note), never refused
+    model = tl.build(
+        session,
+        bucket,
+        since,
+        until,
+        host,
+        max_buckets=tl.MAX_CHART_BUCKETS if fmt in ("html", "png", "svg") else None,
+    )
+    if fmt in TIMELINE.files:
+        from forensics.analysis import detail
+        from forensics.reports import export as timeline_export
+
+        return Output(
+            detail.export(session, model, fmt),
+            file=lambda export, path: timeline_export.write(export, fmt, path),
+            fmt=fmt,
+            binary=fmt in TIMELINE.binary,
+            notes=model.notes,
         )
-    with redaction(redact, Store(store)) as red:
-        for note in model["notes"]:
-            click.echo(f"note: {red.text(note) if red else note}", err=True)
-        if fmt in TIMELINE.files:
-            from forensics.reports import export as timeline_export
+    from forensics.reports.text import render_timeline
 
-            if fmt in TIMELINE.binary:
-                from forensics.cli.output import binary_to_stdout
-
-                binary_to_stdout(fmt, output)
-            # the export reads more from the store than the model holds: it masks the two together
-            notes: list[str] = []
-            write_file(
-                output, lambda path: notes.extend(timeline_export.write(model, fmt, path, Store(store), redactor=red))
-            )
-            for note in notes:
-                click.echo(note, err=True)
-            return
-        from forensics.reports.text import render_timeline
-
-        model = masked(red, model)
-        write_text(output, lambda out: render_timeline(model, fmt, out))
+    return Output(model, text=lambda m, out: render_timeline(m, fmt, out), notes=model.notes)
 
 
 @click.command()
 @store_option
 @output_options(EVIDENCE, FORMAT, REDACT, OUTPUT, format_help=None, output_help=REPORT_OUTPUT_HELP)
 @handled
-def evidence(store, fmt, redact, output):
+@session_command()
+def evidence(session, fmt, output):
     """The bug-report tables: corrupted vs clean by dimension, wedges, abort storms, checksums."""
     from forensics.analysis import evidence as ev
-    from forensics.cli.progress import computing
     from forensics.reports.text import render_evidence
-    from forensics.store import Store
 
     fmt = output_format(fmt, output, EVIDENCE, "evidence")
     check_output(output)
-    with computing(Store(store)):
-        report = ev.build(Store(store))
-    with redaction(redact, Store(store)) as red:
-        report = masked(red, report)
-        write_text(output, lambda out: render_evidence(report, fmt, out))
+    return Output(ev.build(session), text=lambda m, out: render_evidence(m, fmt, out))
 
 
 @click.command()
@@ -133,13 +115,19 @@ def evidence(store, fmt, redact, output):
 @handled
 def compare(stores, fmt, baseline, output):
     """Compare runs (stores, or --run labels within one) against a baseline: corruption rate and throughput."""
+    import contextlib
+
     from forensics.analysis import compare as cmp
+    from forensics.analysis.session import Session
     from forensics.core.errors import UsageError
     from forensics.reports.text import render_compare
 
     fmt = output_format(fmt, output, COMPARE, "compare")
     check_output(output)
-    result = cmp.build(list(stores), baseline=baseline)
+    # one session per store compared
+    with contextlib.ExitStack() as opened:
+        sessions = [opened.enter_context(Session.open(p)) for p in cmp.runs(list(stores), baseline)]
+        result = cmp.build(sessions, baseline=baseline)
     if len(stores) == 1 and result["corruption"].height < 2:
         runs = ", ".join(result["corruption"]["run"].to_list()) or "none with replies"
         raise UsageError(
@@ -158,29 +146,25 @@ def compare(stores, fmt, baseline, output):
     metavar="CLASS",
     help="Only this class: clean, parse_leak, incoherent, empty, config, transfer_error.",
 )
-@click.option("--session", help="Only this session id.")
+@click.option("--session", "session_id", help="Only this session id.")
 @store_option
 @output_options(TABLE, FORMAT, table_options, REDACT)
 @handled
-def replies(corrupted, cls, session, store, fmt, redact):
+@session_command()
+def replies(corrupted, cls, session_id, session, fmt):
     """List assistant turns of agent transcripts with their corruption evidence."""
-    from forensics.analysis.clocks import clock_warnings
-    from forensics.analysis.replies import list_replies
-    from forensics.cli.progress import computing
+    from forensics.analysis import replies as rp
     from forensics.reports.render import render
     from forensics.reports.text import print_replies
-    from forensics.store import Store
 
-    with computing(Store(store)):
-        df = list_replies(Store(store), corrupted=corrupted, cls=cls, session=session)
-        warnings = clock_warnings(Store(store))
-    with redaction(redact, Store(store)) as red:
-        df, warnings = masked(red, (df, warnings))
-        _echo_clock_warnings(warnings, fmt)
+    def write(model, out):
+        _echo_clock_warnings(model.clock_warnings, fmt)
         if fmt == "table":
-            print_replies(df)
+            print_replies(model.rows)
         else:
-            render(df, fmt)
+            render(model.rows, fmt)
+
+    return Output(rp.build(session, corrupted=corrupted, cls=cls, session_id=session_id), text=write)
 
 
 def _echo_clock_warnings(warnings: list[str], fmt: str) -> None:
@@ -194,23 +178,21 @@ def _echo_clock_warnings(warnings: list[str], fmt: str) -> None:
 @store_option
 @output_options(TABLE, FORMAT, table_options, REDACT)
 @handled
-def room(room, store, fmt, redact):
+@session_command()
+def room(room, session, fmt):
     """Print one bootstrap room's story across hosts and sources, in corrected time order."""
     from forensics.analysis.clocks import describe_offsets
     from forensics.analysis.room import parse_room, room_story
-    from forensics.cli.progress import computing
     from forensics.reports.render import render
     from forensics.reports.room import summary_lines
-    from forensics.store import Store
 
-    with computing(Store(store)):
-        story = room_story(Store(store), parse_room(room))
-    with redaction(redact, Store(store)) as red:
-        story = masked(red, story)
+    def write(story, out):
         echo_head(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", fmt)
         for line in [*story.clock_warnings, *summary_lines(story)]:
             echo_head(line, fmt)
         render(story.timeline, fmt, first=("ts", "host", "what", "failure", "detail"))
+
+    return Output(room_story(session, parse_room(room)), text=write)
 
 
 @click.command()
@@ -219,14 +201,11 @@ def room(room, store, fmt, redact):
     SUMMARY, FORMAT, OUTPUT, format_help=None, output_help="Write to this file instead of stdout.", stdout_dash=False
 )
 @handled
-def summary(store, fmt, output):
+@session_command()
+def summary(session, fmt, output):
     """What the store holds, in one screen: hosts, roles, time spans, rows per table, unparsed share, clocks, warnings."""
     from forensics.analysis import summary as sm
-    from forensics.cli.progress import computing
     from forensics.reports.summary import render_summary
-    from forensics.store import Store
 
     check_output(output)
-    with computing(Store(store)):
-        model = sm.build(Store(store))
-    write_text(output, lambda out: render_summary(model, fmt, out))
+    return Output(sm.build(session), text=lambda m, out: render_summary(m, fmt, out))

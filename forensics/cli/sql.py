@@ -6,19 +6,15 @@ import sys
 
 import click
 
-from forensics.cli.common import handled, store_option
+from forensics.cli.common import Output, handled, session_command, store_option
 from forensics.cli.output import (
     FORMAT,
     OUTPUT,
     REDACT,
     check_output,
-    masked,
     output_format,
     output_options,
-    redaction,
     table_options,
-    write_file,
-    write_text,
 )
 from forensics.reports.formats import RESULT, SCHEMA
 
@@ -76,7 +72,8 @@ class SqlCommand(click.Command):
 @store_option
 @output_options(RESULT, FORMAT, param_option, OUTPUT, table_options, REDACT, output_help=RESULT_OUTPUT_HELP)
 @handled
-def sql(query, sql_file, store, fmt, params, output, redact):
+@session_command(materialize=False)
+def sql(query, sql_file, session, fmt, params, output):
     """Run read-only SQL over the store; every table is a view of the same name.
 
     The SQL is QUERY, or the file -f FILE, or stdin (QUERY `-`, or nothing on a pipe). A documented
@@ -85,21 +82,15 @@ def sql(query, sql_file, store, fmt, params, output, redact):
     SELECT (WITH, PIVOT, DESCRIBE, ...), SET VARIABLE and CREATE TEMP TABLE|VIEW|MACRO run; statements
     that change the store or settings, COPY, ATTACH, LOAD and files outside the store are refused.
     """
-    from forensics.analysis import verdicts
     from forensics.catalog import named
-    from forensics.catalog.sql import run_sql
-    from forensics.store import Store
 
     text, source = _sql_text(query, sql_file)
     fmt = output_format(fmt, output, RESULT, "sql")
-    _outside_store(output, store)
+    _outside_store(output, session.store.root)
     header = named.from_text(text)
     values = header.bind(_params(params, typed=False)) if header else _params(params)
     check_output(output)
-    verdicts.ensure(Store(store))
-    df = run_sql(Store(store), text, values, source=source)
-    with redaction(redact, Store(store)) as red:
-        _write_result(masked(red, df), fmt, output)
+    return _result(session.sql(text, values, source=source), fmt, output)
 
 
 def _sql_text(query, sql_file) -> tuple[str, str | None]:
@@ -131,7 +122,7 @@ def _sql_text(query, sql_file) -> tuple[str, str | None]:
     return text, source
 
 
-def _write_result(df, fmt, output) -> None:
+def _result(df, fmt, output) -> Output:
     """A result frame written as `fmt` to `output` (stdout when None or -): Parquet only to a file or a pipe."""
     from forensics.core.errors import UsageError
     from forensics.reports.render import BINARY, render, write_parquet
@@ -139,12 +130,8 @@ def _write_result(df, fmt, output) -> None:
     if fmt in BINARY:
         if not output:
             raise UsageError(f"--format {fmt} writes a file", help=f"add -o FILE.{fmt} (or -o - into a pipe)")
-        from forensics.cli.output import binary_to_stdout
-
-        binary_to_stdout(fmt, output)
-        write_file(output, lambda path: write_parquet(df, path))
-        return
-    write_text(output, lambda out: render(df, fmt, out))
+        return Output(df, file=lambda m, path: write_parquet(m, path), fmt=fmt, binary=True)
+    return Output(df, text=lambda m, out: render(m, fmt, out))
 
 
 def _outside_store(output, store) -> None:
@@ -321,17 +308,14 @@ def tables(table, fmt, store):
 
 def _row_counts(store) -> dict | None:
     """Row counts of the store given, or of the default one when it exists; None without a store."""
-    import os
-
+    from forensics.analysis.session import Session
     from forensics.analysis.summary import row_counts
-    from forensics.store import DEFAULT_STORE, Store
+    from forensics.store import DEFAULT_STORE
 
-    path = store or DEFAULT_STORE
-    if not os.path.isdir(path) or not Store(path).exists():
-        if store:
-            Store(store).require()
-        return None
-    return row_counts(Store(path))
+    with Session.open(store or DEFAULT_STORE, materialize=False) as session:
+        if not session.store.exists() and not store:
+            return None
+        return row_counts(session)
 
 
 def _rows_phrase(counts: dict | None, name: str) -> str:
@@ -370,16 +354,13 @@ def query_show(name):
 @store_option
 @output_options(RESULT, FORMAT, param_option, OUTPUT, table_options, REDACT, output_help=RESULT_OUTPUT_HELP)
 @handled
-def query_run(name, store, fmt, params, output, redact):
+@session_command()
+def query_run(name, session, fmt, params, output):
     """Run a named query; parameters are bound, never pasted into the SQL; their header declares the types."""
-    from forensics.analysis import verdicts
     from forensics.catalog import named as queries
-    from forensics.store import Store
 
     fmt = output_format(fmt, output, RESULT, "query run")
-    _outside_store(output, store)
+    _outside_store(output, session.store.root)
     check_output(output)
-    verdicts.ensure(Store(store))
-    df = queries.run(Store(store), name, _params(params, typed=False))
-    with redaction(redact, Store(store)) as red:
-        _write_result(masked(red, df), fmt, output)
+    queries.get(name)  # an unknown name is said before the store is read
+    return _result(session.query(name, _params(params, typed=False)), fmt, output)

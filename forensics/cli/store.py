@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from forensics.cli.common import EXIT_FAILED, handled, store_option
+from forensics.cli.common import EXIT_FAILED, Output, handled, session_command, store_option
 from forensics.cli.output import FORMAT, echo_head, output_options, table_options
 from forensics.reports.formats import TABLE
 
@@ -16,26 +16,28 @@ from forensics.reports.formats import TABLE
 @output_options(TABLE, FORMAT, table_options)
 @click.pass_context
 @handled
-def clocks(ctx, store, fmt):
+@session_command(materialize=False)
+def clocks(ctx, session, fmt):
     """Estimate each host pair's clock offset from paired events of the same room.
 
     Prints the estimate (how far host_b's clock runs ahead of host_a's), its bounds, how many
     pairs support them, and the offsets in force. `forensics clocks set HOST SECONDS` records one.
     """
     if ctx.invoked_subcommand:
-        return
+        return None
     from forensics.analysis.clocks import describe_offsets, estimate
     from forensics.reports.render import render
-    from forensics.store import Store
 
-    report = estimate(Store(store))
-    echo_head(describe_offsets(report.offsets), fmt)
-    frame = report.frame()
-    if frame.height or not report.unbounded or fmt in ("csv", "json"):
-        render(frame, fmt)
-    # an empty table says nothing: the reason goes where the table would be (stderr beside CSV and JSON)
-    for why in report.unbounded:
-        echo_head(f"no clock bound: {why}", fmt)
+    def write(report, out):
+        echo_head(describe_offsets(report.offsets), fmt)
+        frame = report.frame()
+        if frame.height or not report.unbounded or fmt in ("csv", "json"):
+            render(frame, fmt)
+        # an empty table says nothing: the reason goes where the table would be (stderr beside CSV and JSON)
+        for why in report.unbounded:
+            echo_head(f"no clock bound: {why}", fmt)
+
+    return Output(estimate(session), text=write)
 
 
 @clocks.command("set", context_settings={"ignore_unknown_options": True})
@@ -44,38 +46,33 @@ def clocks(ctx, store, fmt):
 @store_option
 @click.option("--force", is_flag=True, help="Record it even for a host the store holds no rows of (yet).")
 @handled
-def clocks_set(host, seconds, store, force):
+@session_command(materialize=False, offsets={})
+def clocks_set(host, seconds, session, force):
     """Record that HOST's clock runs SECONDS ahead (negative: behind); views subtract it."""
     from forensics.analysis.clocks import describe_offsets, set_offset
-    from forensics.store import Store
 
     if not force:
-        _check_host(Store(store), host, "clocks set", "add --force to record it for a host not ingested yet")
-    click.echo(describe_offsets(set_offset(Store(store), host, seconds)))
+        _check_host(session, host, "clocks set", "add --force to record it for a host not ingested yet")
+    click.echo(describe_offsets(set_offset(session.store, host, seconds)))
 
 
 @clocks.command("unset")
 @click.argument("host")
 @store_option
 @handled
-def clocks_unset(host, store):
+@session_command(materialize=False)
+def clocks_unset(host, session):
     """Remove the offset recorded for HOST; its times are read as logged again."""
     from forensics.analysis.clocks import describe_offsets, unset_offset
-    from forensics.store import Store
 
-    click.echo(describe_offsets(unset_offset(Store(store), host)))
+    click.echo(describe_offsets(unset_offset(session.store, host)))
 
 
-def _check_host(store, host: str, what: str, force_hint: str) -> None:
+def _check_host(session, host: str, what: str, force_hint: str) -> None:
     from forensics.analysis import names
-    from forensics.catalog import connect
     from forensics.core.errors import UsageError
 
-    con = connect(store.require(), {})
-    try:
-        hosts = names.known_hosts(con)
-    finally:
-        con.close()
+    hosts = names.known_hosts(session.con)
     if host not in hosts:
         raise UsageError(
             f"{what} {host}: no such host in the store", help=f"known hosts: {names.listing(hosts)}; {force_hint}"
@@ -91,16 +88,16 @@ def _check_host(store, host: str, what: str, force_hint: str) -> None:
     "derived views and verdicts (the next report computes them), keep clocks.json's valid entries.",
 )
 @handled
-def verify(store, repair):
+@session_command(materialize=False)
+def verify(session, repair):
     """Check the whole store: every data file, the inputs, derived views, verdicts and clocks.json.
 
     Exits 1 when something is broken (after --repair: when something could not be repaired).
     """
     from forensics.catalog import verify as check_store
     from forensics.core.text import escape_control
-    from forensics.store import Store
 
-    rep = check_store(Store(store), repair=repair)
+    rep = check_store(session.store, repair=repair)
     for f in rep.findings:
         line = f"{'repaired' if f.repaired else 'broken'}: {f.path}: {f.what}"
         click.echo(escape_control(line + (f" -> {f.repaired}" if f.repaired else "")))

@@ -5,9 +5,9 @@ prefill side to the decode side, counters per rank and bucket, instants for the 
 and error lines and the corrupted replies, async slices for wedges and abort storms.
 
 The file is written as it goes: counters stream from the store one batch at a time, merged in
-time order with the other events (a window's worth, gathered by reports.detail), so memory does
-not grow with the trace. A trace that would pass TRACE_BUDGET bytes is cut to a window around the
-busiest trouble (`fit`), and says so: Perfetto's UI cannot load traces near 2 GB.
+time order with the other events (a window's worth, gathered by forensics.analysis.detail), so
+memory does not grow with the trace. A trace that would pass its budget of bytes is cut, before
+it is gathered, to a window around the busiest trouble (forensics.analysis.detail.fit), and says so.
 """
 
 from __future__ import annotations
@@ -15,128 +15,14 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 import json
-from collections.abc import Callable, Iterable, Iterator
-
-import polars as pl
+from collections.abc import Iterable, Iterator
 
 from forensics.analysis.clocks import describe_offsets
-from forensics.catalog import connect
-from forensics.catalog import named as queries
+from forensics.analysis.detail import COUNTERS
 from forensics.reports.detail import iso, other_replies
 from forensics.reports.escape import escape_control, json_in_html
-from forensics.store import Store
 
-_COUNTERS = ("queue_req", "running_req", "bootstrap_req", "inflight_req", "transfer_req", "gen_throughput", "new_token")
-TRACE_BUDGET = 300_000_000
-# bytes one event takes in the file, measured on the generated incident: a counter sample, a room
-# (two slices on each side, with the room's args on each begin), a mark or a reply instant
-_COUNTER_BYTES, _ROOM_BYTES, _MARK_BYTES = 115, 1_300, 400
-_BATCH_ROWS = 50_000
-
-
-def _counters_sql() -> str:
-    return queries.internal("_perfetto_counters").sql
-
-
-def _window_params(model: dict) -> dict:
-    rows = model["rows"]
-    if rows.height == 0:
-        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-        return {"since": epoch, "before": epoch}
-    return {
-        "since": rows["bucket_start"].min(),
-        "before": rows["bucket_start"].max() + dt.timedelta(seconds=model["bucket_s"]),
-    }
-
-
-def fit(model: dict, store: Store, budget: int = TRACE_BUDGET) -> tuple[dict, str | None]:
-    """`model` cut to the buckets whose trace fits `budget` bytes, and the note saying so (or None).
-
-    The estimate is per bucket: counter series with samples in it (from the stats lines), transfer
-    units (an upper bound on rooms), failure, abort and error lines, corrupted replies. The window
-    kept grows from the bucket with the most failures, aborts, errors and corrupted replies.
-    """
-    rows = model["rows"]
-    if rows.height == 0:
-        return model, None
-    con = connect(store.require(), model["clock_offsets"])
-    try:
-        series = pl.from_arrow(
-            con.sql(
-                queries.internal("_active_ranks").sql,
-                params={**_window_params(model), "bucket_s": model["bucket_s"], "host": model["host"]},
-            ).to_arrow_table()
-        )
-    finally:
-        con.close()
-    col = lambda c: pl.col(c).fill_null(0) if c in rows.columns else pl.lit(0)  # noqa: E731
-    est = (
-        rows.select(
-            pl.col("bucket_start"),
-            t_us=pl.col("bucket_start").dt.epoch("us"),
-            trouble=col("failure_lines") + col("aborts") + col("errors") + col("replies") - col("replies_clean"),
-            other=col("transfers") * _ROOM_BYTES
-            + (col("failure_lines") + col("aborts") + col("errors") + col("replies")) * _MARK_BYTES,
-        )
-        .join(series.with_columns(pl.col("t_us").cast(pl.Int64)), on="t_us", how="left")
-        .with_columns(bytes=pl.col("other") + pl.col("n").fill_null(0) * len(_COUNTERS) * _COUNTER_BYTES)
-        .sort("bucket_start")
-    )
-    total = int(est["bytes"].sum())
-    if total <= budget:
-        return model, None
-    sizes = est["bytes"].to_list()
-    lo = hi = int(est["trouble"].arg_max() or 0)
-    used = sizes[lo]
-    # grow one bucket at a time on the cheaper side, so the window stays around the trouble
-    while True:
-        left = sizes[lo - 1] if lo > 0 else None
-        right = sizes[hi + 1] if hi + 1 < len(sizes) else None
-        pick = (
-            min((s, side) for s, side in ((left, -1), (right, 1)) if s is not None)
-            if left is not None or right is not None
-            else None
-        )
-        if pick is None or used + pick[0] > budget:
-            break
-        used += pick[0]
-        if pick[1] < 0:
-            lo -= 1
-        else:
-            hi += 1
-    starts = est["bucket_start"]
-    t0, t1 = starts[lo], starts[hi] + dt.timedelta(seconds=model["bucket_s"])
-    cut = {**model, "rows": rows.filter((pl.col("bucket_start") >= t0) & (pl.col("bucket_start") < t1))}
-    fmt = "%Y-%m-%dT%H:%M:%S"
-    note = (
-        f"perfetto: the whole window would be about {total / 1e6:,.0f} MB (Perfetto's UI cannot load traces "
-        f"near 2 GB); the trace is cut to {t0:{fmt}} .. {t1:{fmt}} UTC around the most failures, aborts and "
-        f"corrupted replies ({used / 1e6:,.0f} MB). For another part pass --since/--until; a wider --bucket "
-        f"(now {model['bucket_s']:g} s) makes fewer counter samples"
-    )
-    return cut, note
-
-
-def counter_rows(model: dict, store: Store, host_name: Callable[[str], str] = lambda h: h) -> Iterator[dict]:
-    """Each rank's stats per bucket of the model's window, in time order, one batch in memory at a time.
-
-    `host_name` maps a stored host to the name the detail uses (the redacted one under --redact).
-    """
-    con = connect(store.require(), model["clock_offsets"])
-    names: dict[str, str] = {}
-    try:
-        reader = con.sql(
-            _counters_sql(), params={**_window_params(model), "bucket_s": model["bucket_s"], "host": model["host"]}
-        ).to_arrow_reader(_BATCH_ROWS)
-        for batch in reader:
-            for r in batch.to_pylist():
-                h = r["host"]
-                if h not in names:
-                    names[h] = host_name(escape_control(h)) if h is not None else None
-                r["host"] = names[h]
-                yield r
-    finally:
-        con.close()
+_COUNTERS = COUNTERS
 
 
 def _events(model: dict, d: dict, track, agent) -> list[dict]:

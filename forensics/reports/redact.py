@@ -30,9 +30,12 @@ from typing import Callable
 
 import polars as pl
 
-from forensics.core.text import escape_control
+from forensics.analysis.models import Counters
+from forensics.core.text import EXCERPT_MARK, escape_control
 
 _SECRET = "[secret:{}]"
+# a value the catalog's excerpt() kept whole for the masking: the value, then the length it is cut to
+_MARKED = re.compile(rf"(.*){EXCERPT_MARK}(\d+){EXCERPT_MARK}", re.S)
 
 # (kind, keywords any of which must occur in the lower-cased text, pattern); the first rules win
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -243,17 +246,16 @@ class Redactor:
         self._names: dict[str, dict[str, str]] = collections.defaultdict(dict)
         self._cache: dict[str, tuple[str, collections.Counter]] = {}
         self.counts: collections.Counter = collections.Counter()
+        # a reply's evidence as stored -> what it was cut from (forensics.analysis.detectors.Excerpt)
+        self.excerpts: dict[str, object] = {}
 
     @classmethod
-    def for_store(cls, store) -> "Redactor":
-        """A redactor that knows the store's hosts (inputs, events, clock offsets) and its own path."""
+    def for_store(cls, hosts: list[str], root: str) -> "Redactor":
+        """A redactor that knows a store's hosts (inputs, events, clock offsets: the session's
+        `redaction_names`) and the store's own path."""
         import os
 
-        from forensics.catalog.named import run_internal
-
-        names = run_internal(store, "_redact_hosts")
-        hosts = names["host"].to_list() + list(store.clocks())
-        root = str(store.root)
+        root = str(root)
         return cls(hosts, [root, os.path.abspath(root), os.path.realpath(root)])
 
     # -- text ------------------------------------------------------------------------------------
@@ -264,10 +266,16 @@ class Redactor:
             table[key] = f"{prefix}-{len(table) + 1}"
         return table[key]
 
-    def _mask(self, s: str) -> tuple[str, collections.Counter]:
+    def _mask(self, s: str, spans: list[tuple[int, int]] | None = None) -> tuple[str, collections.Counter]:
+        """`s` masked, and what was masked by kind. `spans`, when given, is one (start, end) per
+        character of `s` in the text it came from, and is kept so as the masks replace characters:
+        each character of a mask gets the span of all it replaced (see `_Cut`)."""
         found: collections.Counter = collections.Counter()
 
         def sub(pattern: re.Pattern, kind: str, repl: Callable[[re.Match], str], text: str) -> str:
+            if spans is not None:
+                return tracked(pattern, kind, repl, text)
+
             def counted(m):
                 out = repl(m)
                 if out != m.group():
@@ -275,6 +283,28 @@ class Redactor:
                 return out
 
             return pattern.sub(counted, text)
+
+        def tracked(pattern: re.Pattern, kind: str, repl: Callable[[re.Match], str], text: str) -> str:
+            out, kept, pos = [], [], 0
+            for m in pattern.finditer(text):
+                new = repl(m)
+                if new == m.group():
+                    continue
+                found[kind] += 1
+                a, b = m.span()
+                out.append(text[pos:a])
+                kept.extend(spans[pos:a])
+                lo = spans[a][0] if a < len(spans) else (spans[-1][1] if spans else 0)
+                hi = spans[b - 1][1] if b > a else lo
+                out.append(new)
+                kept.extend([(lo, hi)] * len(new))
+                pos = b
+            if not out:
+                return text
+            out.append(text[pos:])
+            kept.extend(spans[pos:])
+            spans[:] = kept
+            return "".join(out)
 
         low = s.lower()
         for kind, keywords, pattern in SECRET_RULES:
@@ -362,7 +392,16 @@ class Redactor:
         return self._pseudonym("domain", "domain", name.lower())
 
     def text(self, s: str, times: int = 1) -> str:
-        """`s` with everything identifying masked; `times` occurrences of it are counted."""
+        """`s` with everything identifying masked; `times` occurrences of it are counted.
+
+        The evidence of a reply the model says was cut from a whole text (`excerpts`), and a value the
+        catalog's excerpt() marked with its cut, are masked whole and cut after."""
+        if s in self.excerpts:
+            return self._counted(s, times, lambda: self._recut(self.excerpts[s]))
+        if EXCERPT_MARK in s:
+            m = _MARKED.fullmatch(s)
+            if m is not None:
+                return self._counted(s, times, lambda: self._cut_to(m.group(1), int(m.group(2))))
         if s in self.hosts or s.lower() in self.hosts:
             # a value that is exactly a host (a host column, a file's host) is masked even when the
             # name is an ordinary word
@@ -374,6 +413,52 @@ class Redactor:
         for k, n in hit[1].items():
             self.counts[k] += n * times
         return hit[0]
+
+    def _counted(self, key: str, times: int, masked: Callable[[], tuple[str, collections.Counter]]) -> str:
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = masked()
+        for k, n in hit[1].items():
+            self.counts[k] += n * times
+        return hit[0]
+
+    def _whole(self, s: str) -> tuple[str, "_Cut", collections.Counter]:
+        """`s` masked whole, with where each of its characters went."""
+        spans = [(i, i + 1) for i in range(len(s))]
+        masked, found = self._mask(s, spans)
+        return masked, _Cut(spans, len(s)), found
+
+    def _cut_to(self, value: str, n: int) -> tuple[str, collections.Counter]:
+        """The first `n` characters of `value` once masked (a mask the cut falls in is kept whole)."""
+        if n >= len(value):
+            return self._mask(value)
+        masked, cut, found = self._whole(value)
+        return masked[: cut.end(n)], found
+
+    def _recut(self, ex) -> tuple[str, collections.Counter]:
+        """A reply's evidence cut from its whole text masked (forensics.analysis.detectors.Excerpt)."""
+        from forensics.analysis.detectors import esc
+
+        head, f1 = self._mask(ex.head)
+        tail, f2 = self._mask(ex.tail)
+        src = ex.source
+        if ex.end <= ex.start or not src:
+            return head + tail, f1 + f2
+        masked, cut, f3 = self._whole(src)
+        a, b = max(0, ex.start - ex.width), min(len(src), ex.end + ex.width)
+        pre = cut.start(a), cut.start(ex.start)
+        core = pre[1], max(pre[1], cut.end(min(ex.end, ex.start + 80)))
+        post = max(core[1], cut.start(ex.end)), max(core[1], cut.start(ex.end), cut.end(b))
+        snippet = (
+            ("…" if pre[0] > 0 else "")
+            + esc(masked[pre[0] : pre[1]])
+            + "⟦"
+            + esc(masked[core[0] : core[1]])
+            + "⟧"
+            + esc(masked[post[0] : post[1]])
+            + ("…" if post[1] < len(masked) else "")
+        )
+        return head + snippet + tail, f1 + f2 + f3
 
     # -- result models ---------------------------------------------------------------------------
 
@@ -391,9 +476,16 @@ class Redactor:
             return [self.value(x) for x in v]
         if isinstance(v, tuple):
             return tuple(self.value(x) for x in v)
+        if isinstance(v, Counters):  # read from the store as they are written: masked as they stream by
+            return dataclasses.replace(v, host=self.text)
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             return dataclasses.replace(
-                v, **{f.name: self.value(getattr(v, f.name)) for f in dataclasses.fields(v) if f.init}
+                v,
+                **{
+                    f.name: self.value(getattr(v, f.name))
+                    for f in dataclasses.fields(v)
+                    if f.init and not f.metadata.get("internal")
+                },
             )
         return v
 
@@ -437,3 +529,33 @@ class Redactor:
         """One line for stderr: what was masked, by kind, with counts."""
         parts = [f"{self.counts[k]} {k}" for k in KINDS if self.counts[k]]
         return "redacted: " + (", ".join(parts) if parts else "nothing to mask")
+
+
+class _Cut:
+    """Where a cut of the original text falls in its masked text: a mask the cut falls inside is kept
+    whole (a fragment of a secret is a secret; a whole mask says what was there)."""
+
+    def __init__(self, spans: list[tuple[int, int]], length: int):
+        self.spans, self.length = spans, length
+
+    def start(self, p: int) -> int:
+        """The masked offset where what follows original offset `p` starts."""
+        for j, (_, hi) in enumerate(self.spans):
+            if hi > p:
+                return j
+        return len(self.spans)
+
+    def end(self, p: int) -> int:
+        """The masked offset where what precedes original offset `p` ends."""
+        for j in range(len(self.spans) - 1, -1, -1):
+            if self.spans[j][0] < p:
+                return j + 1
+        return 0
+
+
+def mask(model, red: Redactor):
+    """`model` (a result model, a frame, anything `Redactor.value` takes) masked by `red`, whole:
+    the evidence of replies the model knows the whole text of is cut again from it, masked."""
+    for ex in getattr(model, "excerpts", None) or ():
+        red.excerpts.setdefault(ex.text(), ex)
+    return red.value(model)

@@ -9,7 +9,7 @@ def render_summary(model: dict, fmt: str, out) -> None:
     if fmt == "json":
         import json
 
-        out.write(json.dumps(model, indent=1, ensure_ascii=False) + "\n")
+        out.write(json.dumps(dict(model.items()), indent=1, ensure_ascii=False) + "\n")
         return
     out.write("\n".join(lines(model)) + "\n")
 

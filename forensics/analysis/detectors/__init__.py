@@ -85,9 +85,12 @@ from forensics.analysis.detectors.registry import (
     DEGENERATE,
     LEAK,
     SIGNATURES,
+    Excerpt,
     assess_session,
     detect,
+    esc,
     evidence,
+    session_excerpts,
 )
 from forensics.analysis.detectors.repetition import (
     s12_repetition_loop,
@@ -104,6 +107,9 @@ from forensics.analysis.detectors.scripts import (
 )
 
 __all__ = [
+    "Excerpt",
+    "esc",
+    "session_excerpts",
     "FW",
     "LB",
     "DSML",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from forensics.analysis.detectors.base import CORRUPTED_CLASSES, DEFAULT, Hit, Thresholds, Verdict
 from forensics.analysis.detectors.markup import (
     s1_dsml_in_content,
@@ -83,6 +85,28 @@ def _class(hits: dict[str, Hit]) -> tuple[str, list[str]]:
 
 def assess_session(turns, th: Thresholds = DEFAULT) -> list[Verdict]:
     """Signatures, class and evidence of every turn of one session (turns in time order)."""
+    out = []
+    for t, h, (cls, deciding) in zip(turns, *_assessed(turns, th)):
+        sigs = sorted(h, key=lambda s: int(s[1:]))
+        out.append(
+            Verdict(
+                sigs,
+                cls,
+                cls in CORRUPTED_CLASSES,
+                evidence(t, h, deciding) if h else None,
+                any(x.degraded for x in h.values()),
+            )
+        )
+    return out
+
+
+def session_excerpts(turns, th: Thresholds = DEFAULT) -> list["Excerpt | None"]:
+    """The evidence of every turn of one session as `assess_session` gives it, before it is cut."""
+    return [evidence_parts(t, h, deciding) if h else None for t, h, (_, deciding) in zip(turns, *_assessed(turns, th))]
+
+
+def _assessed(turns, th: Thresholds) -> tuple[list[dict[str, Hit]], list[tuple[str, list[str]]]]:
+    """Each turn's hits, and its class with the signatures that decided it, with the session rules."""
     hits = [detect(t, th) for t in turns]
     for i, h in entropy_outliers(turns, th).items():
         hits[i].setdefault("S14", h)
@@ -97,19 +121,7 @@ def assess_session(turns, th: Thresholds = DEFAULT) -> list[Verdict]:
         for i in tool_turns:
             if classes[i][0] == "parse_leak":
                 classes[i] = ("config", classes[i][1])
-    out = []
-    for t, h, (cls, deciding) in zip(turns, hits, classes):
-        sigs = sorted(h, key=lambda s: int(s[1:]))
-        out.append(
-            Verdict(
-                sigs,
-                cls,
-                cls in CORRUPTED_CLASSES,
-                evidence(t, h, deciding) if h else None,
-                any(x.degraded for x in h.values()),
-            )
-        )
-    return out
+    return hits, classes
 
 
 def evidence(turn, hits: dict[str, Hit], deciding: list[str], width: int = 40) -> str:
@@ -117,30 +129,68 @@ def evidence(turn, hits: dict[str, Hit], deciding: list[str], width: int = 40) -
 
     Control characters are escaped; newlines read as \\n so the evidence stays one line.
     """
+    return evidence_parts(turn, hits, deciding, width).text()
+
+
+@dataclasses.dataclass(frozen=True)
+class Excerpt:
+    """A reply's evidence before it is cut: `head`, the snippet of `source[start:end]` with `width`
+    characters around it, `tail`. A masking masks `source` whole and cuts the snippet after it."""
+
+    head: str
+    source: str = ""
+    start: int = 0
+    end: int = 0
+    width: int = 40
+    tail: str = ""
+
+    def text(self, source: str | None = None, start: int | None = None, end: int | None = None) -> str:
+        """The evidence as stored; with `source`, `start` and `end` given, cut from that text instead."""
+        if source is None:
+            source, start, end = self.source, self.start, self.end
+        if end <= start or not source:
+            return self.head + self.tail
+        return self.head + snippet(source, start, end, self.width) + self.tail
+
+
+def esc(s: str) -> str:
+    """Evidence text on one line: backslashes doubled, line breaks and tabs as escapes, control characters visible."""
     from forensics.core.text import escape_control
 
-    def esc(s: str) -> str:
-        return escape_control(s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t"))
+    return escape_control(s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t"))
 
-    parts, shown = [], False
+
+def snippet(src: str, start: int, end: int, width: int = 40) -> str:
+    """`src[start:end]` between ⟦ and ⟧ (at most 80 characters of it), `width` characters either side."""
+    a, b = max(0, start - width), min(len(src), end + width)
+    return (
+        ("…" if a else "")
+        + esc(src[a:start])
+        + "⟦"
+        + esc(src[start : min(end, start + 80)])
+        + "⟧"
+        + esc(src[end:b])
+        + ("…" if b < len(src) else "")
+    )
+
+
+def evidence_parts(turn, hits: dict[str, Hit], deciding: list[str], width: int = 40) -> Excerpt:
+    """The evidence of `evidence` as an Excerpt: what comes before the snippet, its source and span, what follows."""
+    parts, cut = [], None
     for sig in (deciding or list(hits))[:4]:
         h = hits[sig]
         label = sig + (" degraded" if h.degraded else "")
         src = {"content": turn.content, "reasoning": turn.reasoning, "error": turn.error_text}.get(h.field) or ""
         note = f" ({esc(h.note)})" if h.note else ""
-        if not shown and h.end > h.start and src:
-            a, b = max(0, h.start - width), min(len(src), h.end + width)
-            snippet = (
-                ("…" if a else "")
-                + esc(src[a : h.start])
-                + "⟦"
-                + esc(src[h.start : min(h.end, h.start + 80)])
-                + "⟧"
-                + esc(src[h.end : b])
-                + ("…" if b < len(src) else "")
-            )
-            parts.append(f"{label} {h.field}: {snippet}{note}")
-            shown = True
+        if cut is None and h.end > h.start and src:
+            cut = (len(parts), src, h.start, h.end)
+            parts.append((f"{label} {h.field}: ", note))
         else:
-            parts.append(f"{label}{note}")
-    return " · ".join(parts)
+            parts.append((f"{label}{note}", ""))
+    joined = [p + q for p, q in parts]
+    if cut is None:
+        return Excerpt(" · ".join(joined))
+    i, src, start, end = cut
+    head = " · ".join(joined[:i] + [""]) + parts[i][0]
+    tail = parts[i][1] + "".join(" · " + p for p in joined[i + 1 :])
+    return Excerpt(head, src, start, end, width, tail)
