@@ -45,7 +45,8 @@ class Session:
     """The store, offsets, verdicts, connection and snapshot set of one command."""
 
     store: Store
-    offsets: dict[str, float]
+    # the clock offsets the command corrects with; None: clocks.json's, read when first asked for
+    given_offsets: dict[str, float] | None = None
     # reports compute and keep the derived views' snapshots; ad-hoc SQL reads them when they are there
     materialize: bool = True
     # entered around the derived views' computation (a spinner on a terminal), when there is one to do
@@ -77,7 +78,7 @@ class Session:
         store = store if isinstance(store, Store) else Store(store)
         return cls(
             store,
-            store.clocks() if offsets is None else dict(offsets),
+            None if offsets is None else dict(offsets),
             materialize,
             computing,
             thresholds,
@@ -85,6 +86,13 @@ class Session:
             limits or cls.limits,
             redact,
         )
+
+    @property
+    def offsets(self) -> dict[str, float]:
+        """The clock offsets in force for this command (host -> seconds its clock runs ahead)."""
+        if self.given_offsets is None:
+            self.given_offsets = self.store.clocks()
+        return self.given_offsets
 
     # -- the catalog -----------------------------------------------------------------------------
 
