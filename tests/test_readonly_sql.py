@@ -328,14 +328,13 @@ def test_reports_still_write_the_derived_cache(sample_store, tmp_path):
 
 
 @pytest.mark.slow
-def test_spilling_to_the_temp_directory_works_under_the_lock(store, monkeypatch):
+def test_spilling_to_the_temp_directory_works_under_the_lock(store):
     """A query bigger than memory spills to <store>/.tmp/duckdb on the locked connection."""
     from forensics import catalog
     from forensics.catalog.sql import run_sql
     from forensics.store import Store
 
-    monkeypatch.setattr(catalog, "MEMORY_LIMIT", "48MB")
-    con = catalog.connect(Store(store))
+    con = catalog.connect(Store(store), memory=catalog.Memory(query="48MB"))
     tmp = store / ".tmp" / "duckdb"
     peak, done = [0], threading.Event()
 

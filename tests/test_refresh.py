@@ -19,11 +19,11 @@ INCIDENT = ROOT / "sample_logs" / "incident"
 pytestmark = pytest.mark.slow
 
 
-def _materialize(store: Path) -> Path:
+def _materialize(store: Path, memory=None) -> Path:
     from forensics import catalog
     from forensics.store import Store
 
-    con = catalog.connect(Store(store), materialize=True)
+    con = catalog.connect(Store(store), materialize=True, memory=memory)
     con.close()
     sets = [p for p in (store / "derived").iterdir() if re.fullmatch(r"[0-9a-f]{24}", p.name)]
     assert len(sets) == 1, sets
@@ -245,19 +245,17 @@ def test_moved_bounds_add_the_rooms_whose_failure_hosts_they_pair(tmp_path):
     assert inc.touched == 2
 
 
-def test_a_view_that_does_not_fit_gets_the_query_limit_back(tmp_path, monkeypatch, capsys):
+def test_a_view_that_does_not_fit_gets_the_query_limit_back(tmp_path, capsys):
     """DuckDB out of memory in one view (an operator that cannot spill) costs memory, not the set."""
     from forensics import catalog
 
     store = tmp_path / "store"
     ingest_paths([INCIDENT / "prefill-0", INCIDENT / "decode-0", INCIDENT / "trace"], store)
-    monkeypatch.setattr(catalog, "VIEWS_MEMORY_LIMIT", "1MB")
     capsys.readouterr()
-    got = _materialize(store)
+    got = _materialize(store, catalog.Memory(views="1MB"))
     err = capsys.readouterr().err
     assert "note: derived view transfers did not fit in 1MB (Out of Memory Error" in err
     assert "computed again within 4GB" in err
-    monkeypatch.undo()
     whole_store = tmp_path / "whole"
     shutil.copytree(store, whole_store)
     shutil.rmtree(whole_store / "derived" / got.name)

@@ -13,6 +13,7 @@ from polars.testing import assert_frame_equal
 
 from forensics.analysis import detectors, evidence, verdicts
 from forensics.analysis.replies import list_replies
+from forensics.analysis.session import Session
 from forensics.core import schema
 from forensics.core.turns import frame
 from forensics.ingest import pipeline
@@ -96,19 +97,18 @@ def test_a_new_threshold_needs_no_reingest(tmp_path, monkeypatch):
     before = evidence.build(store)["summary"]
     data = sorted((p.name, p.stat().st_mtime_ns) for p in store.data.rglob("*"))
 
-    # every reply of a word or more now reads as a repetition loop (S12)
+    # every reply of a word or more now reads as a repetition loop (S12): a session with those thresholds
     loose = dataclasses.replace(detectors.DEFAULT, words_min=1, words_max_distinct=1.01)
-    monkeypatch.setattr(detectors, "DEFAULT", loose)
     monkeypatch.setattr(pipeline, "run", lambda *a, **k: pytest.fail("a new threshold must not re-ingest"))
-    assert verdicts.version() != verdicts.DETECTOR_VERSION
-    after = evidence.build(store)["summary"]
+    assert verdicts.version(loose) != verdicts.DETECTOR_VERSION
+    with Session.open(store, thresholds=loose) as session:
+        after = evidence.build(session)["summary"]
 
     assert after["corrupted"] > before["corrupted"]  # the cached replies of the old version are not read
     assert sorted((p.name, p.stat().st_mtime_ns) for p in store.data.rglob("*")) == data
-    assert (store.root / "derived" / "verdicts" / "CURRENT").read_text().strip() == verdicts.version()
+    assert (store.root / "derived" / "verdicts" / "CURRENT").read_text().strip() == verdicts.version(loose)
     assert (store.root / "derived" / "verdicts" / verdicts.DETECTOR_VERSION).is_dir()  # kept for a way back
     # back to the defaults: the old verdicts are read again, not recomputed
-    monkeypatch.setattr(detectors, "DEFAULT", verdicts.detectors.Thresholds())
     assert evidence.build(store)["summary"]["corrupted"] == before["corrupted"]
 
 

@@ -140,6 +140,14 @@ MEMORY_LIMIT = "4GB"
 VIEWS_MEMORY_LIMIT = "700MB"
 
 
+@dataclasses.dataclass(frozen=True)
+class Memory:
+    """The memory DuckDB may use: for queries (`query`), and while the derived views are computed (`views`)."""
+
+    query: str = MEMORY_LIMIT
+    views: str = VIEWS_MEMORY_LIMIT
+
+
 def connect(
     store: Store,
     offsets: dict[str, float] | None = None,
@@ -148,6 +156,7 @@ def connect(
     opened: Opened | None = None,
     computing: Callable[[], contextlib.AbstractContextManager] | None = None,
     whole_excerpts: bool = False,
+    memory: Memory | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's tables and views.
 
@@ -157,11 +166,13 @@ def connect(
     computes and keeps the missing ones (reports do, ad-hoc SQL does not), inside `computing()`.
     `opened`, when given, is told which set that is. `whole_excerpts` makes excerpt() keep its text
     whole, marked with its cut, for a masking that cuts after it masks (forensics.reports.redact).
+    `memory` bounds DuckDB's memory (by default MEMORY_LIMIT, VIEWS_MEMORY_LIMIT while computing).
     """
     opened = Opened() if opened is None else opened
+    memory = Memory() if memory is None else memory
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
-    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    con.execute(f"SET memory_limit = '{memory.query}'")
     if store.exists():
         con.execute(f"SET temp_directory = {_quote(str(store.root / '.tmp' / 'duckdb'))}")
     offsets = store.clocks() if offsets is None else offsets
@@ -216,7 +227,7 @@ def connect(
         with computing() if computing is not None and materialize and opened.key else contextlib.nullcontext():
             for name, sql in derived_views():
                 _create(con, name, sql)
-            folder, paths = _use_cache(con, store, opened.key, offsets, materialize)
+            folder, paths = _use_cache(con, store, opened.key, offsets, materialize, memory)
         opened.snapshots = folder
         readable += paths
     if whole_excerpts:
@@ -346,7 +357,7 @@ def _cached(con, cache: Path | None, materialize: bool) -> list[str]:
 
 
 def _use_cache(
-    con, store: Store, cache: Path | None, offsets: dict, materialize: bool
+    con, store: Store, cache: Path | None, offsets: dict, materialize: bool, memory: Memory
 ) -> tuple[Path | None, list[str]]:
     """Compute the snapshot set `cache` of this store state (`materialize`) and swap the views for it.
 
@@ -363,10 +374,10 @@ def _use_cache(
     except OSError:
         return None, []  # a read-only store still answers, just without the cache
     base = refresh.find_base(cache.parent, basis, committed, views)
-    con.execute(f"SET memory_limit = '{VIEWS_MEMORY_LIMIT}'")
+    con.execute(f"SET memory_limit = '{memory.views}'")
     try:
         try:
-            _compute(con, store, views, build, base, committed)
+            _compute(con, store, views, build, base, committed, memory)
         except duckdb.Error as e:
             if base is None:
                 raise
@@ -378,7 +389,7 @@ def _use_cache(
                 con.execute(sql)
             build.restart()
             build.about = {"basis": basis, "inputs": sorted(committed)}
-            _compute(con, store, views, build, None, committed)
+            _compute(con, store, views, build, None, committed, memory)
         folder = build.publish()
     except (OSError, duckdb.Error) as e:
         # back to the views' own SQL: the half-written snapshots go
@@ -391,7 +402,7 @@ def _use_cache(
         )
         return None, []
     finally:
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        con.execute(f"SET memory_limit = '{memory.query}'")
         if base is not None:
             os.close(base[1])
     snapshots.keep_while(con, build.fd)
@@ -407,6 +418,7 @@ def _compute(
     build: snapshots.Build,
     base: tuple[Path, int, set[str]] | None,
     committed: set[str],
+    memory: Memory,
 ) -> None:
     """Write every derived view's snapshot into `build`, each view then reading its own.
 
@@ -433,7 +445,7 @@ def _compute(
         if inc is not None and name in refresh.ROOM_LOCAL and (bounds_followed or name not in refresh.NEEDS_BOUNDS):
             inc.write(name, path, done)
         else:
-            _copy_view(con, name, path)
+            _copy_view(con, name, path, memory)
         con.execute(
             f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))}, hive_partitioning = false)'
         )
@@ -446,20 +458,20 @@ def _compute(
         build.about["rooms_recomputed"] = inc.touched
 
 
-def _copy_view(con, name: str, path: Path) -> None:
+def _copy_view(con, name: str, path: Path, memory: Memory) -> None:
     sql = f'COPY (SELECT * FROM "{name}") TO {_quote(str(path))} (FORMAT parquet)'
     try:
         con.execute(sql)
     except duckdb.OutOfMemoryException as e:
         snapshots.note(
-            f"derived view {name} did not fit in {VIEWS_MEMORY_LIMIT} ({str(e).splitlines()[0]}): "
-            f"computed again within {MEMORY_LIMIT}"
+            f"derived view {name} did not fit in {memory.views} ({str(e).splitlines()[0]}): "
+            f"computed again within {memory.query}"
         )
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        con.execute(f"SET memory_limit = '{memory.query}'")
         try:
             con.execute(sql)
         finally:
-            con.execute(f"SET memory_limit = '{VIEWS_MEMORY_LIMIT}'")
+            con.execute(f"SET memory_limit = '{memory.views}'")
 
 
 def _version() -> str:
