@@ -57,7 +57,9 @@ def test_reports_keep_nothing_between_commands():
 
 
 def test_a_session_carries_its_offsets_and_limits(planted_store):
-    with session_mod.Session.open(planted_store, offsets={}, materialize=False, limits=session_mod.Limits(rooms=3)) as s:
+    with session_mod.Session.open(
+        planted_store, offsets={}, materialize=False, limits=session_mod.Limits(rooms=3)
+    ) as s:
         assert s.offsets == {} and s.limits.rooms == 3
         assert s.con.sql("SELECT count(*) FROM clock_offsets").fetchall() == [(0,)]
         assert s.snapshots is None or s.snapshots.is_dir()
@@ -190,4 +192,4 @@ def test_a_cut_mask_is_kept_whole():
     value = "x" * 10 + " ghp_" + "a1B2c3D4" * 5
     marked = f"{value}\ue00020\ue000"
     assert red.text(marked) == "x" * 10 + " [secret:github]"
-    assert red.text(f"short\ue00020\ue000") == "short"
+    assert red.text("short\ue00020\ue000") == "short"

@@ -543,7 +543,6 @@ def test_perfetto_shows_the_planted_facts(incident):
 
 def test_perfetto_counters_follow_the_bucket(incident, tmp_path):
     """One sample per rank and bucket, at the bucket's start: --bucket sets how many the trace holds."""
-    from forensics.reports import perfetto
 
     store = incident["store"]
     counts = {}
@@ -602,7 +601,6 @@ def test_perfetto_cli_says_when_the_trace_is_cut(incident, tmp_path, monkeypatch
     from click.testing import CliRunner
 
     from forensics.cli import main
-    from forensics.reports import perfetto
 
     # the session every command opens carries the budget
     monkeypatch.setattr(Session, "limits", Limits(trace_bytes=2_000_000))

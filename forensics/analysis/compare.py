@@ -61,7 +61,9 @@ def build(sessions: list[Session | Store | str], baseline: str | None = None) ->
 
     `sessions` are those of `runs(stores, baseline)`, in that order (a store or its path opens one)."""
     if not all(isinstance(x, Session) for x in sessions):
-        paths = runs([str(x.store.root if isinstance(x, Session) else getattr(x, "root", x)) for x in sessions], baseline)
+        paths = runs(
+            [str(x.store.root if isinstance(x, Session) else getattr(x, "root", x)) for x in sessions], baseline
+        )
         opened = [Session.open(p) for p in paths]
         try:
             return build(opened, baseline)

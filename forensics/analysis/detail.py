@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterator
 import math
+from collections.abc import Iterator
 
 import polars as pl
 
 from forensics.analysis.models import Counters, Export, Timeline
-from forensics.analysis.session import Limits, Session
+from forensics.analysis.session import Session
 from forensics.catalog import named as queries
 from forensics.core.text import escape_control
 
@@ -299,8 +299,6 @@ def safe(v):
     if isinstance(v, (dt.datetime, dt.date)):
         return v.isoformat()
     return v
-
-
 
 
 # -- exports ---------------------------------------------------------------------------------------

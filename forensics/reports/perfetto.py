@@ -12,7 +12,6 @@ it is gathered, to a window around the busiest trouble (forensics.analysis.detai
 
 from __future__ import annotations
 
-import datetime as dt
 import heapq
 import json
 from collections.abc import Iterable, Iterator
