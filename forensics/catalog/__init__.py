@@ -10,8 +10,13 @@ Once the views are built the connection is locked (`_lock`): DuckDB may then rea
 the views read, change no setting, and load no extension, whatever SQL runs on it next.
 
 Columns an analysis step supplies (the verdicts of `turns`) are not in the raw Parquet: the public
-view joins them from <store>/derived/verdicts/<version>/<input>.parquet, the version named in
-<store>/derived/verdicts/CURRENT (forensics.analysis.verdicts writes both). Until then they are NULL.
+view joins them from <store>/derived/verdicts/<version>/<input>.parquet, the version the caller
+gives (`Verdicts`, what forensics.analysis.verdicts.ensure returns), else the one named in
+<store>/derived/verdicts/CURRENT (which it writes too). Until then they are NULL.
+
+`connect` keeps nothing between calls: the snapshot key of the store's state is computed once per
+connection, and the caller is told the set its views read (`Opened`); forensics.analysis.session
+holds one connection per command.
 """
 
 from __future__ import annotations
