@@ -167,8 +167,10 @@ class Session:
             return []
         key = ("source", "session_id", "turn_id")
         if isinstance(rows, pl.DataFrame):
-            rows = rows.select(key).to_dicts() if set(key) <= set(rows.columns) else []
-        wanted = {tuple(r.get(k) for k in key) for r in rows}
+            cols = [*key, *(["evidence"] if "evidence" in rows.columns else [])]
+            rows = rows.select(cols).to_dicts() if set(key) <= set(rows.columns) else []
+        # a reply without evidence (a clean one) has nothing cut
+        wanted = {tuple(r.get(k) for k in key) for r in rows if r.get("evidence", "") is not None}
         if not wanted:
             return []
         pairs = sorted({f"{a}\0{b}" for a, b, _ in wanted if a is not None and b is not None})
