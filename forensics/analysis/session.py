@@ -54,6 +54,8 @@ class Session:
     thresholds: detectors.Thresholds | None = None
     verdicts: catalog.Verdicts | None = None
     limits: Limits = Limits()
+    # the memory DuckDB may use (forensics.catalog.Memory: its defaults unless given)
+    memory: catalog.Memory | None = None
     # the output is masked: the catalog's excerpt() keeps values whole, and analyses keep what an
     # excerpt was cut from, so that the masking masks whole values and cuts after it
     redact: bool = False
@@ -72,19 +74,21 @@ class Session:
         verdicts: catalog.Verdicts | None = None,
         limits: Limits | None = None,
         redact: bool = False,
+        memory: catalog.Memory | None = None,
     ) -> "Session":
         """A session over `store`, with the offsets of its clocks.json unless given; the store must
         exist once the catalog is entered."""
         store = store if isinstance(store, Store) else Store(store)
         return cls(
             store,
-            None if offsets is None else dict(offsets),
-            materialize,
-            computing,
-            thresholds,
-            verdicts,
-            limits or cls.limits,
-            redact,
+            given_offsets=None if offsets is None else dict(offsets),
+            materialize=materialize,
+            computing=computing,
+            thresholds=thresholds,
+            verdicts=verdicts,
+            limits=limits or cls.limits,
+            memory=memory,
+            redact=redact,
         )
 
     @property
@@ -116,6 +120,7 @@ class Session:
                 self.opened,
                 self.computing,
                 whole_excerpts=self.redact,
+                memory=self.memory,
             )
         return self._con
 
@@ -125,7 +130,7 @@ class Session:
             return self.con
         if self._raw is None:
             self.ensure_verdicts()
-            self._raw = catalog.connect(self.store, {}, False, self.verdicts)
+            self._raw = catalog.connect(self.store, {}, False, self.verdicts, memory=self.memory)
         return self._raw
 
     @property
