@@ -1,12 +1,9 @@
-"""What every command shares: the store option, the one error shape, the exit codes, and the one
-session a command opens (`session_command`), whose result it masks (--redact) and writes (-o)."""
+"""What every command shares: the store option, the one error shape and the exit codes."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import sys
-from collections.abc import Callable
 
 import click
 
@@ -101,20 +98,19 @@ def _quiet_broken_pipe() -> None:
 # -- one session per command ----------------------------------------------------------------------
 
 
-@dataclasses.dataclass
+# A command opens one session (`session_command`); what it returns is masked whole under --redact and
+# written to -o or stdout here, once for every command.
+
+
 class Output:
     """What a session command returns: its result model and how it is written. `text(model, stream)`
     writes a text format (to -o FILE or stdout); `file(model, path)` writes a file format and returns
     the notes to show after it (`binary`: never to a terminal). The model they get is masked under
-    --redact."""
+    --redact, and so are the `notes` shown on stderr before the output."""
 
-    model: object
-    text: Callable[[object, object], None] | None = None
-    file: Callable[[object, str], list[str] | None] | None = None
-    fmt: str | None = None
-    binary: bool = False
-    # shown on stderr before the output, masked as the model is
-    notes: list[str] = dataclasses.field(default_factory=list)
+    def __init__(self, model, text=None, file=None, fmt: str | None = None, binary: bool = False, notes=()):
+        self.model, self.text, self.file, self.fmt, self.binary = model, text, file, fmt, binary
+        self.notes = list(notes)
 
 
 def session_command(materialize: bool = True, offsets: dict[str, float] | None = None):
