@@ -56,15 +56,16 @@ def test_reports_keep_nothing_between_commands():
         assert not hasattr(module, name), f"{module.__name__}.{name}"
 
 
-def test_a_session_carries_its_offsets_and_limits(planted_store):
+def test_a_session_carries_its_offsets_and_limits(cut_store):
     with session_mod.Session.open(
-        planted_store, offsets={}, materialize=False, limits=session_mod.Limits(rooms=3)
+        cut_store["store"], offsets={"decode-0": 1.5}, materialize=False, limits=session_mod.Limits(rooms=3)
     ) as s:
-        assert s.offsets == {} and s.limits.rooms == 3
-        assert s.con.sql("SELECT count(*) FROM clock_offsets").fetchall() == [(0,)]
-        assert s.snapshots is None or s.snapshots.is_dir()
-    with session_mod.Session.open(planted_store) as s:
-        assert s.offsets == Store(planted_store).clocks() != {}
+        assert s.offsets == {"decode-0": 1.5} and s.limits.rooms == 3
+        assert s.con.sql("SELECT host, offset_s FROM clock_offsets").fetchall() == [("decode-0", 1.5)]
+        assert s.snapshots is None  # another store state than the one snapshotted
+    with session_mod.Session.open(cut_store["store"]) as s:
+        assert s.offsets == Store(cut_store["store"]).clocks() == {}
+        assert s.snapshots is not None and s.snapshots.is_dir()
 
 
 # -- --redact: whole values masked, then cut -------------------------------------------------------
@@ -131,6 +132,7 @@ def cut_store(tmp_path_factory):
     (dump / "decode-0" / "sglang.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
     store = base / "store"
     ingest_paths([dump], store)
+    catalog.connect(Store(store), materialize=True).close()  # as an ingest leaves it
     return {"store": str(store), "token": token, "bearer": bearer}
 
 
