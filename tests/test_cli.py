@@ -107,7 +107,7 @@ def test_mistake_is_a_usage_error(incident, args, stderr):
     ],
 )
 def test_missing_output_folder_is_a_usage_error(incident, tmp_path, cmd):
-    target = tmp_path / "no" / "such" / "out.txt"
+    target = tmp_path / "no" / "such" / ("out.svg" if "svg" in cmd else "out.txt")
     code, out, err = run(*cmd, "-o", target, store=incident)
     assert (code, out) == (2, "")
     assert err == (

@@ -226,6 +226,7 @@ def summary(store, fmt, output):
     from forensics.reports.summary import render_summary
     from forensics.store import Store
 
+    fmt = output_format(fmt, output, SUMMARY, "summary")
     check_output(output)
     with computing(Store(store)):
         model = sm.build(Store(store))
