@@ -14,14 +14,14 @@ from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
 from forensics.store import Store
 
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600}
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
 def parse_duration(text: str) -> float:
-    """'10s', '500ms', '2m', '1h' or plain seconds -> seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h)?\s*", str(text))
+    """'10s', '500ms', '2m', '1h', '1d' or plain seconds -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d)?\s*", str(text))
     if not m or float(m.group(1)) <= 0:
-        raise UsageError(f"cannot read the duration {text!r}", help="write e.g. 10s, 500ms, 2m or 1h")
+        raise UsageError(f"cannot read the duration {text!r}", help="write e.g. 10s, 500ms, 2m, 1h or 1d")
     return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 

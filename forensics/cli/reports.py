@@ -31,12 +31,12 @@ REPORT_OUTPUT_HELP = "Write to this file (.md, .json) instead of stdout; - is st
     "--bucket",
     default="auto",
     show_default=True,
-    help="Bucket width: 10s, 500ms, 1m, ...; auto is 10s, wider when that gives over 500 buckets.",
+    help="Bucket width: 10s, 500ms, 1m, 1h, 1d, ...; auto is 10s, wider when that gives over 500 buckets.",
 )
 @click.option(
     "--since",
-    help="First instant: UTC ISO (2026-11-20T14:00:00), or before the store's last event "
-    "(-30m, 1h, 2h ago, yesterday 14:00, 14:00).",
+    help="First instant: UTC ISO (2026-11-20T14:00:00), before the store's last event "
+    "(-30m, 1h, 2h ago, yesterday 14:00), or a time of day on the day of the store's events nearest it (14:00).",
 )
 @click.option("--until", help="Last instant, written as for --since.")
 @click.option("--host", help="Only this host: its load and events, its rooms' transfers (either side), its replies.")
