@@ -256,6 +256,45 @@ def test_bucket_takes_days(incident):
 # --- names are checked ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("query", ["event_marks", "room_spans", "host_load"])
+def test_a_query_refuses_a_host_the_store_lacks_as_timeline_does(incident, query):
+    code, out, err = run("query", "run", query, "-p", "host=nosuchhost", store=incident)
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: -p host=nosuchhost: no such host in the store\n"
+        "  = help: known hosts: agent, decode-0, decode-1, prefill-0\n"
+    )
+    assert run("query", "run", query, "-p", "host=decode-1", "--format", "csv", store=incident)[0] == 0
+
+
+def test_a_room_the_store_lacks_is_refused_with_some_it_has(incident):
+    from forensics.analysis import names
+    from forensics.analysis.db import connect
+    from forensics.core.errors import UsageError
+    from forensics.store import Store
+
+    con = connect(Store(incident), materialize=True)
+    try:
+        [(room,)] = con.execute("SELECT min(bootstrap_room) FROM rooms").fetchall()
+        names.check_room(con, room)
+        with pytest.raises(UsageError) as e:
+            names.check_room(con, 12345, opt="-p room=")
+    finally:
+        con.close()
+    assert e.value.render().splitlines()[0] == "error: -p room=12345: no such room in the store"
+    assert f"known rooms: {room}, " in e.value.render() and " and 491 more" in e.value.render()
+
+
+def test_named_queries_show_times_as_timestamps(incident):
+    code, out, err = run("query", "run", "event_marks", "--format", "csv", store=incident)
+    assert code == 0, err
+    head, first = out.splitlines()[:2]
+    assert head.split(",")[0] == "ts" and first.startswith("2026-11-20T")
+    for query, cols in {"host_load": ["bucket_start"], "room_spans": ["t0", "t1"], "reply_hosts": ["t0", "t1"]}.items():
+        doc = json.loads(run("query", "run", query, "--format", "json", store=incident)[1])
+        assert all(str(doc[0][c]).startswith("2026-11-20") for c in cols), (query, doc[0])
+
+
 def test_clocks_set_force_then_unset(tmp_path, incident):
     store = tmp_path / "store"
     shutil.copytree(incident, store)

@@ -372,14 +372,12 @@ def query_show(name):
 @handled
 def query_run(name, store, fmt, params, output, redact):
     """Run a named query; parameters are bound, never pasted into the SQL; their header declares the types."""
-    from forensics.analysis import verdicts
-    from forensics.catalog import named as queries
+    from forensics.analysis import names
     from forensics.store import Store
 
     fmt = output_format(fmt, output, RESULT, "query run")
     _outside_store(output, store)
     check_output(output)
-    verdicts.ensure(Store(store))
-    df = queries.run(Store(store), name, _params(params, typed=False))
+    df = names.run_query(Store(store), name, _params(params, typed=False))
     with redaction(redact, Store(store)) as red:
         _write_result(masked(red, df), fmt, output)
