@@ -468,7 +468,8 @@ def _pct(v) -> str:
 def _ratio(v) -> str:
     if v is None or math.isnan(v):
         return ""
-    return "inf" if math.isinf(v) else f"{v:.2f}"
+    # an exact 0 is the ratio of a group with no corrupted reply, not a small one rounded
+    return "inf" if math.isinf(v) else "0" if v == 0 else f"{v:.2f}"
 
 
 def _sig(v) -> str:
