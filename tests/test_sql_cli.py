@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from forensics.cli import main
-from tests.goldens import CLI_SNAPSHOTS, GOLDEN, ROOT, cli_snapshot
+from tests.goldens import CLI_SNAPSHOTS, GOLDEN, ROOT, SERVER_SNAPSHOTS, cli_snapshot
 
 
 def run(*args, input=None):
@@ -489,5 +489,13 @@ def test_abort_storm_table_is_readable(sample_store):
 def test_cli_snapshots(sample_store, name):
     expected = (GOLDEN / "cli" / f"{name}.txt").read_text()
     assert cli_snapshot(sample_store, CLI_SNAPSHOTS[name]) == expected, (
+        f"tests/golden/cli/{name}.txt differs: `python -m tests.goldens --update`, then read the diff"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SERVER_SNAPSHOTS))
+def test_server_store_snapshots_at_three_widths(server_store, name):
+    expected = (GOLDEN / "cli" / f"{name}.txt").read_text()
+    assert cli_snapshot(server_store, SERVER_SNAPSHOTS[name]) == expected, (
         f"tests/golden/cli/{name}.txt differs: `python -m tests.goldens --update`, then read the diff"
     )

@@ -210,7 +210,13 @@ def room(room, store, fmt, redact):
         echo_head(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", fmt)
         for line in [*story.clock_warnings, *summary_lines(story)]:
             echo_head(line, fmt)
-        render(story.timeline, fmt, first=("ts", "host", "what", "failure", "detail"))
+        # the detail is what the line said: it folds onto more lines rather than going in a narrow terminal
+        render(
+            story.timeline,
+            fmt,
+            first=("ts", "host", "detail", "what", "failure"),
+            wrap=frozenset({"detail", "failure"}),
+        )
 
 
 @click.command()
