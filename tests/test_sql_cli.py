@@ -499,3 +499,9 @@ def test_server_store_snapshots_at_three_widths(server_store, name):
     assert cli_snapshot(server_store, SERVER_SNAPSHOTS[name]) == expected, (
         f"tests/golden/cli/{name}.txt differs: `python -m tests.goldens --update`, then read the diff"
     )
+
+
+def test_a_store_without_replies_shows_no_reply_columns(server_store):
+    r = ok("timeline", "--store", server_store, "--bucket", "1m", "--format", "markdown")
+    header = next(ln for ln in r.stdout.splitlines() if ln.startswith("| bucket_start"))
+    assert "replies" not in header and "corrupted_rate" not in header and "failed_requests" in header
