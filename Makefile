@@ -1,13 +1,32 @@
-PY ?= python3
+# Debian's and Ubuntu's python refuse `pip install` outside a virtual environment (PEP 668:
+# externally-managed-environment). There, unless one is active, make installs into one of its own,
+# .venv (made with the venv module: `sudo apt install python3-venv` where it is missing).
+# PY=... names any other interpreter.
+SYSTEM_PY ?= python3
+MANAGED := $(shell $(SYSTEM_PY) -c 'import os, sys, sysconfig; print(int(sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))))' 2>/dev/null)
+VENV ?= .venv
+ifeq ($(MANAGED),1)
+PY ?= $(VENV)/bin/python
+else
+PY ?= $(SYSTEM_PY)
+endif
+FORENSICS = $(PY) -m forensics.cli
 STORE ?= forensics-store
 
 .PHONY: install demo test check lint goldens bench sanitize
 
 # An editable install compiles no bytecode, and with PYTHONDONTWRITEBYTECODE set every command
 # would compile the modules again. A regular pip install does this too.
-install:
+install: $(filter $(VENV)/bin/python,$(PY))
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m compileall -q forensics parsers queries
+
+$(VENV)/bin/python:
+	@$(SYSTEM_PY) -m venv $(VENV) || { \
+		echo "error: $(SYSTEM_PY) cannot make a virtual environment in $(VENV)"; \
+		echo "  = help: install the venv module (Debian, Ubuntu: sudo apt install python3-venv), or give PY=/path/to/python"; \
+		rm -rf $(VENV); exit 1; }
+	@echo "made a virtual environment in $(VENV) ($(SYSTEM_PY) is externally managed): run its forensics as $(VENV)/bin/forensics"
 
 # Ingest the generated incident and walk through it; the era samples (dated 2024-2026) go into a
 # store of their own, so the incident's charts span the incident. The timelines are written to
@@ -16,17 +35,17 @@ DEMO_OUT ?= demo-out
 demo: install
 	rm -rf $(STORE) $(STORE)-eras $(DEMO_OUT)
 	mkdir -p $(DEMO_OUT)
-	forensics ingest sample_logs/incident --store $(STORE)
-	forensics ingest sample_logs/eras --store $(STORE)-eras
-	forensics clocks --store $(STORE)
-	forensics clocks set decode-1 2.5 --store $(STORE)
-	forensics timeline --store $(STORE) --bucket 1m --since 2026-11-20T14:00:00 --until 2026-11-20T14:20:00
-	forensics timeline --store $(STORE) --format markdown -o $(DEMO_OUT)/timeline.md
-	forensics timeline --store $(STORE) --format html -o $(DEMO_OUT)/timeline.html
-	forensics timeline --store $(STORE) --format png -o $(DEMO_OUT)/timeline.png
-	forensics timeline --store $(STORE) --format svg -o $(DEMO_OUT)/timeline.svg
-	forensics evidence --store $(STORE)
-	forensics sql --store $(STORE) "SELECT bootstrap_room, prefill_host, decode_host, outcome FROM rooms WHERE NOT checksum_match ORDER BY bootstrap_room"
+	$(FORENSICS) ingest sample_logs/incident --store $(STORE)
+	$(FORENSICS) ingest sample_logs/eras --store $(STORE)-eras
+	$(FORENSICS) clocks --store $(STORE)
+	$(FORENSICS) clocks set decode-1 2.5 --store $(STORE)
+	$(FORENSICS) timeline --store $(STORE) --bucket 1m --since 2026-11-20T14:00:00 --until 2026-11-20T14:20:00
+	$(FORENSICS) timeline --store $(STORE) --format markdown -o $(DEMO_OUT)/timeline.md
+	$(FORENSICS) timeline --store $(STORE) --format html -o $(DEMO_OUT)/timeline.html
+	$(FORENSICS) timeline --store $(STORE) --format png -o $(DEMO_OUT)/timeline.png
+	$(FORENSICS) timeline --store $(STORE) --format svg -o $(DEMO_OUT)/timeline.svg
+	$(FORENSICS) evidence --store $(STORE)
+	$(FORENSICS) sql --store $(STORE) "SELECT bootstrap_room, prefill_host, decode_host, outcome FROM rooms WHERE NOT checksum_match ORDER BY bootstrap_room"
 
 # The suite on every core (pytest-xdist). A module's tests go to one worker (loadscope), so its
 # module fixtures are built once; stores that several modules read are built once and shared by

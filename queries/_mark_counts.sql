@@ -10,4 +10,4 @@
 --   mark: 'failure' | 'abort' | 'error'
 --   k: bucket index
 --   n: lines
-SELECT host, mark, (t_us - $lo_us) // $bucket_us AS k, count(*) AS n FROM q GROUP BY ALL
+SELECT host, mark, (epoch_us(ts) - $lo_us) // $bucket_us AS k, count(*) AS n FROM q GROUP BY ALL

@@ -20,8 +20,8 @@
 --   message: the message, cut at 300 characters
 SELECT * EXCLUDE (prio, k, rn) FROM (
     SELECT *, row_number() OVER (PARTITION BY prio, k ORDER BY t_us, host, rank, kind, room, rid, message) AS rn
-    FROM (SELECT *, CASE mark WHEN 'failure' THEN 0 WHEN 'abort' THEN 1 ELSE 2 END AS prio,
-                 (t_us - $lo_us) // $bucket_us AS k FROM q)
+    FROM (SELECT epoch_us(ts) AS t_us, * EXCLUDE (ts), CASE mark WHEN 'failure' THEN 0 WHEN 'abort' THEN 1 ELSE 2 END AS prio,
+                 (epoch_us(ts) - $lo_us) // $bucket_us AS k FROM q)
     ORDER BY prio, rn, t_us
     LIMIT $cap
 )

@@ -11,4 +11,4 @@
 --   corrupted: the class is a corruption
 --   k: bucket index
 --   n: replies
-SELECT host, corruption_class AS cls, corrupted, (t0 - $lo_us) // $bucket_us AS k, count(*) AS n FROM q GROUP BY ALL
+SELECT host, corruption_class AS cls, corrupted, (t0 - $lo_us) // $bucket_us AS k, count(*) AS n FROM (SELECT * REPLACE (epoch_us(t0) AS t0, epoch_us(t1) AS t1) FROM q) GROUP BY ALL

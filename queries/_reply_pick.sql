@@ -27,5 +27,5 @@ SELECT * EXCLUDE (prio, rn) FROM (
     SELECT *, row_number() OVER (PARTITION BY prio, (t0 - $lo_us) // $bucket_us
                                  ORDER BY t0, source, session_id, turn_id) AS rn
     FROM (SELECT *, CASE WHEN corrupted THEN 0 WHEN corruption_class <> 'clean' THEN 1 ELSE 2 END AS prio
-          FROM q))
+          FROM (SELECT * REPLACE (epoch_us(t0) AS t0, epoch_us(t1) AS t1) FROM q)))
 ORDER BY prio, rn, t0 LIMIT $cap

@@ -19,4 +19,5 @@ SELECT prefill_host, decode_host, outcome,
        CASE WHEN t0 >= $lo_us THEN (t0 - $lo_us) // $bucket_us END AS k_sent,
        CASE WHEN recv_t0 >= $lo_us THEN (recv_t0 - $lo_us) // $bucket_us END AS k_received,
        t0 IS NOT NULL AS has_sent, recv_t0 IS NOT NULL AS has_received, count(*) AS n
-FROM q GROUP BY ALL
+-- the exports' grid is in microseconds
+FROM (SELECT * REPLACE (epoch_us(t0) AS t0, epoch_us(t1) AS t1, epoch_us(recv_t0) AS recv_t0, epoch_us(recv_t1) AS recv_t1) FROM q) GROUP BY ALL

@@ -27,7 +27,7 @@ SELECT * EXCLUDE (prio, k, dur, rn) FROM (
     FROM (SELECT *, CASE WHEN (outcome NOT IN ('ok', 'unknown') OR checksum_verdict = 'corrupted') THEN 0 ELSE 1 END AS prio,
                  (coalesce(t0, recv_t0) - $lo_us) // $bucket_us AS k,
                  greatest(coalesce(t1 - t0, 0), coalesce(recv_t1 - recv_t0, 0)) AS dur
-          FROM q)
+          FROM (SELECT * REPLACE (epoch_us(t0) AS t0, epoch_us(t1) AS t1, epoch_us(recv_t0) AS recv_t0, epoch_us(recv_t1) AS recv_t1) FROM q))
     ORDER BY prio, rn, dur DESC, room
     LIMIT $cap
 )

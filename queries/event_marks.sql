@@ -8,7 +8,7 @@
 --   before TIMESTAMP = NULL: end of the window (UTC, not included), default the end of the data
 --   host VARCHAR = NULL: only this host
 -- columns:
---   t_us: time of the line, microseconds since the epoch (UTC)
+--   ts: time of the line (UTC)
 --   host: host the line came from
 --   rank: its DP rank, else TP rank, else attention CP rank
 --   mark: 'abort' | 'failure' (transfer or bootstrap failed) | 'error' (any other error or fatal line)
@@ -18,7 +18,7 @@
 --   room: bootstrap room (as text: 63-bit)
 --   rid: request id
 --   message: the message, cut at 300 characters
-SELECT epoch_us(ts) AS t_us, host, coalesce(dp_rank, tp_rank, attn_cp_rank) AS rank,
+SELECT ts, host, coalesce(dp_rank, tp_rank, attn_cp_rank) AS rank,
        CASE WHEN kind = 'abort' OR reason = 'aborted' THEN 'abort'
             WHEN kind IN ('transfer_failed', 'bootstrap_failed') THEN 'failure'
             ELSE 'error' END AS mark,

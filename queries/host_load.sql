@@ -10,7 +10,7 @@
 -- columns:
 --   host: host the stats lines came from
 --   role: the kind of its stats lines: prefill or decode
---   t_us: start of the bucket, microseconds since the epoch (UTC)
+--   bucket_start: start of the bucket (UTC)
 --   queue_req: waiting queue, summed over ranks (mean within the bucket)
 --   running_req: running requests, summed over ranks
 --   bootstrap_req: requests waiting for their bootstrap, summed over ranks
@@ -37,7 +37,7 @@ per_rank AS (
            sum(new_token) AS new_token, TRY_CAST(avg(TRY_CAST(gen_throughput AS DECIMAL(18, 3))) AS DECIMAL(18, 6)) AS gen_throughput
     FROM b GROUP BY ALL
 )
-SELECT host, kind AS role, epoch_us(bucket_start) AS t_us,
+SELECT host, kind AS role, bucket_start,
        round(sum(queue_req), 1)::DOUBLE AS queue_req, round(sum(running_req), 1)::DOUBLE AS running_req,
        round(sum(bootstrap_req), 1)::DOUBLE AS bootstrap_req, round(sum(inflight_req), 1)::DOUBLE AS inflight_req,
        round(sum(transfer_req), 1)::DOUBLE AS transfer_req,

@@ -9,8 +9,8 @@
 --   source: transcript source
 --   session_id: session of the turn
 --   turn_id: the turn, unique within (source, session_id)
---   t0: when the request went out, microseconds since the epoch (UTC)
---   t1: when the reply was complete (else t0), microseconds since the epoch
+--   t0: when the request went out (UTC)
+--   t1: when the reply was complete (else t0)
 --   corruption_class: clean | parse_leak | incoherent | empty | config | transfer_error
 --   corrupted: class is parse_leak, incoherent or empty
 --   signatures: corruption signatures that fired
@@ -21,7 +21,7 @@
 --   room: bootstrap room (as text: 63-bit), the server's when linked
 --   outcome: the room's outcome
 --   link_method: how the reply was linked to its server request
-SELECT r.source, r.session_id, r.turn_id, epoch_us(r.t_start) AS t0, epoch_us(coalesce(r.t_end, r.t_start)) AS t1,
+SELECT r.source, r.session_id, r.turn_id, r.t_start AS t0, coalesce(r.t_end, r.t_start) AS t1,
        r.corruption_class, coalesce(r.corrupted, false) AS corrupted, r.signatures, r.evidence, r.finish_reason,
        coalesce(rm.decode_host, r.server_host) AS host, rm.decode_rank AS rank,
        CAST(coalesce(r.server_bootstrap_room, r.bootstrap_room) AS VARCHAR) AS room, rm.outcome, r.link_method

@@ -10,31 +10,31 @@
 --   room: bootstrap room (as text: 63-bit)
 --   prefill_host: host of the prefill side
 --   prefill_rank: lowest engine rank of the prefill side
---   t0: start of the prefill side (first event or first posted unit), microseconds since the epoch
---   t1: end of the prefill side (last event or last unit done), microseconds since the epoch
+--   t0: start of the prefill side (first event or first posted unit)
+--   t1: end of the prefill side (last event or last unit done)
 --   units: transfer units posted for the room
 --   bytes: bytes in those units
 --   error: the first unit's error, if any
 --   decode_host: host of the decode side
 --   decode_rank: lowest engine rank of the decode side
---   recv_t0: first event of the decode side, microseconds since the epoch
---   recv_t1: last event of the decode side, microseconds since the epoch
+--   recv_t0: first event of the decode side
+--   recv_t1: last event of the decode side
 --   outcome: the room's outcome (rooms view), unknown when the room is not there
 --   checksum_verdict: the room's checksum verdict (rooms view)
 
 -- each side's span of the room in the trace, over every event: a room aborted before its first
 -- post still shows, as the aborts of the planted storm do
 WITH te AS (
-    SELECT bootstrap_room, side, min(host) AS host, min(engine_rank) AS rank, epoch_us(min(ts)) AS t0,
-           epoch_us(max(ts)) AS t1
+    SELECT bootstrap_room, side, min(host) AS host, min(engine_rank) AS rank, min(ts) AS t0,
+           max(ts) AS t1
     FROM transfer_events
     WHERE bootstrap_room <> 0 AND NOT unknown_enum
     GROUP BY bootstrap_room, side
 ),
 -- the units (trace, or `sending kvcache` debug lines when there is no trace): post to completion
 units AS (
-    SELECT bootstrap_room, min(host) AS host, min(engine_rank) AS rank, epoch_us(min(t_post)) AS t0,
-           epoch_us(max(coalesce(t_done, t_post))) AS t1, count(*) AS units, CAST(sum(bytes) AS BIGINT) AS bytes,
+    SELECT bootstrap_room, min(host) AS host, min(engine_rank) AS rank, min(t_post) AS t0,
+           max(coalesce(t_done, t_post)) AS t1, count(*) AS units, CAST(sum(bytes) AS BIGINT) AS bytes,
            arg_min(error, t_post) FILTER (WHERE error IS NOT NULL) AS error
     FROM transfers
     WHERE side = 'prefill' AND t_post IS NOT NULL
@@ -57,7 +57,7 @@ joined AS (
 )
 SELECT CAST(bootstrap_room AS VARCHAR) AS room, * EXCLUDE (bootstrap_room)
 FROM joined
-WHERE (CAST($since AS TIMESTAMPTZ) IS NULL OR coalesce(t0, recv_t0) >= epoch_us(CAST($since AS TIMESTAMPTZ)))
-  AND (CAST($before AS TIMESTAMPTZ) IS NULL OR coalesce(t0, recv_t0) < epoch_us(CAST($before AS TIMESTAMPTZ)))
+WHERE (CAST($since AS TIMESTAMPTZ) IS NULL OR coalesce(t0, recv_t0) >= CAST($since AS TIMESTAMPTZ))
+  AND (CAST($before AS TIMESTAMPTZ) IS NULL OR coalesce(t0, recv_t0) < CAST($before AS TIMESTAMPTZ))
   AND (CAST($host AS VARCHAR) IS NULL OR $host IN (prefill_host, decode_host))
 ORDER BY coalesce(t0, recv_t0), room

@@ -265,6 +265,19 @@ def sample_store(tmp_path_factory):
         yield str(store)  # as tests.goldens.sample_store gives it
 
 
+@pytest.fixture(scope="session")
+def server_store(tmp_path_factory):
+    """The incident's server logs and traces alone, no transcripts (tests.goldens.SERVER_INPUTS; read it)."""
+    from tests.goldens import server_store as ingest
+
+    def build(store):
+        ingest(store)
+        _materialize(store)
+
+    for store in shared_store(tmp_path_factory, "server", build):
+        yield str(store)
+
+
 INCIDENT = ROOT / "sample_logs" / "incident"
 
 

@@ -106,6 +106,52 @@ CLI_SNAPSHOTS = {
 } | {f"query-wedges-{width}": ["query", "run", "wedges", "--max-width", str(width)] for width in (100, 160)}
 
 
+# the incident's server side alone (no transcripts): its logs and transfer traces, copied into a
+# folder of their own and ingested from beside it, so that every path is `incident/...` (and a table
+# of them as wide on every machine)
+SERVER_INPUTS = ("prefill-0", "decode-0", "decode-1", "trace")
+# the same reports at three terminal widths on that store (tests/golden/cli/<name>.txt): the
+# columns kept, folded and left out as the width shrinks
+SERVER_SNAPSHOTS = {
+    f"{what}-{width}": [*args, "--max-width", str(width)]
+    for width in (80, 120, 160)
+    for what, args in {
+        "timeline-server": [
+            "timeline",
+            "--since",
+            "2026-11-20T14:09:00",
+            "--until",
+            "2026-11-20T14:12:00",
+            "--bucket",
+            "1m",
+        ],
+        "room-server": ["room", "2347773765981786812"],
+    }.items()
+}
+
+
+def server_store(path) -> str:
+    """Ingest the incident's SERVER_INPUTS into `path`, read from `<path>-inputs/incident/`; return it."""
+    import os
+    import shutil
+
+    from forensics.analysis import verdicts
+    from forensics.ingest import pipeline as ingest
+    from forensics.store import Store
+
+    inputs = pathlib.Path(f"{path}-inputs")
+    for d in SERVER_INPUTS:
+        shutil.copytree(ROOT / "sample_logs" / "incident" / d, inputs / "incident" / d)
+    cwd = os.getcwd()
+    os.chdir(inputs)
+    try:
+        ingest.run(["incident"], str(path), ingest.Options())
+    finally:
+        os.chdir(cwd)
+    verdicts.ensure(Store(path))
+    return str(path)
+
+
 def cli_snapshot(store, args: list[str]) -> str:
     """One CLI run as a snapshot: its args, exit code, stdout and stderr, the store's path normalised."""
     import os
@@ -143,6 +189,12 @@ def main() -> None:
             for name, argv in CLI_SNAPSHOTS.items():
                 p = GOLDEN / "cli" / f"{name}.txt"
                 p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(cli_snapshot(store, argv))
+                print(f"wrote {p.relative_to(ROOT)}")
+        with tempfile.TemporaryDirectory() as d:
+            store = server_store(f"{d}/store")
+            for name, argv in SERVER_SNAPSHOTS.items():
+                p = GOLDEN / "cli" / f"{name}.txt"
                 p.write_text(cli_snapshot(store, argv))
                 print(f"wrote {p.relative_to(ROOT)}")
     for case in CASES:

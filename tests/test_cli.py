@@ -107,7 +107,7 @@ def test_mistake_is_a_usage_error(incident, args, stderr):
     ],
 )
 def test_missing_output_folder_is_a_usage_error(incident, tmp_path, cmd):
-    target = tmp_path / "no" / "such" / "out.txt"
+    target = tmp_path / "no" / "such" / ("out.svg" if "svg" in cmd else "out.txt")
     code, out, err = run(*cmd, "-o", target, store=incident)
     assert (code, out) == (2, "")
     assert err == (
@@ -177,13 +177,18 @@ def test_broken_pipe_ends_quietly():
         ("-30m", "2026-11-20 13:51:28 UTC", "30 m before"),
         ("2h ago", "2026-11-20 12:21:28 UTC", "2 h before"),
         ("yesterday 14:00", "2026-11-19 14:00:00 UTC", "the day before"),
-        ("14:05", "2026-11-20 14:05:00 UTC", "the latest such time up to"),
+        ("14:05", "2026-11-20 14:05:00 UTC", None),
     ],
 )
 def test_relative_since_is_read_from_the_stores_last_event(incident, since, when, how):
     code, out, err = run("timeline", "--since", since, "--bucket", "1m", "--format", "json", store=incident)
     assert code == 0, err
-    note = f"note: --since {since}: {when}, {how} the store's last event (2026-11-20 14:21:28 UTC)"
+    note = (
+        f"note: --since {since}: {when}, {how} the store's last event (2026-11-20 14:21:28 UTC)"
+        if how
+        else f"note: --since {since}: {when}, on the day of the store's events nearest to it "
+        "(they run 2026-11-20 13:58:25 UTC to 2026-11-20 14:21:28 UTC)"
+    )
     assert note in err.splitlines()
     doc = json.loads(out)
     since_t = dt.datetime.fromisoformat(doc["since"])
@@ -194,7 +199,100 @@ def test_relative_since_is_read_from_the_stores_last_event(incident, since, when
     assert doc["rows"][0]["bucket_start"][:16] == when[:16].replace(" ", "T")
 
 
+def _utc(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc)
+
+
+@pytest.mark.parametrize(
+    "spans, clock, want",
+    [
+        # a dump of 16:30-16:33: 16:34 is that day, not the day before the last event
+        ([("2026-02-19 16:30:08", "2026-02-19 16:33:31")], "16:34", "2026-02-19 16:34"),
+        ([("2026-02-19 16:30:08", "2026-02-19 16:33:31")], "03:00", "2026-02-19 03:00"),
+        # two dumps eleven days apart: each clock time on the day of the dump it falls in
+        (
+            [("2026-02-19 16:30:08", "2026-02-19 16:33:31"), ("2026-03-02 14:44:10", "2026-03-02 14:44:12")],
+            "14:44",
+            "2026-03-02 14:44",
+        ),
+        (
+            [("2026-02-19 16:30:08", "2026-02-19 16:33:31"), ("2026-03-02 14:44:10", "2026-03-02 14:44:12")],
+            "16:31",
+            "2026-02-19 16:31",
+        ),
+        # a night shift: 23:55 before midnight, 00:05 after it
+        ([("2026-02-18 23:50:00", "2026-02-19 00:10:00")], "23:55", "2026-02-18 23:55"),
+        ([("2026-02-18 23:50:00", "2026-02-19 00:10:00")], "00:05", "2026-02-19 00:05"),
+    ],
+)
+def test_a_clock_time_is_on_the_day_of_the_events_nearest_it(spans, clock, want):
+    from forensics.analysis import when
+
+    spans = [(_utc(a), _utc(b)) for a, b in spans]
+    got, _ = when.parse(clock, spans[-1][1], "--since", spans)
+    assert got == _utc(want)
+
+
+def test_a_window_across_midnight_runs_forwards(tmp_path):
+    import duckdb
+
+    from forensics.analysis import when
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE files (lines BIGINT, first_ts TIMESTAMPTZ, last_ts TIMESTAMPTZ)")
+    con.execute("INSERT INTO files VALUES (10, '2026-02-19 00:00:00+00', '2026-02-19 01:00:00+00')")
+    since, until, notes = when.resolve(con, "23:30", "00:30")
+    assert (since, until) == ("2026-02-18T23:30:00+00:00", "2026-02-19T00:30:00+00:00")
+    assert notes[0] == ("--since 23:30: 2026-02-18 23:30:00 UTC, the day before, so that --since comes before --until")
+
+
+def test_bucket_takes_days(incident):
+    code, out, err = run("timeline", "--bucket", "1d", "--format", "json", store=incident)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["bucket_s"] == 86400 and [r["bucket_start"][:10] for r in doc["rows"]] == ["2026-11-20"]
+
+
 # --- names are checked ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", ["event_marks", "room_spans", "host_load"])
+def test_a_query_refuses_a_host_the_store_lacks_as_timeline_does(incident, query):
+    code, out, err = run("query", "run", query, "-p", "host=nosuchhost", store=incident)
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: -p host=nosuchhost: no such host in the store\n"
+        "  = help: known hosts: agent, decode-0, decode-1, prefill-0\n"
+    )
+    assert run("query", "run", query, "-p", "host=decode-1", "--format", "csv", store=incident)[0] == 0
+
+
+def test_a_room_the_store_lacks_is_refused_with_some_it_has(incident):
+    from forensics.analysis import names
+    from forensics.analysis.db import connect
+    from forensics.core.errors import UsageError
+    from forensics.store import Store
+
+    con = connect(Store(incident), materialize=True)
+    try:
+        [(room,)] = con.execute("SELECT min(bootstrap_room) FROM rooms").fetchall()
+        names.check_room(con, room)
+        with pytest.raises(UsageError) as e:
+            names.check_room(con, 12345, opt="-p room=")
+    finally:
+        con.close()
+    assert e.value.render().splitlines()[0] == "error: -p room=12345: no such room in the store"
+    assert f"known rooms: {room}, " in e.value.render() and " and 491 more" in e.value.render()
+
+
+def test_named_queries_show_times_as_timestamps(incident):
+    code, out, err = run("query", "run", "event_marks", "--format", "csv", store=incident)
+    assert code == 0, err
+    head, first = out.splitlines()[:2]
+    assert head.split(",")[0] == "ts" and first.startswith("2026-11-20T")
+    for query, cols in {"host_load": ["bucket_start"], "room_spans": ["t0", "t1"], "reply_hosts": ["t0", "t1"]}.items():
+        doc = json.loads(run("query", "run", query, "--format", "json", store=incident)[1])
+        assert all(str(doc[0][c]).startswith("2026-11-20") for c in cols), (query, doc[0])
 
 
 def test_clocks_set_force_then_unset(tmp_path, incident):

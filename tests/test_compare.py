@@ -182,3 +182,16 @@ def test_several_runs_against_one_baseline_are_corrected(rates_22_17, tmp_path):
     # 5% against 22%: Fisher p = 0.00068 (scipy), the smaller of two, so q = 2 * p / 1: significant
     five = next(r for r in rows if r["run"] == "r5")
     assert five["p_value"] < 0.001 and five["verdict"] == "significant" and five["difference_high"] < 0
+
+
+def test_a_run_without_corrupted_replies_has_a_ratio_inside_its_interval(tmp_path):
+    _proxy_run(tmp_path / "in_clean", 40, 0)
+    _proxy_run(tmp_path / "in_bad", 40, 6)
+    ingest_paths([tmp_path / "in_clean"], tmp_path / "clean", jobs=1)
+    ingest_paths([tmp_path / "in_bad"], tmp_path / "bad", jobs=1)
+    [_, clean] = compare.build([str(tmp_path / "bad"), str(tmp_path / "clean")])["corruption"].rows(named=True)
+    assert clean["risk_ratio"] == 0 == clean["risk_ratio_low"] < clean["risk_ratio_high"] < 2
+    [_, bad] = compare.build([str(tmp_path / "clean"), str(tmp_path / "bad")])["corruption"].rows(named=True)
+    assert 0 < bad["risk_ratio_low"] < bad["risk_ratio"] == bad["risk_ratio_high"] == float("inf")
+    r = CliRunner().invoke(main, ["compare", str(tmp_path / "bad"), str(tmp_path / "clean")])
+    assert "| clean | 40 | 0 | 0.0% (0.0-8.8) | bad | -15.0 pts (-29.1 to -3.2) | 0 (0-1.32) |" in r.stdout

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from forensics.cli import main
-from tests.goldens import CLI_SNAPSHOTS, GOLDEN, ROOT, cli_snapshot
+from tests.goldens import CLI_SNAPSHOTS, GOLDEN, ROOT, SERVER_SNAPSHOTS, cli_snapshot
 
 
 def run(*args, input=None):
@@ -44,7 +44,7 @@ MISTAKES = [
         [
             "error: `forensics sql` writes no .html files",
             "  = help: its formats: table, csv, tsv, json, jsonl, markdown, parquet; pick one with --format or the "
-            "extension of -o",
+            "extension of -o (.csv, .tsv, .json, .jsonl, .md, .parquet, .txt)",
         ],
     ),
     (
@@ -83,7 +83,7 @@ MISTAKES = [
         [
             "error: `forensics query run` writes no .svg files",
             "  = help: its formats: table, csv, tsv, json, jsonl, markdown, parquet; pick one with --format or the "
-            "extension of -o",
+            "extension of -o (.csv, .tsv, .json, .jsonl, .md, .parquet, .txt)",
         ],
     ),
     (
@@ -104,7 +104,47 @@ MISTAKES = [
         ["evidence", "-o", "{tmp}/e.csv"],
         [
             "error: `forensics evidence` writes no .csv files",
-            "  = help: its formats: markdown, json; pick one with --format or the extension of -o",
+            "  = help: its formats: markdown, json; pick one with --format or the extension of -o (.json, .md)",
+        ],
+    ),
+    # an extension that names no format is never written as the terminal table
+    (
+        ["timeline", "-o", "{tmp}/x.pdf"],
+        [
+            "error: `forensics timeline` writes no .pdf files",
+            "  = help: its formats: table, markdown, csv, json, html, png, svg, perfetto; pick one with --format or "
+            "the extension of -o (.csv, .json, .md, .html, .png, .svg, .txt)",
+        ],
+    ),
+    (
+        ["timeline", "-o", "{tmp}/x.jpg"],
+        [
+            "error: `forensics timeline` writes no .jpg files",
+            "  = help: its formats: table, markdown, csv, json, html, png, svg, perfetto; pick one with --format or "
+            "the extension of -o (.csv, .json, .md, .html, .png, .svg, .txt)",
+        ],
+    ),
+    (
+        ["sql", "SELECT 1", "-o", "{tmp}/y.pdf"],
+        [
+            "error: `forensics sql` writes no .pdf files",
+            "  = help: its formats: table, csv, tsv, json, jsonl, markdown, parquet; pick one with --format or the "
+            "extension of -o (.csv, .tsv, .json, .jsonl, .md, .parquet, .txt)",
+        ],
+    ),
+    (
+        ["sql", "SELECT 1", "-o", "{tmp}/result"],
+        [
+            "error: -o {tmp}/result: no extension says the format",
+            "  = help: its formats: table, csv, tsv, json, jsonl, markdown, parquet; pick one with --format or the "
+            "extension of -o (.csv, .tsv, .json, .jsonl, .md, .parquet, .txt)",
+        ],
+    ),
+    (
+        ["summary", "-o", "{tmp}/s.pdf"],
+        [
+            "error: `forensics summary` writes no .pdf files",
+            "  = help: its formats: table, json; pick one with --format or the extension of -o (.json, .txt)",
         ],
     ),
 ]
@@ -120,6 +160,16 @@ def test_mistakes_are_usage_errors(sample_store, tmp_path, args, expected):
     assert r.exit_code == 2, r.output
     assert r.stderr.splitlines() == [e.format(tmp=tmp_path) for e in expected]
     assert r.stdout == "" and not (tmp_path / "x.json").exists() and not (tmp_path / "x.svg").exists()
+
+
+def test_a_file_named_for_no_format_is_written_as_format_says(sample_store, tmp_path):
+    q = "SELECT 1 AS a"
+    table = ok("sql", q, "--store", sample_store, "--max-width", "80").stdout
+    ok("sql", q, "--store", sample_store, "--max-width", "80", "-o", tmp_path / "r.txt")
+    assert (tmp_path / "r.txt").read_text() == table
+    # --format given: the name is the user's, whatever it ends with
+    ok("sql", q, "--store", sample_store, "--format", "csv", "-o", tmp_path / "r.pdf")
+    assert (tmp_path / "r.pdf").read_text() == "a\n1\n"
 
 
 # -- SQL errors keep DuckDB's hints; the help fits -------------------------------------------------------
@@ -441,3 +491,17 @@ def test_cli_snapshots(sample_store, name):
     assert cli_snapshot(sample_store, CLI_SNAPSHOTS[name]) == expected, (
         f"tests/golden/cli/{name}.txt differs: `python -m tests.goldens --update`, then read the diff"
     )
+
+
+@pytest.mark.parametrize("name", sorted(SERVER_SNAPSHOTS))
+def test_server_store_snapshots_at_three_widths(server_store, name):
+    expected = (GOLDEN / "cli" / f"{name}.txt").read_text()
+    assert cli_snapshot(server_store, SERVER_SNAPSHOTS[name]) == expected, (
+        f"tests/golden/cli/{name}.txt differs: `python -m tests.goldens --update`, then read the diff"
+    )
+
+
+def test_a_store_without_replies_shows_no_reply_columns(server_store):
+    r = ok("timeline", "--store", server_store, "--bucket", "1m", "--format", "markdown")
+    header = next(ln for ln in r.stdout.splitlines() if ln.startswith("| bucket_start"))
+    assert "replies" not in header and "corrupted_rate" not in header and "failed_requests" in header

@@ -86,8 +86,12 @@ def test_risk_ratio_ci_katz():
     # by hand: RR 22/100 over 17/100 = 1.2941, se(log RR) = sqrt(1/22 - 1/100 + 1/17 - 1/100) = 0.29030
     assert risk_ratio_ci(22, 100, 17, 100) == (pytest.approx(0.73260, abs=1e-4), pytest.approx(2.28604, abs=1e-4))
     # a zero cell: Haldane's half reply gives finite bounds around the corrected ratio
+    # a zero cell: the bound away from it from the Haldane-corrected table (5.5/21 over 0.5/21), the
+    # other the ratio itself, so the ratio (inf, or 0) lies inside its interval
     lo, hi = risk_ratio_ci(5, 20, 0, 20)
-    assert 0 < lo < 11.0 < hi  # 5.5/21 over 0.5/21
+    assert 0 < lo < 11.0 and hi == math.inf == risk_ratio(5, 20, 0, 20)
+    lo, hi = risk_ratio_ci(0, 40, 6, 40)
+    assert lo == 0 == risk_ratio(0, 40, 6, 40) and 0 < hi < 2
     assert all(math.isnan(x) for x in risk_ratio_ci(0, 10, 0, 10))
 
 

@@ -88,3 +88,24 @@ def test_ci_lints_then_runs_the_readme_test_command():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     for target in ("test", "check", "lint"):
         assert re.search(rf"^{target}: install$", makefile, re.M), target
+
+
+@pytest.mark.parametrize("managed", [True, False])
+def test_make_installs_into_a_venv_where_pip_is_refused(tmp_path, managed):
+    """Debian's system python refuses `pip install` (externally-managed-environment): `make` then
+    makes .venv and installs there; elsewhere (an active venv, CI's python) it installs in place."""
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    stub = tmp_path / "python3"
+    stub.write_text(f"#!/bin/sh\necho {int(managed)}\n")
+    stub.chmod(0o755)
+    out = subprocess.run(
+        ["make", "-n", "install", f"SYSTEM_PY={stub}"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    if managed:
+        assert f"{stub} -m venv .venv" in out and ".venv/bin/python -m pip install -q -e '.[test]'" in out
+    else:
+        assert "-m venv" not in out and f"{stub} -m pip install -q -e '.[test]'" in out

@@ -684,3 +684,14 @@ def test_cli_writes_each_format_and_needs_a_file(incident, tmp_path):
     assert ET.parse(out).getroot().tag.endswith("svg")
     r = runner.invoke(main, ["timeline", "--store", str(incident["store"].root), "--format", "perfetto"])
     assert r.exit_code == 2 and "add -o FILE" in r.output
+
+
+def test_a_stats_line_between_silent_buckets_is_drawn_as_a_dot():
+    import numpy as np
+
+    from forensics.reports.chart import isolated
+
+    nan = np.nan
+    y = np.array([1.0, nan, 2.0, 3.0, nan, 4.0])
+    assert isolated(y).tolist() == [True, False, False, False, False, True]
+    assert not isolated(np.array([nan, nan])).any()

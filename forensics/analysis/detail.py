@@ -61,8 +61,8 @@ def gather(session: Session, model: Timeline, fmt: str = "html") -> dict:
     store, con = session.store, session.con
     load = _load(store, con, {**filtered, "bucket_s": model["bucket_s"]})
     if plan["rows"] == "all":
-        rooms = queries.run(store, "room_spans", filtered, con=con)
-        marks = queries.run(store, "event_marks", filtered, con=con)
+        rooms = micros(queries.run(store, "room_spans", filtered, con=con))
+        marks = micros(queries.run(store, "event_marks", filtered, con=con))
         # the rows name the hosts, as the counts would
         room_counts, mark_counts = rooms, marks
     else:
@@ -78,12 +78,12 @@ def gather(session: Session, model: Timeline, fmt: str = "html") -> dict:
         rooms = (
             _run(store, con, "_room_pick", filtered, {**grid, "cap": limits.rooms})
             if cut_rooms
-            else queries.run(store, "room_spans", filtered, con=con)
+            else micros(queries.run(store, "room_spans", filtered, con=con))
         )
         marks = (
             _run(store, con, "_mark_pick", filtered, {**grid, "cap": limits.marks})
             if cut_marks
-            else queries.run(store, "event_marks", filtered, con=con)
+            else micros(queries.run(store, "event_marks", filtered, con=con))
         )
     reply_counts = pl.DataFrame()
     cut_replies = False
@@ -170,7 +170,9 @@ def _replies(session: Session, con, window: dict, grid: dict, plan: dict, cap: i
     each with the server lines around it when the plan has `context`."""
     rh, ctx = queries.get("reply_hosts"), queries.get("corrupted_context")
     params = dict(rh.bind(window))
-    pick = "SELECT * FROM q" + ("" if plan["clean"] else " WHERE corrupted")
+    pick = "SELECT * REPLACE (epoch_us(t0) AS t0, epoch_us(t1) AS t1) FROM q" + (
+        "" if plan["clean"] else " WHERE corrupted"
+    )
     if cap is not None:
         # corrupted, then the other classes that are not clean, then clean; bucket by bucket
         pick = queries.internal("_reply_pick").sql
@@ -195,7 +197,7 @@ def _replies(session: Session, con, window: dict, grid: dict, plan: dict, cap: i
 def _load(store, con, params: dict) -> list[dict]:
     """Each host's load per bucket, one entry per host and role with a list per column (a rank's
     stats in 1 s buckets over hours would be a million rows as dicts)."""
-    load = queries.run(store, "host_load", params, con=con)
+    load = micros(queries.run(store, "host_load", params, con=con))
     out = []
     for (host, role), part in load.group_by(["host", "role"], maintain_order=True):
         out.append(
@@ -273,6 +275,18 @@ def _hosts(model, load, room_counts, mark_counts, roles) -> list[dict]:
         role_of.setdefault(x["host"], x["role"])
     out = [{"name": h, "role": role_of.get(h) or "unknown"} for h in seen if h is not None]
     return safe(sorted(out, key=lambda h: (_ROLE_ORDER.get(h["role"], 3), h["name"])))
+
+
+# the named queries give times as timestamps; the exports draw on a grid of microseconds
+_MICROS = {"ts": "t_us", "bucket_start": "t_us"}
+
+
+def micros(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with its timestamps as integer microseconds since the epoch (`ts` and `bucket_start` as `t_us`)."""
+    times = [c for c, t in df.schema.items() if isinstance(t, pl.Datetime)]
+    return df.with_columns(pl.col(c).dt.epoch("us") for c in times).rename(
+        {c: _MICROS[c] for c in times if c in _MICROS}
+    )
 
 
 def us(v) -> int | None:

@@ -65,16 +65,19 @@ def risk_ratio(k1: int, n1: int, k0: int, n0: int) -> float:
 def risk_ratio_ci(k1: int, n1: int, k0: int, n0: int, z: float = Z95) -> tuple[float, float]:
     """95% interval of the risk ratio on the log scale (Katz), as SciPy's `relative_risk`.
 
-    A zero count leaves the log ratio unbounded; half a reply is then added to every cell (Haldane),
-    so a bucket with no corrupted replies still gets a finite upper bound.
+    A zero count leaves the log ratio unbounded on one side; half a reply is then added to every
+    cell (Haldane) for the bound on the other side, and the open side is the ratio itself: no
+    corrupted reply in group 1 gives 0 (0 to x), none in group 0 gives inf (x to inf), so the ratio
+    always lies inside its interval.
     """
     if n1 == 0 or n0 == 0 or (k1 == 0 and k0 == 0):
         return (math.nan, math.nan)
-    if k1 == 0 or k0 == 0:
+    zero1, zero0 = k1 == 0, k0 == 0
+    if zero1 or zero0:
         k1, n1, k0, n0 = k1 + 0.5, n1 + 1, k0 + 0.5, n0 + 1
     rr = (k1 / n1) / (k0 / n0)
     se = math.sqrt(1 / k1 - 1 / n1 + 1 / k0 - 1 / n0)
-    return (rr * math.exp(-z * se), rr * math.exp(z * se))
+    return (0.0 if zero1 else rr * math.exp(-z * se), math.inf if zero0 else rr * math.exp(z * se))
 
 
 def rate_difference_ci(k1: int, n1: int, k0: int, n0: int, z: float = Z95) -> tuple[float, float]:

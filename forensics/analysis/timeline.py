@@ -15,14 +15,14 @@ from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
 from forensics.store import Store
 
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600}
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
 def parse_duration(text: str) -> float:
-    """'10s', '500ms', '2m', '1h' or plain seconds -> seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h)?\s*", str(text))
+    """'10s', '500ms', '2m', '1h', '1d' or plain seconds -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d)?\s*", str(text))
     if not m or float(m.group(1)) <= 0:
-        raise UsageError(f"cannot read the duration {text!r}", help="write e.g. 10s, 500ms, 2m or 1h")
+        raise UsageError(f"cannot read the duration {text!r}", help="write e.g. 10s, 500ms, 2m, 1h or 1d")
     return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 
@@ -87,6 +87,109 @@ def _window(con, since: str | None, until: str | None) -> tuple[str | None, str 
     return since or lo.isoformat(), until or hi.isoformat(), [note]
 
 
+def _occupied(con, bucket_s: float, since, until, host) -> pl.DataFrame:
+    params = {"bucket_s": float(bucket_s), "since": since, "until": until, "host": host}
+    return pl.from_arrow(con.sql(queries.internal("_occupancy").sql, params=params).to_arrow_table())
+
+
+def _host_window(con, host: str, since, until) -> tuple[str | None, str | None, list[str]]:
+    """The window of `--host` alone: that host's span, where a bound is not given, so a host that
+    logged for seconds gets its seconds, not the whole store's days in empty rows."""
+    occ = _occupied(con, 1e9, since, until, host)
+    if occ.height == 0:
+        return since, until, []
+    lo, hi = occ["t_first"].min(), occ["t_last"].max()
+    note = f"window {_stretch(lo, hi)}: the span of host {host}; pass --since / --until for another"
+    return since or lo.isoformat(), until or hi.isoformat(), [note]
+
+
+# a default window is cut to where its rows are when more than this share of its buckets is empty
+# (and it has this many buckets at least): 626 empty days of 643 is not a timeline anyone reads
+MOSTLY_EMPTY, MIN_CUT_BUCKETS = 0.5, 30
+# a stretch without rows this long (a share of the window's buckets) parts two clusters of rows
+CLUSTER_GAP = 0.1
+
+
+def _clusters(occ: pl.DataFrame, bucket_s: float, n_buckets: int) -> list[pl.DataFrame]:
+    """The occupied buckets in runs parted by gaps longer than CLUSTER_GAP of the window."""
+    starts = occ["bucket_start"].unique().sort()
+    gap = max(2, CLUSTER_GAP * n_buckets) * bucket_s
+    cuts = [starts[0]]
+    for a, b in zip(starts, starts[1:]):
+        if (b - a).total_seconds() > gap:
+            cuts.append(b)
+    edges = [*cuts[1:], None]
+    return [
+        occ.filter((pl.col("bucket_start") >= lo) & (pl.col("bucket_start") < hi if hi is not None else True))
+        for lo, hi in zip(cuts, edges)
+    ]
+
+
+def _to_the_data(
+    con, since, until, bucket: str, bucket_s: float, host
+) -> tuple[str | None, str | None, list[str], float]:
+    """A default window that would be mostly empty buckets, cut to the cluster of rows holding most of
+    them (the later on a tie), with a note naming what lies outside; `auto` buckets are chosen again
+    for the cut window, which may be cut again (five times at most)."""
+    outside: list[pl.DataFrame] = []
+    for _ in range(5):
+        occ = _occupied(con, bucket_s, since, until, host)
+        if occ.height == 0:
+            break
+        lo, hi = occ["t_first"].min(), occ["t_last"].max()
+        n_buckets = int((hi - lo).total_seconds() // bucket_s) + 1
+        if n_buckets < MIN_CUT_BUCKETS or occ["bucket_start"].n_unique() > (1 - MOSTLY_EMPTY) * n_buckets:
+            break
+        parts = _clusters(occ, bucket_s, n_buckets)
+        if len(parts) < 2:
+            break
+        keep = max(reversed(range(len(parts))), key=lambda i: parts[i]["n"].sum())
+        outside += [p for i, p in enumerate(parts) if i != keep]
+        since, until = parts[keep]["t_first"].min().isoformat(), parts[keep]["t_last"].max().isoformat()
+        if bucket == "auto":
+            bucket_s = auto_bucket(_span_s(since, until, con))
+    if not outside:
+        return since, until, [], bucket_s
+    rest = sorted(outside, key=lambda p: p["t_first"].min())
+    named = [
+        f"{_stretch(p['t_first'].min(), p['t_last'].max())} "
+        f"({names.listing(sorted({h for h in p['host'].to_list() if h}), 3)}: {_rows(int(p['n'].sum()))})"
+        for p in rest[:5]
+    ]
+    more = f" and {len(rest) - 5} more stretches" if len(rest) > 5 else ""
+    note = (
+        f"window {_stretch(dt.datetime.fromisoformat(since), dt.datetime.fromisoformat(until))}, "
+        f"where most of the rows are; outside it: {'; '.join(named)}{more}; pass --since / --until to see them"
+    )
+    return since, until, [note], bucket_s
+
+
+def _rows(n: int) -> str:
+    return f"{n:,} row{'' if n == 1 else 's'}"
+
+
+def _stretch(lo: dt.datetime, hi: dt.datetime) -> str:
+    """`2026-03-02 14:44:10 to 14:44:12 UTC`; one instant once."""
+    a, b = when.fmt(lo), when.fmt(hi)
+    if a == b:
+        return a
+    return f"{a[:-4]} to {b[11:]}" if a[:10] == b[:10] else f"{a[:-4]} to {b}"
+
+
+def _untimed_replies(con, host) -> list[str]:
+    """Replies without a start time (a captured stream carries none) fall in no bucket: said, not dropped."""
+    [(n,)] = con.execute(
+        "SELECT count(*) FROM replies WHERE t_start IS NULL AND ($host IS NULL OR server_host = $host)",
+        {"host": host},
+    ).fetchall()
+    if not n:
+        return []
+    return [
+        f"{n:,} repl{'y has' if n == 1 else 'ies have'} no start time and {'is' if n == 1 else 'are'} in no bucket "
+        "(`forensics replies` lists them)"
+    ]
+
+
 def _span_s(since: str | None, until: str | None, con) -> float | None:
     """Seconds between `since` and `until`, by default the main span (see _main_span)."""
     lo, hi = _main_span(con)
@@ -135,10 +238,18 @@ def build(
     with using(session) as s:
         con = s.con
         names.check_host(con, host)
+        default = since is None and until is None
         since, until, notes = when.resolve(con, since, until)
-        since, until, more = _window(con, since, until)
+        if host and (since is None or until is None):
+            since, until, more = _host_window(con, host, since, until)
+        else:
+            since, until, more = _window(con, since, until)
         notes += more
         bucket_s = auto_bucket(_span_s(since, until, con)) if bucket == "auto" else parse_duration(bucket)
+        if default:
+            since, until, more, bucket_s = _to_the_data(con, since, until, bucket, bucket_s, host)
+            notes += more
+        notes += _untimed_replies(con, host)
         if max_buckets:
             since, until, more = _fit(con, since, until, bucket_s, max_buckets)
             notes += more

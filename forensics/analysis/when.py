@@ -2,7 +2,9 @@
 
 A post-mortem is read hours or days after the logs end, so "the last hour" means the hour before
 the store's last event, never before the wall clock: `-30m`, `30m`, `1h`, `2h ago`, `90s`, `1d`,
-`today`, `yesterday`, `yesterday 14:00`, `14:00`. The last event is the latest timestamp of the
+`today`, `yesterday`, `yesterday 14:00`. A clock time without a date (`14:00`) is on the day of the
+store's events nearest to it (the last event's day, for a dump of one day), moved by a day when that
+keeps `--since` before `--until`. The last event is the latest timestamp of the
 inputs that hold at least 1% of the lines, the same rule the timeline's window follows, so one stray
 far-away log does not move "the last hour" to another year. Relative times are UTC, like the store.
 """
@@ -44,6 +46,9 @@ HELP = (
 
 # the sentence the timeline's header prints about a relative instant
 NOTE = "{opt} {text}: {when}, {how} the store's last event ({last})"
+CLOCK_NOTE = "{opt} {text}: {when}, on the day of the store's events nearest to it (they run {lo} to {hi})"
+# ... and about a clock time moved by a day so that the window runs forwards
+TURNED = "{opt} {text}: {when}, the day {how}, so that --since comes before --until"
 
 
 def is_relative(text: str) -> bool:
@@ -60,8 +65,11 @@ def _unit(u: str) -> float:
     return _UNIT_S[u[0]]
 
 
-def parse(text: str, last: dt.datetime | None, opt: str = "--since") -> tuple[dt.datetime, str | None]:
-    """The UTC instant `text` names, and the header's note when it was relative to `last`."""
+def parse(
+    text: str, last: dt.datetime | None, opt: str = "--since", spans: list[tuple[dt.datetime, dt.datetime]] = ()
+) -> tuple[dt.datetime, str | None]:
+    """The UTC instant `text` names, and the header's note when it was relative to `last`; a clock
+    time without a date falls on the day of `spans` (the main inputs' first and last times) nearest it."""
     t = str(text).strip()
     if m := _AGO.fullmatch(t):
         last = _need_last(last, opt, t)
@@ -80,15 +88,31 @@ def parse(text: str, last: dt.datetime | None, opt: str = "--since") -> tuple[dt
         )
     if _CLOCK.fullmatch(t):
         last = _need_last(last, opt, t)
-        when = _at(last.date(), t, opt, t)
-        if when > last:  # a time of day after the last event means the day before, as a 3 a.m. reader means it
-            when -= dt.timedelta(days=1)
-        return when, NOTE.format(opt=opt, text=t, when=fmt(when), how="the latest such time up to", last=fmt(last))
+        spans = spans or [(last, last)]
+        when = nearest_day(_at(last.date(), t, opt, t), spans)
+        return when, CLOCK_NOTE.format(
+            opt=opt, text=t, when=fmt(when), lo=fmt(min(lo for lo, _ in spans)), hi=fmt(last)
+        )
     try:
         when = dt.datetime.fromisoformat(t.replace("Z", "+00:00") if t.endswith(("Z", "z")) else t)
     except ValueError:
         raise UsageError(f"cannot read the time {opt} {t!r}", help=HELP) from None
     return (when.replace(tzinfo=_UTC) if when.tzinfo is None else when.astimezone(_UTC)), None
+
+
+def nearest_day(t: dt.datetime, spans: list[tuple[dt.datetime, dt.datetime]]) -> dt.datetime:
+    """The time of day of `t` on the day that puts it nearest to one of `spans`: a person who types
+    `16:34` about a dump of 16:30-16:33 means that day, not the day before the last event (the
+    later day on a tie, nearer the incident that made someone read the logs)."""
+
+    def gap(c: dt.datetime) -> float:
+        return min(max((lo - c).total_seconds(), (c - hi).total_seconds(), 0.0) for lo, hi in spans)
+
+    days = sorted(
+        {lo.date() + dt.timedelta(days=i) for lo, hi in spans for i in range((hi.date() - lo.date()).days + 1)}
+    )
+    candidates = [dt.datetime.combine(d, t.timetz()) for d in days] or [t]
+    return min(reversed(candidates), key=gap)
 
 
 def _amount(m: re.Match) -> str:
@@ -123,18 +147,38 @@ def last_event(con) -> dt.datetime | None:
     return last
 
 
+def _spans(con) -> list[tuple[dt.datetime, dt.datetime]]:
+    def utc(t: dt.datetime) -> dt.datetime:
+        return t if t.tzinfo else t.replace(tzinfo=_UTC)
+
+    return [(utc(lo), utc(hi)) for lo, hi in con.execute(queries.internal("_main_inputs").sql).fetchall()]
+
+
 def resolve(con, since: str | None, until: str | None) -> tuple[str | None, str | None, list[str]]:
-    """`since` and `until` as ISO UTC instants for the queries, and the header's notes on relative ones."""
-    last = last_event(con) if any(v is not None and is_relative(v) for v in (since, until)) else None
+    """`since` and `until` as ISO UTC instants for the queries, and the header's notes on relative ones.
+
+    A clock time that, on its nearest day, would come after --until (or before --since) moves by the
+    day that keeps the window running forwards: `--since 23:30 --until 00:30` spans midnight."""
+    relative = [v is not None and is_relative(v) for v in (since, until)]
+    last = last_event(con) if any(relative) else None
+    clock = [v is not None and bool(_CLOCK.fullmatch(v.strip())) for v in (since, until)]
+    spans = _spans(con) if any(clock) else []
     out, notes = [], []
     for opt, v in (("--since", since), ("--until", until)):
-        when, note = parse(v, last, opt) if v is not None else (None, None)
+        when, note = parse(v, last, opt, spans) if v is not None else (None, None)
         out.append(when)
-        if note:
-            notes.append(note)
+        notes.append(note)
+    if out[0] and out[1] and out[0] > out[1] and any(clock):
+        # the one to move is a clock time: --since a day back if it is one, else --until a day on
+        i, step, how = (0, -1, "before") if clock[0] else (1, 1, "after")
+        moved = out[i] + dt.timedelta(days=step)
+        if (moved <= out[1]) if i == 0 else (out[0] <= moved):
+            out[i] = moved
+            opt, v = ("--since", since) if i == 0 else ("--until", until)
+            notes[i] = TURNED.format(opt=opt, text=v.strip(), when=fmt(moved), how=how)
     if out[0] and out[1] and out[0] > out[1]:
         raise UsageError(
             f"--since {since} ({fmt(out[0])}) is after --until {until} ({fmt(out[1])})",
             help="swap them, or widen the window",
         )
-    return *(None if t is None else t.isoformat() for t in out), notes
+    return *(None if t is None else t.isoformat() for t in out), [n for n in notes if n]

@@ -130,10 +130,17 @@ def output_format(fmt: str, output: str | None, writes: Writes, command: str) ->
         return fmt
     ext = os.path.splitext(output)[1].lower()
     fits = EXTENSIONS.get(ext)
-    if fits is None:
-        return fmt
     src = click.get_current_context().get_parameter_source("fmt")
     explicit = src is not None and src.name in ("COMMANDLINE", "ENVIRONMENT")
+    if fits is None:
+        # a name that says no format (x.pdf, a bare name) is written only as --format says, never
+        # guessed as the terminal table
+        if explicit:
+            return fmt
+        raise UsageError(
+            f"`forensics {command}` writes no {ext} files" if ext else f"-o {output}: no extension says the format",
+            help=_formats_help(choices),
+        )
     writable = [f for f in fits if f in choices]
     if explicit:
         if fmt in fits:
@@ -148,11 +155,18 @@ def output_format(fmt: str, output: str | None, writes: Writes, command: str) ->
             else "write it to another extension",
         )
     if not writable:
-        raise UsageError(
-            f"`forensics {command}` writes no {ext} files",
-            help=f"its formats: {', '.join(choices)}; pick one with --format or the extension of -o",
-        )
+        raise UsageError(f"`forensics {command}` writes no {ext} files", help=_formats_help(choices))
     return writable[0]
+
+
+def _formats_help(formats) -> str:
+    """The help of a refused -o: the formats a command writes, and the extensions that choose them."""
+    inferred: dict[str, str] = {}
+    for ext, fits in EXTENSIONS.items():
+        writable = [f for f in fits if f in formats]
+        if writable and writable[0] not in inferred.values():
+            inferred[ext] = writable[0]
+    return f"its formats: {', '.join(formats)}; pick one with --format or the extension of -o ({', '.join(inferred)})"
 
 
 def binary_to_stdout(fmt: str, output: str | None) -> None:

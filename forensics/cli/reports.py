@@ -28,12 +28,12 @@ REPORT_OUTPUT_HELP = "Write to this file (.md, .json) instead of stdout; - is st
     "--bucket",
     default="auto",
     show_default=True,
-    help="Bucket width: 10s, 500ms, 1m, ...; auto is 10s, wider when that gives over 500 buckets.",
+    help="Bucket width: 10s, 500ms, 1m, 1h, 1d, ...; auto is 10s, wider when that gives over 500 buckets.",
 )
 @click.option(
     "--since",
-    help="First instant: UTC ISO (2026-11-20T14:00:00), or before the store's last event "
-    "(-30m, 1h, 2h ago, yesterday 14:00, 14:00).",
+    help="First instant: UTC ISO (2026-11-20T14:00:00), before the store's last event "
+    "(-30m, 1h, 2h ago, yesterday 14:00), or a time of day on the day of the store's events nearest it (14:00).",
 )
 @click.option("--until", help="Last instant, written as for --since.")
 @click.option("--host", help="Only this host: its load and events, its rooms' transfers (either side), its replies.")
@@ -190,7 +190,13 @@ def room(room, session, fmt):
         echo_head(describe_offsets(story.offsets) + " (clock_correction marks the rows moved)", fmt)
         for line in [*story.clock_warnings, *summary_lines(story)]:
             echo_head(line, fmt)
-        render(story.timeline, fmt, first=("ts", "host", "what", "failure", "detail"))
+        # the detail is what the line said: it folds onto more lines rather than going in a narrow terminal
+        render(
+            story.timeline,
+            fmt,
+            first=("ts", "host", "detail", "what", "failure"),
+            wrap=frozenset({"detail", "failure"}),
+        )
 
     return Output(room_story(session, parse_room(room)), text=write)
 
@@ -207,5 +213,6 @@ def summary(session, fmt, output):
     from forensics.analysis import summary as sm
     from forensics.reports.summary import render_summary
 
+    fmt = output_format(fmt, output, SUMMARY, "summary")
     check_output(output)
     return Output(sm.build(session), text=lambda m, out: render_summary(m, fmt, out))

@@ -357,10 +357,9 @@ def query_show(name):
 @session_command()
 def query_run(name, session, fmt, params, output):
     """Run a named query; parameters are bound, never pasted into the SQL; their header declares the types."""
-    from forensics.catalog import named as queries
+    from forensics.analysis import names
 
     fmt = output_format(fmt, output, RESULT, "query run")
     _outside_store(output, session.store.root)
     check_output(output)
-    queries.get(name)  # an unknown name is said before the store is read
-    return _result(session.query(name, _params(params, typed=False)), fmt, output)
+    return _result(names.run_query(session, name, _params(params, typed=False)), fmt, output)

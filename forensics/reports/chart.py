@@ -50,7 +50,11 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
     # take its room
     has_replies = rows.height > 0 and int(rows["replies"].sum() or 0) > 0
     panels = len(hosts) + (1 if has_replies or not hosts else 0)
-    axes = fig.subplots(panels, 1, sharex=True, squeeze=False)[:, 0]
+    # a host without stats lines has only its failure and transfer counts to show: half a panel, the
+    # rest of its room to the panels with load on them
+    loaded = {part["host"] for part in d["load"]}
+    ratios = [1.0 if h["name"] in loaded else 0.5 for h in hosts] + [1.0] * (panels - len(hosts))
+    axes = fig.subplots(panels, 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": ratios})[:, 0]
 
     def x(us):
         return mdates.date2num(np.asarray(us, dtype="int64").astype("datetime64[us]"))
@@ -155,7 +159,15 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
             y = per_bucket(times, [v for part in load for v in part[name]])
             if np.isfinite(y).any():
                 ax.plot(centers, y, color=color, lw=1.3, label=name)
-        ax.set_ylabel("requests")
+                # a stats line between silent buckets has no neighbour to draw a line to: a dot shows it
+                alone = isolated(y)
+                if alone.any():
+                    ax.plot(centers[alone], y[alone], ls="none", marker="o", ms=4, color=color)
+        if h["name"] in loaded:
+            ax.set_ylabel("requests")
+        else:
+            ax.set_yticks([])
+            ax.set_ylabel("no stats lines", fontsize=8)
         tw = ax.twinx()
         transfers = [r for r in d["counts"]["rooms"] if r["host"] == h["name"]]
         fails = [m for m in d["counts"]["marks"] if m["host"] == h["name"] and m["mark"] == "failure"]
@@ -207,6 +219,16 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
         fontsize=11,
     )
     fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+
+
+def isolated(y):
+    """Where `y` has a value and neither bucket beside it has one: a line through it draws nothing."""
+    import numpy as np
+
+    seen = np.isfinite(y)
+    before = np.concatenate([[False], seen[:-1]])
+    after = np.concatenate([seen[1:], [False]])
+    return seen & ~before & ~after
 
 
 def _replies_panel(ax, model, d, per_bucket, edges, band) -> None:

@@ -25,6 +25,8 @@ EXTENSIONS = {
     ".htm": ("html",),
     ".png": ("png",),
     ".svg": ("svg",),
+    # plain text: the table a terminal shows, or a Markdown report
+    ".txt": ("table", "markdown"),
 }
 
 

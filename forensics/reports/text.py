@@ -107,7 +107,7 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         )
         markdown_warnings(out, model.get("clock_warnings", []))
         shown = rows.filter((pl.col("anomaly") != "") | (pl.col("replies") > 0) | pl.col("transfers").gt(0))
-        out.write(markdown(shown.select([*TIMELINE_TABLE_COLUMNS, "anomaly"])))
+        out.write(markdown(shown.select(timeline_columns(rows)[0])))
         _wedge_section(out, model["wedges"])
         _markdown_section(out, "Abort storms", storm_table(model["abort_storms"]))
         return
@@ -115,7 +115,7 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
 
     con = console(out, width=table_width(out) or 10**6)
     print_warnings(con, model.get("clock_warnings", []))
-    cols = [*TIMELINE_TABLE_COLUMNS, "anomaly"]
+    cols, keep_first = timeline_columns(rows)
     cells = [[_cell(r[c]) for c in cols] for r in rows.select(cols).iter_rows(named=True)]
     styles = [
         "bold red" if "wedge" in a or "storm" in a else ("yellow" if a else None)
@@ -128,6 +128,8 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         styles=styles,
         wrap=frozenset({"anomaly"}),
         title=f"timeline ({model['bucket_s']:g} s buckets) — {describe_offsets(model['clock_offsets'])}",
+        first=tuple(_stacked(c) for c in keep_first),
+        ends=False,
     )
     if model["wedges"].height:
         con.print(Text("wedges", style="bold"))
@@ -137,6 +139,32 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
     if model["abort_storms"].height:
         con.print(Text("abort storms", style="bold"))
         _rich_frame(out, storm_table(model["abort_storms"]))
+
+
+# what a timeline is read for, in the order a narrow terminal keeps it: when the failures and aborts
+# are, and why a bucket stands out (its anomaly text names the failures' reasons and the markers)
+TIMELINE_KEPT = ("bucket_start", "failed_requests", "aborts", "anomaly")
+REPLY_COLUMNS = ("replies", "corrupted_rate")
+
+
+def timeline_columns(rows: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """The table's columns in their order, and the order a narrow table keeps them in.
+
+    A window without replies (a store of server logs) has no reply columns at all. Of the rest, the
+    failures, aborts and anomalies come first; then the columns that say most (the most buckets with
+    a value other than 0), and the empty ones last, so they are the first to go."""
+    cols = [*TIMELINE_TABLE_COLUMNS, "anomaly"]
+    if rows.height and not (rows["replies"].fill_null(0) > 0).any():
+        cols = [c for c in cols if c not in REPLY_COLUMNS]
+
+    def said(c: str) -> int:
+        v = rows[c]
+        if v.dtype == pl.Utf8:
+            return int((v.fill_null("") != "").sum())
+        return int((v.fill_null(0) != 0).sum()) if v.dtype.is_numeric() else int(v.is_not_null().sum())
+
+    rest = sorted((c for c in cols if c not in TIMELINE_KEPT), key=lambda c: (said(c) == 0, -said(c)))
+    return cols, [*(c for c in TIMELINE_KEPT if c in cols), *rest]
 
 
 def _stacked(name: str) -> str:
@@ -468,7 +496,8 @@ def _pct(v) -> str:
 def _ratio(v) -> str:
     if v is None or math.isnan(v):
         return ""
-    return "inf" if math.isinf(v) else f"{v:.2f}"
+    # an exact 0 is the ratio of a group with no corrupted reply, not a small one rounded
+    return "inf" if math.isinf(v) else "0" if v == 0 else f"{v:.2f}"
 
 
 def _sig(v) -> str:

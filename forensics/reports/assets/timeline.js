@@ -193,18 +193,27 @@
   function drawLoad(C, g, y, h, x) {
     var L = g.host.load, bucket = g.host.bucket_ms;
     function line(values, max, color, dash, title) {
-      var d = "", prev = null;
+      var d = "", prev = null, alone = [];
       for (var i = 0; i < L.t.length; i++) {
         var v = values[i];
         if (v === null || v === undefined) { prev = null; continue; }
         var t = L.t[i] + bucket / 2;
         // a missing bucket is silence (a wedge shows as a gap), never a straight line across it
         var jump = prev === null || t - prev > bucket * 1.5;
-        d += (jump ? "M" : "L") + x(t).toFixed(1) + " " + (y + h - 3 - v / max * (h - 8)).toFixed(1);
+        var py = y + h - 3 - v / max * (h - 8);
+        d += (jump ? "M" : "L") + x(t).toFixed(1) + " " + py.toFixed(1);
+        var next = i + 1 < L.t.length && values[i + 1] !== null && values[i + 1] !== undefined &&
+                   L.t[i + 1] - L.t[i] <= bucket * 1.5;
+        // a stats line between silent buckets: a path of one point draws nothing, a dot does
+        if (jump && !next) { alone.push([x(t), py]); }
         prev = t;
       }
       if (d) { tip(el("path", {d: d, fill: "none", stroke: color, "stroke-width": 1.4, "stroke-dasharray": dash,
                                "data-series": title}, C), title); }
+      alone.forEach(function (p) {
+        tip(el("circle", {cx: p[0].toFixed(1), cy: p[1].toFixed(1), r: 2.5, fill: color, "data-series": title}, C),
+            title);
+      });
     }
     line(L.throughput, g.maxThr, "#2f9e44", "3 2", "throughput (tok/s), max " + fmtNum(g.maxThr));
     if (g.role === "prefill") { line(L.bootstrap, g.maxReq, "#7048e8", null, "bootstrap_req"); }
