@@ -16,6 +16,7 @@ view joins them from <store>/derived/verdicts/<version>/<input>.parquet, the ver
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -139,6 +140,9 @@ def connect(
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    with contextlib.suppress(duckdb.Error):  # a setting of DuckDB 1.3 and later
+        # a few probes ASOF-joined to every stats line are a sort-merge, not a loop over each line
+        con.execute("SET asof_loop_join_threshold = 0")
     if store.exists():
         con.execute(f"SET temp_directory = {_quote(str(store.root / '.tmp' / 'duckdb'))}")
     offsets = store.clocks() if offsets is None else offsets
