@@ -112,17 +112,20 @@ def constraints(store: Store) -> pl.DataFrame:
         con.close()
 
 
-def estimate(store: Store) -> ClockReport:
-    """Offset estimates for every host pair that shares rooms, beside the offsets in force."""
+def estimate(store: Store, raw_con=None) -> ClockReport:
+    """Offset estimates for every host pair that shares rooms, beside the offsets in force.
+
+    `raw_con`, a connection of the store with no offsets applied, saves opening one."""
     offsets = store.require().clocks()
     # raw clocks: the estimate is what the logs say, whatever offsets are set
-    con = connect(store, offsets={})
+    con = raw_con or connect(store, offsets={})
     try:
         rows = con.sql(queries.internal("_clock_report").sql).fetchall()
         shared = con.sql(queries.internal("_shared_rooms").sql).fetchall()
         n_hosts = con.sql(queries.internal("_host_count").sql).fetchall()[0][0]
     finally:
-        con.close()
+        if raw_con is None:
+            con.close()
     bounded = {frozenset((a, b)) for a, b, *_ in rows}
     unbounded = [
         f"{escape_control(a)} and {escape_control(b)} share {n:,} room{'s' if n != 1 else ''} (e.g. {room}) "

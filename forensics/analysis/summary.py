@@ -57,9 +57,10 @@ def build(store: Store) -> dict:
         top_unparsed = con.execute(queries.internal("_summary_unparsed").sql).fetchall()
         known = names.known_hosts(con)
         fails = failures.totals(con)
+        # with no offsets set this connection reads the raw clocks the estimate wants
+        clock_report = estimate(store, con if not offsets else None)
     finally:
         con.close()
-    clock_report = estimate(store)
     estimates = [
         {
             "host_a": p.host_a,

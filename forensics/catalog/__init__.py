@@ -191,9 +191,16 @@ def connect(
         for name, sql in _macros():
             _create(con, name, sql)
     else:
-        for name, sql in derived_views():
+        # computing the snapshots binds each view once, as it is computed: binding them all here
+        # too would double what a small store's ingest spends in DuckDB
+        computing = materialize and store.exists()
+        for name, sql in [] if computing else derived_views():
             _create(con, name, sql)
-        readable += _use_cache(con, store, offsets, materialize, about)
+        computed = _use_cache(con, store, offsets, materialize, about)
+        if computing and not computed:  # the snapshots could not be written: the views' own SQL
+            for name, sql in derived_views():
+                _create(con, name, sql)
+        readable += computed
     _lock(con, readable)
     return con
 
@@ -409,12 +416,17 @@ def _compute(
             build.about["extends"] = base[0].name
     bounds_followed = False
     done: dict[str, Path] = {}
-    for name in views:
-        path = build.path(name)
+    # the macros are bound when created: each after the views it reads, as the build order has it
+    for d in model.derived().values():
+        if d.kind != "view":
+            _create(con, d.file, d.sql)
+            continue
+        name, path = d.name, build.path(d.name)
         if inc is not None and name in refresh.ROOM_LOCAL and (bounds_followed or name not in refresh.NEEDS_BOUNDS):
+            _create(con, d.file, d.sql)
             inc.write(name, path, done)
         else:
-            _copy_view(con, name, path)
+            _copy_view(con, name, path, _view_query(d.sql))
         con.execute(
             f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))}, hive_partitioning = false)'
         )
@@ -427,8 +439,17 @@ def _compute(
         build.about["rooms_recomputed"] = inc.touched
 
 
-def _copy_view(con, name: str, path: Path) -> None:
-    sql = f'COPY (SELECT * FROM "{name}") TO {_quote(str(path))} (FORMAT parquet)'
+_VIEW_QUERY = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+\w+\s+AS\s+(.*?);?\s*$", re.I | re.S)
+
+
+def _view_query(sql: str) -> str:
+    """The query of a view's file (one object a file, comments before it)."""
+    return _VIEW_QUERY.search(sql).group(1)
+
+
+def _copy_view(con, name: str, path: Path, query: str | None = None) -> None:
+    select = query or f'SELECT * FROM "{name}"'
+    sql = f"COPY ({select}) TO {_quote(str(path))} (FORMAT parquet)"
     try:
         con.execute(sql)
     except duckdb.OutOfMemoryException as e:
