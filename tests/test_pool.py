@@ -202,3 +202,20 @@ def test_a_pass_that_fails_in_a_worker_fails_its_input(tmp_path):
     with pytest.raises(OSError, match="No space left"):
         _parse(str(p), pool, Scan(block_bytes=120, group_blocks=1))
     assert 2 not in pool.parts and len(pool.parts) > 2  # the passes after it ran, into a folder then removed
+
+
+def test_one_small_input_starts_no_workers(tmp_path, monkeypatch):
+    """Workers would only add their start-up to an input smaller than what the pool is for."""
+    from forensics.ingest import pool
+
+    def no_pool(*a, **k):
+        raise AssertionError("a pool was started for one small input")
+
+    monkeypatch.setattr(pool, "start", no_pool)
+    log = tmp_path / "decode.log"
+    log.write_text(
+        "[2025-10-15 14:44:32 DP0 TP0] Decode batch. #running-req: 1, #token: 90, token usage: 0.01, "
+        "gen throughput (token/s): 10.00, #queue-req: 0, \n" * 100
+    )
+    res = pipeline.run([str(log)], str(tmp_path / "store"), pipeline.Options(jobs=2))
+    assert [r.status for r in res] == ["ingested"]

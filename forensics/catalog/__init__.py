@@ -178,6 +178,9 @@ def connect(
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
     con.execute(f"SET memory_limit = '{memory.query}'")
+    with contextlib.suppress(duckdb.Error):  # a setting of DuckDB 1.3 and later
+        # a few probes ASOF-joined to every stats line are a sort-merge, not a loop over each line
+        con.execute("SET asof_loop_join_threshold = 0")
     if store.exists():
         con.execute(f"SET temp_directory = {_quote(str(store.root / '.tmp' / 'duckdb'))}")
     offsets = store.clocks() if offsets is None else offsets
@@ -229,10 +232,16 @@ def connect(
         for name, sql in _macros():
             _create(con, name, sql)
     else:
-        with computing() if computing is not None and materialize and opened.key else contextlib.nullcontext():
-            for name, sql in derived_views():
+        # computing the snapshots binds each view once, as it is computed: binding them all here
+        # too would double what a small store's ingest spends in DuckDB
+        compute = materialize and opened.key is not None
+        with computing() if computing is not None and compute else contextlib.nullcontext():
+            for name, sql in [] if compute else derived_views():
                 _create(con, name, sql)
             folder, paths = _use_cache(con, store, opened.key, offsets, materialize, memory)
+            if compute and folder is None:  # the snapshots could not be written: the views' own SQL
+                for name, sql in derived_views():
+                    _create(con, name, sql)
         opened.snapshots = folder
         readable += paths
     if whole_excerpts:
@@ -445,12 +454,17 @@ def _compute(
             build.about["extends"] = base[0].name
     bounds_followed = False
     done: dict[str, Path] = {}
-    for name in views:
-        path = build.path(name)
+    # the macros are bound when created: each after the views it reads, as the build order has it
+    for d in model.derived().values():
+        if d.kind != "view":
+            _create(con, d.file, d.sql)
+            continue
+        name, path = d.name, build.path(d.name)
         if inc is not None and name in refresh.ROOM_LOCAL and (bounds_followed or name not in refresh.NEEDS_BOUNDS):
+            _create(con, d.file, d.sql)
             inc.write(name, path, done)
         else:
-            _copy_view(con, name, path, memory)
+            _copy_view(con, name, path, memory, _view_query(d.sql))
         con.execute(
             f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({_quote(str(path))}, hive_partitioning = false)'
         )
@@ -463,8 +477,17 @@ def _compute(
         build.about["rooms_recomputed"] = inc.touched
 
 
-def _copy_view(con, name: str, path: Path, memory: Memory) -> None:
-    sql = f'COPY (SELECT * FROM "{name}") TO {_quote(str(path))} (FORMAT parquet)'
+_VIEW_QUERY = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+\w+\s+AS\s+(.*?);?\s*$", re.I | re.S)
+
+
+def _view_query(sql: str) -> str:
+    """The query of a view's file (one object a file, comments before it)."""
+    return _VIEW_QUERY.search(sql).group(1)
+
+
+def _copy_view(con, name: str, path: Path, memory: Memory, query: str | None = None) -> None:
+    select = query or f'SELECT * FROM "{name}"'
+    sql = f"COPY ({select}) TO {_quote(str(path))} (FORMAT parquet)"
     try:
         con.execute(sql)
     except duckdb.OutOfMemoryException as e:

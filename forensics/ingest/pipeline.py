@@ -148,9 +148,10 @@ def _ingest_all(
     jobs, scan = opts.jobs or pool.cores(), opts.scan
     pooled = [s for s in sources if _is_small(s, scan)] if jobs > 1 else []
     large = [s for s in sources if not _is_small(s, scan)] if jobs > 1 else sources
+    pooling = jobs > 1
     if len(pooled) <= 1 and sum(_weight(s, scan) for s in large) < scan.pool_input_bytes:
-        pooled, large = [], pooled + large  # workers would only add their start-up
-    ex = pool.start(jobs) if pooled or (jobs > 1 and large) else None
+        pooled, large, pooling = [], pooled + large, False  # workers would only add their start-up
+    ex = pool.start(jobs) if pooling and (pooled or large) else None
     try:
         futs = {
             ex.submit(parse.ingest_one, store_root, s, opts, hosts[s.path], None, priors.get(s.path)): s for s in pooled

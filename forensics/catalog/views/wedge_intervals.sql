@@ -73,8 +73,9 @@ stat_points AS (
 -- transfer events, and outside these stretches the host is progressing anyway
 stat_gaps AS (
     SELECT g.host, g.t_prev, coalesce(g.t_next, e.t_end) AS gap_end
-    FROM (SELECT host, t_last AS t_prev, lead(t_first) OVER (PARTITION BY host ORDER BY t_first) AS t_next
-          FROM stat_points) g JOIN host_end e USING (host)
+    FROM (SELECT * FROM (SELECT host, t_last AS t_prev, lead(t_first) OVER (PARTITION BY host ORDER BY t_first) AS t_next
+                         FROM stat_points)
+          WHERE t_next IS NULL OR epoch(t_next - t_prev) >= min_gap_s) g JOIN host_end e USING (host)
     WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= min_gap_s
 ),
 -- transfer progress the host's own scheduler makes (posts, completions, notifications it polled,
@@ -113,10 +114,15 @@ host_gaps AS (
 -- robust to the one long gap that is the wedge
 -- (only for streams with a stop of at least min_gap_s: a quantile over a million intervals is what
 -- a store of a busy day would otherwise pay for nothing)
-long_rank_streams AS (
-    SELECT DISTINCT host, dk, tk FROM rank_gaps g JOIN host_end e USING (host)
+-- a stop ends with the next point or, for the last one, the host's end: only the few long stops and
+-- the last points meet the host's end (joining every point to it costs seconds on a big store)
+rank_stops AS (
+    SELECT g.*, coalesce(g.t_next, e.t_end) AS gap_end
+    FROM (SELECT * FROM rank_gaps WHERE t_next IS NULL OR epoch(t_next - t_prev) >= min_gap_s) g
+    JOIN host_end e USING (host)
     WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= min_gap_s
 ),
+long_rank_streams AS (SELECT DISTINCT host, dk, tk FROM rank_stops),
 rank_typical AS (
     SELECT host, dk, tk, CASE WHEN count(*) >= 10 THEN quantile_cont(epoch(t_next - t_prev), 0.9) END AS typical_s
     FROM rank_gaps SEMI JOIN long_rank_streams USING (host, dk, tk)
@@ -132,14 +138,14 @@ host_cand AS (
     SELECT g.host, -1 AS dk, -1 AS tk, 'silence' AS kind, g.t_prev AS t_start, g.t_next,
            coalesce(g.t_next, e.t_end) AS gap_end, t.typical_s,
            greatest(min_gap_s, factor * coalesce(t.typical_s, 0)) AS threshold_s
-    FROM host_gaps g JOIN host_end e USING (host) LEFT JOIN host_typical t USING (host)
+    FROM (SELECT * FROM host_gaps WHERE t_next IS NULL OR epoch(t_next - t_prev) >= min_gap_s) g
+    JOIN host_end e USING (host) LEFT JOIN host_typical t USING (host)
     WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
 ),
 rank_cand0 AS (
     SELECT g.host, g.dk, g.tk, g.t_prev AS t_start, g.t_next, g.gap_end, t.typical_s,
            greatest(min_gap_s, factor * coalesce(t.typical_s, 0)) AS threshold_s
-    FROM (SELECT g.*, coalesce(g.t_next, e.t_end) AS gap_end FROM rank_gaps g JOIN host_end e USING (host)
-          WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= min_gap_s) g
+    FROM rank_stops g
     JOIN n_streams n USING (host)
     LEFT JOIN rank_typical t USING (host, dk, tk)
     WHERE n.n > 1 AND epoch(g.gap_end - g.t_prev) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
