@@ -14,8 +14,10 @@ large ones read here, one after another.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import time
 from collections.abc import Iterator
 from concurrent.futures import as_completed
 
@@ -84,6 +86,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
             raise
         order = {s.path: i for i, s in enumerate(sources)}
         results.sort(key=lambda r: order.get(r.path, 0))
+        stop.finishing("verdicts", len(results))  # every input is committed: a signal from here ends it
         return results
     finally:
         import shutil
@@ -117,7 +120,13 @@ def _stopped(
     and `e` says what was committed and what was not (by the store's folders: an input finished
     on a thread or in a worker as the signal came is committed with no result here)."""
     stop.settle()
-    store.clear_tmp()
+    # a part that a thread was writing as the signal came can land behind the first sweep (the
+    # threads are not waited for: stop.committing refuses their commits, write_all their next part)
+    for _ in range(40):
+        store.clear_tmp()
+        if not any(store.tmp.iterdir()):
+            break
+        time.sleep(0.025)
     done = {r.path for r in results}
     new = [
         str(store.data / k / f)
@@ -199,7 +208,6 @@ def _one_after_another(
     pool, two inputs are read at once, so that the workers parse the next input's first passes
     while the last passes of one end; the pool bounds the passes in flight of both together.
     """
-    from concurrent.futures import ThreadPoolExecutor
 
     def finished(finish) -> FileResult:
         try:
@@ -214,11 +222,11 @@ def _one_after_another(
             finish = parse.parse_one(store_root, s, opts, hosts[s.path], advance, (priors or {}).get(s.path), workers)
             return finished(finish) if callable(finish) else finish
 
-        with ThreadPoolExecutor(2, thread_name_prefix="input") as readers:
+        with _threads(2, "input") as readers:
             for fut in [readers.submit(one, s) for s in sources]:
                 yield fut.result()
         return
-    with ThreadPoolExecutor(1, thread_name_prefix="finish") as tail:
+    with _threads(1, "finish") as tail:
         finishing = None
         for s in sources:
             finish = parse.parse_one(store_root, s, opts, hosts[s.path], advance, (priors or {}).get(s.path))
@@ -227,6 +235,21 @@ def _one_after_another(
             finishing = tail.submit(finished, finish if callable(finish) else lambda r=finish: r)
         if finishing is not None:
             yield finishing.result()
+
+
+@contextlib.contextmanager
+def _threads(n: int, name: str):
+    """A thread pool that a stop does not wait for: the input its threads are reading is given up
+    (its commit is refused: stop.committing), and the pool's passes are killed behind it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ex = ThreadPoolExecutor(n, thread_name_prefix=name)
+    try:
+        yield ex
+    except BaseException:
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    ex.shutdown()
 
 
 COMPRESSED = (".gz", ".zst", ".bz2", ".xz")
