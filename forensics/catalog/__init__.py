@@ -136,6 +136,7 @@ def connect(
     Derived views already materialized for this exact store state are read from their cache;
     `materialize` computes and caches the missing ones (reports do, ad-hoc SQL does not).
     """
+    checks.require_complete(store)
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")

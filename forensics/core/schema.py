@@ -140,6 +140,12 @@ FILES = Table(
             "what the parser knew at byte_end (JSON: the host given, and for server logs "
             "the year, role and clock), read back when the file has grown",
         ),
+        Column(
+            "data_files",
+            pl.List(pl.Struct({"file": pl.Utf8, "bytes": pl.Int64})),
+            "the input's other Parquet files in data/<key>/ as committed (name and size each): every read "
+            "checks they are all there as they were (NULL in stores written before)",
+        ),
     ),
 )
 
