@@ -109,8 +109,9 @@ FILES = Table(
         Column(
             "skip_kind",
             pl.Utf8,
-            "what a skipped file was taken for: markdown, json, csv, yaml, image, pdf, "
-            "html, empty, binary, text (no log markers), special (a FIFO, socket or device, never opened)",
+            "what a skipped file was taken for: markdown, json, csv, yaml, python, image, pdf, "
+            "html, empty, binary, text (no log markers, and a name that does not say log), special (a FIFO, "
+            "socket or device, never opened)",
         ),
         Column("skip_reason", pl.Utf8, "why it was skipped, or the error its parser failed with, in words"),
         # a log that grew since it was ingested adds a piece; never its earlier lines again
