@@ -222,7 +222,7 @@ def test_the_sample_bundle_keeps_its_parsers_and_lists_its_notes():
         ("sglang.log", b"x7=q,; zz\n" * 2000, None),  # garbage: read, its lines in unparsed
         ("stdout", b"Segmentation fault (core dumped)\n  frame #0: 0x1 in ncclProxy()\n", None),
         ("worker.err", b"#\n# A fatal error has been detected:\n#\n#  SIGSEGV (0xb) at pc=0x1\n", None),
-        ("engine.log.3", b"I0101 10:00:01.1 engine.cc:12] step 1 done\n" * 40, None),
+        ("engine.log.3", b"[engine] step 1 done, queue=3\n" * 40, None),
         ("app.out", b'{"level": "info", "msg": "started"}\n{"level": "warn", "msg": "x"}\n', None),
         ("notes.log", b"# What we saw\n\n- the pod died\n- restarted\n", "markdown"),
         ("cluster.log", b"---\ndecode:\n  replicas: 2\n", "yaml"),
