@@ -58,6 +58,33 @@ def ingest(
     paths, store, host, role, tz, year, log_date, run_label, forced_format, deprecated_format, jobs, clock_offset
 ):
     """Parse log files, folders and archives (.gz, .zst, .tar.gz) into the store."""
+    from forensics.ingest import stop  # the standard library only: the handlers go in before the imports
+
+    # one handling for the whole command: a signal raises stop.Interrupted while inputs are committed,
+    # and once they all are ends the command at once (`_interrupted`), whatever step it is in
+    try:
+        with stop.handling(on_stop=_interrupted):
+            _ingest(
+                paths,
+                store,
+                host,
+                role,
+                tz,
+                year,
+                log_date,
+                run_label,
+                forced_format,
+                deprecated_format,
+                jobs,
+                clock_offset,
+            )
+    except stop.Interrupted as e:
+        _interrupted(e)
+
+
+def _ingest(
+    paths, store, host, role, tz, year, log_date, run_label, forced_format, deprecated_format, jobs, clock_offset
+):
     runtime.configure_ingest()
     from forensics.cli.progress import IngestProgress
     from forensics.core.errors import UsageError
@@ -98,20 +125,13 @@ def ingest(
     )
     from forensics.analysis import after_ingest
     from forensics.cli.progress import computing
-    from forensics.ingest import stop
 
-    # one handling for the whole command: once the inputs are committed, a signal ends it at once
-    # (`_interrupted`), whatever step it is in
-    try:
-        with stop.handling(on_stop=_interrupted):
-            with IngestProgress() as prog:
-                results = ing.run(list(paths), store, opts, prog)
-            # the derived views are computed by the summary, once, so the first report after an ingest
-            # is quick; what was ingested is committed by then, so a failure there is said, and the
-            # ingest's exit kept
-            done = after_ingest.finish(Store(store), results, offsets, IngestProgress.summary, computing)
-    except stop.Interrupted as e:
-        _interrupted(e)
+    with IngestProgress() as prog:
+        results = ing.run(list(paths), store, opts, prog)
+    # the derived views are computed by the summary, once, so the first report after an ingest
+    # is quick; what was ingested is committed by then, so a failure there is said, and the
+    # ingest's exit kept
+    done = after_ingest.finish(Store(store), results, offsets, IngestProgress.summary, computing)
     if not done.read_any:
         from forensics.cli.progress import nothing_line
 

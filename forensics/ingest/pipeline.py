@@ -79,6 +79,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
     try:
         store.clear_tmp()
         before = store.committed()
+        stop.check()  # a signal that came during the imports, whatever caught its exception
         try:
             _find_and_ingest(paths, store, opts, sources, results, progress)
         except stop.Interrupted as e:  # a signal while inputs were found, hashed or parsed

@@ -63,6 +63,8 @@ class Interrupted(BaseException):
                 f"interrupted ({name}): all {self.total} inputs are committed; the derived views and the summary "
                 "were not finished (the next report computes them)"
             )
+        if not self.total:
+            return f"interrupted ({name}) before any input was read: the store is as it was"
         left = len(self.not_done)
         which = f" ({self.not_done[0]}{f' and {left - 1} more' if left > 1 else ''})" if left else ""
         return (
