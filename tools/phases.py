@@ -40,8 +40,8 @@ def _marker(path: str, holds: dict[str, float]):
 
 
 def _patch(mark) -> None:
-    from forensics.analysis import summary
-    from forensics.ingest import parse, pipeline, stop
+    from forensics.analysis import summary, verdicts
+    from forensics.ingest import parse, pipeline
     from forensics.store import InputWriter
 
     def before(phase, fn):
@@ -56,14 +56,7 @@ def _patch(mark) -> None:
     parse.Input.read = before("parsing", parse.Input.read)
     InputWriter.commit = before("committing", InputWriter.commit)
     InputWriter.replace = before("committing", InputWriter.replace)
-    finishing = stop.finishing
-
-    def finishing_marked(phase, inputs):
-        finishing(phase, inputs)
-        if phase == "verdicts":
-            mark("deriving")
-
-    stop.finishing = finishing_marked
+    verdicts.ensure = before("deriving", verdicts.ensure)  # the first step after the last commit
     connect = summary.connect
 
     def connected(*a, **kw):
