@@ -97,56 +97,61 @@ def listing_problems(folder: Path, rows: list[dict]) -> list[tuple[str, str]]:
     return out
 
 
-def require_complete(store: Store) -> None:
+def require_complete(store: Store, again: bool = True) -> None:
     """StoreError naming the first committed input whose folder no longer holds the data files its `files`
     row lists (one was deleted, truncated or added): a read would give a silently different answer.
 
-    Costs a listing of each input's folder and one read of the `files` rows' `data_files`."""
+    Costs a listing of each input's folder and one read of the `files` rows' `data_files`. What looks
+    wrong is looked at again, alone, before it is said: an ingest may commit, replace or drop an input
+    between the listing and the read."""
     if not store.exists():
         return
     import duckdb
 
     folders = {p.name: p for p in store.data.iterdir() if p.is_dir()}
     files = store.table_files("files")
-    with_row = {Path(f).parent.name for f in files}
-    for key in sorted(folders.keys() - with_row):
-        raise damaged(store, str(folders[key]), "is an input without its `files` row", len(folders) - len(with_row) - 1)
-    if not files:
-        return
-    require_readable(store, files)
-    con = duckdb.connect(":memory:")
-    try:
-        names = [
-            r[0]
-            for r in con.execute(
-                "DESCRIBE SELECT * FROM read_parquet($f, union_by_name = true)", {"f": files}
-            ).fetchall()
-        ]
-        if "data_files" not in names:
-            return  # a store written before the files rows listed their data files
-        rows = con.execute(
-            "SELECT parse_filename(parse_dirpath(filename)) AS key, path, data_files "
-            "FROM read_parquet($f, union_by_name = true, filename = true)",
-            {"f": files},
-        ).fetchall()
-    except duckdb.Error:
-        err = unreadable(store, files)
-        if err is None:
-            raise
-        raise err from None
-    finally:
-        con.close()
-    by_key: dict[str, list[dict]] = {}
-    for key, path, data_files in rows:
-        by_key.setdefault(key, []).append({"path": path, "data_files": data_files})
-    bad = [
-        (f, why + (f" (input of {rows_[0]['path']})" if rows_[0]["path"] else ""))
-        for key, rows_ in sorted(by_key.items())
-        for f, why in listing_problems(folders[key], rows_)
-    ]
+    suspects = sorted(folders.keys() - {Path(f).parent.name for f in files})
+    if files:
+        con = duckdb.connect(":memory:")
+        try:
+            described = con.execute("DESCRIBE SELECT * FROM read_parquet($f, union_by_name = true)", {"f": files})
+            rows = []
+            if "data_files" in [r[0] for r in described.fetchall()]:  # not in stores written before
+                rows = con.execute(
+                    "SELECT parse_filename(parse_dirpath(filename)) AS key, path, data_files "
+                    "FROM read_parquet($f, union_by_name = true, filename = true)",
+                    {"f": files},
+                ).fetchall()
+        except duckdb.Error:
+            if again and not all(os.path.exists(f) for f in files):
+                return require_complete(store, again=False)  # an input went while it was read
+            err = unreadable(store, files)
+            if err is None:
+                raise
+            raise err from None
+        finally:
+            con.close()
+        by_key: dict[str, list[dict]] = {}
+        for key, path, data_files in rows:
+            by_key.setdefault(key, []).append({"path": path, "data_files": data_files})
+        suspects += [k for k, rows_ in sorted(by_key.items()) if k in folders and listing_problems(folders[k], rows_)]
+    bad = [p for key in suspects for p in _input_problems(store.data / key)]
     if bad:
         path, why = bad[0]
         raise damaged(store, path, _what_is_wrong(path) or why, len(bad) - 1)
+
+
+def _input_problems(folder: Path) -> list[tuple[str, str]]:
+    """(file, problem) of one input folder as it is now, its files rows read afresh; none once it is gone."""
+    try:
+        names = [e.name for e in os.scandir(folder)]
+    except FileNotFoundError:
+        return []
+    if not any(n.startswith("files-") and _PART.match(n) for n in names):
+        return [(str(folder), "is an input without its `files` row")]
+    rows = _files_rows(folder)
+    source = next((r["path"] for r in rows if r.get("path")), None)
+    return [(f, why + (f" (input of {source})" if source else "")) for f, why in listing_problems(folder, rows)]
 
 
 def _what_is_wrong(path: str) -> str | None:
