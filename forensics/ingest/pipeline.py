@@ -19,7 +19,9 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from concurrent.futures import as_completed
+from concurrent.futures import FIRST_COMPLETED, Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_futures
 
 from forensics.core.errors import UsageError
 from forensics.core.inputs import Scan
@@ -172,7 +174,7 @@ def _ingest_all(
             if progress:
                 progress.done_file(r)
             stop.check()
-        for fut in as_completed(futs):
+        for fut in _as_completed(futs):
             s = futs[fut]
             try:
                 r = fut.result()
@@ -225,17 +227,39 @@ def _one_after_another(
 
         with _threads(2, "input") as readers:
             for fut in [readers.submit(one, s) for s in sources]:
-                yield fut.result()
+                yield _result(fut)
         return
     with _threads(1, "finish") as tail:
         finishing = None
         for s in sources:
             finish = parse.parse_one(store_root, s, opts, hosts[s.path], advance, (priors or {}).get(s.path))
             if finishing is not None:
-                yield finishing.result()
+                yield _result(finishing)
             finishing = tail.submit(finished, finish if callable(finish) else lambda r=finish: r)
         if finishing is not None:
-            yield finishing.result()
+            yield _result(finishing)
+
+
+# The main thread waits in steps of this long: a signal the kernel gave another thread (any thread
+# may take a process's signal) breaks no untimed wait, and its handler would wait for the wait's end.
+_WAIT_STEP = 0.1
+
+
+def _result(fut: Future):
+    """`fut.result()`, waited for in steps so that a signal's handler runs within one."""
+    while True:
+        try:
+            return fut.result(timeout=_WAIT_STEP)
+        except FutureTimeout:
+            continue
+
+
+def _as_completed(futs) -> Iterator[Future]:
+    """concurrent.futures.as_completed, waited for in steps (see _result)."""
+    pending = set(futs)
+    while pending:
+        done, pending = wait_futures(pending, timeout=_WAIT_STEP, return_when=FIRST_COMPLETED)
+        yield from done
 
 
 @contextlib.contextmanager
