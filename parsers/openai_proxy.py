@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from forensics.core.turns import Turn, as_int, normalise_finish, parse_time
 from forensics.parsers.base import Batch, Context, Sample, Source
-from forensics.parsers.transcript import batch, json_lines, sniff_jsonl, text_of
+from forensics.parsers.transcript import TooDeep, batch, json_lines, loads, sniff_jsonl, text_of
 
 name = "openai_proxy"
 description = (
@@ -113,8 +113,8 @@ def reassemble(lines: list[str]) -> tuple[dict, bool]:
             done = True
             continue
         try:
-            chunk = json.loads(payload)
-        except ValueError:
+            chunk = loads(payload)
+        except ValueError:  # TooDeep too: a chunk nested past the limit is a bad chunk, not a crash
             out.setdefault("_bad_chunks", []).append(payload[:200])
             continue
         if not isinstance(chunk, dict):
@@ -184,7 +184,7 @@ def _other_error_body(body) -> str | None:
     plain-text reply, FastAPI's `{"detail": …}`, or a JSON body the proxy logged as a string."""
     if isinstance(body, str):
         try:
-            parsed = json.loads(body)
+            parsed = loads(body)
         except ValueError:
             return body.strip() or None
         return _other_error_body(parsed) if isinstance(parsed, dict) else body.strip() or None
@@ -347,11 +347,11 @@ def _parse_capture(source: Source) -> tuple[list[Turn], list, dict[str, int]]:
             continue
         if why and text.startswith("data:"):
             try:
-                obj, why = json.loads(text[5:].strip()), None
+                obj, why = loads(text[5:].strip()), None
+            except TooDeep:
+                why = "too_deep"
             except ValueError:
                 pass
-            except RecursionError:
-                why = "too_deep"
         kind = _reply_object(obj) if why is None else None
         if kind is None:
             unparsed.append((source.path, line_no, line, why or "schema:not_a_reply"))

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from forensics.core.errors import InputError
 from forensics.core.turns import Turn, as_int, normalise_finish, parse_time
 from forensics.parsers.base import Batch, Context, Sample, Source
-from forensics.parsers.transcript import batch
+from forensics.parsers.transcript import MAX_DEPTH, TooDeep, batch, documents, loads
 
 name = "opencode"
 description = (
@@ -183,7 +183,9 @@ def _group(msgs: list[tuple[int, dict]], parts: list[dict]) -> dict[str, list[di
 
 def _load(raw: str | bytes):
     try:
-        obj = json.loads(raw)
+        obj = loads(raw)
+    except TooDeep:
+        return None, "too_deep"
     except (ValueError, UnicodeDecodeError):
         return None, "invalid_json"
     return (obj, None) if isinstance(obj, dict) else (None, "schema:not_an_object")
@@ -281,21 +283,31 @@ def _messages(items: list, path: str, ctx: Context, unparsed: list) -> list[dict
 
 
 def _parse_json(path: str, raw: str, ctx: Context, unparsed: list, session: dict | None = None) -> list[Turn]:
-    """An export object, a server API messages array, or a bare Session.Info (which holds no turn)."""
-    try:
-        obj = json.loads(raw)
-    except ValueError:
-        obj = None
-    if isinstance(obj, list):
-        return _turns(path, session, _messages(obj, path, ctx, unparsed))
-    if isinstance(obj, dict) and isinstance(obj.get("messages"), list):
-        return _turns(path, obj.get("info"), _messages(obj["messages"], path, ctx, unparsed))
-    if isinstance(obj, dict) and str(obj.get("id", "")).startswith("ses_") and "role" not in obj:
-        ctx.account(parsed=1)
-        return []
-    unparsed.append((path, 1, raw, "invalid_json" if obj is None and raw.strip() else "schema:messages"))
-    ctx.account(unparsed=1)
-    return []
+    """Export objects (one, or several written one after another), a server API messages array, or a bare
+    Session.Info (which holds no turn). A document that does not read (nested too deep, invalid) goes to
+    `unparsed` alone, with the line it starts on; the documents beside it are read."""
+    turns: list[Turn] = []
+    deep = 0
+    for line, text, obj, why in documents(raw, skip=("Exporting session:",)):
+        if isinstance(obj, list):
+            turns += _turns(path, session, _messages(obj, path, ctx, unparsed))
+        elif isinstance(obj, dict) and isinstance(obj.get("messages"), list):
+            turns += _turns(path, obj.get("info"), _messages(obj["messages"], path, ctx, unparsed))
+        elif isinstance(obj, dict) and str(obj.get("id", "")).startswith("ses_") and "role" not in obj:
+            ctx.account(parsed=1)
+        else:
+            deep += why == "too_deep"
+            unparsed.append((path, line, text, why or "schema:messages"))
+            ctx.account(unparsed=1)
+    if not raw.strip():
+        unparsed.append((path, 1, raw, "schema:messages"))
+        ctx.account(unparsed=1)
+    if deep:
+        ctx.notes.append(
+            f"{deep} JSON document{'s' * (deep > 1)} nested deeper than {MAX_DEPTH} levels: in `unparsed` "
+            "(reason too_deep), the documents beside it read"
+        )
+    return turns
 
 
 def _parse_api_dir(path: str, ctx: Context, unparsed: list) -> list[Turn]:

@@ -22,7 +22,7 @@ TABLES = [
     ("events", "source_file, line_no"),
     ("unparsed", "source_file, line_no"),
 ]
-DROP = {"files": ["ingested_at", "sha256", "resume_state"]}  # resume_state: parser internals, file dates
+DROP = {"files": ["ingested_at", "sha256", "resume_state", "data_files"]}  # parser internals, file dates, part sizes
 
 
 def snapshot(case: str) -> dict[str, str]:

@@ -214,3 +214,32 @@ def test_the_sample_bundle_keeps_its_parsers_and_lists_its_notes():
             assert got == want[ext], src.path
         else:
             assert got == ("openai_proxy" if name == "proxy.jsonl" else "transfer_trace"), src.path
+
+
+@pytest.mark.parametrize(
+    "name,data,kind",
+    [
+        ("sglang.log", b"x7=q,; zz\n" * 2000, None),  # garbage: read, its lines in unparsed
+        ("stdout", b"Segmentation fault (core dumped)\n  frame #0: 0x1 in ncclProxy()\n", None),
+        ("worker.err", b"#\n# A fatal error has been detected:\n#\n#  SIGSEGV (0xb) at pc=0x1\n", None),
+        ("engine.log.3", b"[engine] step 1 done, queue=3\n" * 40, None),
+        ("app.out", b'{"level": "info", "msg": "started"}\n{"level": "warn", "msg": "x"}\n', None),
+        ("notes.log", b"# What we saw\n\n- the pod died\n- restarted\n", "markdown"),
+        ("cluster.log", b"---\ndecode:\n  replicas: 2\n", "yaml"),
+        ("rooms.log", b"room,host,line\n1,a,ok\n2,b,failed\n", "csv"),
+        ("repro.log", b"#!/usr/bin/env python3\nimport os\n", "python"),
+        ("train.py", b"import os\nimport sys\n", "python"),
+        ("expected.log", b'{\n  "rooms": [1, 2]\n}\n', "json"),
+        ("crash.log", bytes(range(256)) * 40, "binary"),
+    ],
+)
+def test_a_file_named_a_log_is_refused_only_by_what_it_is(tmp_path, name, data, kind):
+    p = tmp_path / name
+    p.write_bytes(data)
+    if kind is None:
+        parser = choose_parser(_src(p), None)
+        assert parser.name == "server_log" and "its name says so" in parser.note
+        return
+    with pytest.raises(NotALog) as e:
+        choose_parser(_src(p), None)
+    assert e.value.kind == kind

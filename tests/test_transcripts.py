@@ -271,3 +271,21 @@ def test_sample_incident_replies_match_what_was_planted(planted_store):
     linked = [k for k, r in got.items() if r["server_rid"]]
     assert len(linked) >= 0.95 * len(got)
     assert all(got[k]["server_rid"] == rids[k] for k in linked)
+
+
+def test_json_documents_read_one_after_another_a_deep_one_alone():
+    from forensics.parsers.transcript import MAX_DEPTH, TooDeep, documents, loads
+
+    deep = "[" * 10_000 + "]" * 10_000
+    text = 'Exporting session: ses_a\n{"a": "]}["}\nnot json\n' + deep + '\n{"b": [1,\n2]}\n{"c":'
+    got = [(line, obj, why) for line, _, obj, why in documents(text, skip=("Exporting session:",))]
+    assert got == [
+        (2, {"a": "]}["}, None),
+        (3, None, "invalid_json"),
+        (4, None, "too_deep"),
+        (5, {"b": [1, 2]}, None),
+        (7, None, "truncated"),
+    ]
+    assert loads("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+    with pytest.raises(TooDeep):
+        loads("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))

@@ -36,27 +36,33 @@ def finish(
     shown: Callable[[list[FileResult]], None] | None = None,
     computing: Callable[[Store], contextlib.AbstractContextManager] | None = None,
 ) -> AfterIngest:
-    """The offsets recorded and the verdicts computed (a signal stops these: `stop.Interrupted`,
-    its phase 'verdicts'), then `shown(results)`, then the summary built inside `computing(store)`
-    unless no input was read. A failing summary is returned, not raised. `computing(store)` is
-    entered only when the derived views are to be computed."""
+    """The offsets recorded and the verdicts computed, then `shown(results)`, then the summary built
+    inside `computing(store)` unless no input was read. A failing summary is returned, not raised.
+    `computing(store)` is entered only when the derived views are to be computed.
+
+    A signal stops any of it (`stop.Interrupted`, its phase 'verdicts' or 'derived'; at once with
+    the `on_stop` of the caller's `stop.handling`): the inputs are committed, and what is not yet
+    computed is computed by the next report."""
     with stop.handling():
-        for host, seconds in (offsets or {}).items():
-            store.set_clock(host, seconds)
+        stop.finishing("verdicts", len(results))
+        with stop.committing():  # offsets given with the ingest are recorded whole or not at all
+            for host, seconds in (offsets or {}).items():
+                store.set_clock(host, seconds)
+        judged = verdicts.ensure(store)
+        stop.finishing("derived", len(results))
+        if shown is not None:
+            shown(results)
+        out = AfterIngest(results)
+        if not out.read_any:
+            return out
         try:
-            judged = verdicts.ensure(store)
-        except stop.Interrupted as e:
-            e.phase, e.total = "verdicts", len(results)
-            raise
-    if shown is not None:
-        shown(results)
-    out = AfterIngest(results)
-    if not out.read_any:
-        return out
-    try:
-        spinner = (lambda: computing(store)) if computing else None
-        with Session.open(store, computing=spinner, verdicts=judged) as session:
-            out.summary = summary.build(session)
-    except Exception as e:  # noqa: BLE001 - what was ingested is committed: the caller says it
-        out.summary_error = e
+            spinner = (lambda: computing(store)) if computing else None
+            with Session.open(store, computing=spinner, verdicts=judged) as session:
+                out.summary = summary.build(session)
+        except Exception as e:  # noqa: BLE001 - what was ingested is committed: the caller says it
+            if stop.requested():
+                raise stop.interrupted() from None  # a query the signal cut short: a stop, not a failure
+            out.summary_error = e
+        if stop.requested():
+            raise stop.interrupted()  # the signal came in a step that caught it
     return out

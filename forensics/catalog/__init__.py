@@ -173,6 +173,7 @@ def connect(
     whole, marked with its cut, for a masking that cuts after it masks (forensics.reports.redact).
     `memory` bounds DuckDB's memory (by default MEMORY_LIMIT, VIEWS_MEMORY_LIMIT while computing).
     """
+    checks.require_complete(store)
     opened = Opened() if opened is None else opened
     memory = Memory() if memory is None else memory
     con = duckdb.connect(":memory:")

@@ -58,6 +58,33 @@ def ingest(
     paths, store, host, role, tz, year, log_date, run_label, forced_format, deprecated_format, jobs, clock_offset
 ):
     """Parse log files, folders and archives (.gz, .zst, .tar.gz) into the store."""
+    from forensics.ingest import stop  # the standard library only: the handlers go in before the imports
+
+    # one handling for the whole command: a signal raises stop.Interrupted while inputs are committed,
+    # and once they all are ends the command at once (`_interrupted`), whatever step it is in
+    try:
+        with stop.handling(on_stop=_interrupted):
+            _ingest(
+                paths,
+                store,
+                host,
+                role,
+                tz,
+                year,
+                log_date,
+                run_label,
+                forced_format,
+                deprecated_format,
+                jobs,
+                clock_offset,
+            )
+    except stop.Interrupted as e:
+        _interrupted(e)
+
+
+def _ingest(
+    paths, store, host, role, tz, year, log_date, run_label, forced_format, deprecated_format, jobs, clock_offset
+):
     runtime.configure_ingest()
     from forensics.cli.progress import IngestProgress
     from forensics.core.errors import UsageError
@@ -98,18 +125,13 @@ def ingest(
     )
     from forensics.analysis import after_ingest
     from forensics.cli.progress import computing
-    from forensics.ingest import stop
 
-    try:
-        with stop.handling():
-            with IngestProgress() as prog:
-                results = ing.run(list(paths), store, opts, prog)
-        # the derived views are computed by the summary, once, so the first report after an ingest
-        # is quick; what was ingested is committed by then, so a failure there is said, and the
-        # ingest's exit kept
-        done = after_ingest.finish(Store(store), results, offsets, IngestProgress.summary, computing)
-    except stop.Interrupted as e:
-        _interrupted(e)
+    with IngestProgress() as prog:
+        results = ing.run(list(paths), store, opts, prog)
+    # the derived views are computed by the summary, once, so the first report after an ingest
+    # is quick; what was ingested is committed by then, so a failure there is said, and the
+    # ingest's exit kept
+    done = after_ingest.finish(Store(store), results, offsets, IngestProgress.summary, computing)
     if not done.read_any:
         from forensics.cli.progress import nothing_line
 
@@ -141,15 +163,26 @@ def ingest(
 
 
 def _interrupted(e) -> None:
-    """One line on a signal, then out at once: threads still winding down write nothing that counts."""
+    """One line on a signal, then out at once: threads still winding down write nothing that counts.
+
+    Also called from the signal watcher thread (forensics/ingest/stop.py) while the main thread may
+    be anywhere: it writes to the stream's descriptor, and ends a line a table or spinner left open."""
     import os
 
     from forensics.core.text import escape_control
     from forensics.ingest import stop
 
-    click.echo("forensics: " + escape_control(e.line()), err=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    lead = "\r\x1b[2K\x1b[?25h" if sys.stderr.isatty() else ""  # a spinner's line cleared, its cursor back
+    line = f"{lead}forensics: {escape_control(e.line())}\n"
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, RuntimeError):  # RuntimeError: a handler inside a write of its own
+            pass
+    try:
+        os.write(sys.stderr.fileno(), line.encode("utf-8", "replace"))
+    except (OSError, ValueError, AttributeError):  # a stderr with no descriptor (a test runner's)
+        click.echo(line, err=True, nl=False)
     stop.end_fork_server()
     os._exit(e.exit_code)
 

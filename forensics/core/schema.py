@@ -109,8 +109,9 @@ FILES = Table(
         Column(
             "skip_kind",
             pl.Utf8,
-            "what a skipped file was taken for: markdown, json, csv, yaml, image, pdf, "
-            "html, empty, binary, text (no log markers), special (a FIFO, socket or device, never opened)",
+            "what a skipped file was taken for: markdown, json, csv, yaml, python, image, pdf, "
+            "html, empty, binary, text (no log markers, and a name that does not say log), special (a FIFO, "
+            "socket or device, never opened)",
         ),
         Column("skip_reason", pl.Utf8, "why it was skipped, or the error its parser failed with, in words"),
         # a log that grew since it was ingested adds a piece; never its earlier lines again
@@ -139,6 +140,12 @@ FILES = Table(
             pl.Utf8,
             "what the parser knew at byte_end (JSON: the host given, and for server logs "
             "the year, role and clock), read back when the file has grown",
+        ),
+        Column(
+            "data_files",
+            pl.List(pl.Struct({"file": pl.Utf8, "bytes": pl.Int64})),
+            "the input's other Parquet files in data/<key>/ as committed (name and size each): every read "
+            "checks they are all there as they were (NULL in stores written before)",
         ),
     ),
 )

@@ -484,6 +484,7 @@ def write_all(batches, writer, drained: Callable[[], bool] = lambda: False) -> l
 
     def write(batch):
         for table, df in batch.items():
+            stop.check()  # after a signal, the writes still queued are not made
             writer.write(table, df)
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="parquet")

@@ -14,10 +14,14 @@ large ones read here, one after another.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import time
 from collections.abc import Iterator
-from concurrent.futures import as_completed
+from concurrent.futures import FIRST_COMPLETED, Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_futures
 
 from forensics.core.errors import UsageError
 from forensics.core.inputs import Scan
@@ -77,6 +81,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
     try:
         store.clear_tmp()
         before = store.committed()
+        stop.check()  # a signal that came during the imports, whatever caught its exception
         try:
             _find_and_ingest(paths, store, opts, sources, results, progress)
         except stop.Interrupted as e:  # a signal while inputs were found, hashed or parsed
@@ -84,6 +89,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
             raise
         order = {s.path: i for i, s in enumerate(sources)}
         results.sort(key=lambda r: order.get(r.path, 0))
+        stop.finishing("verdicts", len(results))  # every input is committed: a signal from here ends it
         return results
     finally:
         import shutil
@@ -117,7 +123,13 @@ def _stopped(
     and `e` says what was committed and what was not (by the store's folders: an input finished
     on a thread or in a worker as the signal came is committed with no result here)."""
     stop.settle()
-    store.clear_tmp()
+    # a part that a thread was writing as the signal came can land behind the first sweep (the
+    # threads are not waited for: stop.committing refuses their commits, write_all their next part)
+    for _ in range(40):
+        store.clear_tmp()
+        if not any(store.tmp.iterdir()):
+            break
+        time.sleep(0.025)
     done = {r.path for r in results}
     new = [
         str(store.data / k / f)
@@ -163,7 +175,7 @@ def _ingest_all(
             if progress:
                 progress.done_file(r)
             stop.check()
-        for fut in as_completed(futs):
+        for fut in _as_completed(futs):
             s = futs[fut]
             try:
                 r = fut.result()
@@ -200,7 +212,6 @@ def _one_after_another(
     pool, two inputs are read at once, so that the workers parse the next input's first passes
     while the last passes of one end; the pool bounds the passes in flight of both together.
     """
-    from concurrent.futures import ThreadPoolExecutor
 
     def finished(finish) -> FileResult:
         try:
@@ -215,19 +226,56 @@ def _one_after_another(
             finish = parse.parse_one(store_root, s, opts, hosts[s.path], advance, (priors or {}).get(s.path), workers)
             return finished(finish) if callable(finish) else finish
 
-        with ThreadPoolExecutor(2, thread_name_prefix="input") as readers:
+        with _threads(2, "input") as readers:
             for fut in [readers.submit(one, s) for s in sources]:
-                yield fut.result()
+                yield _result(fut)
         return
-    with ThreadPoolExecutor(1, thread_name_prefix="finish") as tail:
+    with _threads(1, "finish") as tail:
         finishing = None
         for s in sources:
             finish = parse.parse_one(store_root, s, opts, hosts[s.path], advance, (priors or {}).get(s.path))
             if finishing is not None:
-                yield finishing.result()
+                yield _result(finishing)
             finishing = tail.submit(finished, finish if callable(finish) else lambda r=finish: r)
         if finishing is not None:
-            yield finishing.result()
+            yield _result(finishing)
+
+
+# The main thread waits in steps of this long: a signal the kernel gave another thread (any thread
+# may take a process's signal) breaks no untimed wait, and its handler would wait for the wait's end.
+_WAIT_STEP = 0.1
+
+
+def _result(fut: Future):
+    """`fut.result()`, waited for in steps so that a signal's handler runs within one."""
+    while True:
+        try:
+            return fut.result(timeout=_WAIT_STEP)
+        except FutureTimeout:
+            continue
+
+
+def _as_completed(futs) -> Iterator[Future]:
+    """concurrent.futures.as_completed, waited for in steps (see _result)."""
+    pending = set(futs)
+    while pending:
+        done, pending = wait_futures(pending, timeout=_WAIT_STEP, return_when=FIRST_COMPLETED)
+        yield from done
+
+
+@contextlib.contextmanager
+def _threads(n: int, name: str):
+    """A thread pool that a stop does not wait for: the input its threads are reading is given up
+    (its commit is refused: stop.committing), and the pool's passes are killed behind it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ex = ThreadPoolExecutor(n, thread_name_prefix=name)
+    try:
+        yield ex
+    except BaseException:
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    ex.shutdown()
 
 
 COMPRESSED = (".gz", ".zst", ".bz2", ".xz")

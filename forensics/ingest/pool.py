@@ -79,7 +79,7 @@ def start(jobs: int) -> ProcessPoolExecutor:
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     stop.quiet_resource_tracker()
-    with _server_environment():
+    with _server_environment(), stop.sigint_blocked():
         forkserver.ensure_running()
     server = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
     ex = ProcessPoolExecutor(

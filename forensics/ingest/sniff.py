@@ -9,7 +9,7 @@ import os
 
 from forensics.core.errors import UsageError
 from forensics.core.inputs import Scan
-from forensics.ingest.sources import not_a_log
+from forensics.ingest.sources import document_by_content, names_a_log, not_a_log
 from forensics.parsers import PARSERS, by_name, server_log
 from forensics.parsers.base import Source
 
@@ -54,6 +54,8 @@ def choose_parser(src: Source, forced: str | None, sniff_bytes: int = Scan.sniff
     # Otherwise the first listed wins (a stable sort).
     ranked = sorted(PARSERS, key=lambda p: (scores[p.name], p is not server_log), reverse=True)
     doc = not_a_log(head, src.path)
+    if doc is not None and doc[0] == "json" and names_a_log(src.path) and _json_lines(head):
+        doc = None  # JSON Lines under a log's name: a structured log, not a JSON document
     if doc is not None:
         # notes and summaries quote log lines: a document kind outranks the server-log sniff, not a
         # parser of structure that claims the input (an opencode session is a .json file)
@@ -66,7 +68,28 @@ def choose_parser(src: Source, forced: str | None, sniff_bytes: int = Scan.sniff
         return best
     if _looks_binary(head):
         raise NotALog("binary", "binary content that no parser reads (pass --parser to force one)")
-    raise NotALog("text", f"no server-log, transcript or trace markers in its first {sniff_bytes >> 10} KiB")
+    doc = document_by_content(head)
+    if doc is not None:
+        raise NotALog(*doc)
+    markers = f"no server-log, transcript or trace markers in its first {sniff_bytes >> 10} KiB"
+    if names_a_log(src.path):
+        return ByName(f"{markers}: read as a log because its name says so; what is not recognised is in `unparsed`")
+    raise NotALog("text", markers)
+
+
+class ByName:
+    """The server-log parser for a file that names itself a log and whose head no parser recognises
+    (an unknown build, a crash dump): every line is read, and the note says why."""
+
+    def __init__(self, note: str):
+        self.note = note
+
+    def __getattr__(self, attr):
+        return getattr(server_log, attr)
+
+    def parse(self, src: Source, ctx):
+        ctx.notes.append(self.note)
+        return server_log.parse(src, ctx)
 
 
 # Parsers that read binary records: they get the input's bytes as they are, never a TextStream.
@@ -77,6 +100,17 @@ def _sniff(parser, raw: bytes, text: bytes, path: str) -> float:
     if parser.name in BINARY_FORMATS or text is raw:
         return parser.sniff(raw, path)
     return max(parser.sniff(raw, path), parser.sniff(text, path))
+
+
+def _json_lines(head: bytes) -> bool:
+    """Whether the first line is a JSON object by itself (JSON Lines), not the start of a document."""
+    import json
+
+    first = next((ln for ln in head.split(b"\n") if ln.strip()), b"")
+    try:
+        return isinstance(json.loads(first), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _looks_binary(head: bytes) -> bool:

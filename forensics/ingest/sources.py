@@ -39,6 +39,8 @@ DOCUMENT_EXTENSIONS = {
     ".pdf": "pdf",
     ".html": "html",
     ".htm": "html",
+    ".py": "python",
+    ".ipynb": "json",
 }
 _MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "image"),
@@ -57,6 +59,7 @@ _KIND_TEXT = {
     "image": "an image",
     "pdf": "a PDF document",
     "html": "an HTML page",
+    "python": "Python source",
     "empty": "an empty file",
 }
 # a JSON document or JSON Lines; docker's `{"log":` lines are server logs, sglang's prefix is `[2026-`
@@ -85,6 +88,58 @@ def not_a_log(head: bytes, path: str) -> tuple[str, str] | None:
         return kind, f"{_KIND_TEXT[kind]} ({ext}), not a log"
     if _JSON_START.match(head):
         return "json", "JSON that no transcript or trace parser claims, not a log"
+    return None
+
+
+# a file named like this is a log whatever its first lines show (an unknown build, a crash dump, a
+# process's redirected output), unless its content says it is a document
+_LOG_NAME = re.compile(r"(?:.+\.(?:log|out|err)|.+\.log\.\d+|stdout|stderr)", re.I)
+_PYTHON = re.compile(r"(?:import [\w.]+|from [\w.]+ import |def \w+\(|class \w+[(:]|if __name__ == )")
+_MD_HEADING = re.compile(r"#{1,6} \S")
+_MD_BLOCK = re.compile(r"\s*(?:[-*+] \S|```|\d+\. \S)")
+_YAML_ITEM = re.compile(r"\s*(?:[\w.-]+:(?:\s|$)|- )")
+_CSV_HEAD = re.compile(r"[A-Za-z_][\w .()/-]*")
+
+
+def names_a_log(path: str) -> bool:
+    """Whether the file's name says it is a log: `*.log`, `*.log.N`, `*.out`, `*.err`, `stdout`, `stderr`
+    (compressed or not)."""
+    base = os.path.basename(path.split("!")[-1])
+    for comp in (".gz", ".zst", ".bz2", ".xz"):
+        if base.lower().endswith(comp):
+            base = base[: -len(comp)]
+    return _LOG_NAME.fullmatch(base) is not None
+
+
+def document_by_content(head: bytes) -> tuple[str, str] | None:
+    """(kind, reason) when the first lines are a document's: Markdown, YAML, CSV or Python source.
+
+    Used where no parser claims an input: a file named like a log is refused only when this says what
+    else it is (a missing marker alone says nothing). Each rule wants two signs, so that a log of an
+    unknown build (`INFO: ...` lines, a `#`-framed crash report) is not taken for one."""
+    lines = [ln for ln in head.decode("utf-8", "replace").splitlines()[:40] if ln.strip()]
+    if not lines:
+        return None
+    first = lines[0]
+    if re.match(r"#!.*\bpython", first) or (
+        sum(1 for ln in lines if _PYTHON.match(ln)) >= 2 and not any("Traceback (most recent" in ln for ln in lines)
+    ):
+        return "python", "Python source, not a log"
+    if _MD_HEADING.match(first) and sum(1 for ln in lines[1:] if _MD_BLOCK.match(ln)) >= 2:
+        return "markdown", "a Markdown document, not a log"
+    if first.strip() in ("---", "%YAML") or first.startswith("%YAML "):
+        if sum(1 for ln in lines[1:] if _YAML_ITEM.match(ln)) >= min(2, len(lines) - 1) >= 1:
+            return "yaml", "a YAML document, not a log"
+    import csv
+
+    rows = list(csv.reader(lines[:6]))
+    if (
+        len(rows) >= 3
+        and len(rows[0]) >= 2
+        and all(len(r) == len(rows[0]) for r in rows)
+        and all(_CSV_HEAD.fullmatch(c.strip()) for c in rows[0])
+    ):
+        return "csv", "a CSV table, not a log"
     return None
 
 

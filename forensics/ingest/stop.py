@@ -7,6 +7,13 @@ stop was asked and which the main thread waits on before it reports. The handler
 inputs being written are aborted and their folders in .tmp removed, the pool's workers killed.
 Workers ignore SIGINT themselves (the terminal sends it to the whole group) and die with their
 parent even when it is killed outright (`die_with_parent`).
+
+Once every input is committed (`finishing`), nothing is left that a stop could leave partial: the
+clock offsets, verdicts and derived-view snapshots are each written under a temporary name and
+published by one rename. A signal then ends the command at once through the caller's `on_stop`,
+even while the main thread is inside a long DuckDB query (which looks at signals only between its
+tasks, seconds apart on a large store): the signal also wakes a thread of ours (`set_wakeup_fd`),
+which acts on it there.
 """
 
 from __future__ import annotations
@@ -15,12 +22,19 @@ import contextlib
 import os
 import signal
 import threading
+from collections.abc import Callable
 
 _stop = threading.Event()
 _signum: int | None = None
 _gate = threading.Lock()  # held by a commit's renames; the handler never takes it
 _held_by_main = 0  # commits the main thread is inside: a signal then waits for their end
 _pending = False
+_depth = 0  # handling() blocks the main thread is inside: the outermost one installs the handlers
+# once every input is committed: (phase, inputs); what a signal then does, from the main thread
+# or from the watcher thread, whichever runs first (it does not return)
+_finishing: tuple[str, int] | None = None
+_on_stop: Callable[["Interrupted"], None] | None = None
+_ending = threading.Lock()
 
 
 class Interrupted(BaseException):
@@ -33,15 +47,24 @@ class Interrupted(BaseException):
         self.done = 0  # inputs whose result was committed (or found already in the store)
         self.total = 0
         self.not_done: list[str] = []
-        self.phase = "ingest"  # 'verdicts' once every input was committed
+        # 'ingest' while inputs are committed; after the last one 'verdicts' (the verdicts and the
+        # derived views still to compute) and 'derived' (the derived views and the summary)
+        self.phase = "ingest"
 
     def line(self) -> str:
         name = signal.Signals(self.signum).name
         if self.phase == "verdicts":
             return (
-                f"interrupted ({name}): all {self.total} inputs are committed; the verdicts were not computed "
-                "(the next report or ingest computes them)"
+                f"interrupted ({name}): all {self.total} inputs are committed; the verdicts and derived views "
+                "were not computed (the next report computes them)"
             )
+        if self.phase == "derived":
+            return (
+                f"interrupted ({name}): all {self.total} inputs are committed; the derived views and the summary "
+                "were not finished (the next report computes them)"
+            )
+        if not self.total:
+            return f"interrupted ({name}) before any input was read: the store is as it was"
         left = len(self.not_done)
         which = f" ({self.not_done[0]}{f' and {left - 1} more' if left > 1 else ''})" if left else ""
         return (
@@ -57,7 +80,23 @@ def requested() -> bool:
 def check() -> None:
     """Raise Interrupted once a stop was asked (a thread's next step ends there)."""
     if _stop.is_set():
-        raise Interrupted(_signum or signal.SIGINT)
+        _stop_now()
+
+
+def interrupted() -> Interrupted:
+    """The Interrupted of the stop asked, with the phase it came in."""
+    e = Interrupted(_signum or signal.SIGINT)
+    if _finishing is not None:
+        e.phase, e.total = _finishing
+        e.done = e.total
+    return e
+
+
+def finishing(phase: str, inputs: int) -> None:
+    """Every input is committed; what follows is `phase` ('verdicts', then 'derived'): from here a
+    signal stops the command at once (see the module docstring)."""
+    global _finishing
+    _finishing = (phase, inputs)
 
 
 @contextlib.contextmanager
@@ -76,7 +115,7 @@ def committing():
                 _held_by_main -= 1
     if main and _pending:
         _pending = False
-        check()
+        _stop_now()
 
 
 def settle() -> None:
@@ -94,24 +133,74 @@ def _handler(signum, frame) -> None:
     if _held_by_main:
         _pending = True  # raised when the commit under way ends
         return
-    raise Interrupted(_signum)
+    _stop_now()
+
+
+def _stop_now() -> None:
+    """Raise Interrupted, or once every input is committed end the command (`on_stop`) if there is one."""
+    if _finishing is not None:
+        _end(interrupted())
+    raise interrupted()
+
+
+def _end(e: Interrupted) -> None:
+    """`on_stop(e)` once, from whichever thread gets here first; the other waits for the end."""
+    if _on_stop is None:
+        return
+    if _ending.acquire(blocking=False):
+        try:
+            _on_stop(e)
+        finally:
+            os._exit(e.exit_code)  # whatever on_stop did, the command ends here
+    threading.Event().wait()  # the other thread is ending the process
+
+
+def _watch(fd: int) -> None:
+    """The watcher thread: the signals written to `fd` by the C-level handler, acted on after the
+    commits without waiting for the main thread to run Python again."""
+    global _signum
+    try:
+        while data := os.read(fd, 64):  # empty once handling() ended: its end of the pipe closed
+            sigs = [b for b in data if b in (signal.SIGINT, signal.SIGTERM)]
+            if sigs and _finishing is not None:
+                _signum = _signum or sigs[0]
+                _stop.set()
+                with _gate:  # a commit under way (the offsets) ends first
+                    _end(interrupted())
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
-def handling():
-    """SIGINT and SIGTERM stop the ingest (`Interrupted`) while inside; the old handlers after."""
-    global _signum, _pending
-    if threading.current_thread() is not threading.main_thread():
+def handling(on_stop: Callable[[Interrupted], None] | None = None):
+    """SIGINT and SIGTERM stop the ingest (`Interrupted`) while inside; the old handlers after.
+
+    `on_stop(e)` ends the command once every input is committed (`finishing`), called from the
+    handler or the watcher thread: it must not return (the CLI prints its line and exits). Without
+    one, Interrupted is raised there too. A handling() inside another changes nothing."""
+    global _signum, _pending, _depth, _finishing, _on_stop
+    if threading.current_thread() is not threading.main_thread() or _depth:
         yield  # signals reach the main thread only: a library caller on a thread keeps its own
         return
     _stop.clear()
-    _signum, _pending = None, False
+    _signum, _pending, _finishing, _on_stop = None, False, None, on_stop
     old = {s: signal.signal(s, _handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    threading.Thread(target=_watch, args=(r,), name="signals", daemon=True).start()
+    _depth += 1
     try:
         yield
     finally:
+        _depth -= 1
+        signal.set_wakeup_fd(old_fd)
+        os.close(w)  # the watcher reads the end of the pipe, closes its end and ends
         for s, h in old.items():
             signal.signal(s, h)
+        _finishing, _on_stop = None, None
         _stop.clear()  # a later ingest in this process starts afresh
 
 
@@ -144,6 +233,23 @@ def quiet_resource_tracker() -> None:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
+
+
+@contextlib.contextmanager
+def sigint_blocked():
+    """SIGINT blocked in this thread while inside, so a process started here inherits it blocked.
+
+    The fork server ignores SIGINT only once its imports are done, and a Ctrl-C to the process
+    group during them printed its KeyboardInterrupt traceback after the stop's one line; blocked,
+    the signal waits until it is ignored, and the workers it forks inherit the mask."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def worker_init(parent: int, server: int | None = None) -> None:

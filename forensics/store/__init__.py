@@ -123,10 +123,27 @@ class InputWriter:
     def write(self, table: str, df: pl.DataFrame) -> None:
         if df.height == 0:
             return
+        if table == "files":  # written last: the parts beside it are the input's whole data
+            df = self._with_data_files(df)
         n = self.parts.get(table, 0)
         self.parts[table] = n + 1
         self.rows[table] = self.rows.get(table, 0) + df.height
         write_part(self.dir, table, n, df)
+
+    def _with_data_files(self, df: pl.DataFrame) -> pl.DataFrame:
+        """The files row with the parts of its folder (workers' too), which reads check against it."""
+        import polars as pl
+
+        from forensics.core import schema
+
+        listed = sorted(
+            (e.name, e.stat().st_size)
+            for e in os.scandir(self.dir)
+            if e.name.endswith(".parquet") and not e.name.startswith("files-")
+        )
+        dtype = schema.FILES.column("data_files").dtype
+        value = [{"file": n, "bytes": b} for n, b in listed]
+        return df.with_columns(pl.Series("data_files", [value] * df.height, dtype=dtype))
 
     def commit(self) -> bool:
         """Make the input visible. False if the same content was committed meanwhile."""

@@ -74,6 +74,98 @@ def require_readable(store: Store, files: list[str]) -> None:
         raise damaged(store, bad[0][0], bad[0][1], len(bad) - 1)
 
 
+def listing_problems(folder: Path, rows: list[dict]) -> list[tuple[str, str]]:
+    """(file, problem) where input folder `folder` no longer holds the data files its `files` rows list
+    (`data_files`: names and sizes); rows written before the column are not checked."""
+    listed = [r["data_files"] for r in rows if r.get("data_files") is not None]
+    if not listed:
+        return []
+    want = {d["file"]: d["bytes"] for files in listed for d in files}
+    try:
+        have = {e.name: e.stat().st_size for e in os.scandir(folder) if _PART.match(e.name)}
+    except OSError as e:
+        return [(str(folder), f"cannot be listed ({e.strerror or type(e).__name__})")]
+    out = []
+    for name, size in sorted(want.items()):
+        if name not in have:
+            out.append((str(folder / name), f"is missing: its input's `files` row lists {len(want)} data files"))
+        elif have[name] != size:
+            out.append((str(folder / name), f"is {have[name]} bytes, its input's `files` row says {size}"))
+    for name in sorted(have.keys() - want.keys()):
+        if not name.startswith("files-"):
+            out.append((str(folder / name), "is not one of the data files its input's `files` row lists"))
+    return out
+
+
+def require_complete(store: Store, again: bool = True) -> None:
+    """StoreError naming the first committed input whose folder no longer holds the data files its `files`
+    row lists (one was deleted, truncated or added): a read would give a silently different answer.
+
+    Costs a listing of each input's folder and one read of the `files` rows' `data_files`. What looks
+    wrong is looked at again, alone, before it is said: an ingest may commit, replace or drop an input
+    between the listing and the read."""
+    if not store.exists():
+        return
+    import duckdb
+
+    folders = {p.name: p for p in store.data.iterdir() if p.is_dir()}
+    files = store.table_files("files")
+    suspects = sorted(folders.keys() - {Path(f).parent.name for f in files})
+    if files:
+        con = duckdb.connect(":memory:")
+        try:
+            described = con.execute("DESCRIBE SELECT * FROM read_parquet($f, union_by_name = true)", {"f": files})
+            rows = []
+            if "data_files" in [r[0] for r in described.fetchall()]:  # not in stores written before
+                rows = con.execute(
+                    "SELECT parse_filename(parse_dirpath(filename)) AS key, path, data_files "
+                    "FROM read_parquet($f, union_by_name = true, filename = true)",
+                    {"f": files},
+                ).fetchall()
+        except duckdb.Error:
+            if again and not all(os.path.exists(f) for f in files):
+                return require_complete(store, again=False)  # an input went while it was read
+            err = unreadable(store, files)
+            if err is None:
+                raise
+            raise err from None
+        finally:
+            con.close()
+        by_key: dict[str, list[dict]] = {}
+        for key, path, data_files in rows:
+            by_key.setdefault(key, []).append({"path": path, "data_files": data_files})
+        suspects += [k for k, rows_ in sorted(by_key.items()) if k in folders and listing_problems(folders[k], rows_)]
+    bad = [p for key in suspects for p in _input_problems(store.data / key)]
+    if bad:
+        path, why = bad[0]
+        raise damaged(store, path, _what_is_wrong(path) or why, len(bad) - 1)
+
+
+def _input_problems(folder: Path) -> list[tuple[str, str]]:
+    """(file, problem) of one input folder as it is now, its files rows read afresh; none once it is gone."""
+    try:
+        names = [e.name for e in os.scandir(folder)]
+    except FileNotFoundError:
+        return []
+    if not any(n.startswith("files-") and _PART.match(n) for n in names):
+        return [(str(folder), "is an input without its `files` row")]
+    rows = _files_rows(folder)
+    source = next((r["path"] for r in rows if r.get("path")), None)
+    return [(f, why + (f" (input of {source})" if source else "")) for f, why in listing_problems(folder, rows)]
+
+
+def _what_is_wrong(path: str) -> str | None:
+    """What a file that is there but not as listed holds, when that says more than its size (cut short,
+    overwritten, a part of another table)."""
+    m = _PART.match(os.path.basename(path))
+    if not os.path.exists(path) or not m or m["table"] not in schema.TABLES:
+        return None
+    if why := parquet_problem(path):
+        return why
+    found = foreign_columns(schema.TABLES[m["table"]], [path])
+    return f"holds columns that table {m['table']} does not have ({', '.join(found[1][:3])})" if found else None
+
+
 def foreign_columns(table: schema.Table, files: list[str]) -> tuple[str, list[str]] | None:
     """The first of `files` holding columns its table does not have, with them."""
     import pyarrow.parquet as pq
@@ -174,6 +266,21 @@ def _input_paths(folder: Path) -> list[str]:
     return out
 
 
+def _files_rows(folder: Path) -> list[dict]:
+    """The `files` rows of one input folder, with their `data_files` (none when unreadable)."""
+    import pyarrow.parquet as pq
+
+    out = []
+    for f in sorted(folder.glob("files-*.parquet")):
+        try:
+            t = pq.read_table(f)
+        except Exception:
+            continue
+        cols = [c for c in ("path", "data_files") if c in t.column_names]
+        out += t.select(cols).to_pylist()
+    return out
+
+
 def _check_input(folder: Path) -> list[tuple[str, str]]:
     """(file, problem) of one committed input folder."""
     import pyarrow.parquet as pq
@@ -182,6 +289,7 @@ def _check_input(folder: Path) -> list[tuple[str, str]]:
     names = sorted(p.name for p in folder.iterdir())
     if not any(_PART.match(n) and _PART.match(n)["table"] == "files" for n in names):
         out.append((str(folder), "is an input without its `files` row"))
+    out += listing_problems(folder, _files_rows(folder))
     for n in names:
         path = folder / n
         m = _PART.match(n)

@@ -107,6 +107,35 @@ def lines_in(data: bytes) -> int:
     return data.count(sep) + (0 if not data or data.endswith(sep) else 1)
 
 
+def _lines(path: Path) -> list[str]:
+    try:
+        return [ln for ln in path.read_text().splitlines() if ln.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def _session(sid: int) -> list[int]:
+    """The live processes of a session (an ingest, its fork server, its workers)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z" and int(fields[3]) == sid:
+                out.append(int(d))
+    return out
+
+
+def _wait_gone(sid: int, timeout: float = 30) -> list[int]:
+    end = time.monotonic() + timeout
+    while (left := _session(sid)) and time.monotonic() < end:
+        time.sleep(0.005)
+    return left
+
+
 def readable_gzip(data: bytes) -> bytes:
     """What a reader gets from a (possibly cut) gzip stream."""
     try:
@@ -327,6 +356,114 @@ class Attack:
         changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
         assert not changed, f"sql {query!r} changed the store: {changed[:5]}"
         return run
+
+    # -- a signal at a moment of an ingest's phase -------------------------------------------------
+
+    def interrupted_ingest(
+        self,
+        *paths,
+        phase: str,
+        within: float,
+        hold: float | None = None,
+        jobs: int = 1,
+        store: Path | None = None,
+        timeout: float = 300,
+    ) -> tuple[Run, float]:
+        """Ingest `paths` (tools/phases.py marks each phase) and send SIGINT at a drawn moment of `phase`, up to
+        `within` seconds into it, to the ingest or to its whole process group (drawn); `hold` keeps the phase
+        that long. Returns the run and the seconds from the signal until every process of it was gone."""
+        import signal
+
+        from tools.phases import PHASES
+
+        assert phase in PHASES, phase
+        store = Path(store or self.root / "store")
+        marks = self.path(f"marks-{len(self.runs)}")
+        args = [str(a) for a in ("ingest", *paths, "--store", store, "-j", jobs)]
+        holds = ["--hold", f"{phase}={hold}"] if hold else []
+        out, err = self.path("run.out"), self.path("run.err")
+        delay = self.rng.uniform(0, within)
+        group = self.rng.random() < 0.5
+        self.close()
+        with open(out, "wb") as fo, open(err, "wb") as fe:
+            p = subprocess.Popen(
+                [sys.executable, "-m", "tools.phases", str(marks), *holds, "--", *args],
+                stdout=fo,
+                stderr=fe,
+                stdin=subprocess.DEVNULL,
+                cwd=Path(__file__).resolve().parents[2],
+                env={**os.environ, "TZ": "UTC", "PYTHONIOENCODING": "utf-8"},
+                start_new_session=True,
+            )
+            try:
+                deadline = time.monotonic() + timeout
+                while p.poll() is None and time.monotonic() < deadline:
+                    at = next((float(ln.split()[1]) for ln in _lines(marks) if ln.split()[0] == phase), None)
+                    if at is not None:
+                        break
+                    time.sleep(0.005)
+                assert p.poll() is None, f"the ingest ended before {phase}: {err.read_text()[-2000:]}"
+                assert at is not None, f"no {phase} in {timeout} s"
+                time.sleep(max(0.0, at + delay - time.monotonic()))
+                t0 = time.monotonic()
+                (os.killpg if group else os.kill)(p.pid, signal.SIGINT)
+                p.wait(timeout=120)
+                gone = _wait_gone(p.pid)
+                seconds = time.monotonic() - t0
+            finally:
+                if p.poll() is None:
+                    os.killpg(p.pid, 9)
+                    p.wait()
+        run = Run(args, p.returncode, out.read_text(errors="replace"), err.read_text(errors="replace"))
+        self.runs.append(run)
+        what = f"SIGINT to the {'process group' if group else 'ingest'} {delay:.3f} s into {phase}"
+        assert not gone, f"{what}: processes {gone} outlived the ingest"
+        assert run.code == 130, f"{what}: exit {run.code}: {run.stderr[-3000:]}"
+        said = [ln for ln in run.stderr.splitlines() if ln.strip()]
+        stops = [ln for ln in said if "interrupted" in ln]
+        assert len(stops) == 1 and said[-1] == stops[0], f"{what}: not one line at the end: {said[-6:]}"
+        assert stops[0].startswith("forensics: interrupted (SIGINT): "), f"{what}: {stops[0]}"
+        for bad in ("Traceback", "internal error", "= help: `forensics verify`", "warning: ingest committed"):
+            assert bad not in run.output, f"{what}: {bad!r} in {run.output[-3000:]}"
+        assert not terminal_safe(run.output.replace("\x1b", "")), f"{what}: raw control characters"
+        left = (
+            [n.name for n in (store / ".tmp").iterdir() if n.name.startswith(("tmp", "failed"))]
+            if (store / ".tmp").is_dir()
+            else []
+        )
+        assert not left or "all" in stops[0], f"{what}: inputs half-written in .tmp: {left}"
+        return run, seconds
+
+    def incident(self, rel: str = "dump") -> tuple[Path, int]:
+        """The generated incident's server logs and transfer traces (sample_logs/incident), copied under `rel`:
+        a store whose derived views take DuckDB a while. Returns the folder and its number of inputs."""
+        import shutil
+
+        src = Path(__file__).resolve().parents[2] / "sample_logs" / "incident"
+        dst = self.root / rel
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("agent", "planted.json"))
+        return dst, sum(1 for p in dst.rglob("*") if p.is_file())
+
+    def stop_and_resume(self, dump: Path, inputs: int, phase: str, within: float, **kw) -> str:
+        """A SIGINT at a drawn moment of `phase` (interrupted_ingest), the store checked, then the same ingest run
+        again to its end: every input once, every line once. Returns the stop's line."""
+        run, _ = self.interrupted_ingest(dump, phase=phase, within=within, **kw)
+        self.check_stopped()
+        line = run.stderr.strip().splitlines()[-1]
+        self.ingest(dump, jobs=kw.get("jobs", 1), subprocess_run=True)
+        assert self.count("files") == inputs, f"{self.count('files')} files rows for {inputs} inputs"
+        self.check_stopped()
+        return line
+
+    def check_stopped(self, store: Path | None = None) -> None:
+        """After a stop: `verify` finds nothing wrong (committed inputs whole, snapshot sets sound), and
+        every committed input's lines are accounted once."""
+        store = Path(store or self.root / "store")
+        if not (store / "data").exists():
+            return
+        run = self.cli("verify", "--store", store)
+        assert "nothing broken" in run.stdout, run.output[-2000:]
+        self.check_store(store, {})
 
     def error_names(self, run: Run, name: str) -> str:
         """The one `error:` line about `name`: damage is reported as a clear error naming the file."""
