@@ -269,18 +269,16 @@ def test_a_query_refuses_a_host_the_store_lacks_as_timeline_does(incident, query
 
 def test_a_room_the_store_lacks_is_refused_with_some_it_has(incident):
     from forensics.analysis import names
-    from forensics.analysis.db import connect
+    from forensics.analysis.session import Session
     from forensics.core.errors import UsageError
     from forensics.store import Store
 
-    con = connect(Store(incident), materialize=True)
-    try:
+    with Session.open(Store(incident)) as session:
+        con = session.con
         [(room,)] = con.execute("SELECT min(bootstrap_room) FROM rooms").fetchall()
         names.check_room(con, room)
         with pytest.raises(UsageError) as e:
             names.check_room(con, 12345, opt="-p room=")
-    finally:
-        con.close()
     assert e.value.render().splitlines()[0] == "error: -p room=12345: no such room in the store"
     assert f"known rooms: {room}, " in e.value.render() and " and 491 more" in e.value.render()
 
