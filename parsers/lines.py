@@ -45,6 +45,44 @@ class RawBlock:
     lines: int
     unterminated: bool  # its last line has no newline: the cut end of a file
     last: bool  # the last block of the stream
+    # (file, offset, length) when the body is those bytes of a plain file as they are on disk: a
+    # worker process reads them there (`load`) instead of being sent them
+    at: tuple[str, int, int] | None = None
+
+
+def load(raw: RawBlock) -> RawBlock:
+    """`raw` with its body, read from its file where it was left out (`RawBlock.at`); its head and
+    tail as the reader saw them (`RawBlock.at` keeps them) must be there still."""
+    if raw.at is None or len(raw.body) == raw.at[2]:
+        return raw
+    import os
+
+    from forensics.core.errors import InputError
+
+    path, offset, n = raw.at
+    with open(path, "rb") as f:
+        body = os.pread(f.fileno(), n, offset)
+    if len(body) != n or not (body.startswith(raw.body[:SEEN]) and body.endswith(raw.body[SEEN:])):
+        raise InputError(
+            f"{path} changed while it was read (lines {raw.line_no}-{raw.line_no + raw.lines - 1})",
+            file=path,
+            help="ingest a copy of a file that is rewritten in place, or ingest it again once it is quiet",
+        )
+    raw.body = body
+    return raw
+
+
+SEEN = 256  # bytes of each end of a block left out of a worker's task, to check its read against
+
+
+def left_out(raw: RawBlock) -> RawBlock:
+    """`raw` ready to go to a worker process: its text left out when the worker can read it from
+    its file (`load`), else copied out of the read buffer (a view of it does not pickle)."""
+    if raw.at is None or len(raw.body) <= 2 * SEEN:
+        raw.body, raw.at = bytes(raw.body), None
+    else:
+        raw.body = bytes(raw.body[:SEEN]) + bytes(raw.body[-SEEN:])
+    return raw
 
 
 def read_blocks(
@@ -129,11 +167,16 @@ def _blocks(
 ) -> Iterator[RawBlock]:
     line_no = 1
     rest = b""
+    # where the stream's bytes are a plain file's, as they are on disk (TextStream.file_range)
+    file_range = getattr(stream, "file_range", None)
+    read = 0  # bytes of the stream read so far
     while True:
         # one copy per read: the carried-over line and the new data are joined once, and the
         # blocks are views of the result
         buf = read_upto(stream, block_bytes, rest)
         got = len(buf) - len(rest)
+        read += got
+        pos = read - len(buf)  # where buf starts in the stream
         if on_progress and got:
             on_progress(got)
         eof = got < block_bytes  # read_upto stops short only at the end of the data
@@ -160,7 +203,8 @@ def _blocks(
                 cut = _record_cut(buf, end, continues, start)
                 n -= count_newlines(view[cut:end])
                 end = cut
-            yield RawBlock(view[start:end], line_no, n, eof and not capped and not terminated, False)
+            at = file_range(pos + start, pos + end) if file_range is not None else None
+            yield RawBlock(view[start:end], line_no, n, eof and not capped and not terminated, False, at)
             line_no += n
             if not capped:
                 if eof:
@@ -232,6 +276,25 @@ class TextStream:
         self._in_run = False  # the last chunk ended inside a run being dropped
         self._buf = b""
         self._eof = False
+        # A plain file's path when `inner` reads it from its start as it is on disk (set by whoever
+        # opens it): up to `_same_until` bytes of what this stream gives, nothing was changed, so
+        # they are the file's bytes at the same offsets (`file_range`).
+        self.plain_file: str | None = None
+        self._out = 0  # bytes given so far, held ones included
+        self._chunk_at = 0  # `_out` when the chunk being transformed began
+        self._same_until = float("inf")
+
+    def _changed(self) -> None:
+        """The chunk being transformed is not the input's bytes as they are (NULs dropped, CRs
+        made line ends, a line cut): from there on the stream is no longer the file's bytes."""
+        self._same_until = min(self._same_until, self._chunk_at)
+
+    def file_range(self, start: int, end: int) -> tuple[str, int, int] | None:
+        """(file, offset, length) of the stream's bytes from `start` to `end` where they are a plain
+        file's at the same offsets, else None."""
+        if self.plain_file is None or end > self._same_until:
+            return None
+        return self.plain_file, start, end - start
 
     # -- the transformation ------------------------------------------------------------------
     def _fill(self) -> bool:
@@ -241,19 +304,23 @@ class TextStream:
             if self._eof:
                 return False
             raw = read(min(_CHUNK, self.max_line))
+            self._chunk_at = self._out
             if raw:
                 self._buf = self._lines(self._nuls(raw))
+                self._out += len(self._buf)
                 continue
             self._eof = True
             # a short run at the very end is text like any other; a cut last line keeps its marker
             tail, self._nul_tail = b"\0" * self._nul_tail, 0
             self._buf = self._lines(tail) + self._line_end()
+            self._out += len(self._buf)
         return True
 
     def _nuls(self, raw: bytes) -> bytes:
         if not self.skip_nul_runs:
             return raw
         if self._in_run:  # a run that began in an earlier chunk: dropped as it goes, never held
+            self._changed()
             rest = raw.lstrip(b"\0")
             self.nul_bytes += len(raw) - len(rest)
             if not rest:
@@ -266,12 +333,14 @@ class TextStream:
         data = raw.rstrip(b"\0")
         hold = len(raw) - len(data)
         if b"\0" * NUL_RUN in data:
+            self._changed()
             runs = len(_NULS.findall(data))
             before = len(data)
             data = _NULS.sub(b"", data)
             self.nul_runs += runs
             self.nul_bytes += before - len(data)
         if hold >= NUL_RUN:
+            self._changed()
             self.nul_runs += 1
             self.nul_bytes += hold
             self._in_run = True
@@ -288,6 +357,7 @@ class TextStream:
             elif b"\r" in data:
                 self.cr_only = True
         if self.cr_only:
+            self._changed()
             data = data.replace(b"\r", b"\n")
         first = data.find(b"\n")
         if first < 0:
@@ -310,12 +380,14 @@ class TextStream:
         self._line += len(part)
         if len(part) <= room:
             return part
+        self._changed()
         self._cutting = True
         return part[:room]
 
     def _line_end(self) -> bytes:
         if not self._cutting:
             return b""
+        self._changed()
         self._cutting = False
         self.cut_lines += 1
         self.longest_cut = max(self.longest_cut, self._line)

@@ -19,6 +19,7 @@ import dataclasses
 import datetime as dt
 import functools
 import hashlib
+import io
 import json
 import os
 from collections.abc import Callable
@@ -137,11 +138,16 @@ class Input:
         self.open_raw = grown.window(src.open, g.start, g.size) if g else src.open
 
         def hashed_open():
-            self.hasher = HashingStream(self.open_raw())
+            raw = self.open_raw()
+            self.hasher = HashingStream(raw)
             if self.parser.name in BINARY_FORMATS:
                 return self.hasher
-            self.texts.append(TextStream(self.hasher))
-            return self.texts[-1]
+            text = TextStream(self.hasher)
+            if g is None and isinstance(getattr(raw, "raw", None), io.FileIO):
+                # a plain file read from its start: the workers read their passes' bytes from it
+                text.plain_file = os.path.abspath(src.fs_path)
+            self.texts.append(text)
+            return text
 
         src = dataclasses.replace(src)
         src.open = hashed_open  # type: ignore[method-assign]

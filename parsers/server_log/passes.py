@@ -136,7 +136,7 @@ def parse_blocks(
         for part, raws in enumerate(_passes(blocks, group, ctx.scan.pass_lines)):
             alone = part == 0 and any(_mentions(r, b" @ ") for r in raws)
             for r in raws:
-                r.body = bytes(r.body)  # a view of the read buffer does not pickle
+                lines.left_out(r)  # the worker reads the text from the file itself where it can
             bctx = dataclasses.replace(
                 ctx,
                 lines=0,
@@ -169,7 +169,7 @@ def pooled_pass(raws: list[RawBlock], ctx: Context, year: int, role: str, path: 
     and the pass is written there; the clock it leaves goes back to be followed in order.
     Otherwise its rows go back unfinished, for the clock of the passes before it.
     """
-    out = _parse_raws(raws, ctx, year, role, path)
+    out = _parse_raws([lines.load(r) for r in raws], ctx, year, role, path)
     own = Clock(base, "", tz)
     done = clock_pass(out, own)
     asked = own.time_only or own.inherited or own.untimed
