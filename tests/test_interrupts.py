@@ -134,3 +134,31 @@ def test_workers_die_when_the_parent_is_killed(tmp_path):
     assert not _wait_gone(proc.pid), "workers outlived a killed parent"
     _consistent(store)
     _complete(dump, store, hosts, lines)
+
+
+def test_ctrl_c_while_the_command_line_imports_is_one_line(tmp_path):
+    """A Ctrl-C before any command runs (the imports of the command line) exits 130 with one line."""
+    shim, ready = tmp_path / "shim", tmp_path / "ready"
+    shim.mkdir()
+    # an import the command line makes, held open so that the signal lands inside it
+    (shim / "click.py").write_text(f"import pathlib, time\npathlib.Path({str(ready)!r}).touch()\ntime.sleep(60)\n")
+    env = {**os.environ, "PYTHONPATH": str(shim)}
+    p = subprocess.Popen(
+        [sys.executable, "-c", "from forensics.cli import main"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(600):
+            if ready.exists() or p.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert ready.exists(), p.communicate(timeout=10)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err
+    assert err.decode().splitlines() == ["forensics: interrupted (SIGINT) while starting: nothing was changed"]
+    assert out == b""

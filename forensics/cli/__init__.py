@@ -8,12 +8,34 @@ libraries (polars, duckdb, rich) are imported inside the commands so `--help` st
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
 
-import click
 
-from forensics.cli import ingest, reports, sql, store
-from forensics.core import runtime
+def _stopped_while_starting(signum, frame):
+    # nothing is read or written before a command runs, so there is nothing to wind down
+    sys.stderr.write(f"forensics: interrupted ({signal.Signals(signum).name}) while starting: nothing was changed\n")
+    sys.stderr.flush()
+    os._exit(130)
+
+
+# a Ctrl-C during the imports below would otherwise end in a traceback or a death by SIGINT with no
+# line; each command installs its own handling once it runs
+_before = (
+    signal.signal(signal.SIGINT, _stopped_while_starting)
+    if threading.current_thread() is threading.main_thread()
+    else None
+)
+
+import click  # noqa: E402
+
+from forensics.cli import ingest, reports, sql, store  # noqa: E402
+from forensics.core import runtime  # noqa: E402
+
+if _before is not None:
+    signal.signal(signal.SIGINT, _before)
 
 
 class _Group(click.Group):
