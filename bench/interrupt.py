@@ -32,6 +32,10 @@ import sys
 import tempfile
 import time
 
+# bench/ is not installed: its scripts find tools/ from the checkout
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tools import procs  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINE = (
     "[2026-10-30 10:{m:02d}:{s:02d} DP0 TP0] Decode batch, #running-req: {n}, #token: 1000, token usage: 0.10, "
@@ -55,20 +59,6 @@ def _dump(root: str, hosts: int = 6, lines: int = 120_000) -> str:
         with open(os.path.join(root, f"decode-{h}", "sglang.log"), "w") as f:
             f.write(_log(lines, h, hosts))
     return root
-
-
-def _session(sid: int) -> list[int]:
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z" and int(fields[3]) == sid:
-                out.append(int(d))
-    return out
 
 
 def _consistent(store: str) -> bool:
@@ -116,7 +106,7 @@ def run_case(py: str, dump: str, work: str, extra: tuple, sig: int) -> tuple[flo
     t0 = time.monotonic()
     os.kill(proc.pid, sig)
     proc.communicate(timeout=120)
-    while _session(proc.pid) and time.monotonic() - t0 < 60:
+    while procs.session(proc.pid) and time.monotonic() - t0 < 60:
         time.sleep(0.005)
     return time.monotonic() - t0, proc.returncode, _consistent(store)
 
@@ -194,7 +184,7 @@ def run_phase(py: str, dump: str, work: str, phase: str, rng) -> tuple[float, in
     t0 = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
     proc.wait(timeout=120)
-    while _session(proc.pid) and time.monotonic() - t0 < 60:
+    while procs.session(proc.pid) and time.monotonic() - t0 < 60:
         time.sleep(0.005)
     return time.monotonic() - t0, proc.returncode, _consistent(store)
 

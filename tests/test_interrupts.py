@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.conftest import sql
+from tools import procs
 
 # each case starts an ingest in a subprocess and waits for it to be stopped
 pytestmark = [
@@ -36,29 +37,6 @@ def _dump(root, hosts: int, lines: int):
 def _ingest(dump, store, *extra) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "forensics.cli", "ingest", str(dump), "--store", str(store), *extra]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-
-
-def _session(sid: int) -> list[int]:
-    """The live processes of a session (the ingest, its fork server, its workers)."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[3]) == sid:  # state, ppid, pgrp, session
-            out.append(int(d))
-    return out
-
-
-def _wait_gone(sid: int, timeout: float = 30) -> list[int]:
-    end = time.monotonic() + timeout
-    while (left := _session(sid)) and time.monotonic() < end:
-        time.sleep(0.1)
-    return left
 
 
 def _wait_for_data(store, proc, timeout=120) -> None:
@@ -113,7 +91,7 @@ def test_a_signal_stops_ingest_with_one_line_and_nothing_partial(tmp_path, sig, 
     assert proc.returncode == code, err
     said = [ln for ln in err.decode().splitlines() if ln.strip()]
     assert len(said) == 1 and said[0].startswith("forensics: interrupted (") and "run the same ingest again" in said[0]
-    assert not _wait_gone(proc.pid), "a worker outlived the ingest"
+    assert not procs.wait_gone(proc.pid), "a worker outlived the ingest"
     assert not any((store / ".tmp").iterdir())  # what was being written is gone
     _consistent(store)
     _complete(dump, store, hosts, lines)
@@ -124,14 +102,14 @@ def test_workers_die_when_the_parent_is_killed(tmp_path):
     dump, store = _dump(tmp_path / "dump", hosts, lines), tmp_path / "store"
     proc = _ingest(dump, store, "--jobs", "2")
     end = time.monotonic() + 120
-    while time.monotonic() < end and proc.poll() is None and len(_session(proc.pid)) < 3:
+    while time.monotonic() < end and proc.poll() is None and len(procs.session(proc.pid)) < 3:
         time.sleep(0.05)  # the ingest, its fork server and a worker
     if proc.poll() is not None:
         pytest.skip("the ingest ended before it was killed")
-    assert len(_session(proc.pid)) >= 3
+    assert len(procs.session(proc.pid)) >= 3
     os.kill(proc.pid, signal.SIGKILL)  # the parent alone, as the OOM killer does
     proc.wait(timeout=30)
-    assert not _wait_gone(proc.pid), "workers outlived a killed parent"
+    assert not procs.wait_gone(proc.pid), "workers outlived a killed parent"
     _consistent(store)
     _complete(dump, store, hosts, lines)
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from tests.conftest import seed
+from tools import procs
 
 SEED = seed(18_07)
 RSS_LIMIT = 1 << 30
@@ -112,28 +113,6 @@ def _lines(path: Path) -> list[str]:
         return [ln for ln in path.read_text().splitlines() if ln.strip()]
     except FileNotFoundError:
         return []
-
-
-def _session(sid: int) -> list[int]:
-    """The live processes of a session (an ingest, its fork server, its workers)."""
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z" and int(fields[3]) == sid:
-                out.append(int(d))
-    return out
-
-
-def _wait_gone(sid: int, timeout: float = 30) -> list[int]:
-    end = time.monotonic() + timeout
-    while (left := _session(sid)) and time.monotonic() < end:
-        time.sleep(0.005)
-    return left
 
 
 def readable_gzip(data: bytes) -> bytes:
@@ -408,7 +387,7 @@ class Attack:
                 t0 = time.monotonic()
                 (os.killpg if group else os.kill)(p.pid, signal.SIGINT)
                 p.wait(timeout=120)
-                gone = _wait_gone(p.pid)
+                gone = procs.wait_gone(p.pid)
                 seconds = time.monotonic() - t0
             finally:
                 if p.poll() is None:
