@@ -173,10 +173,14 @@ def connect(
     whole, marked with its cut, for a masking that cuts after it masks (forensics.reports.redact).
     `memory` bounds DuckDB's memory (by default MEMORY_LIMIT, VIEWS_MEMORY_LIMIT while computing).
     """
-    checks.require_complete(store)
     opened = Opened() if opened is None else opened
     memory = Memory() if memory is None else memory
     con = duckdb.connect(":memory:")
+    try:
+        checks.require_complete(store, con=con)
+    except BaseException:
+        con.close()
+        raise
     con.execute("SET TimeZone = 'UTC'")
     con.execute(f"SET memory_limit = '{memory.query}'")
     with contextlib.suppress(duckdb.Error):  # a setting of DuckDB 1.3 and later

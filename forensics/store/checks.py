@@ -97,13 +97,14 @@ def listing_problems(folder: Path, rows: list[dict]) -> list[tuple[str, str]]:
     return out
 
 
-def require_complete(store: Store, again: bool = True) -> None:
+def require_complete(store: Store, again: bool = True, con=None) -> None:
     """StoreError naming the first committed input whose folder no longer holds the data files its `files`
     row lists (one was deleted, truncated or added): a read would give a silently different answer.
 
     Costs a listing of each input's folder and one read of the `files` rows' `data_files`. What looks
     wrong is looked at again, alone, before it is said: an ingest may commit, replace or drop an input
-    between the listing and the read."""
+    between the listing and the read. `con`, a DuckDB connection of the caller's, saves opening one
+    (which costs more than the read)."""
     if not store.exists():
         return
     import duckdb
@@ -112,7 +113,8 @@ def require_complete(store: Store, again: bool = True) -> None:
     files = store.table_files("files")
     suspects = sorted(folders.keys() - {Path(f).parent.name for f in files})
     if files:
-        con = duckdb.connect(":memory:")
+        own = con is None
+        con = duckdb.connect(":memory:") if own else con
         try:
             described = con.execute("DESCRIBE SELECT * FROM read_parquet($f, union_by_name = true)", {"f": files})
             rows = []
@@ -124,13 +126,14 @@ def require_complete(store: Store, again: bool = True) -> None:
                 ).fetchall()
         except duckdb.Error:
             if again and not all(os.path.exists(f) for f in files):
-                return require_complete(store, again=False)  # an input went while it was read
+                return require_complete(store, again=False, con=None if own else con)  # an input went while it was read
             err = unreadable(store, files)
             if err is None:
                 raise
             raise err from None
         finally:
-            con.close()
+            if own:
+                con.close()
         by_key: dict[str, list[dict]] = {}
         for key, path, data_files in rows:
             by_key.setdefault(key, []).append({"path": path, "data_files": data_files})
