@@ -387,3 +387,33 @@ def test_evidence_names_every_failed_room_past_its_table(tmp_path):
     assert res.exit_code == 0, res.output
     assert all(str(r) in res.output for r in rooms)
     assert f"_the first {MAX_LISTED:,} of {len(rooms):,};" in res.output
+
+
+def test_a_finish_line_echoing_a_prefill_error_stays_on_its_files_side(tmp_path):
+    """A decode `Finish:` line repeats the abort message, here prefill-side connector text: the decode
+    file's role names its side, so prefill_host is the prefill server, never the decode one."""
+    room = 2347773765981786812
+    echoed = f"KVTransferError(bootstrap_room={room}): NIXL transfer encountered ERR room={room}"
+    req = f"GenerateReqInput(rid='ba1e877f', bootstrap_host='10.0.0.2', bootstrap_room={room})"
+    decode = (
+        f"[{T}:20 TP0] Decode transfer failed for request rank=0 decode_req.req.rid='ba1e877f' "
+        f"decode_req.req.bootstrap_room={room} with exception {echoed}\n"
+        f"[{T}:20] Finish: obj={req}, out={{'meta_info': {{'id': 'ba1e877f', 'finish_reason': {{'type': 'abort', "
+        f"'message': '{echoed}', 'status_code': 500}}, 'prompt_tokens': 7743, 'completion_tokens': 0}}}}\n"
+    )
+    prefill = (
+        f"[{T}:20 TP0] Prefill transfer failed for request rank=0 req.rid='64b6cea9' req.bootstrap_room={room} "
+        f"with exception {echoed}\n"
+    )
+    for host, text in {"decode-a": decode, "prefill-a": prefill}.items():
+        (tmp_path / "logs" / host).mkdir(parents=True)
+        (tmp_path / "logs" / host / "sglang.log").write_text(text)
+    ingest_paths([tmp_path / "logs"], tmp_path / "store")
+    sides = sql(tmp_path / "store", "SELECT host, kind, side FROM room_events ORDER BY host, line_no").rows()
+    assert sides == [
+        ("decode-a", "transfer_failed", "decode"),
+        ("decode-a", "request_finished", "decode"),
+        ("prefill-a", "transfer_failed", "prefill"),
+    ]
+    [r] = sql(tmp_path / "store", "SELECT prefill_host, decode_host, rid_prefill FROM rooms").rows()
+    assert r == ("prefill-a", "decode-a", "64b6cea9")

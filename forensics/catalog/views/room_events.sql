@@ -1,7 +1,8 @@
 -- name: room_events
 -- kind: view
 -- description: Server-log events naming a real bootstrap room (not 0), with the PD side that wrote them (from the
---   line's template, else the file's role). Clock offsets applied.
+--   line's template, else the file's role; a request-log line, which echoes the request and its error text, by
+--   its file's role alone). Clock offsets applied.
 -- inputs: events (clock-corrected)
 -- parameters: none
 -- columns:
@@ -49,7 +50,9 @@ SELECT
     *,
     -- a file's role is a guess (one pasted file can hold both pods' lines, llm-d#2433), while the failure and
     -- connector templates name their side (docs/formats/SGLANG.md, "PD transfer and bootstrap failures", "Bootstrap, heartbeat and abort control" and "NIXL connector lines")
+    -- a request-log line (Receive, Finish) echoes the request, error text included: only its file says the side
     CASE
+        WHEN source = 'request_log' THEN CASE WHEN role IN ('prefill', 'decode') THEN role ELSE 'unknown' END
         WHEN regexp_matches(message, 'Decode transfer failed|Decode handshake failed|decode_req\.|Context corruption'
             || '|KV checksum mismatch|Metadata unexpectedly|Sent abort notification|Deferred KV release'
             || '|Lost connection with prefill') THEN 'decode'
