@@ -97,7 +97,7 @@ def _listed(store: Store, key: str, m: dict) -> list[tuple[str, str]]:
 def _unlisted(store: Store, manifests: dict[str, dict]) -> list[tuple[str, str]]:
     """(file, problem) of each Parquet file under tables/ that no committed manifest lists: we never
     read it, but a reader that globs the tables would."""
-    listed = {p["file"] for m in manifests.values() for p in m["parts"]}
+    listed = {p["file"] for m in [*manifests.values(), *commits.present(store).values()] for p in m["parts"]}
     out = []
     for rel in all_parts(store):
         if rel not in listed:

@@ -72,6 +72,13 @@ def read(path: Path) -> dict | None:
 
 def manifests(store) -> dict[str, dict]:
     """key -> manifest of every input committed now: those replaced by another committed one left out."""
+    found = present(store)
+    replaced = {m.get("replaces") for m in found.values() if m.get("replaces")}
+    return {k: m for k, m in found.items() if k not in replaced}
+
+
+def present(store) -> dict[str, dict]:
+    """key -> manifest of every manifest in inputs/, those a replacing one hides (until dropped) too."""
     folder = store.root / INPUTS
     try:
         names = [e.name for e in os.scandir(folder) if e.name.endswith(".json") and not e.name.startswith(".")]
@@ -81,8 +88,7 @@ def manifests(store) -> dict[str, dict]:
     for name in names:
         m = read(folder / name)
         found[name.removesuffix(".json")] = m if m is not None else {"format": None, "parts": [], "unreadable": True}
-    replaced = {m.get("replaces") for m in found.values() if m.get("replaces")}
-    return {k: m for k, m in found.items() if k not in replaced}
+    return found
 
 
 def staged_dir(store, m: dict) -> Path | None:
