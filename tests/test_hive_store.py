@@ -12,7 +12,9 @@ import pytest
 
 from tests.conftest import sql
 
-PART = re.compile(r"^(?P<table>[a-z_]+)/host=(?P<host>[^/]+)/date=(?P<date>[^/]+)/part-(?P<key>[0-9a-f]{32})-\d{5}\.parquet$")
+PART = re.compile(
+    r"^(?P<table>[a-z_]+)/host=(?P<host>[^/]+)/date=(?P<date>[^/]+)/part-(?P<key>[0-9a-f]{32})-\d{5}\.parquet$"
+)
 HIVE = "hive_partitioning = true, hive_types = {'host': VARCHAR, 'date': DATE}"
 
 
@@ -36,7 +38,9 @@ def _digest(store) -> dict:
     out = {}
     for name in sorted(t.name for t in schema.TABLES.values() if not t.view):
         cols = [c for c in con.sql(f'SELECT * FROM "{name}"').columns if c not in ("ingested_at", "data_files")]
-        out[name] = con.sql(f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{name}" ORDER BY ALL').fetchall()
+        out[name] = con.sql(
+            f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{name}" ORDER BY ALL'
+        ).fetchall()
     con.close()
     return out
 
@@ -96,9 +100,13 @@ def test_duckdb_polars_and_pyarrow_read_the_tables_as_forensics_does(incident_st
         want = counts[table]
         root = incident_store / "tables" / table
         duck = dict(
-            duckdb.sql(f"SELECT host, count(*) FROM read_parquet('{root}/**/*.parquet', {HIVE}) GROUP BY ALL").fetchall()
+            duckdb.sql(
+                f"SELECT host, count(*) FROM read_parquet('{root}/**/*.parquet', {HIVE}) GROUP BY ALL"
+            ).fetchall()
         )
-        scanned = pl.scan_parquet(f"{root}/**/*.parquet", hive_partitioning=True, hive_schema={"host": pl.String, "date": pl.Date})
+        scanned = pl.scan_parquet(
+            f"{root}/**/*.parquet", hive_partitioning=True, hive_schema={"host": pl.String, "date": pl.Date}
+        )
         polars = dict(scanned.group_by("host").len().collect().iter_rows())
         hosts = ds.dataset(root, format="parquet", partitioning="hive").to_table(columns=["host"])
         arrow = {r["host"]: r["count_all"] for r in hosts.group_by("host").aggregate([([], "count_all")]).to_pylist()}
@@ -120,7 +128,9 @@ def test_named_queries_of_base_tables_run_unchanged_in_duckdb_over_a_copy(incide
     con.execute("SET TimeZone = 'UTC'")
     tables = _base_tables(incident_store)
     for t in tables:
-        con.execute(f"CREATE VIEW {t} AS SELECT * EXCLUDE (date) FROM read_parquet('{copy}/tables/{t}/**/*.parquet', {HIVE})")
+        con.execute(
+            f"CREATE VIEW {t} AS SELECT * EXCLUDE (date) FROM read_parquet('{copy}/tables/{t}/**/*.parquet', {HIVE})"
+        )
     from forensics import catalog
     from forensics.catalog.sql import run_sql
     from forensics.store import Store
@@ -147,7 +157,12 @@ def _frame(n: int, host: str = "h1") -> pl.DataFrame:
 
     t0 = dt.datetime(2026, 1, 1, 23, 59, 59, tzinfo=dt.timezone.utc)
     return pl.DataFrame(
-        {"ts": [t0 + dt.timedelta(seconds=i) for i in range(n)], "host": [host] * n, "kind": ["x"] * n, "line_no": list(range(n))}
+        {
+            "ts": [t0 + dt.timedelta(seconds=i) for i in range(n)],
+            "host": [host] * n,
+            "kind": ["x"] * n,
+            "line_no": list(range(n)),
+        }
     )
 
 
@@ -210,9 +225,10 @@ def test_a_replacing_manifest_hides_the_old_input_at_once(tmp_path, monkeypatch)
 
 @pytest.mark.slow  # writes a store, compacts it, reads it twice
 def test_compact_merges_an_inputs_small_parts_and_changes_no_row(tmp_path):
+    from click.testing import CliRunner
+
     from forensics.cli import main
     from forensics.store import Store
-    from click.testing import CliRunner
 
     store = Store(tmp_path / "store").init()
     assert _written(store, "e" * 32, parts=6).commit()

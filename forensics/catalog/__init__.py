@@ -326,7 +326,12 @@ def _require_own_columns(con, store: Store, t: schema.Table, files: list[str]) -
     if not files:
         return
     known = {c.name for c in t.columns + t.stored_only}
-    cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, hive_partitioning = false)").fetchall()]
+    cols = [
+        r[0]
+        for r in con.execute(
+            f"DESCRIBE SELECT * FROM read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, hive_partitioning = false)"
+        ).fetchall()
+    ]
     if all(c in known for c in cols):
         return
     found = checks.foreign_columns(t, files)

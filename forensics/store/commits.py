@@ -121,9 +121,7 @@ def staged_parts(folder: Path) -> list[str]:
 def commit(store, key: str, folder: Path, replaces: str | None = None, drop_parts: list[str] | None = None) -> bool:
     """Commit the parts waiting in `folder` as input `key` (see the module docstring); False, the
     folder removed, when `key` is committed already."""
-    parts = [
-        {"file": hive.final_rel(rel, key), "bytes": (folder / rel).stat().st_size} for rel in staged_parts(folder)
-    ]
+    parts = [{"file": hive.final_rel(rel, key), "bytes": (folder / rel).stat().st_size} for rel in staged_parts(folder)]
     token = secrets.token_hex(8)
     m = {
         "format": _FORMAT,

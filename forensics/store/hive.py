@@ -30,7 +30,7 @@ KEYS = ("host", "date")
 DATE_COLUMN = {"files": "first_ts", "turns": "t_start", "unparsed": None}
 
 # Hive's and Spark's escapePathName list (FileUtils / ExternalCatalogUtils), plus every control character
-_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(0x20))
+_ESCAPED = frozenset("\"#%'*/:=?\\\x7f{[]^") | frozenset(chr(c) for c in range(0x20))
 
 
 def escape(value: str | None) -> str:

@@ -21,7 +21,14 @@ if TYPE_CHECKING:
 # `forensics --help` must not pay for loading them.
 
 
-def _to_arrow(df: pl.DataFrame) -> pa.Table:
+def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
+    """Arrow table of `df` in the table's shape (every stored column, the host included)."""
+    from forensics.core import schema
+
+    return _arrow_of(schema.conform(table, df))
+
+
+def _arrow_of(df: pl.DataFrame) -> pa.Table:
     """Arrow table of `df` (already in the schema's shape); list<struct<key,value>> columns become Parquet MAPs."""
     import polars as pl
     import pyarrow as pa
@@ -121,7 +128,7 @@ def write_file(path: Path, df: pl.DataFrame) -> None:
     """One Parquet file of `df` (the schema's shape, less the partition columns) in the store's encodings."""
     import pyarrow.parquet as pq
 
-    at = _to_arrow(df)
+    at = _arrow_of(df)
     path.parent.mkdir(parents=True, exist_ok=True)
     # snappy, not zstd: zstd halves the store but makes the ingest's write much slower (a
     # context per column chunk), and the store is scratch space on the laptop
