@@ -233,7 +233,7 @@ def test_ordinary_queries_and_parameters(store, pristine):
     r = _sql(store, "SELECT count(*) AS n FROM batches", "--format", "csv")
     assert r.exit_code == 0, r.output
     assert r.stdout.splitlines() == ["n", str(_count_parquet(store, "batches"))]
-    host = pl.read_parquet(_batches_file(store))["host"][0]
+    host = pl.read_parquet(_batches_file(store), hive_partitioning=True)["host"][0]
     r = _sql(store, "SELECT count(*) > 0 AS any FROM batches WHERE host = $h", "--format", "csv", "-p", f"h={host}")
     assert r.exit_code == 0 and r.stdout.splitlines() == ["any", "true"], r.output
     assert _digest(store) == pristine

@@ -130,10 +130,10 @@ def _read(files: list[str], filename: bool = False) -> str:
     )
 
 
-def _raw_select(con, t: schema.Table, files: list[str]) -> str:
+def _raw_select(t: schema.Table, files: list[str], have: set[str]) -> str:
     """The raw view of a table over its parts: the stored columns in the schema's order (host from
-    the path; no date column, which is the path's alone)."""
-    have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {_read(files)}").fetchall()}
+    the path; no date column, which is the path's alone). `have`: the columns the files hold."""
+    have = have | {"host"}
     cols = ", ".join(
         f'"{c.name}"' if c.name in have else f'CAST(NULL AS {duck_type(c.dtype)}) AS "{c.name}"' for c in t.stored
     )
@@ -232,8 +232,7 @@ def connect(
         try:
             if files:
                 checks.require_readable(store, files)
-                _require_own_columns(con, store, t, files)
-                src = _raw_select(con, t, files)
+                src = _raw_select(t, files, _require_own_columns(con, store, t, files))
             else:
                 src = _empty_select(t, t.stored)
             con.execute(f'CREATE VIEW "raw_{t.name}" AS {src}')
@@ -321,10 +320,9 @@ def _macros() -> list[tuple[str, str]]:
     return [(d.file, d.sql) for d in model.macros().values()]
 
 
-def _require_own_columns(con, store: Store, t: schema.Table, files: list[str]) -> None:
-    """A file of another table among `t`'s (copied over one of its parts) would be counted as `t`'s rows."""
-    if not files:
-        return
+def _require_own_columns(con, store: Store, t: schema.Table, files: list[str]) -> set[str]:
+    """The columns `t`'s files hold; a file of another table among them (copied over one of its
+    parts) would be counted as `t`'s rows, and is refused."""
     known = {c.name for c in t.columns + t.stored_only}
     cols = [
         r[0]
@@ -333,7 +331,7 @@ def _require_own_columns(con, store: Store, t: schema.Table, files: list[str]) -
         ).fetchall()
     ]
     if all(c in known for c in cols):
-        return
+        return set(cols)
     found = checks.foreign_columns(t, files)
     path, extra = found if found else (files[0], [c for c in cols if c not in known])
     raise checks.damaged(store, path, f"holds columns that table {t.name} does not have ({', '.join(extra[:3])})")
