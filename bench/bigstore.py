@@ -1,6 +1,6 @@
-"""A large store written straight to Parquet, in the layout of forensics/store/__init__.py.
+"""A large store written straight to Parquet parts, in the layout of forensics/store/__init__.py.
 
-    <store>/data/<key>/<table>-00000.parquet
+    <store>/tables/<table>/host=<host>/date=<day>/part-<key>-00000.parquet, one input a host
 
 Rows are made per column from the registered schema (forensics.schema.TABLES), so tables that
 other issues add (`transfers`, `replies`) are filled as soon as they are registered; a table that
@@ -138,11 +138,10 @@ def frame(table: str, n: int, host: str, salt: int) -> pl.DataFrame:
 
 def build(root: str, transfers: int, batches: int, replies: int, events: int | None = None) -> tuple[str, dict]:
     """Write the store at `root` (kept if it was built with the same schema and sizes); return (root, rows)."""
-    import pyarrow.parquet as pq
-
     import forensics.parsers  # noqa: F401  (parsers of other issues register their tables on import)
     from forensics.core import schema
-    from forensics.store.parts import _to_arrow
+    from forensics.store import Store
+    from forensics.store.parts import write_part
 
     events = events if events is not None else max(batches, 1_000_000)
     want = {"transfers": transfers, "batches": batches, "replies": replies, "events": events}
@@ -157,7 +156,7 @@ def build(root: str, transfers: int, batches: int, replies: int, events: int | N
             print(f"  table `{k}` is not registered in forensics.schema yet: not written")
     sig = hashlib.sha256(
         json.dumps(
-            {k: [(c.name, str(c.dtype)) for c in schema.TABLES[k].stored] for k in present} | {"n": present, "gen": 4},
+            {k: [(c.name, str(c.dtype)) for c in schema.TABLES[k].stored] for k in present} | {"n": present, "gen": 5},
             sort_keys=True,
         ).encode()
     ).hexdigest()[:16]
@@ -166,14 +165,13 @@ def build(root: str, transfers: int, batches: int, replies: int, events: int | N
         _verdicts(root)
         return root, present
     shutil.rmtree(root, ignore_errors=True)
+    store = Store(root).init()
     for hi, host in enumerate(HOSTS):
         key = hashlib.sha256(host.encode()).hexdigest()[:32]
-        d = os.path.join(root, "data", key)
-        os.makedirs(d)
+        w = store.writer(key)
         for table, total in present.items():
             n = total // len(HOSTS) + (1 if hi < total % len(HOSTS) else 0)
-            df = frame(table, n, host, salt=hi * 1000 + len(table))
-            pq.write_table(_to_arrow(table, df), os.path.join(d, f"{table}-00000.parquet"), compression="zstd")
+            write_part(w.dir, table, 0, frame(table, n, host, salt=hi * 1000 + len(table)))
         files = pl.DataFrame(
             [
                 {
@@ -195,8 +193,8 @@ def build(root: str, transfers: int, batches: int, replies: int, events: int | N
                 }
             ]
         )
-        pq.write_table(_to_arrow("files", files), os.path.join(d, "files-00000.parquet"), compression="zstd")
-    os.makedirs(os.path.join(root, ".tmp"), exist_ok=True)
+        w.write("files", files)
+        w.commit()
     open(marker, "w").write(sig)
     _verdicts(root)
     return root, present
@@ -220,20 +218,14 @@ def add_input(root: str, host: str = "decode-late", events: int = 20_000, transf
     Its rows name rooms of the shared pool (so they join with the store's), `events + transfers` at
     most; returns its key.
     """
-    import pyarrow.parquet as pq
-
-    from forensics.store.parts import _to_arrow
+    from forensics.store import Store
+    from forensics.store.parts import write_part
 
     key = hashlib.sha256(host.encode()).hexdigest()[:32]
-    d = os.path.join(root, "data", key)
-    os.makedirs(d, exist_ok=True)
+    w = Store(root).init().writer(key)
     salt = 99_000
     for table, n in (("events", events), ("transfer_events", transfers)):
-        pq.write_table(
-            _to_arrow(table, frame(table, n, host, salt=salt + len(table))),
-            os.path.join(d, f"{table}-00000.parquet"),
-            compression="zstd",
-        )
+        write_part(w.dir, table, 0, frame(table, n, host, salt=salt + len(table)))
     files = pl.DataFrame(
         [
             {
@@ -255,5 +247,6 @@ def add_input(root: str, host: str = "decode-late", events: int = 20_000, transf
             }
         ]
     )
-    pq.write_table(_to_arrow("files", files), os.path.join(d, "files-00000.parquet"), compression="zstd")
+    w.write("files", files)
+    w.commit()
     return key

@@ -64,16 +64,9 @@ def _dump(root: str, hosts: int = 6, lines: int = 120_000) -> str:
 def _consistent(store: str) -> bool:
     import duckdb
 
-    files = (
-        [
-            os.path.join(store, "data", k, f)
-            for k in os.listdir(os.path.join(store, "data"))
-            for f in os.listdir(os.path.join(store, "data", k))
-            if f.startswith("files-")
-        ]
-        if os.path.isdir(os.path.join(store, "data"))
-        else []
-    )
+    from forensics.store import Store
+
+    files = Store(store).table_files("files")
     tmp = os.path.join(store, ".tmp")
     if os.path.isdir(tmp) and os.listdir(tmp):
         return False

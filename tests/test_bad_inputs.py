@@ -118,7 +118,7 @@ def test_bad_input_corpus(tmp_path, capsys):
         )
         files = (
             sql(store, "SELECT sum(lines) l, sum(parsed_lines + continuation_lines + unparsed_lines) a FROM files")
-            if (store / "data").exists()
+            if (store / "inputs").exists()
             else None
         )
         accounted = int(files["a"][0] or 0) if files is not None else 0
@@ -194,7 +194,7 @@ def test_killed_ingest_leaves_a_consistent_store(tmp_path, kill_after):
     time.sleep(kill_after)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    if (store / "data").exists():
+    if (store / "inputs").exists():
         seen = sql(store, "SELECT count(*) n, count(DISTINCT sha256) d, coalesce(sum(parsed_lines), 0) p FROM files")
         assert seen["n"][0] == seen["d"][0]
         assert sql(store, "SELECT count(*) n FROM batches")["n"][0] == seen["p"][0]  # no partial input visible

@@ -50,7 +50,7 @@ def _wait_for_data(store, proc, timeout=120) -> None:
 
 
 def _consistent(store) -> None:
-    if not (store / "data").exists():
+    if not (store / "inputs").exists():
         return
     seen = sql(store, "SELECT count(*) n, count(DISTINCT sha256) d, coalesce(sum(parsed_lines), 0) p FROM files")
     assert seen["n"][0] == seen["d"][0]

@@ -133,7 +133,7 @@ def test_a_pd_log_in_many_passes(tmp_path):
 def _store_tables(store: str) -> dict:
     out = {}
     for t in ("events", "batches", "unparsed", "files"):
-        parts = sorted(glob.glob(f"{store}/data/*/{t}-*.parquet"))
+        parts = sorted(glob.glob(f"{store}/tables/{t}/*/*/part-*.parquet"))
         if parts:
             out[t] = pl.concat([pl.read_parquet(f) for f in parts]).drop("ingested_at", strict=False)
     return out
@@ -164,7 +164,7 @@ def test_ingest_on_workers_writes_the_store_one_process_writes(tmp_path):
         key = ["source_file", "line_no"] if "line_no" in one[t].columns else ["path"]
         assert_frame_equal(two[t].sort(key), one[t].sort(key), check_exact=True)
     # the large input's passes were written as parts of their own, in pass order
-    parts = glob.glob(f"{stores[2]}/data/*/batches-*.parquet")
+    parts = glob.glob(f"{stores[2]}/tables/batches/*/*/part-*.parquet")
     assert len(parts) > 3
 
 

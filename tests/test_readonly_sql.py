@@ -54,7 +54,7 @@ def _sql(store, query, *opts):
 
 
 def _batches_file(store: Path) -> str:
-    return str(sorted(store.glob("data/*/batches-*.parquet"))[0])
+    return str(sorted(store.glob("tables/batches/*/*/part-*.parquet"))[0])
 
 
 # (id, SQL, what the error line says); {store}, {batches} (a store Parquet file) and {out} (a folder
@@ -137,7 +137,7 @@ ATTACKS = [
     ("replacement-scan-from-first", "FROM '/etc/passwd'", "reading /etc/passwd is not allowed"),
     ("replacement-scan-store-file", "SELECT count(*) FROM '{batches}'", "is not allowed"),
     ("store-clocks-as-text", "SELECT * FROM read_text('{store}/clocks.json')", "clocks.json is not allowed"),
-    ("glob-the-store", "SELECT * FROM glob('{store}/data/*/*')", "is not allowed"),
+    ("glob-the-store", "SELECT * FROM glob('{store}/tables/*/*/*/*')", "is not allowed"),
     ("parquet-outside", "SELECT * FROM read_parquet('{out}/*.parquet')", "is not allowed"),
     ("query-string", "SELECT * FROM query('DROP VIEW replies')", "table function query() is not allowed"),
     ("query-quoted-name", "SELECT * FROM \"QUERY\"('SELECT 1')", "table function query() is not allowed"),
@@ -226,14 +226,14 @@ def test_the_connection_itself_is_locked(store, outside):
 
 
 def _count_parquet(store: Path, table: str) -> int:
-    return sum(pl.read_parquet(p).height for p in store.glob(f"data/*/{table}-*.parquet"))
+    return sum(pl.read_parquet(p).height for p in store.glob(f"tables/{table}/*/*/part-*.parquet"))
 
 
 def test_ordinary_queries_and_parameters(store, pristine):
     r = _sql(store, "SELECT count(*) AS n FROM batches", "--format", "csv")
     assert r.exit_code == 0, r.output
     assert r.stdout.splitlines() == ["n", str(_count_parquet(store, "batches"))]
-    host = pl.read_parquet(_batches_file(store))["host"][0]
+    host = pl.read_parquet(_batches_file(store), hive_partitioning=True)["host"][0]
     r = _sql(store, "SELECT count(*) > 0 AS any FROM batches WHERE host = $h", "--format", "csv", "-p", f"h={host}")
     assert r.exit_code == 0 and r.stdout.splitlines() == ["any", "true"], r.output
     assert _digest(store) == pristine
@@ -289,7 +289,7 @@ def test_results_go_to_a_file_through_o(store, pristine, outside):
         main, ["query", "run", "wedges", "--store", str(store), "--format", "json", "-o", str(outside / "w.json")]
     )
     assert r.exit_code == 0 and (outside / "w.json").read_text().startswith("["), r.output
-    for target in (store / "clocks.json", Path(_batches_file(store)), store / "data" / "new.csv"):
+    for target in (store / "clocks.json", Path(_batches_file(store)), store / "tables" / "new.csv"):
         r = _sql(store, q, "-o", str(target))
         assert r.exit_code == 2 and "is inside the store" in r.stderr, r.output
     assert _digest(store) == pristine

@@ -128,10 +128,10 @@ def test_a_new_host_touches_only_its_rooms(tmp_path, always_extend):
     touched = (
         duckdb.connect()
         .execute(
-            f"SELECT count(DISTINCT bootstrap_room) FROM read_parquet('{store}/data/*/events-*.parquet', filename = true) "
-            "WHERE bootstrap_room <> 0 AND parse_dirpath(filename) NOT IN "
+            f"SELECT count(DISTINCT bootstrap_room) FROM read_parquet('{store}/tables/events/*/*/*.parquet', filename = true) "
+            "WHERE bootstrap_room <> 0 AND split_part(parse_filename(filename), '-', 2) NOT IN "
             f"(SELECT unnest(?::VARCHAR[]))",
-            [[str(store / "data" / k) for k in covered]],
+            [list(covered)],
         )
         .fetchone()[0]
     )
@@ -159,8 +159,9 @@ def test_a_lost_input_computes_everything(tmp_path, always_extend):
     store = tmp_path / "store"
     ingest_paths([INCIDENT / "prefill-0", INCIDENT / "decode-0"], store)
     first = _materialize(store)
-    gone = sorted((store / "data").iterdir())[0]
-    shutil.rmtree(gone)
+    from forensics.store import Store, commits
+
+    commits.drop(Store(store), sorted(Store(store).committed())[0])
     ingest_paths([INCIDENT / "decode-1"], store)
     assert "extends" not in _manifest(_materialize(store))
     assert not first.exists()

@@ -45,7 +45,7 @@ def _cli(*args):
 
 
 def _data_file(store: Path, table: str) -> Path:
-    return sorted(store.glob(f"data/*/{table}-00000.parquet"))[0]
+    return sorted(store.glob(f"tables/{table}/*/*/part-*-00000.parquet"))[0]
 
 
 def _snapshots(store: Path) -> Path:
@@ -96,7 +96,7 @@ def test_damaged_data_file_is_one_error_naming_it(store, damage):
 
 def test_damaged_data_pages_are_one_error_naming_the_file(store):
     # the footer is whole, the pages behind it are not: found when a query decodes them
-    bad = max(store.glob("data/*/events-00000.parquet"), key=lambda p: p.stat().st_size)
+    bad = max(store.glob("tables/events/*/*/part-*-00000.parquet"), key=lambda p: p.stat().st_size)
     raw = bytearray(bad.read_bytes())
     for i in range(200, len(raw) // 2, 7):
         raw[i] ^= 0x5A
@@ -124,7 +124,7 @@ def test_repair_drops_the_broken_input_and_ingest_reads_it_again(store, built):
     assert res.exit_code == 0, res.output
     assert "input dropped" in res.output and "dropped 1 input" in res.output
     assert "forensics ingest" in res.output and "sglang.log" in res.output
-    assert not bad.parent.exists()
+    assert not bad.exists()
     assert _cli("verify", "--store", store).exit_code == 0
     ingest_paths([INCIDENT], store)
     assert sql(store, "SELECT count(*) n FROM batches")["n"][0] == before

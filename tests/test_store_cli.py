@@ -226,7 +226,7 @@ def test_files_sharing_a_header_are_not_duplicates(tmp_path):
 
 def test_same_content_committed_by_another_input_in_between_is_a_duplicate(tmp_path, monkeypatch):
     # two inputs of one content (the same log under two names, in two ingest workers) both pass
-    # the exists() check; the second rename then meets a full folder
+    # the exists() check; the second link then meets a committed manifest
     import os
 
     import polars as pl
@@ -238,14 +238,14 @@ def test_same_content_committed_by_another_input_in_between_is_a_duplicate(tmp_p
     for w in (first, second):
         w.write("files", pl.DataFrame({"path": ["a.log"]}))
         w.key = "samekey"
-    real_replace = os.replace
+    real_link = os.link
 
-    def replace_after_the_other(src, dst):
-        monkeypatch.setattr(os, "replace", real_replace)
+    def link_after_the_other(src, dst):
+        monkeypatch.setattr(os, "link", real_link)
         assert first.commit()
-        real_replace(src, dst)
+        real_link(src, dst)
 
-    monkeypatch.setattr(os, "replace", replace_after_the_other)
+    monkeypatch.setattr(os, "link", link_after_the_other)
     assert second.commit() is False
     assert store.committed() == {"samekey"} and not second.dir.exists()
 
@@ -257,13 +257,14 @@ def test_parquet_encodings_follow_the_column_kinds(tmp_path):
     (tmp_path / "decode.log").write_text(LOG * 20)  # a dictionary needs a string to repeat
     store = tmp_path / "store"
     ingest_paths([tmp_path / "decode.log"], store)
-    (path,) = (store / "data").glob("*/batches-*.parquet")
+    (path,) = (store / "tables").glob("batches/*/*/part-*.parquet")
     meta = pq.ParquetFile(path).metadata.row_group(0)
     enc = {meta.column(i).path_in_schema: set(meta.column(i).encodings) for i in range(meta.num_columns)}
     for col in ("line_no", "ts", "running_req", "dp_rank"):
         assert "DELTA_BINARY_PACKED" in enc[col], (col, enc[col])
-    for col in ("kind", "host", "source_file"):
+    for col in ("kind", "source_file"):  # the host is the path's (host=...), not a column of the file
         assert "RLE_DICTIONARY" in enc[col], (col, enc[col])
+    assert "host" not in enc
     assert not {"DELTA_BINARY_PACKED", "RLE_DICTIONARY"} & enc["token_usage"]  # floats: plain
     df = sql(store, "SELECT line_no, running_req, queue_req, ts FROM batches ORDER BY line_no")
     assert df["line_no"].to_list() == list(range(1, 41))

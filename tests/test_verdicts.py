@@ -95,7 +95,7 @@ def test_a_new_threshold_needs_no_reingest(tmp_path, monkeypatch):
     store = Store(tmp_path / "store")
     ingest_paths([CORPUS / "proxy"], store.root, jobs=1)
     before = evidence.build(store)["summary"]
-    data = sorted((p.name, p.stat().st_mtime_ns) for p in store.data.rglob("*"))
+    data = sorted((p.name, p.stat().st_mtime_ns) for p in store.tables.rglob("*"))
 
     # every reply of a word or more now reads as a repetition loop (S12): a session with those thresholds
     loose = dataclasses.replace(detectors.DEFAULT, words_min=1, words_max_distinct=1.01)
@@ -105,7 +105,7 @@ def test_a_new_threshold_needs_no_reingest(tmp_path, monkeypatch):
         after = evidence.build(session)["summary"]
 
     assert after["corrupted"] > before["corrupted"]  # the cached replies of the old version are not read
-    assert sorted((p.name, p.stat().st_mtime_ns) for p in store.data.rglob("*")) == data
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in store.tables.rglob("*")) == data
     assert (store.root / "derived" / "verdicts" / "CURRENT").read_text().strip() == verdicts.version(loose)
     assert (store.root / "derived" / "verdicts" / verdicts.DETECTOR_VERSION).is_dir()  # kept for a way back
     # back to the defaults: the old verdicts are read again, not recomputed

@@ -27,7 +27,7 @@ from forensics.analysis import detectors
 from forensics.core import schema, text
 from forensics.core.errors import ForensicsError
 from forensics.core.turns import Turn
-from forensics.store import Store, checks, snapshots
+from forensics.store import Store, checks, hive, snapshots
 
 # the code a verdict depends on: every module of the detectors package (by name, so that moving a
 # function between them counts), the escaping of their evidence, and how a stored row becomes the
@@ -136,7 +136,7 @@ def ensure(
     spare_root = Path(keep.name) if keep is not None else None
     by_input: dict[str, list[str]] = {}
     for f in store.table_files("turns"):
-        by_input.setdefault(Path(f).parent.name, []).append(f)
+        by_input.setdefault(hive.key_of(f), []).append(f)
     for key, files in sorted(by_input.items()):
         name = f"{key}.parquet"
         # a damaged file is computed again: the turns it was computed from are in the store

@@ -36,7 +36,7 @@ import polars as pl
 from forensics.catalog import model, refresh
 from forensics.core import schema
 from forensics.core.text import EXCERPT_MARK
-from forensics.store import Store, checks, snapshots
+from forensics.store import Store, checks, hive, snapshots
 from forensics.store.snapshots import VERDICTS, verdicts_dir
 
 _DUCK_TYPES = {
@@ -118,9 +118,36 @@ class Opened:
     snapshots: Path | None = None
 
 
+# the Hive partition columns as DuckDB reads them from a part's path (forensics/store/hive.py)
+_HIVE = "hive_partitioning = true, hive_types = {'host': VARCHAR, 'date': DATE}"
+
+
+def _read(files: list[str], filename: bool = False) -> str:
+    """read_parquet of a table's parts, the partition values (host, date) read back from their paths."""
+    return (
+        f"read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, "
+        f"{'filename = true, ' if filename else ''}{_HIVE})"
+    )
+
+
+def _raw_select(t: schema.Table, files: list[str], have: set[str]) -> str:
+    """The raw view of a table over its parts: the stored columns in the schema's order (host from
+    the path; no date column, which is the path's alone). `have`: the columns the files hold."""
+    have = have | {"host"}
+    cols = ", ".join(
+        f'"{c.name}"' if c.name in have else f'CAST(NULL AS {duck_type(c.dtype)}) AS "{c.name}"' for c in t.stored
+    )
+    return f"SELECT {cols} FROM {_read(files)}"
+
+
+def _key_of(filename: str) -> str:
+    """The store key of a part, from its file name part-<key>-<n>.parquet (forensics/store/hive.py)."""
+    return f"split_part(parse_filename({filename}), '-', 2)"
+
+
 def _with_analysis(t: schema.Table, files: list[str], verdicts: list[str]) -> str:
     """The public view of a table whose analysis columns come from verdict files: NULL until there are some."""
-    raw = f"read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, filename = true, hive_partitioning = false)"
+    raw = _read(files, filename=True)
     if not verdicts:
         cols = ", ".join(
             f'CAST(NULL AS {duck_type(c.dtype)}) AS "{c.name}"' if c.analysis else f'"{c.name}"' for c in t.columns
@@ -130,7 +157,7 @@ def _with_analysis(t: schema.Table, files: list[str], verdicts: list[str]) -> st
     v = f"read_parquet([{', '.join(_quote(f) for f in verdicts)}], union_by_name = true, filename = true, hive_partitioning = false)"
     cols = ", ".join(f'{"v" if c.analysis else "r"}."{c.name}"' for c in t.columns)
     on = " AND ".join(
-        ["parse_filename(v.filename, true) = parse_filename(parse_dirpath(r.filename))"]
+        [f"parse_filename(v.filename, true) = {_key_of('r.filename')}"]
         + [f'v."{k}" IS NOT DISTINCT FROM r."{k}"' for k in schema.VERDICT_KEY]
     )
     return f"SELECT {cols} FROM {raw} r LEFT JOIN {v} v ON {on}"
@@ -175,6 +202,9 @@ def connect(
     """
     opened = Opened() if opened is None else opened
     memory = Memory() if memory is None else memory
+    if store.exists():
+        store.upgrade()
+        _require_plain_path(store)
     con = duckdb.connect(":memory:")
     try:
         checks.require_complete(store, con=con)
@@ -199,19 +229,18 @@ def connect(
             continue
         files = store.table_files(t.name)
         readable += files
-        if files:
-            checks.require_readable(store, files)
-            src = f"SELECT * FROM read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, hive_partitioning = false)"
-        else:
-            src = _empty_select(t, t.stored)
         try:
+            if files:
+                checks.require_readable(store, files)
+                src = _raw_select(t, files, _require_own_columns(con, store, t, files))
+            else:
+                src = _empty_select(t, t.stored)
             con.execute(f'CREATE VIEW "raw_{t.name}" AS {src}')
         except duckdb.Error:
             err = checks.unreadable(store, files)
             if err is None:
                 raise
             raise err from None
-        _require_own_columns(con, store, t, files)
         names = {c.name for c in t.columns}
         if any(c.analysis for c in t.columns):
             public = _with_analysis(t, files, verdict_paths) if files else _empty_select(t)
@@ -259,6 +288,20 @@ def connect(
     return con
 
 
+def _require_plain_path(store: Store) -> None:
+    """DuckDB reads a partition value from every folder of a part's path: a folder above the store
+    named host=... or date=... would be read as the rows' host or date."""
+    from forensics.core.errors import StoreError
+
+    for seg in store.tables.resolve().parts:
+        if seg.partition("=")[0] in hive.KEYS and "=" in seg:
+            raise StoreError(
+                f"the store's path has a folder named {seg}, which Hive readers take for a partition",
+                file=str(store.root),
+                help="move or link the store to a path without host=... or date=... folders",
+            )
+
+
 def _create(con, name: str, sql: str) -> None:
     try:
         con.execute(sql)
@@ -277,14 +320,18 @@ def _macros() -> list[tuple[str, str]]:
     return [(d.file, d.sql) for d in model.macros().values()]
 
 
-def _require_own_columns(con, store: Store, t: schema.Table, files: list[str]) -> None:
-    """A file of another table among `t`'s (copied over one of its parts) would be counted as `t`'s rows."""
-    if not files:
-        return
+def _require_own_columns(con, store: Store, t: schema.Table, files: list[str]) -> set[str]:
+    """The columns `t`'s files hold; a file of another table among them (copied over one of its
+    parts) would be counted as `t`'s rows, and is refused."""
     known = {c.name for c in t.columns + t.stored_only}
-    cols = [r[0] for r in con.execute(f'DESCRIBE "raw_{t.name}"').fetchall()]
+    cols = [
+        r[0]
+        for r in con.execute(
+            f"DESCRIBE SELECT * FROM read_parquet([{', '.join(_quote(f) for f in files)}], union_by_name = true, hive_partitioning = false)"
+        ).fetchall()
+    ]
     if all(c in known for c in cols):
-        return
+        return set(cols)
     found = checks.foreign_columns(t, files)
     path, extra = found if found else (files[0], [c for c in cols if c not in known])
     raise checks.damaged(store, path, f"holds columns that table {t.name} does not have ({', '.join(extra[:3])})")
@@ -447,7 +494,7 @@ def _compute(
     inc = None
     if base is not None:
         new_files = [
-            f for table in refresh.ROOM_TABLES for f in store.table_files(table) if Path(f).parent.name not in base[2]
+            f for table in refresh.ROOM_TABLES for f in store.table_files(table) if hive.key_of(f) not in base[2]
         ]
         try:
             inc = refresh.Incremental(con, base[0], new_files)

@@ -1,7 +1,7 @@
 """The `forensics` command line: parse options, call one library function, render.
 
 One module per family of commands: ingest (ingest, formats), sql (sql, query, tables), reports
-(timeline, evidence, compare, replies, room, summary), store (clocks, verify); common holds the store
+(timeline, evidence, compare, replies, room, summary), store (clocks, verify, compact); common holds the store
 option and the one error shape, output the output options and the redaction of a result. Heavy
 libraries (polars, duckdb, rich) are imported inside the commands so `--help` stays fast.
 """
@@ -93,6 +93,7 @@ for _command in (
     reports.summary,
     store.clocks,
     store.verify,
+    store.compact,
 ):
     main.add_command(_command)
 

@@ -1,4 +1,4 @@
-"""`forensics clocks` and `forensics verify`: the clock offsets a store applies, and its health."""
+"""`forensics clocks`, `forensics verify` and `forensics compact`: the clock offsets a store applies, its health, its part sizes."""
 
 from __future__ import annotations
 
@@ -117,3 +117,29 @@ def verify(session, repair):
         if not repair:
             click.echo("  = help: `forensics verify --repair` fixes what can be fixed", err=True)
         sys.exit(EXIT_FAILED)
+
+
+@click.command()
+@store_option
+@click.option(
+    "--target-mb",
+    type=click.IntRange(1, 4096),
+    default=64,
+    show_default=True,
+    help="Merge an input's small parts of one partition into parts of about this size.",
+)
+@handled
+def compact(store, target_mb):
+    """Merge each input's small Parquet parts of one partition; no row changes.
+
+    Readers that open every file (Spark, Trino) read fewer, larger ones. Takes the store's lock:
+    it waits for no ingest, and refuses while one runs.
+    """
+    from forensics.store import Store
+    from forensics.store.compact import compact as run
+
+    rep = run(Store(store).require(), target_mb << 20)
+    click.echo(
+        f"compacted {rep.inputs} input{'s' * (rep.inputs != 1)}: {rep.parts_before} parts -> "
+        f"{rep.parts_after} ({rep.bytes_merged / 1e6:.1f} MB merged)"
+    )

@@ -144,8 +144,8 @@ FILES = Table(
         Column(
             "data_files",
             pl.List(pl.Struct({"file": pl.Utf8, "bytes": pl.Int64})),
-            "the input's other Parquet files in data/<key>/ as committed (name and size each): every read "
-            "checks they are all there as they were (NULL in stores written before)",
+            "the input's other Parquet files as ingest committed them (path under tables/ and size each; "
+            "inputs/<key>.json lists them as they are now, after `forensics compact`; NULL in stores written before)",
         ),
     ),
 )

@@ -5,7 +5,7 @@
     read      the parser reads through the hash (digest.HashingStream); its batches are written as
               they come, in this process or where its passes ran (pool.InputPool)
     digest    the content's sha256, size and lines: its key in the store, and the files row's extent
-    commit    the files row, then the input's folder under its key with one rename (`commit`)
+    commit    the files row, then the input's manifest under its key (`commit`, forensics/store/commits.py)
 
 The commit (with the last writes) is returned as a function, so that it overlaps with the next
 input's read (pipeline.py). Whatever goes wrong inside one input (a parser's bug, JSON nested too
@@ -36,7 +36,7 @@ from forensics.ingest.sniff import BINARY_FORMATS, NotALog, choose_parser
 from forensics.parsers import by_name
 from forensics.parsers.base import Context, Source, Written
 from forensics.parsers.lines import TextStream
-from forensics.store import Store, pieces
+from forensics.store import Store, commits, pieces
 
 
 def ingest_one(
@@ -330,11 +330,8 @@ def record_failed(store: Store, src: Source, opts: Options, host: str, fmt: str 
         status="failed",
         skip_reason=why,
     )
+    writer.rekey(_failed_key(src.path, sha))  # before the files row, which names the parts
     writer.write("files", row.frame())
-    key = _failed_key(src.path, sha)
-    keyed = store.tmp / f"{key}.{os.getpid()}"
-    os.replace(writer.dir, keyed)
-    writer.dir, writer.key = keyed, key
     with stop.committing():
         writer.commit()  # False when the same failure of the same input was recorded before
     return res
@@ -384,12 +381,10 @@ def commit(
         status="ingested",
         **(extent or {}),
     )
-    writer.write("files", row.frame())
     final_key = sha[:32]
-    # rename the tmp folder to its content key; commit decides whether it is new
-    keyed = store.tmp / f"{final_key}.{os.getpid()}"
-    os.replace(writer.dir, keyed)
-    writer.dir, writer.key = keyed, final_key
+    # the content key, before the files row (which names the parts); commit decides whether it is new
+    writer.rekey(final_key)
+    writer.write("files", row.frame())
     if listed is not None:  # a plain file, which may grow: its pieces are found by path and host
         pieces.note(store, path, listed, final_key)
     with stop.committing():
@@ -411,19 +406,9 @@ def _failed_key(path: str, sha: str) -> str:
 def _drop_failed(store: Store, path: str, sha: str) -> None:
     """Remove the record of an earlier failed parse of this input, now that it is ingested.
 
-    Moved out of data/ with one rename first, so a reader sees it whole or not at all.
+    Its manifest goes first (commits.drop), so a reader sees it whole or not at all.
     """
-    import shutil
-
-    old = store.data / _failed_key(path, sha)
-    if not old.is_dir():
-        return
-    gone = store.tmp / f"dropped-{old.name}.{os.getpid()}"
-    try:
-        os.replace(old, gone)
-    except OSError:
-        return
-    shutil.rmtree(gone, ignore_errors=True)
+    commits.drop(store, _failed_key(path, sha))
 
 
 def skip(store: Store, src: Source, why: NotALog, opts: Options) -> FileResult:

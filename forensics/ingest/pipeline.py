@@ -2,7 +2,7 @@
 
 One pool of worker processes, one per core this process may use (or `--jobs`), parses every input:
 a small input whole in one worker, a large one pass by pass on all of them, each pass written where
-it ran. An input goes to the store's .tmp and is committed with one rename; its sha256 (of the
+it ran. An input goes to the store's .tmp and is committed by its manifest; its sha256 (of the
 decompressed content) is the key, so the same content is ingested once whatever its name. A file
 that grew since it was committed is read on from where it ended (forensics/ingest/grown.py); a
 signal stops the ingest between commits (forensics/ingest/stop.py).
@@ -79,6 +79,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
     sources: list[Source] = []
     results: list[FileResult] = []
     try:
+        store.upgrade(locked=True)
         store.clear_tmp()
         before = store.committed()
         stop.check()  # a signal that came during the imports, whatever caught its exception
@@ -131,12 +132,7 @@ def _stopped(
             break
         time.sleep(0.025)
     done = {r.path for r in results}
-    new = [
-        str(store.data / k / f)
-        for k in store.committed() - before
-        for f in os.listdir(store.data / k)
-        if f.startswith("files-")
-    ]
+    new = [f for k in store.committed() - before for f in store.input_parts(k, "files")]
     done |= {r["path"] for r in pieces.files_rows(new)}
     e.total, e.done = len(sources), len(done)
     e.not_done = [s.path for s in sources if s.path not in done]

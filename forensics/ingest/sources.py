@@ -233,10 +233,10 @@ def special_kind(path: str) -> str | None:
 
 
 # What marks a folder as a forensics store (forensics/store/__init__.py), whatever its name: its
-# data folder and one of the files only a store has.
+# inputs folder (data in the layout before) and one of the files only a store has.
 def is_store(path: str) -> bool:
     """True for a forensics store: never read as an input, even inside the dump folder."""
-    return os.path.isdir(os.path.join(path, "data")) and any(
+    return any(os.path.isdir(os.path.join(path, d)) for d in ("inputs", "data")) and any(
         os.path.exists(os.path.join(path, m)) for m in (".lock", ".tmp", "derived")
     )
 

@@ -1,14 +1,18 @@
-"""The incident store: Parquet tables on disk, one folder per ingested input.
+"""The incident store: Parquet tables on disk in Hive partitions, one manifest per ingested input.
 
-    <store>/data/<sha16>/<table>-<part>.parquet   committed inputs (one folder each)
-    <store>/.tmp/<sha16>.<pid>/                   an input being written
+    <store>/tables/<table>/host=<h>/date=<d>/part-<key>-<n>.parquet   the base tables (hive.py)
+    <store>/inputs/<key>.json                     what commits an input: its manifest (commits.py)
+    <store>/.tmp/<key>.<pid>/                     an input being written
     <store>/clocks.json                           explicit per-host clock offsets (clocks.py)
     <store>/derived/                              snapshot sets and verdicts (snapshots.py)
     <store>/pieces/                               committed pieces of each file (pieces.py)
 
-An input is written into .tmp and becomes visible with a single directory rename, so a killed
-ingest never leaves a partial input behind: readers glob data/ only, and the next ingest clears
-.tmp. Raw rows are never rewritten; corrections live in the DuckDB views.
+An input is written into .tmp and becomes visible when its manifest is linked into inputs/; its
+parts are then renamed into their partition folders (commits.py says how a kill at any point is
+undone or finished by the next ingest). Readers read the parts that committed manifests list,
+so a killed ingest never leaves a partial input behind. Raw rows are never rewritten;
+corrections live in the DuckDB views. A store of the layout before (<store>/data/<key>/<table>-
+NNNNN.parquet, one folder an input) is migrated by the first command that opens it (migrate.py).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forensics.core.errors import ForensicsError
-from forensics.store import clocks
+from forensics.store import clocks, commits, hive
 from forensics.store.parts import write_part
 
 if TYPE_CHECKING:
@@ -37,11 +41,13 @@ class Store:
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
-        self.data = self.root / "data"
+        self.inputs = self.root / commits.INPUTS
+        self.tables = self.root / hive.TABLES
         self.tmp = self.root / ".tmp"
+        self.data = self.root / "data"  # the layout before: migrate.py
 
     def exists(self) -> bool:
-        return self.data.is_dir()
+        return self.inputs.is_dir() or self.data.is_dir()
 
     def require(self) -> "Store":
         if not self.exists():
@@ -49,19 +55,31 @@ class Store:
                 f"no store at {self.root}",
                 help="run `forensics ingest DUMP_DIR` first, or pass --store / set FORENSICS_STORE",
             )
+        self.upgrade()
+        return self
+
+    def upgrade(self, locked: bool = False) -> "Store":
+        """Migrate a store of the layout before (data/<key>/) to this one, once (migrate.py);
+        `locked`: the caller holds the store's lock."""
+        if self.data.is_dir():
+            from forensics.store import migrate
+
+            migrate.ensure(self, locked)
         return self
 
     def init(self) -> "Store":
-        self.data.mkdir(parents=True, exist_ok=True)
+        self.inputs.mkdir(parents=True, exist_ok=True)
+        self.tables.mkdir(parents=True, exist_ok=True)
         self.tmp.mkdir(parents=True, exist_ok=True)
         return self
 
-    def lock(self):
-        """An exclusive lock held while ingesting: two ingests into one store would race."""
+    def lock(self, wait: bool = False):
+        """An exclusive lock held while ingesting: two ingests into one store would race. `wait`:
+        block until the holder ends, rather than refuse."""
         self.init()
         fh = open(self.root / ".lock", "w")
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError as e:
             fh.close()
             raise ForensicsError(
@@ -70,20 +88,30 @@ class Store:
         return fh
 
     def clear_tmp(self) -> None:
-        """Drop inputs that a killed ingest left half-written."""
+        """Finish the commits a killed ingest left half-done, and drop the inputs it left half-written."""
+        commits.recover(self)
         if self.tmp.is_dir():
             shutil.rmtree(self.tmp, ignore_errors=True)
         self.tmp.mkdir(parents=True, exist_ok=True)
 
+    def manifests(self) -> dict[str, dict]:
+        """key -> manifest of each committed input (commits.py)."""
+        return commits.manifests(self)
+
     def committed(self) -> set[str]:
-        if not self.data.is_dir():
-            return set()
-        return {p.name for p in self.data.iterdir() if p.is_dir()}
+        return set(commits.manifests(self))
+
+    def input_parts(self, key: str, table: str | None = None, manifest: dict | None = None) -> list[str]:
+        """The part files of one committed input (of `table` only, when given), in read order."""
+        m = manifest if manifest is not None else commits.read(commits.manifest_path(self, key))
+        if not m:
+            return []
+        rels = [p["file"] for p in m["parts"] if table is None or hive.table_of(p["file"]) == table]
+        return [str(commits.resolve(self, m, r)) for r in sorted(rels, key=_read_order)]
 
     def table_files(self, table: str) -> list[str]:
-        if not self.data.is_dir():
-            return []
-        return sorted(str(p) for p in self.data.glob(f"*/{table}-*.parquet"))
+        """Every committed part of `table`: by input, then in the order the input's parts were written."""
+        return [f for key, m in sorted(self.manifests().items()) for f in self.input_parts(key, table, m)]
 
     def writer(self, key: str) -> "InputWriter":
         return InputWriter(self, key)
@@ -109,8 +137,14 @@ class Store:
         clocks.write(self.clocks_file, c)
 
 
+def _read_order(rel: str) -> tuple:
+    """Parts in the order they were written (their tag), each part's partitions as written."""
+    head, name = rel.rsplit("/", 1)
+    return (name, head)
+
+
 class InputWriter:
-    """Writes the tables of one input into .tmp, then commits them with one rename."""
+    """Writes the tables of one input into .tmp, then commits them (commits.py)."""
 
     def __init__(self, store: Store, key: str):
         self.store, self.key = store, key
@@ -130,16 +164,25 @@ class InputWriter:
         self.rows[table] = self.rows.get(table, 0) + df.height
         write_part(self.dir, table, n, df)
 
+    def rekey(self, key: str) -> None:
+        """Take the store key `key` (known once the input is read): its folder renamed to match."""
+        if key == self.key:
+            return
+        keyed = self.store.tmp / f"{key}.{os.getpid()}"
+        shutil.rmtree(keyed, ignore_errors=True)
+        os.replace(self.dir, keyed)
+        self.dir, self.key = keyed, key
+
     def _with_data_files(self, df: pl.DataFrame) -> pl.DataFrame:
-        """The files row with the parts of its folder (workers' too), which reads check against it."""
+        """The files row with the other parts of the input (workers' too), as they will be named under tables/."""
         import polars as pl
 
         from forensics.core import schema
 
         listed = sorted(
-            (e.name, e.stat().st_size)
-            for e in os.scandir(self.dir)
-            if e.name.endswith(".parquet") and not e.name.startswith("files-")
+            (hive.final_rel(rel, self.key), (self.dir / rel).stat().st_size)
+            for rel in commits.staged_parts(self.dir)
+            if hive.table_of(rel) != "files"
         )
         dtype = schema.FILES.column("data_files").dtype
         value = [{"file": n, "bytes": b} for n, b in listed]
@@ -147,70 +190,20 @@ class InputWriter:
 
     def commit(self) -> bool:
         """Make the input visible. False if the same content was committed meanwhile."""
-        final = self.store.data / self.key
-        if final.exists():
-            self.abort()
-            return False
-        try:
-            os.replace(self.dir, final)
-        except OSError:
-            if not final.exists():
-                raise
-            self.abort()  # the same content, committed by another input between the check and here
-            return False
-        return True
+        return commits.commit(self.store, self.key, self.dir)
 
     def replace(self, old: str) -> bool:
         """Make the input visible in place of the committed input `old`, which it extends.
 
-        The two folders are swapped with one rename (renameat2 RENAME_EXCHANGE), so a reader sees
-        the old version or the new, never both and never neither, and a kill at any point leaves
-        one of them; the swapped-in folder then takes its own key. Where the exchange is not
-        available the old folder goes first: a kill between the two renames leaves neither, and
-        the next ingest reads the file on from the piece before it. False (the old one dropped)
-        when the new content was committed meanwhile under another name.
+        The new manifest names `old`: from the moment it is linked readers leave `old` out, so they
+        see the old version or the new, never both and never neither; `old` is dropped right after
+        (or by the next ingest, after a kill). False (the old one dropped) when the new content was
+        committed meanwhile under another name.
         """
-        final, gone = self.store.data / self.key, self.store.data / old
-        out = self.store.tmp / f"replaced-{old}.{os.getpid()}"
-        if final.exists():
-            self.abort()
-            _move_out(gone, out)
-            return False
-        if _exchange(self.dir, gone):
-            os.replace(gone, final)
-            shutil.rmtree(self.dir, ignore_errors=True)  # the old version, now in .tmp
+        if commits.commit(self.store, self.key, self.dir, replaces=old):
             return True
-        _move_out(gone, out)
-        os.replace(self.dir, final)
-        return True
+        commits.drop(self.store, old)
+        return False
 
     def abort(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _move_out(folder: Path, out: Path) -> None:
-    try:
-        os.replace(folder, out)
-    except FileNotFoundError:
-        return
-    shutil.rmtree(out, ignore_errors=True)
-
-
-_RENAME_EXCHANGE = 2
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where that is missing."""
-    import ctypes
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd = -100
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0

@@ -3,7 +3,8 @@
 Every report checks each data file's Parquet frame (the magic at both ends and a footer length
 that fits: twelve bytes read per file, far less than parsing every footer) and that each
 table's files hold only that table's columns (DuckDB reads the footers anyway to bind the views).
-`verify` parses every footer and decodes every page, checks the inputs against their `files` rows, the derived snapshots
+`verify` parses every footer and decodes every page, checks the inputs against their manifests (inputs/<key>.json)
+and tables/ for files no manifest lists, the derived snapshots
 against their manifests with checksums, the verdicts and clocks.json; `--repair` fixes what can
 be fixed without losing anything that cannot be read again.
 """
@@ -19,11 +20,10 @@ from pathlib import Path
 
 from forensics.core import schema
 from forensics.core.errors import StoreError
-from forensics.store import Store, snapshots
+from forensics.store import Store, commits, hive, snapshots
 from forensics.store.clocks import clocks_problem, offset_problem, read_clocks
 
 _MAGIC = b"PAR1"
-_PART = re.compile(r"^(?P<table>[a-z_]+)-\d{5}\.parquet$")
 
 
 def parquet_problem(path: str | os.PathLike, full: bool = False) -> str | None:
@@ -74,99 +74,96 @@ def require_readable(store: Store, files: list[str]) -> None:
         raise damaged(store, bad[0][0], bad[0][1], len(bad) - 1)
 
 
-def listing_problems(folder: Path, rows: list[dict]) -> list[tuple[str, str]]:
-    """(file, problem) where input folder `folder` no longer holds the data files its `files` rows list
-    (`data_files`: names and sizes); rows written before the column are not checked."""
-    listed = [r["data_files"] for r in rows if r.get("data_files") is not None]
-    if not listed:
-        return []
-    want = {d["file"]: d["bytes"] for files in listed for d in files}
-    try:
-        have = {e.name: e.stat().st_size for e in os.scandir(folder) if _PART.match(e.name)}
-    except OSError as e:
-        return [(str(folder), f"cannot be listed ({e.strerror or type(e).__name__})")]
+def _listed(store: Store, key: str, m: dict) -> list[tuple[str, str]]:
+    """(file, problem) where the parts input `key`'s manifest lists are not there as listed."""
+    if m.get("unreadable"):
+        return [(str(commits.manifest_path(store, key)), "is an input manifest this version cannot read")]
+    parts = m["parts"]
+    if not any(hive.table_of(p["file"]) == "files" for p in parts):
+        return [(str(commits.manifest_path(store, key)), "is an input without its `files` row")]
     out = []
-    for name, size in sorted(want.items()):
-        if name not in have:
-            out.append((str(folder / name), f"is missing: its input's `files` row lists {len(want)} data files"))
-        elif have[name] != size:
-            out.append((str(folder / name), f"is {have[name]} bytes, its input's `files` row says {size}"))
-    for name in sorted(have.keys() - want.keys()):
-        if not name.startswith("files-"):
-            out.append((str(folder / name), "is not one of the data files its input's `files` row lists"))
+    for p in parts:
+        path = commits.resolve(store, m, p["file"])
+        try:
+            size = path.stat().st_size
+        except OSError:
+            out.append((str(path), f"is missing: its input's manifest lists {len(parts)} data files"))
+            continue
+        if size != p["bytes"]:
+            out.append((str(path), f"is {size} bytes, its input's manifest says {p['bytes']}"))
     return out
 
 
-def require_complete(store: Store, again: bool = True, con=None) -> None:
-    """StoreError naming the first committed input whose folder no longer holds the data files its `files`
-    row lists (one was deleted, truncated or added): a read would give a silently different answer.
+def _unlisted(store: Store, manifests: dict[str, dict]) -> list[tuple[str, str]]:
+    """(file, problem) of each Parquet file under tables/ that no committed manifest lists: we never
+    read it, but a reader that globs the tables would."""
+    listed = {p["file"] for m in [*manifests.values(), *commits.present(store).values()] for p in m["parts"]}
+    out = []
+    for rel in all_parts(store):
+        if rel not in listed:
+            key = hive.key_of(rel)
+            why = (
+                "is not one of the data files its input's manifest lists"
+                if key in manifests
+                else "is a part of no committed input (a reader that globs tables/ would read it)"
+            )
+            out.append((str(store.tables / rel), why))
+    return out
 
-    Costs a listing of each input's folder and one read of the `files` rows' `data_files`. What looks
-    wrong is looked at again, alone, before it is said: an ingest may commit, replace or drop an input
-    between the listing and the read. `con`, a DuckDB connection of the caller's, saves opening one
-    (which costs more than the read)."""
+
+def all_parts(store: Store) -> list[str]:
+    """Every Parquet file under tables/, relative to it (names beginning with . or _ are not data, as for Hive)."""
+    out = []
+    for dirpath, dirs, files in os.walk(store.tables):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        for f in files:
+            if f.endswith(".parquet") and not f.startswith((".", "_")):
+                out.append(os.path.relpath(os.path.join(dirpath, f), store.tables).replace(os.sep, "/"))
+    return sorted(out)
+
+
+def require_complete(store: Store, again: bool = True, con=None) -> None:
+    """StoreError naming the first data file that is not as the committed manifests list it (one was
+    deleted, truncated or added): a read would give a silently different answer.
+
+    Costs a stat of each part and a listing of tables/. What looks wrong is looked at again, alone,
+    before it is said: an ingest may commit, replace or drop an input between the listing and the
+    stats. `con` is accepted for the callers that pass their connection; nothing is read through it."""
     if not store.exists():
         return
-    import duckdb
-
-    folders = {p.name: p for p in store.data.iterdir() if p.is_dir()}
-    files = store.table_files("files")
-    suspects = sorted(folders.keys() - {Path(f).parent.name for f in files})
-    if files:
-        own = con is None
-        con = duckdb.connect(":memory:") if own else con
-        try:
-            described = con.execute("DESCRIBE SELECT * FROM read_parquet($f, union_by_name = true)", {"f": files})
-            rows = []
-            if "data_files" in [r[0] for r in described.fetchall()]:  # not in stores written before
-                rows = con.execute(
-                    "SELECT parse_filename(parse_dirpath(filename)) AS key, path, data_files "
-                    "FROM read_parquet($f, union_by_name = true, filename = true)",
-                    {"f": files},
-                ).fetchall()
-        except duckdb.Error:
-            if again and not all(os.path.exists(f) for f in files):
-                return require_complete(store, again=False, con=None if own else con)  # an input went while it was read
-            err = unreadable(store, files)
-            if err is None:
-                raise
-            raise err from None
-        finally:
-            if own:
-                con.close()
-        by_key: dict[str, list[dict]] = {}
-        for key, path, data_files in rows:
-            by_key.setdefault(key, []).append({"path": path, "data_files": data_files})
-        suspects += [k for k, rows_ in sorted(by_key.items()) if k in folders and listing_problems(folders[k], rows_)]
-    bad = [p for key in suspects for p in _input_problems(store.data / key)]
+    manifests = store.manifests()
+    bad = [p for key, m in sorted(manifests.items()) for p in _listed(store, key, m)]
+    bad += _unlisted(store, manifests)
+    if bad and again:
+        return require_complete(store, again=False)
     if bad:
         path, why = bad[0]
-        raise damaged(store, path, _what_is_wrong(path) or why, len(bad) - 1)
+        raise damaged(store, path, (_what_is_wrong(store, path) or why) + _input_of(store, path), len(bad) - 1)
 
 
-def _input_problems(folder: Path) -> list[tuple[str, str]]:
-    """(file, problem) of one input folder as it is now, its files rows read afresh; none once it is gone."""
-    try:
-        names = [e.name for e in os.scandir(folder)]
-    except FileNotFoundError:
-        return []
-    if not any(n.startswith("files-") and _PART.match(n) for n in names):
-        return [(str(folder), "is an input without its `files` row")]
-    rows = _files_rows(folder)
-    source = next((r["path"] for r in rows if r.get("path")), None)
-    return [(f, why + (f" (input of {source})" if source else "")) for f, why in listing_problems(folder, rows)]
+def _input_of(store: Store, path: str) -> str:
+    key = hive.key_of(path)
+    if path.endswith(".json"):
+        key = Path(path).stem
+    paths = input_paths(store, key)
+    return f" (input of {paths[0]})" if paths else ""
 
 
-def _what_is_wrong(path: str) -> str | None:
+def _what_is_wrong(store: Store, path: str) -> str | None:
     """What a file that is there but not as listed holds, when that says more than its size (cut short,
     overwritten, a part of another table)."""
-    m = _PART.match(os.path.basename(path))
-    if not os.path.exists(path) or not m or m["table"] not in schema.TABLES:
+    if not path.endswith(".parquet") or not os.path.exists(path):
+        return None
+    try:
+        table = hive.table_of(os.path.relpath(path, store.tables).replace(os.sep, "/"))
+    except ValueError:
+        return None
+    if table not in schema.TABLES:
         return None
     if why := parquet_problem(path):
         return why
-    found = foreign_columns(schema.TABLES[m["table"]], [path])
-    return f"holds columns that table {m['table']} does not have ({', '.join(found[1][:3])})" if found else None
+    found = foreign_columns(schema.TABLES[table], [path])
+    return f"holds columns that table {table} does not have ({', '.join(found[1][:3])})" if found else None
 
 
 def foreign_columns(table: schema.Table, files: list[str]) -> tuple[str, list[str]] | None:
@@ -197,7 +194,7 @@ def unreadable(store: Store, files: list[str]) -> StoreError | None:
 # what DuckDB says when a file's pages (past the footer the reports check) are damaged
 _READ_FAILURE = re.compile(
     r"Failed to read file|TProtocolException|decompression|Corrupt|Invalid Input Error: .*parquet"
-    r"|IO Error",
+    r"|IO Error|don't know what type",
     re.I,
 )
 
@@ -213,7 +210,7 @@ def explain_read_error(store: Store, err: Exception) -> StoreError | None:
     named = [
         f for f in re.findall(r'"([^"]+\.parquet)"', msg) if Path(f).resolve().is_relative_to(store.root.resolve())
     ]
-    candidates = named or [str(p) for p in sorted(store.data.glob("*/*.parquet"))]
+    candidates = named or [str(store.tables / rel) for rel in all_parts(store)]
     for f in candidates:
         why = parquet_problem(f, full=True) or pages_problem(f)
         if why:
@@ -256,12 +253,12 @@ class Report:
         return [f for f in self.findings if not f.repaired]
 
 
-def _input_paths(folder: Path) -> list[str]:
-    """The source paths an input folder's `files` rows name (empty when unreadable)."""
+def input_paths(store: Store, key: str) -> list[str]:
+    """The source paths an input's `files` rows name (empty when unreadable)."""
     import pyarrow.parquet as pq
 
     out = []
-    for f in sorted(folder.glob("files-*.parquet")):
+    for f in store.input_parts(key, "files"):
         try:
             out += [p for p in pq.read_table(f, columns=["path"]).column("path").to_pylist() if p]
         except Exception:
@@ -269,44 +266,25 @@ def _input_paths(folder: Path) -> list[str]:
     return out
 
 
-def _files_rows(folder: Path) -> list[dict]:
-    """The `files` rows of one input folder, with their `data_files` (none when unreadable)."""
+def _check_input(store: Store, key: str, m: dict) -> list[tuple[str, str]]:
+    """(file, problem) of one committed input."""
     import pyarrow.parquet as pq
 
-    out = []
-    for f in sorted(folder.glob("files-*.parquet")):
-        try:
-            t = pq.read_table(f)
-        except Exception:
+    out = _listed(store, key, m)
+    for p in m.get("parts") or []:
+        path = commits.resolve(store, m, p["file"])
+        table = hive.table_of(p["file"])
+        if not path.exists() or table not in schema.TABLES or schema.TABLES[table].view:
             continue
-        cols = [c for c in ("path", "data_files") if c in t.column_names]
-        out += t.select(cols).to_pylist()
-    return out
-
-
-def _check_input(folder: Path) -> list[tuple[str, str]]:
-    """(file, problem) of one committed input folder."""
-    import pyarrow.parquet as pq
-
-    out = []
-    names = sorted(p.name for p in folder.iterdir())
-    if not any(_PART.match(n) and _PART.match(n)["table"] == "files" for n in names):
-        out.append((str(folder), "is an input without its `files` row"))
-    out += listing_problems(folder, _files_rows(folder))
-    for n in names:
-        path = folder / n
-        m = _PART.match(n)
-        if not m or m["table"] not in schema.TABLES or schema.TABLES[m["table"]].view:
-            continue  # no report reads it: the views read <table>-NNNNN.parquet of known tables only
         why = parquet_problem(path, full=True) or pages_problem(path)
         if why:
             out.append((str(path), why))
             continue
-        known = {c.name for c in schema.TABLES[m["table"]].columns + schema.TABLES[m["table"]].stored_only}
+        known = {c.name for c in schema.TABLES[table].columns + schema.TABLES[table].stored_only}
         extra = [c for c in pq.read_schema(path).names if c not in known]
         if extra:
             out.append((str(path), f"holds columns of another table ({', '.join(extra[:3])})"))
-        elif m["table"] == "files" and pq.read_metadata(path).num_rows == 0:
+        elif table == "files" and pq.read_metadata(path).num_rows == 0:
             out.append((str(path), "holds no `files` row"))
     return out
 
@@ -327,26 +305,32 @@ def verify(store: Store, repair: bool = False, *, views: list[str]) -> Report:
             help="repair needs write access to the store: check its owner and mode",
         ) from None
     try:
+        if repair:
+            store.clear_tmp()  # what a killed ingest left: its commit finished, or its folder gone
+        manifests = store.manifests()
         bad_inputs: dict[str, list[tuple[str, str]]] = {}
-        n_files = 0
-        for folder in sorted(p for p in store.data.iterdir() if p.is_dir()):
-            n_files += sum(1 for _ in folder.iterdir())
-            problems = _check_input(folder)
+        for key, m in sorted(manifests.items()):
+            problems = _check_input(store, key, m)
             if problems:
-                bad_inputs[folder.name] = problems
-        rep.checked["inputs"] = len(store.committed())
-        rep.checked["data files"] = n_files
+                bad_inputs[key] = problems
+        rep.checked["inputs"] = len(manifests)
+        rep.checked["data files"] = sum(len(m["parts"]) for m in manifests.values())
         for key, problems in sorted(bad_inputs.items()):
-            folder = store.data / key
-            paths = _input_paths(folder)
+            paths = input_paths(store, key)
             done = ""
             if repair:
                 rep.dropped += paths or [f"(input {key}: its `files` row is unreadable)"]
-                _drop_input(store, folder)
+                commits.drop(store, key)
                 done = "input dropped"
             for path, what in problems:
                 src = f" (input of {paths[0]})" if paths else ""
                 rep.findings.append(Finding(path, what + src, done))
+        for path, what in _unlisted(store, store.manifests() if repair else manifests):
+            done = ""
+            if repair:
+                Path(path).unlink(missing_ok=True)
+                done = "removed: no committed input lists it"
+            rep.findings.append(Finding(path, what, done))
         _check_verdicts(store, rep, repair)
         _check_snapshots(store, rep, repair, list(views))
         _check_clocks(store, rep, repair)
@@ -361,16 +345,6 @@ def verify(store: Store, repair: bool = False, *, views: list[str]) -> Report:
             lock.close()
     rep.seconds = time.perf_counter() - t0
     return rep
-
-
-def _drop_input(store: Store, folder: Path) -> None:
-    """Take an input out of the store with one rename, as ingest puts one in."""
-    import shutil
-
-    store.tmp.mkdir(parents=True, exist_ok=True)
-    gone = store.tmp / f"dropped-{folder.name}.{os.getpid()}"
-    os.replace(folder, gone)
-    shutil.rmtree(gone, ignore_errors=True)
 
 
 def _check_verdicts(store: Store, rep: Report, repair: bool) -> None:

@@ -1,13 +1,17 @@
-"""Writing one table part: <table>-NNNNN.parquet, in the schema's shape and the store's encodings.
+"""Writing one table part, in the schema's shape and the store's encodings, one file per Hive partition.
 
 Parts are written by whichever process parses (a worker or the ingest itself) into the folder of
-the input being written; `InputWriter` commits the folder.
+the input being written, as `<table>/host=<h>/date=<d>/<NNNNN>.parquet` (forensics/store/hive.py);
+`InputWriter` commits them (forensics/store/commits.py), each renamed to `part-<key>-NNNNN.parquet`
+under the store's tables/.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from forensics.store import hive
 
 if TYPE_CHECKING:
     import polars as pl
@@ -18,15 +22,20 @@ if TYPE_CHECKING:
 
 
 def _to_arrow(table: str, df: pl.DataFrame) -> pa.Table:
-    """Arrow table in the schema's shape; list<struct<key,value>> columns become Parquet MAPs."""
+    """Arrow table of `df` in the table's shape (every stored column, the host included)."""
+    from forensics.core import schema
+
+    return _arrow_of(schema.conform(table, df))
+
+
+def _arrow_of(df: pl.DataFrame) -> pa.Table:
+    """Arrow table of `df` (already in the schema's shape); list<struct<key,value>> columns become Parquet MAPs."""
     import polars as pl
     import pyarrow as pa
 
-    from forensics.core import schema
-
     # Strings stay arrow string views, polars' own layout: no copy into offsets and data buffers
     # on polars' pool thread. The Parquet files hold the same BYTE_ARRAY columns either way.
-    at = schema.conform(table, df).to_arrow(compat_level=pl.CompatLevel.newest())
+    at = df.to_arrow(compat_level=pl.CompatLevel.newest())
     for i, name in enumerate(at.column_names):
         col = at.column(i)
         t = col.type
@@ -50,8 +59,8 @@ def _is_text(t: "pa.DataType") -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
-# Columns a parser fills with one value per input (server logs: the host, role and file).
-_PER_INPUT = ("host", "role", "source_file")
+# Columns a parser fills with one value per input (server logs: the role and file; the host is in the path).
+_PER_INPUT = ("role", "source_file")
 
 
 def _one_value_as_dictionary(col: "pa.ChunkedArray") -> "pa.ChunkedArray | pa.DictionaryArray":
@@ -99,14 +108,28 @@ def _encodings(at: "pa.Table") -> dict:
     return {"use_dictionary": repeats, "write_statistics": stats, "column_encoding": delta}
 
 
-def write_part(folder, table: str, n: int, df: pl.DataFrame) -> None:
+def write_part(folder, table: str, n: int, df: pl.DataFrame) -> list[str]:
     """Part `n` of a table of the input being written into `folder` (an `InputWriter`'s, from any
-    process: parts are read in the order of `n`)."""
+    process: parts are read in the order of `n`), one file per partition of its rows; the files'
+    paths relative to `folder`."""
     if df.height == 0:
-        return
+        return []
+    from forensics.core import schema
+
+    written = []
+    for host, date, sub in hive.split(table, schema.conform(table, df)):
+        rel = f"{hive.partition_dir(table, host, date)}/{n:05d}.parquet"
+        write_file(Path(folder) / rel, sub)
+        written.append(rel)
+    return written
+
+
+def write_file(path: Path, df: pl.DataFrame) -> None:
+    """One Parquet file of `df` (the schema's shape, less the partition columns) in the store's encodings."""
     import pyarrow.parquet as pq
 
-    at = _to_arrow(table, df)
+    at = _arrow_of(df)
+    path.parent.mkdir(parents=True, exist_ok=True)
     # snappy, not zstd: zstd halves the store but makes the ingest's write much slower (a
     # context per column chunk), and the store is scratch space on the laptop
-    pq.write_table(at, Path(folder) / f"{table}-{n:05d}.parquet", compression="snappy", **_encodings(at))
+    pq.write_table(at, path, compression="snappy", **_encodings(at))

@@ -12,13 +12,14 @@ import json
 import os
 
 from forensics.core.inputs import Source
+from forensics.store import hive
 
 
 @dataclasses.dataclass
 class Piece:
     """One committed piece of a file, as its `files` row records it."""
 
-    key: str  # its folder under data/
+    key: str  # its store key (inputs/<key>.json)
     sha256: str  # of the content from byte 0 to byte_end
     format: str | None
     piece: int
@@ -40,9 +41,8 @@ class Prior:
 
 # The committed pieces of a file are found by its path and host without reading every input's
 # files row (a store of many inputs took seconds a file): <store>/pieces/<hash of path and host>
-# lists the folders its pieces were committed in. A folder is listed before its rename into data/,
-# so a listed folder that is not in data/ was never committed (or was replaced), and every
-# committed one is listed.
+# lists the keys its pieces were committed under. A key is listed before its manifest is linked,
+# so a listed key that is not committed never was (or was replaced), and every committed one is listed.
 PIECES = "pieces"
 
 
@@ -65,7 +65,7 @@ def committed(store, sources: list[Source], hosts: dict[str, str]) -> dict[str, 
         for s in sources
         if s.member is None and not s.special and s.size is not None and not os.path.isdir(s.fs_path)
     }
-    if not plain or not store.data.is_dir():
+    if not plain or not store.inputs.is_dir():
         return {}
     if not (store.root / PIECES).is_dir():
         files = _listed_before_pieces(store, plain, hosts)
@@ -76,7 +76,8 @@ def committed(store, sources: list[Source], hosts: dict[str, str]) -> dict[str, 
                 keys = set(_hint_file(store, path, hosts[path]).read_text().split())
             except OSError:
                 continue
-            files += [str(f) for k in sorted(keys) for f in (store.data / k).glob("files-*.parquet")]
+            committed = store.manifests()
+            files += [f for k in sorted(keys) if k in committed for f in store.input_parts(k, "files", committed[k])]
     by_path: dict[str, list[tuple[object, Piece]]] = {}
     for r in files_rows(files):
         path = r.get("path")
@@ -160,8 +161,10 @@ def files_rows(files: list[str]) -> list[dict]:
             t = pf.read(columns=[c for c in want if c in pf.schema_arrow.names], use_threads=False)
         except Exception:  # a damaged file is `forensics verify`'s to name; it holds no piece here
             continue
-        key = os.path.basename(os.path.dirname(f))
+        key, where = hive.key_of(f), hive.values_of(f)  # the host is in the path, not the file
         for r in t.to_pylist():
             r["_key"], r["_file"] = key, f
+            if "host" in where:
+                r["host"] = where["host"]
             rows.append(r)
     return rows

@@ -251,7 +251,7 @@ class Attack:
             subprocess_run=subprocess_run,
             timeout=timeout,
         )
-        if (Path(store) / "data").exists():
+        if (Path(store) / "inputs").exists():
             self.check_store(store, lines or {})
         return run
 
@@ -438,7 +438,7 @@ class Attack:
         """After a stop: `verify` finds nothing wrong (committed inputs whole, snapshot sets sound), and
         every committed input's lines are accounted once."""
         store = Path(store or self.root / "store")
-        if not (store / "data").exists():
+        if not (store / "inputs").exists():
             return
         run = self.cli("verify", "--store", store)
         assert "nothing broken" in run.stdout, run.output[-2000:]

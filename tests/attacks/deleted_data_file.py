@@ -18,7 +18,7 @@ READS = (
 
 @attack
 def deleted_data_file_is_refused(t: Attack) -> None:
-    """One committed input's batches-00000.parquet deleted from data/<key>/ in a store of several logs: every report
+    """One committed input's part-<key>-00000.parquet of batches deleted from tables/ in a store of several logs: every report
     and query command exits 1 with the store error naming that file, which input it belongs to and the
     `verify --repair` fix, never a smaller answer; verify --repair drops the input and the same ingest reads it
     again, giving every batch row back."""
@@ -27,7 +27,7 @@ def deleted_data_file_is_refused(t: Attack) -> None:
     victim = t.rng.randrange(len(sizes))
     source = str(t.root / f"dump/decode-{victim}/server.log")
     sha = t.sql("SELECT sha256 FROM files WHERE path = $s", s=source)["sha256"][0]
-    part = t.root / "store" / "data" / sha[:32] / "batches-00000.parquet"
+    (part,) = (t.root / "store" / "tables" / "batches").glob(f"*/*/part-{sha[:32]}-00000.parquet")
     t.close()
     part.unlink()
     for args in READS:

@@ -59,7 +59,7 @@ def user_sql_cannot_change_the_store(t: Attack) -> None:
     out.mkdir()
     pl.DataFrame({"secret": ["outside the store"]}).write_parquet(out / "elsewhere.parquet")
     outside_before = sorted(p.name for p in out.iterdir())
-    values = {"store": store, "out": out, "batches": sorted(store.glob("data/*/batches-*.parquet"))[0]}
+    values = {"store": store, "out": out, "batches": sorted(store.glob("tables/batches/*/*/part-*.parquet"))[0]}
     for tokens, expected in ATTEMPTS:
         sql = _spell(t, tokens, values)
         run = t.user_sql(sql)
