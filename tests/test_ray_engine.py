@@ -128,23 +128,30 @@ def _dying(fn):
     def run(*args):
         import forensics.ingest.pool as p
         import forensics.store as s
+        import forensics.store.parts as parts
 
-        real = s.write_part
+        real = parts.write_part
+        where = [m for m in (p, s, parts) if getattr(m, "write_part", None) is real]
 
         def half_then_die(folder, table, n, df):
             try:
                 os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
             except FileExistsError:
                 return real(folder, table, n, df)
-            with open(os.path.join(folder, f"{table}-{n:05d}.parquet"), "wb") as f:
-                f.write(b"PAR1 half a part")
+            # the part written by the store's own writer, wherever its layout puts it, then cut
+            before = {os.path.join(r, f) for r, _, fs in os.walk(folder) for f in fs}
+            real(folder, table, n, df)
+            for new in {os.path.join(r, f) for r, _, fs in os.walk(folder) for f in fs} - before:
+                os.truncate(new, os.path.getsize(new) // 2)
             os._exit(9)  # as the OOM killer ends a worker
 
-        p.write_part = s.write_part = half_then_die
+        for m in where:
+            m.write_part = half_then_die
         try:
             return fn(*args)
         finally:
-            p.write_part = s.write_part = real
+            for m in where:
+                m.write_part = real
 
     return run
 
@@ -203,4 +210,7 @@ def test_engine_ray_without_ray_is_a_usage_error(tmp_path, monkeypatch):
     assert r.output.splitlines() == [
         'error: --engine ray needs Ray, which is not installed: pip install "forensics[ray]"'
     ]
+    assert not store.exists()
+    r = CliRunner().invoke(main, ["ingest", str(INCIDENT), "--store", str(store), "--address", "10.0.0.1:6379"])
+    assert r.exit_code == 2 and r.output.startswith("error: --address joins a Ray cluster\n")
     assert not store.exists()

@@ -1,14 +1,14 @@
 """Ingest: discover inputs, pick a parser for each, parse into the store; the schedulers.
 
-One pool of worker processes, one per core this process may use (or `--jobs`), parses every input:
-a small input whole in one worker, a large one pass by pass on all of them, each pass written where
-it ran. An input goes to the store's .tmp and is committed with one rename; its sha256 (of the
+One engine (engine.py: worker processes, one per core this process may use or `--jobs`, or Ray
+tasks) parses every input: a small input whole in one task, a large one pass by pass on all the
+workers, each pass written where it ran. An input goes to the store's .tmp and is committed with one rename; its sha256 (of the
 decompressed content) is the key, so the same content is ingested once whatever its name. A file
 that grew since it was committed is read on from where it ended (forensics/ingest/grown.py); a
 signal stops the ingest between commits (forensics/ingest/stop.py).
 
-The stages of one input are parse.py's (sniff.py, digest.py, records.py beside it); the workers
-are pool.py's. This module finds the inputs and schedules them: small ones to the workers whole,
+The stages of one input are parse.py's (sniff.py, digest.py, records.py beside it); the engines
+are pool.py's and rayengine.py's. This module finds the inputs and schedules them: small ones to the workers whole,
 large ones read here, one after another.
 """
 
