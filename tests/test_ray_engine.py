@@ -105,7 +105,7 @@ def test_the_incident_ingested_on_ray_is_the_local_store(cluster, incident_store
     counted = _Counted(monkeypatch)
     store = tmp_path / "store"
     res = pipeline.run([str(INCIDENT)], str(store), pipeline.Options(engine="ray"))
-    assert {r.status for r in res} == {"ingested"}
+    assert {r.status for r in res} == {"ingested", "skipped"}  # planted.json is not a log
     assert counted.tasks.get("ingest_one", 0) >= 10  # every small input was a task
     assert _tables(store) == _tables(incident_store)
 
