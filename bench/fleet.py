@@ -39,20 +39,26 @@ from run import parse_size  # noqa: E402
 TRACE_SHARE = 0.25
 
 
+def _host(d: str, h: int, per_host: int) -> None:
+    host = os.path.join(d, f"node-{h:03d}")
+    os.makedirs(host)
+    role = "prefill" if h % 2 == 0 else "decode"
+    gen.write_log(os.path.join(host, "sglang.log"), role, int(per_host * (1 - TRACE_SHARE)), 1000 + h)
+    gen.write_trace(os.path.join(host, "kvtrace.jsonl"), int(per_host * TRACE_SHARE), 5000 + h)
+
+
 def make_dump(data: str, hosts: int, per_host: int) -> str:
-    """The fleet's dump under `data` (made once): its folder."""
+    """The fleet's dump under `data` (made once, a host per core at a time): its folder."""
+    from concurrent.futures import ProcessPoolExecutor
+
     d = os.path.join(data, f"fleet-{hosts}x{per_host}")
     done = os.path.join(d, ".done")
     if os.path.exists(done):
         return d
     shutil.rmtree(d, ignore_errors=True)
     t0 = time.perf_counter()
-    for h in range(hosts):
-        host = os.path.join(d, f"node-{h:03d}")
-        os.makedirs(host)
-        role = "prefill" if h % 2 == 0 else "decode"
-        gen.write_log(os.path.join(host, "sglang.log"), role, int(per_host * (1 - TRACE_SHARE)), 1000 + h)
-        gen.write_trace(os.path.join(host, "kvtrace.jsonl"), int(per_host * TRACE_SHARE), 5000 + h)
+    with ProcessPoolExecutor() as ex:
+        list(ex.map(_host, [d] * hosts, range(hosts), [per_host] * hosts))
     open(done, "w").close()
     print(f"generated {hosts} hosts x {per_host / 1e6:.0f} MB in {time.perf_counter() - t0:.0f} s -> {d}", flush=True)
     return d
@@ -67,7 +73,7 @@ def _warm() -> None:
     import forensics.ingest.parse  # noqa: F401
 
 
-def one(dump: str, store: str, engine: str, jobs: int) -> dict:
+def one(dump: str, store: str, engine: str, jobs: int, after: bool = True) -> dict:
     """One run in this process: the engine started, the ingest, the command line's work after it."""
     from forensics.analysis import after_ingest
     from forensics.ingest import pipeline
@@ -100,19 +106,32 @@ def one(dump: str, store: str, engine: str, jobs: int) -> dict:
     if started is not None:
         started.shutdown()
     t0 = time.perf_counter()
-    after_ingest.finish(Store(store), res, {}, None, None)
-    out["after_s"] = time.perf_counter() - t0
+    if after:
+        after_ingest.finish(Store(store), res, {}, None, None)
+    out["after_s"] = time.perf_counter() - t0 if after else float("nan")
     return out
 
 
-def run_one(dump: str, engine: str, jobs: int, store: str) -> dict:
+def run_one(dump: str, engine: str, jobs: int, store: str, after: bool) -> dict:
     shutil.rmtree(store, ignore_errors=True)
     cmd = [sys.executable, os.path.abspath(__file__), "--one", dump, "--engine-one", engine, "-j", str(jobs)]
+    cmd += [] if after else ["--skip-after"]
     # from /tmp: the workers import the installed package, whatever the working directory holds
     r = subprocess.run(cmd + ["--store", store], capture_output=True, text=True, cwd="/tmp")
     if r.returncode:
         sys.exit(f"error: a {engine} run failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _sha256_rate() -> float:
+    """MB/s of hashlib's sha256 on one core: the driver hashes every large input it reads."""
+    import hashlib
+
+    b = os.urandom(64 << 20)
+    t0 = time.perf_counter()
+    for _ in range(4):
+        hashlib.sha256(b).digest()
+    return 4 * len(b) / 1e6 / (time.perf_counter() - t0)
 
 
 def main() -> None:
@@ -124,12 +143,13 @@ def main() -> None:
     ap.add_argument("-j", "--jobs", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--data", default="/tmp/fleet-data")
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
+    ap.add_argument("--skip-after", action="store_true", help="time the ingest alone, not the work after it")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--engine-one", help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        print(json.dumps(one(a.one, a.store, a.engine_one, a.jobs)))
+        print(json.dumps(one(a.one, a.store, a.engine_one, a.jobs, not a.skip_after)))
         return
     dump = make_dump(a.data, a.hosts, parse_size(a.per_host))
     nbytes = dump_bytes(dump)
@@ -137,7 +157,7 @@ def main() -> None:
     rows: dict[str, list[dict]] = {e: [] for e in a.engines.split(",")}
     for i in range(a.runs):  # the engines interleaved: the machine's load falls on both alike
         for e in rows:
-            r = run_one(dump, e, a.jobs, store)
+            r = run_one(dump, e, a.jobs, store, not a.skip_after)
             rows[e].append(r)
             print(
                 f"run {i + 1} {e}: start {r['start_s']:.1f} s, ingest {r['ingest_s']:.1f} s, after {r['after_s']:.1f} s",
@@ -145,6 +165,7 @@ def main() -> None:
             )
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
+    result_sha = _sha256_rate()
     result = {
         "hosts": a.hosts,
         "per_host": parse_size(a.per_host),
@@ -154,11 +175,13 @@ def main() -> None:
         "python": sys.version.split()[0],
         "machine": platform.machine(),
         "load_after": load,
+        "sha256_mb_s": result_sha,
         "runs": rows,
     }
     lines = [
         f"{a.hosts} hosts x {parse_size(a.per_host) / 1e6:.0f} MB ({nbytes / 1e6:.0f} MB, {2 * a.hosts} inputs), "
-        f"-j {a.jobs} on {os.cpu_count()} CPUs, Python {result['python']}, medians of {a.runs} (load after: {' '.join(load)})",
+        f"-j {a.jobs} on {os.cpu_count()} CPUs, Python {result['python']}, medians of {a.runs} (load after: {' '.join(load)}); "
+        f"one core's sha256 {result_sha:.0f} MB/s (what the driver reads a large input at)",
         "",
         "| engine | engine start (s) | ingest (s) | MB/s | MB/s per CPU | after the ingest (s) |",
         "|---|---|---|---|---|---|",
