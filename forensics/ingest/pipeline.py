@@ -2,14 +2,14 @@
 
 One engine (engine.py: worker processes, one per core this process may use or `--jobs`, or Ray
 tasks) parses every input: a small input whole in one task, a large one pass by pass on all the
-workers, each pass written where it ran. An input goes to the store's .tmp and is committed with one rename; its sha256 (of the
-decompressed content) is the key, so the same content is ingested once whatever its name. A file
-that grew since it was committed is read on from where it ended (forensics/ingest/grown.py); a
-signal stops the ingest between commits (forensics/ingest/stop.py).
+workers, each pass written where it ran. An input goes to the store's .tmp and is committed with
+one rename; its sha256 (of the decompressed content) is the key, so the same content is ingested
+once whatever its name. A file that grew since it was committed is read on from where it ended
+(forensics/ingest/grown.py); a signal stops the ingest between commits (forensics/ingest/stop.py).
 
 The stages of one input are parse.py's (sniff.py, digest.py, records.py beside it); the engines
-are pool.py's and rayengine.py's. This module finds the inputs and schedules them: small ones to the workers whole,
-large ones read here, one after another.
+are pool.py's and rayengine.py's. This module finds the inputs and schedules them: small ones to
+the workers whole, large ones read here, one after another.
 """
 
 from __future__ import annotations
