@@ -214,3 +214,32 @@ def test_engine_ray_without_ray_is_a_usage_error(tmp_path, monkeypatch):
     r = CliRunner().invoke(main, ["ingest", str(INCIDENT), "--store", str(store), "--address", "10.0.0.1:6379"])
     assert r.exit_code == 2 and r.output.startswith("error: --address joins a Ray cluster\n")
     assert not store.exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_joined_cluster_is_one_line_and_nothing_partial(cluster, tmp_path):
+    """`--address` joins the module's cluster; a SIGINT mid-ingest ends it as the local engine's does."""
+    import signal
+    import subprocess
+
+    import ray
+
+    from tests.test_interrupts import _consistent, _dump, _wait_for_data
+
+    dump, store = _dump(tmp_path / "dump", 4, 60_000), tmp_path / "store"
+    address = ray.get_runtime_context().gcs_address
+    cmd = [sys.executable, "-m", "forensics.cli", "ingest", str(dump), "--store", str(store), "--engine", "ray"]
+    proc = subprocess.Popen(
+        [*cmd, "--address", address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    _wait_for_data(store, proc)
+    if proc.poll() is not None:
+        pytest.skip("the ingest ended before the signal (a very fast machine)")
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    said = [ln for ln in err.decode().splitlines() if ln.strip()]
+    assert len(said) == 1 and said[0].startswith("forensics: interrupted (SIGINT)"), said
+    assert not any((store / ".tmp").iterdir())
+    _consistent(store)
+    assert ray.cluster_resources().get("CPU") == 2  # the cluster it joined is still there

@@ -93,6 +93,10 @@ class RayEngine:
         for ref in live:
             with contextlib.suppress(Exception):  # finished meanwhile
                 self._ray.cancel(ref, force=True)
+        # a cancel only asks: its worker ends a moment later, and writes nothing after that
+        if live:
+            with contextlib.suppress(Exception):
+                self._ray.wait(live, num_returns=len(live), timeout=5)
         self.shutdown()
 
     def shutdown(self) -> None:
