@@ -13,7 +13,7 @@ endif
 FORENSICS = $(PY) -m forensics.cli
 STORE ?= forensics-store
 
-.PHONY: install demo test check lint goldens bench sanitize
+.PHONY: install demo test check lint goldens bench bench-fleet sanitize
 
 # An editable install compiles no bytecode, and with PYTHONDONTWRITEBYTECODE set every command
 # would compile the modules again. A regular pip install does this too.
@@ -74,6 +74,13 @@ goldens: install
 BENCH_ARGS ?= --memory --memory-log 4G
 bench: install
 	$(PY) bench/run.py $(BENCH_ARGS)
+
+# A fleet's dump (64 hosts x 64 MB of PD logs and transfer traces) ingested by the local engine and
+# by Ray on a local cluster (bench/fleet.py; it needs Ray: the test extra has it). On a small
+# machine: make bench-fleet FLEET_ARGS="--hosts 8 --per-host 16M"
+FLEET_ARGS ?=
+bench-fleet: install
+	$(PY) bench/fleet.py $(FLEET_ARGS)
 
 # Both native modules (parsers/_fastlog.c, parsers/_fasttrace.c) built with AddressSanitizer and
 # UBSan (into a temporary directory: the installed builds stay), run under the tests that drive

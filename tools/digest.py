@@ -54,6 +54,7 @@ try:  # the derived views, documented by their SQL headers
     TABLES = model.tables()
 except ImportError:  # before they were
     TABLES = schema.TABLES
+TABLES = globals().get("ONLY") or TABLES  # store_digest's choice
 store = Store(sys.argv[1])
 con = connect(store)
 out = {}
@@ -68,6 +69,22 @@ for name in sorted(TABLES):
     out[name] = {"rows": len(rows), "sha": h.hexdigest()[:16]}
 print(json.dumps(out))
 """
+
+
+def store_digest(store: str | os.PathLike, tables=None) -> dict:
+    """Every table and view of one store (or the `tables` named), by row count and hash (`_DIGEST`),
+    in this process: a test's stores are read with the package it imported."""
+    import contextlib
+    import io
+
+    out, argv = io.StringIO(), sys.argv
+    sys.argv = [argv[0], str(store)]
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(_DIGEST, {"__name__": "tools.digest._DIGEST", "ONLY": tables})
+    finally:
+        sys.argv = argv
+    return json.loads(out.getvalue().strip().splitlines()[-1])
 
 
 def digest(keep: Path | None) -> dict:

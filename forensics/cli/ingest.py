@@ -24,6 +24,18 @@ def check_zone(tz: str) -> None:
         ) from None
 
 
+def check_engine(engine: str, address: str | None) -> None:
+    """An engine that is not installed, or an address without Ray, is refused before ingest creates anything."""
+    from forensics.core.errors import UsageError
+    from forensics.ingest.engine import engine_class
+
+    if address is not None and engine != "ray":
+        raise UsageError(
+            "--address joins a Ray cluster", help=f"add --engine ray to ingest on the cluster at {address}"
+        )
+    engine_class(engine)
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @store_option
@@ -46,7 +58,21 @@ def check_zone(tz: str) -> None:
 )
 # the option's name until --parser, kept for one release so that scripts keep working
 @click.option("--format", "deprecated_format", hidden=True)
-@click.option("--jobs", "-j", type=int, help="Parallel workers (default: all cores).")
+@click.option(
+    "--jobs", "-j", type=int, help="Parallel workers (default: all cores; with --engine ray, the local cluster's CPUs)."
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help='Where inputs are parsed: worker processes here, or Ray tasks (pip install "forensics[ray]").',
+)
+@click.option(
+    "--address",
+    metavar="ADDR",
+    help="With --engine ray: join the Ray cluster there (its inputs and store on a file system every node sees).",
+)
 @click.option(
     "--clock-offset",
     multiple=True,
@@ -55,7 +81,20 @@ def check_zone(tz: str) -> None:
 )
 @handled
 def ingest(
-    paths, store, host, role, tz, year, log_date, run_label, forced_format, deprecated_format, jobs, clock_offset
+    paths,
+    store,
+    host,
+    role,
+    tz,
+    year,
+    log_date,
+    run_label,
+    forced_format,
+    deprecated_format,
+    jobs,
+    engine,
+    address,
+    clock_offset,
 ):
     """Parse log files, folders and archives (.gz, .zst, .tar.gz) into the store."""
     from forensics.ingest import stop  # the standard library only: the handlers go in before the imports
@@ -76,6 +115,8 @@ def ingest(
                 forced_format,
                 deprecated_format,
                 jobs,
+                engine,
+                address,
                 clock_offset,
             )
     except stop.Interrupted as e:
@@ -83,7 +124,20 @@ def ingest(
 
 
 def _ingest(
-    paths, store, host, role, tz, year, log_date, run_label, forced_format, deprecated_format, jobs, clock_offset
+    paths,
+    store,
+    host,
+    role,
+    tz,
+    year,
+    log_date,
+    run_label,
+    forced_format,
+    deprecated_format,
+    jobs,
+    engine,
+    address,
+    clock_offset,
 ):
     runtime.configure_ingest()
     from forensics.cli.progress import IngestProgress
@@ -93,6 +147,7 @@ def _ingest(
     from forensics.store.clocks import offset_problem
 
     check_zone(tz)
+    check_engine(engine, address)
     import os
 
     # a mistyped path is refused before the store folder is made
@@ -121,7 +176,16 @@ def _ingest(
                 f"--clock-offset {item}: {why}", help="an offset is a finite number of seconds within a day"
             )
     opts = ing.Options(
-        host=host, role=role, tz=tz, year=year, date=log_date, run=run_label, format=forced_format, jobs=jobs
+        host=host,
+        role=role,
+        tz=tz,
+        year=year,
+        date=log_date,
+        run=run_label,
+        format=forced_format,
+        jobs=jobs,
+        engine=engine,
+        address=address,
     )
     from forensics.analysis import after_ingest
     from forensics.cli.progress import computing

@@ -1,20 +1,21 @@
 """Ingest: discover inputs, pick a parser for each, parse into the store; the schedulers.
 
-One pool of worker processes, one per core this process may use (or `--jobs`), parses every input:
-a small input whole in one worker, a large one pass by pass on all of them, each pass written where
-it ran. An input goes to the store's .tmp and is committed by its manifest; its sha256 (of the
-decompressed content) is the key, so the same content is ingested once whatever its name. A file
-that grew since it was committed is read on from where it ended (forensics/ingest/grown.py); a
-signal stops the ingest between commits (forensics/ingest/stop.py).
+One engine (engine.py: worker processes, one per core this process may use or `--jobs`, or Ray
+tasks) parses every input: a small input whole in one task, a large one pass by pass on all the
+workers, each pass written where it ran. An input goes to the store's .tmp and is committed by its
+manifest; its sha256 (of the decompressed content) is the key, so the same content is ingested
+once whatever its name. A file that grew since it was committed is read on from where it ended
+(forensics/ingest/grown.py); a signal stops the ingest between commits (forensics/ingest/stop.py).
 
-The stages of one input are parse.py's (sniff.py, digest.py, records.py beside it); the workers
-are pool.py's. This module finds the inputs and schedules them: small ones to the workers whole,
-large ones read here, one after another.
+The stages of one input are parse.py's (sniff.py, digest.py, records.py beside it); the engines
+are pool.py's and rayengine.py's. This module finds the inputs and schedules them: small ones to
+the workers whole, large ones read here, one after another.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import time
@@ -25,7 +26,7 @@ from concurrent.futures import wait as wait_futures
 
 from forensics.core.errors import UsageError
 from forensics.core.inputs import Scan
-from forensics.ingest import parse, pool, stop
+from forensics.ingest import engine, parse, pool, stop
 from forensics.ingest.records import FileResult, Options
 from forensics.ingest.sources import discover
 from forensics.parsers import PARSERS
@@ -74,6 +75,7 @@ def run(paths: list[str], store_root: str, opts: Options, progress=None) -> list
     """Ingest `paths` into the store at `store_root`; return one result per input."""
     if opts.role not in (None, "prefill", "decode", "unified"):
         raise UsageError(f"--role must be prefill, decode or unified, not {opts.role!r}")
+    engine.engine_class(opts.engine)  # a missing engine is refused before the store is made
     store = Store(store_root)
     lock = store.lock()
     sources: list[Source] = []
@@ -149,24 +151,26 @@ def _ingest_all(
 ) -> None:
     """Every input into the store, each result appended to `results` as it comes.
 
-    One pool of `jobs` workers does the parsing: each small input goes to it whole; the large ones
-    are read here, two at a time (`_one_after_another`), and their passes go to the same pool,
-    behind the small ones. On one core everything runs in this process.
+    One engine (`opts.engine`, of `jobs` workers on this machine) does the parsing: each small
+    input goes to it whole; the large ones are read here, two at a time (`_one_after_another`), and
+    their passes go to the same engine, behind the small ones. Where the local engine is not worth
+    its start (one core, little to parse), everything runs in this process.
     """
+    kind = engine.engine_class(opts.engine)
     jobs, scan = opts.jobs or pool.cores(), opts.scan
-    pooled = [s for s in sources if _is_small(s, scan)] if jobs > 1 else []
-    large = [s for s in sources if not _is_small(s, scan)] if jobs > 1 else sources
-    pooling = jobs > 1
-    if len(pooled) <= 1 and sum(_weight(s, scan) for s in large) < scan.pool_input_bytes:
-        pooled, large, pooling = [], pooled + large, False  # workers would only add their start-up
-    ex = pool.start(jobs) if pooling and (pooled or large) else None
+    # a worker may run in another folder, or on another machine: it gets the paths made absolute
+    store_root = os.path.abspath(store_root)
+    pooled = [dataclasses.replace(s, fs_path=os.path.abspath(s.fs_path)) for s in sources if _is_small(s, scan)]
+    large = [s for s in sources if not _is_small(s, scan)]
+    spread = kind.worth(jobs, len(pooled), sum(_weight(s, scan) for s in large), scan)
+    if not spread:  # everything in this process
+        pooled, large = [], ([s for s in sources if _is_small(s, scan)] + large if jobs > 1 else sources)
+    ex = kind(jobs, opts.address) if spread and (pooled or large) else None
     try:
         futs = {
             ex.submit(parse.ingest_one, store_root, s, opts, hosts[s.path], None, priors.get(s.path)): s for s in pooled
         }
-        for r in _one_after_another(
-            store_root, large, opts, hosts, progress, priors, pool.Pool(ex, jobs) if ex else None
-        ):
+        for r in _one_after_another(store_root, large, opts, hosts, progress, priors, pool.Pool(ex) if ex else None):
             results.append(r)
             if progress:
                 progress.done_file(r)
@@ -184,7 +188,7 @@ def _ingest_all(
             stop.check()
     except BaseException:
         if ex is not None:
-            pool.kill(ex)
+            ex.kill()
         raise
     if ex is not None:
         ex.shutdown()

@@ -1,9 +1,10 @@
-"""The worker pool: processes started from a fork server, one per core this process may use.
+"""The local engine: worker processes started from a fork server, one per core this process may use.
 
 Small inputs are parsed whole in a worker (`parse.ingest_one`); a large input read in this process
-lends the pool to its parser (`InputPool`), which sends it pass after pass, each written as a part
+lends the engine to its parser (`InputPool`), which sends it pass after pass, each written as a part
 of the input's folder in .tmp where it ran. A stop kills the workers (`kill`): what they were
-writing is in .tmp, never committed.
+writing is in .tmp, never committed. The engines behind the pipeline are engine.py's; this one is
+`LocalEngine`.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def cores() -> int:
 PRELOAD = ["forensics.ingest.parse", "forensics.ingest.pool", "pyarrow.parquet"]
 
 
-def _server_env() -> dict[str, str]:
-    """The fork server's environment while it starts (its workers inherit it).
+def worker_env() -> dict[str, str]:
+    """The environment a worker starts with, whatever starts it (the fork server, a Ray raylet).
 
     A worker has one core's share: polars' own threads (one per core in every worker) would only
     contend with the other workers. Its pool is sized when polars is imported, in the fork server.
@@ -41,9 +42,9 @@ def _server_env() -> dict[str, str]:
     the package installed (not editable), the server and its workers would import the checkout's
     forensics/ folder, which has no forensics.parsers, and every task would fail. So the server
     gets the start of this process's sys.path instead, as a spawned process would: PYTHONSAFEPATH
-    leaves the working directory out, PYTHONPATH gives the entries this process has before the
-    standard library (its script's folder, its PYTHONPATH, a test runner's root); the standard
-    library and site-packages (with an editable install's finder) the server finds itself.
+    leaves the working directory out (`_server_env`), PYTHONPATH gives the entries this process has
+    before the standard library (its script's folder, its PYTHONPATH, a test runner's root); the
+    standard library and site-packages (with an editable install's finder) the server finds itself.
     """
     stdlib = os.path.dirname(os.__file__)
     first = []
@@ -52,12 +53,17 @@ def _server_env() -> dict[str, str]:
             break
         if os.pathsep not in p:
             first.append(os.path.abspath(p or "."))
-    return {"POLARS_MAX_THREADS": "1", "PYTHONSAFEPATH": "1", "PYTHONPATH": os.pathsep.join(first)}
+    return {"POLARS_MAX_THREADS": "1", "PYTHONPATH": os.pathsep.join(first)}
+
+
+def _server_env() -> dict[str, str]:
+    """The fork server's environment while it starts (its workers inherit it)."""
+    return {**worker_env(), "PYTHONSAFEPATH": "1"}
 
 
 @contextlib.contextmanager
-def _server_environment():
-    env = _server_env()
+def environment(env: dict[str, str]):
+    """`env` in os.environ while inside, for the processes started there."""
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -79,7 +85,7 @@ def start(jobs: int) -> ProcessPoolExecutor:
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     stop.quiet_resource_tracker()
-    with _server_environment(), stop.sigint_blocked():
+    with environment(_server_env()), stop.sigint_blocked():
         forkserver.ensure_running()
     server = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
     ex = ProcessPoolExecutor(
@@ -106,15 +112,39 @@ def _ready() -> None:
     """A worker's first task: nothing, so that it starts before there is work for it."""
 
 
+class LocalEngine:
+    """The default engine (engine.Engine): `jobs` worker processes of this machine."""
+
+    name = "local"
+
+    def __init__(self, jobs: int, address: str | None = None):
+        self.ex, self.workers = start(jobs), jobs
+
+    @staticmethod
+    def worth(jobs: int, small: int, large_bytes: int, scan) -> bool:
+        """Whether the inputs go to workers at all: not on one core, nor when the workers would
+        only add their start-up (at most one small input, and little to parse in passes)."""
+        return jobs > 1 and not (small <= 1 and large_bytes < scan.pool_input_bytes)
+
+    def submit(self, fn, *args) -> Future:
+        return self.ex.submit(fn, *args)
+
+    def kill(self) -> None:
+        kill(self.ex)
+
+    def shutdown(self) -> None:
+        self.ex.shutdown()
+
+
 class Pool:
-    """The worker processes, and room for the passes in flight of every input read at once: a
+    """The engine's workers, and room for the passes in flight of every input read at once: a
     pass holds its text here until a worker takes it."""
 
-    def __init__(self, ex: ProcessPoolExecutor, workers: int):
+    def __init__(self, engine):
         import threading
 
-        self.ex, self.workers = ex, workers
-        self.room = threading.BoundedSemaphore(workers + 2)
+        self.engine, self.workers = engine, engine.workers
+        self.room = threading.BoundedSemaphore(self.workers + 2)
 
 
 class InputPool:
@@ -128,7 +158,7 @@ class InputPool:
         stop.check()  # a stop reads no further
         self.pool.room.acquire()
         try:
-            fut = self.pool.ex.submit(pass_in_worker, self.folder, part, fn, args)
+            fut = self.pool.engine.submit(pass_in_worker, self.folder, part, fn, args)
         except BaseException:
             self.pool.room.release()
             raise

@@ -33,6 +33,8 @@ class Options:
     format: str | None = None
     jobs: int | None = None
     scan: Scan = Scan()
+    engine: str = "local"  # where the task units run (ingest/engine.py)
+    address: str | None = None  # the Ray cluster to join (--address); None starts one
 
     def __post_init__(self) -> None:
         if self.date is None:
