@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from forensics.cli import main
-from tests.conftest import ingest_paths, sql
+from tests.conftest import _materialize, ingest_paths, sql
 
 T = "2026-02-19 16:32"
 
@@ -74,9 +74,10 @@ def _unified_rid_only() -> str:
     )
 
 
-@pytest.fixture
-def logs(tmp_path):
-    root = tmp_path / "logs"
+# the tests read the logs and their store; none changes either
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("failed") / "logs"
     for host, text in {
         "prefill-a": _prefill(),
         "decode-a": _decode_tp8() + _decode_both(),
@@ -87,10 +88,11 @@ def logs(tmp_path):
     return root
 
 
-@pytest.fixture
-def store(tmp_path, logs):
-    s = tmp_path / "store"
+@pytest.fixture(scope="module")
+def store(logs):
+    s = logs.parent / "store"
     ingest_paths([logs], s)
+    _materialize(s)  # as `forensics ingest` leaves it, whichever test reads it first
     return s
 
 
@@ -153,13 +155,15 @@ def test_lines_that_name_no_request_are_signals_not_requests(store):
     assert sig[("unified-a", "crash", "other")] == 1
 
 
-def test_a_rid_tied_to_a_room_joins_that_rooms_request(tmp_path, logs):
+def test_a_rid_tied_to_a_room_joins_that_rooms_request(tmp_path):
     """A timeout line naming only decode's rid of room 111 is that room's request, not a new one."""
-    (logs / "decode-a" / "sglang.log").write_text(
+    host = tmp_path / "logs" / "decode-a"
+    host.mkdir(parents=True)
+    (host / "sglang.log").write_text(
         _decode_tp8() + f"[{T}:20 TP0] Request running timeout reached, rid='978c4d7b91514b25bcf5bf3547f06b2c'\n"
     )
     s = tmp_path / "s2"
-    ingest_paths([logs / "decode-a"], s)
+    ingest_paths([host], s)
     reqs = _requests(s)
     assert list(reqs) == [f"room:{ROOM_TP8}"]
     assert reqs[f"room:{ROOM_TP8}"]["n_lines"] == 9
@@ -336,16 +340,15 @@ def test_real_mooncake_dump_gives_the_requests_a_reader_counts(case, real_logs, 
         )
 
 
-def test_the_sample_incident_in_requests(tmp_path_factory):
+def test_the_sample_incident_in_requests(incident_store):
     """The planted incident (sample_logs/incident/planted.json, written by tools/samplegen.py from its
     own parameters) read as failed requests: the storm's aborted rooms, the wedge's stuck rooms and
     the transfer failure rooms are each one failed request, with the outcome planted."""
-    from tests.conftest import ROOT
+    from tests.conftest import INCIDENT
 
-    planted = json.loads((ROOT / "sample_logs" / "incident" / "planted.json").read_text())
+    planted = json.loads((INCIDENT / "planted.json").read_text())
     w = planted["windows"]
-    store = tmp_path_factory.mktemp("incident") / "store"
-    ingest_paths([ROOT / "sample_logs" / "incident"], store)
+    store = incident_store
     reqs = {r["bootstrap_room"]: r for r in sql(store, "SELECT * FROM failed_requests").iter_rows(named=True)}
     # every failed room is one request, and nothing else is
     failed_rooms = set(

@@ -195,3 +195,30 @@ def test_a_cut_mask_is_kept_whole():
     marked = f"{value}\ue00020\ue000"
     assert red.text(marked) == "x" * 10 + " [secret:github]"
     assert red.text("short\ue00020\ue000") == "short"
+
+
+def test_a_query_binds_only_the_derived_views_it_reads(incident_store, monkeypatch):
+    """DuckDB binds a view's whole tree of views when it is created: a session opened for one query
+    creates the derived views and macros that query names and what they read, and the others only
+    when a later query of the command asks for them, with the rows a whole catalog gives."""
+    made = _counting(monkeypatch, catalog, "_create")
+    offsets = {"decode-1": 2.5}  # a store state without snapshots: the views are bound from their SQL
+    with session_mod.Session.open(incident_store, offsets=offsets, materialize=False) as s:
+        s.only = "SELECT count(*) AS n FROM files"
+        assert s.sql(s.only)["n"][0] == 20
+        assert made == []
+        rooms = s.sql("SELECT outcome, count(*) AS n FROM ROOMS GROUP BY ALL ORDER BY ALL").rows()
+        assert sorted(a[1] for a in made) == sorted(f"{n}.sql" for n in catalog.needed("rooms"))
+        assert "rooms" in catalog.needed("rooms") and "room_events" in catalog.needed("rooms")
+    with session_mod.Session.open(incident_store, offsets=offsets, materialize=False) as whole:
+        assert whole.sql("SELECT outcome, count(*) AS n FROM rooms GROUP BY ALL ORDER BY ALL").rows() == rooms
+
+
+def test_sql_on_snapshots_creates_no_macro_it_does_not_call(planted_store, monkeypatch):
+    made = _counting(monkeypatch, catalog, "_create")
+    r = CliRunner().invoke(main, ["sql", "--store", str(planted_store), "SELECT count(*) AS n FROM files"])
+    assert r.exit_code == 0, r.output
+    assert made == []
+    r = CliRunner().invoke(main, ["sql", "--store", str(planted_store), "SELECT excerpt('abcdef', 3) AS e"])
+    assert r.exit_code == 0, r.output
+    assert [a[1] for a in made] == ["excerpt.sql"]

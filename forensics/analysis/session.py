@@ -59,6 +59,9 @@ class Session:
     # the output is masked: the catalog's excerpt() keeps values whole, and analyses keep what an
     # excerpt was cut from, so that the masking masks whole values and cuts after it
     redact: bool = False
+    # the SQL the command runs, when it is known before the catalog is entered: only the derived
+    # views and macros it names are created (catalog.connect's `only`), the rest when a query asks
+    only: str | None = None
     opened: catalog.Opened = dataclasses.field(default_factory=catalog.Opened)
     _con: duckdb.DuckDBPyConnection | None = dataclasses.field(default=None, repr=False)
     _raw: duckdb.DuckDBPyConnection | None = dataclasses.field(default=None, repr=False)
@@ -121,6 +124,7 @@ class Session:
                 self.computing,
                 whole_excerpts=self.redact,
                 memory=self.memory,
+                only=self.only,
             )
         return self._con
 
@@ -155,15 +159,24 @@ class Session:
 
     def sql(self, text: str, params: dict | None = None, source: str | None = None) -> pl.DataFrame:
         """Read-only SQL (forensics.catalog.sql) on the command's connection."""
-        return run_sql(self.store, text, params, con=self.con, source=source)
+        return run_sql(self.store, text, params, con=self._for(lambda: text), source=source)
 
     def query(self, name: str, params: dict | None = None) -> pl.DataFrame:
         """A named query of queries/, its parameters bound."""
-        return queries.run(self.store, name, params, con=self.con)
+        return queries.run(self.store, name, params, con=self._for(lambda: queries.get(name).sql))
 
     def internal(self, name: str, params: dict | None = None) -> pl.DataFrame:
         """One of the toolkit's own queries (queries/_<name>.sql)."""
-        return queries.run_internal(self.store, name, params, con=self.con)
+        con = self._for(lambda: queries.composed(queries.internal(name))[0])
+        return queries.run_internal(self.store, name, params, con=con)
+
+    def _for(self, text: Callable[[], str]) -> duckdb.DuckDBPyConnection:
+        """The connection, holding what the SQL `text()` reads when the session was opened for other
+        SQL (`only`)."""
+        con = self.con
+        if self.only is not None:
+            catalog.provide(con, self.opened, text())
+        return con
 
     def excerpts(self, rows: pl.DataFrame | list[dict]) -> list[detectors.Excerpt]:
         """What the evidence of `rows` (replies by source, session_id and turn_id) was cut from, when

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -116,6 +117,8 @@ class Opened:
 
     key: Path | None = None
     snapshots: Path | None = None
+    # the derived objects the connection holds, when it was opened with `only` (None: all of them)
+    created: set[str] | None = None
 
 
 # the Hive partition columns as DuckDB reads them from a part's path (forensics/store/hive.py)
@@ -189,6 +192,7 @@ def connect(
     computing: Callable[[], contextlib.AbstractContextManager] | None = None,
     whole_excerpts: bool = False,
     memory: Memory | None = None,
+    only: str | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's tables and views.
 
@@ -199,6 +203,9 @@ def connect(
     `opened`, when given, is told which set that is. `whole_excerpts` makes excerpt() keep its text
     whole, marked with its cut, for a masking that cuts after it masks (forensics.reports.redact).
     `memory` bounds DuckDB's memory (by default MEMORY_LIMIT, VIEWS_MEMORY_LIMIT while computing).
+    `only`, the SQL the connection is opened for when that is all it runs: of the derived views and
+    macros created from their SQL, only the ones it names and what they read (`needed`), since DuckDB
+    binds a view's whole tree of views when it is created.
     """
     opened = Opened() if opened is None else opened
     memory = Memory() if memory is None else memory
@@ -264,21 +271,27 @@ def connect(
         opened.snapshots = opened.key
         readable += cached
         for name, sql in _macros():
-            _create(con, name, sql)
+            if only is None or name[:-4] in needed(only):
+                _create(con, name, sql)
+        opened.created = None if only is None else set(_views()) | needed(only)
     else:
         # computing the snapshots binds each view once, as it is computed: binding them all here
         # too would double what a small store's ingest spends in DuckDB
         compute = materialize and opened.key is not None
+        own_sql = derived_views() if only is None else [(f, q) for f, q in derived_views() if f[:-4] in needed(only)]
         with computing() if computing is not None and compute else contextlib.nullcontext():
-            for name, sql in [] if compute else derived_views():
+            for name, sql in [] if compute else own_sql:
                 _create(con, name, sql)
             folder, paths = _use_cache(con, store, opened.key, offsets, materialize, memory)
             if compute and folder is None:  # the snapshots could not be written: the views' own SQL
-                for name, sql in derived_views():
+                for name, sql in own_sql:
                     _create(con, name, sql)
         opened.snapshots = folder
         readable += paths
+        opened.created = None if only is None or (compute and folder is not None) else set(needed(only))
     if whole_excerpts:
+        if opened.created is not None:
+            opened.created.add("excerpt")
         mark = f"chr({ord(EXCERPT_MARK)})"
         con.execute(
             "CREATE OR REPLACE MACRO excerpt(s, n) AS "
@@ -313,6 +326,49 @@ def _create(con, name: str, sql: str) -> None:
             file=f"forensics/catalog/views/{name}",
             help="a bug in the toolkit, not in your data: report it with this line",
         ) from None
+
+
+_WORD = re.compile(r"\w+")
+_COMMENT = re.compile(r"--[^\n]*")
+
+
+def needed(sql: str) -> frozenset[str]:
+    """The derived views and macros `sql` names (as a word, in any case), and every one they read."""
+    reads = _reads()
+    want = set(reads) & {w.lower() for w in _WORD.findall(sql)}
+    todo = list(want)
+    while todo:
+        for d in reads[todo.pop()] - want:
+            want.add(d)
+            todo.append(d)
+    return frozenset(want)
+
+
+def provide(con: duckdb.DuckDBPyConnection, opened: Opened, sql: str) -> None:
+    """Create on `con` the derived views and macros `sql` needs that its `connect(only=...)` left out.
+
+    Creating a view or macro is neither a setting nor a file access, so the lock allows it."""
+    if opened.created is None:
+        return
+    missing = needed(sql) - opened.created
+    for d in model.derived().values():  # in build order: each after what it reads
+        if d.name in missing:
+            _create(con, d.file, d.sql)
+            opened.created.add(d.name)
+
+
+@functools.cache
+def _reads() -> dict[str, frozenset[str]]:
+    """The other derived objects each one reads: those its header's inputs declare, and any its SQL
+    names outside a comment (a word, in any case, may name more than it reads, never fewer)."""
+    from forensics.catalog import headers
+
+    objs = model.derived()
+    return {
+        n: (set(d.header.inputs) | {w.lower() for w in _WORD.findall(_COMMENT.sub("", headers.body(d.sql)))})
+        & objs.keys() - {n}
+        for n, d in objs.items()
+    }
 
 
 def _macros() -> list[tuple[str, str]]:

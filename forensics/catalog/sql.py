@@ -432,7 +432,7 @@ def run_sql(
     """
     own = con is None
     if own:
-        con = connect(store.require(), offsets, materialize=materialize)
+        con = connect(store.require(), offsets, materialize=materialize, only=sql)
     shown = next((ln.strip() for ln in sql.strip().splitlines() if ln.strip() and not ln.strip().startswith("--")), "")
     try:
         check_read_only(con, sql)

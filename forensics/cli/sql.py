@@ -90,6 +90,7 @@ def sql(query, sql_file, session, fmt, params, output):
     header = named.from_text(text)
     values = header.bind(_params(params, typed=False)) if header else _params(params)
     check_output(output)
+    session.only = text  # the one query of the command: the views it does not read are not bound
     return _result(session.sql(text, values, source=source), fmt, output)
 
 

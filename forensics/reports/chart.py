@@ -178,7 +178,7 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
             (aborts, "#f59f00", "aborts", 0.9),
         ):
             if lane:
-                tw.stairs(counted(lane), edges, fill=True, color=color, alpha=alpha, label=f"{label} / bucket")
+                _stairs(tw, counted(lane), edges, fill=True, color=color, alpha=alpha, label=f"{label} / bucket")
         tw.set_ylabel("per bucket")
         mine = [r for r in d.get("failed_requests", []) if h["name"] in (r["hosts"] or [])]
         if mine:
@@ -221,6 +221,40 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
     fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
 
 
+def _stairs(ax, values, edges, **kw):
+    """`ax.stairs(values, edges, **kw)`, the axes sized to the step from its vertices at once.
+
+    matplotlib sizes the axes to a patch by walking its path a segment at a time in Python, which
+    takes most of a chart's time at thousands of buckets. A step's segments are straight lines, so
+    the points that walk finds are the path's own vertices: the same limits, from one array.
+    """
+    import numpy as np
+    from matplotlib.path import Path
+
+    def limits(patch) -> None:
+        path, trf = patch.get_path(), patch.get_transform()
+        updatex, updatey = trf.contains_branch_separately(ax.transData)
+        if not (updatex or updatey):
+            return
+        keep = np.isfinite(path.vertices).all(axis=1)
+        if path.codes is not None:
+            # a CLOSEPOLY vertex is not drawn to (the line goes back to the start), and nothing after STOP is
+            stop = np.flatnonzero(path.codes == Path.STOP)
+            keep &= path.codes != Path.CLOSEPOLY
+            if stop.size:
+                keep[stop[0] :] = False
+        if keep.any():
+            ax.update_datalim((trf - ax.transData).transform(path.vertices[keep]), updatex=updatex, updatey=updatey)
+
+    if ax.name != "rectilinear":  # matplotlib's walk has cases of its own for other projections
+        return ax.stairs(values, edges, **kw)
+    ax._update_patch_limits = limits  # the one patch ax.stairs adds; the method comes back after it
+    try:
+        return ax.stairs(values, edges, **kw)
+    finally:
+        del ax._update_patch_limits
+
+
 def isolated(y):
     """Where `y` has a value and neither bucket beside it has one: a line through it draws nothing."""
     import numpy as np
@@ -241,7 +275,8 @@ def _replies_panel(ax, model, d, per_bucket, edges, band) -> None:
     for cls in ("clean", "parse_leak", "incoherent", "empty", "config", "transfer_error"):
         y = np.nan_to_num(per_bucket(starts, rows[f"replies_{cls}"].to_list()))
         if y.any():
-            ax.stairs(
+            _stairs(
+                ax,
                 bottom + y,
                 edges,
                 baseline=bottom.copy(),

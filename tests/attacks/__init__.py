@@ -258,15 +258,17 @@ class Attack:
     # -- the store -------------------------------------------------------------------------------
 
     def sql(self, query: str, store: Path | None = None, **params):
-        """Read the store as the CLI does, on one connection per store state (a connection costs seconds)."""
+        """Read the store as the CLI does, on one connection per store state (a connection costs seconds):
+        one of the stored tables alone for a query that reads no derived view, else one with them all."""
         from forensics import catalog
         from forensics.catalog.sql import run_sql
         from forensics.store import Store
 
         s = Store(store or self.root / "store")
-        key = str(s.root)
+        derived = bool(catalog.needed(query))
+        key = (str(s.root), derived)
         if key not in self._cons:
-            self._cons[key] = catalog.connect(s.require())
+            self._cons[key] = catalog.connect(s.require(), only=None if derived else "")
         return run_sql(s, query, params or None, con=self._cons[key])
 
     def close(self) -> None:
