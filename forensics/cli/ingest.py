@@ -80,22 +80,7 @@ def check_engine(engine: str, address: str | None) -> None:
     help="Record that HOST's clock runs SECONDS ahead (repeatable).",
 )
 @handled
-def ingest(
-    paths,
-    store,
-    host,
-    role,
-    tz,
-    year,
-    log_date,
-    run_label,
-    forced_format,
-    deprecated_format,
-    jobs,
-    engine,
-    address,
-    clock_offset,
-):
+def ingest(**params):
     """Parse log files, folders and archives (.gz, .zst, .tar.gz) into the store."""
     from forensics.ingest import stop  # the standard library only: the handlers go in before the imports
 
@@ -103,27 +88,13 @@ def ingest(
     # and once they all are ends the command at once (`_interrupted`), whatever step it is in
     try:
         with stop.handling(on_stop=_interrupted):
-            _ingest(
-                paths,
-                store,
-                host,
-                role,
-                tz,
-                year,
-                log_date,
-                run_label,
-                forced_format,
-                deprecated_format,
-                jobs,
-                engine,
-                address,
-                clock_offset,
-            )
+            _ingest(**params)
     except stop.Interrupted as e:
         _interrupted(e)
 
 
 def _ingest(
+    *,
     paths,
     store,
     host,
