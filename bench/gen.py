@@ -20,8 +20,10 @@ import random
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:  # bench/ is not installed: its scripts find tools/ from the checkout
-    sys.path.insert(0, ROOT)
+# bench/ is not installed: its scripts find tools/ from the checkout, after the installed package,
+# so that a non-editable install is what the benchmarks time, not the checkout's forensics/ folder
+if ROOT not in sys.path:
+    sys.path.append(ROOT)
 
 from tools import loglines  # noqa: E402
 
