@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 OUT = os.path.join(HERE, "out")
 sys.path.insert(0, HERE)
-sys.path.insert(0, ROOT)
+sys.path.append(ROOT)  # tools/ from the checkout, after the installed package (see gen.py)
 
 import gen  # noqa: E402
 
