@@ -430,14 +430,15 @@ def _seen(batch: Batch) -> tuple[set[str], set[str]]:
     return set(ev["side"].unique().to_list()), set(ev["host"].unique().to_list())
 
 
+# A worker's reference path, kept from block to block: a connection opened for each block that
+# hands lines back would nearly double what the block costs there.
+_WORKER_REF = _Reference()
+
+
 def _pooled_block(raws: list[RawBlock], ctx: Context, path: str):
     """One pass in a worker (`_pooled`), of one block as ingest's passes go (a list of blocks):
     its batch, written there, and its `_PassInfo`."""
-    ref = _Reference()
-    try:
-        (out,) = [_one_block(ref, load(raw), ctx, path) for raw in raws]
-    finally:
-        ref.close()
+    (out,) = [_one_block(_WORKER_REF, load(raw), ctx, path) for raw in raws]
     info = _PassInfo(
         ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines, ctx.first_ts, ctx.last_ts, *_seen(out)
     )
