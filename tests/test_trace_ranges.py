@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import random
+from concurrent.futures import Future
 
 import polars as pl
 import pytest
@@ -18,6 +19,7 @@ from forensics.ingest import pipeline
 from forensics.parsers import transfer_trace
 from forensics.parsers.base import Context, Written
 from forensics.parsers.lines import MAX_LINE_BYTES
+from tests.test_pool import _InProcess
 from tests.test_ranges import _plain, _Sent
 from tools.digest import store_digest
 
@@ -150,3 +152,25 @@ def test_the_store_of_a_trace_in_blocks_on_workers_is_the_store_of_one_process(t
     want = store_digest(one)
     assert want["transfer_events"]["rows"] > 4000 and want["unparsed"]["rows"] > 20
     assert store_digest(spread) == want
+
+
+def test_a_block_that_fails_in_a_worker_fails_its_input(tmp_path):
+    """The error reaches the trace's parse (ingest then records the input as failed, alone), once
+    the blocks still in flight have ended."""
+    p = tmp_path / "t.jsonl"
+    _trace(p, n=400)
+
+    class Failing(_InProcess):
+        workers = 4
+
+        def submit(self, part, fn, *args):
+            if part == 2:
+                fut: Future = Future()
+                fut.set_exception(OSError("No space left on device"))
+                return fut
+            return super().submit(part, fn, *args)
+
+    pool = Failing()
+    with pytest.raises(OSError, match="No space left"):
+        _parse(str(p), pool, Scan(block_bytes=2000))
+    assert 2 not in pool.parts and len(pool.parts) > 2  # the blocks after it ran, into a folder then removed
