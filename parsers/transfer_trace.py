@@ -13,6 +13,8 @@ Its "Reader rules" are followed exactly. Two paths give the same tables (tests/t
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -20,8 +22,17 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from forensics.core import native
-from forensics.parsers.base import Batch, Context, Sample, Source
-from forensics.parsers.lines import CUT_LINE, MAX_LINE_CHARS, RawBlock, frame, read_raw_blocks, with_flags
+from forensics.parsers.base import Batch, Context, Sample, Source, Written
+from forensics.parsers.lines import (
+    CUT_LINE,
+    MAX_LINE_CHARS,
+    RawBlock,
+    frame,
+    left_out,
+    load,
+    read_raw_blocks,
+    with_flags,
+)
 
 # None without a compiler at install time (setup.py): the reference path parses every line
 _fasttrace = native.built("_fasttrace")
@@ -372,9 +383,19 @@ _NO_UNPARSED = pl.DataFrame(
 )
 
 
+def _blocks(stream, ctx: Context) -> Iterator[RawBlock]:
+    return read_raw_blocks(stream, ctx.scan.block_bytes, ctx.on_progress, max_lines=ctx.scan.max_block_lines)
+
+
+def _one_block(ref: _Reference, raw: RawBlock, ctx: Context, path: str) -> Batch:
+    if not fast_enabled():
+        return _block(ref.con, frame(raw), ctx, path)
+    return _fast_block(ref, _fasttrace.scan(raw.body, raw.line_no, raw.lines), raw, ctx, path)
+
+
 def _batches(stream, ctx: Context, path: str, ref: _Reference) -> Iterator[Batch]:
     if not fast_enabled():
-        for raw in read_raw_blocks(stream, on_progress=ctx.on_progress):
+        for raw in _blocks(stream, ctx):
             yield _block(ref.con, frame(raw), ctx, path)
         return
     from concurrent.futures import ThreadPoolExecutor
@@ -382,7 +403,7 @@ def _batches(stream, ctx: Context, path: str, ref: _Reference) -> Iterator[Batch
     # the splitter runs without the GIL: one block is split while the next is read (and hashed)
     with ThreadPoolExecutor(1, thread_name_prefix="fasttrace") as pool:
         pending = None
-        for raw in read_raw_blocks(stream, on_progress=ctx.on_progress):
+        for raw in _blocks(stream, ctx):
             split = pool.submit(_fasttrace.scan, raw.body, raw.line_no, raw.lines)
             if pending is not None:
                 yield _fast_block(ref, pending[1].result(), pending[0], ctx, path)
@@ -391,18 +412,102 @@ def _batches(stream, ctx: Context, path: str, ref: _Reference) -> Iterator[Batch
             yield _fast_block(ref, pending[1].result(), pending[0], ctx, path)
 
 
-def parse(source: Source, ctx: Context) -> Iterator[Batch]:
+@dataclasses.dataclass
+class _PassInfo:
+    """What a block parsed in a worker sends back besides its rows (`_pooled_block`)."""
+
+    parsed: int
+    continuation: int
+    unparsed: int
+    first_ts: object
+    last_ts: object
+    sides: set[str]
+    hosts: set[str]
+
+
+def _seen(batch: Batch) -> tuple[set[str], set[str]]:
+    ev = batch["transfer_events"]
+    return set(ev["side"].unique().to_list()), set(ev["host"].unique().to_list())
+
+
+# A worker's reference path, kept from block to block: a connection opened for each block that
+# hands lines back would nearly double what the block costs there.
+_WORKER_REF = _Reference()
+
+
+def _pooled_block(raws: list[RawBlock], ctx: Context, path: str):
+    """One pass in a worker (`_pooled`), of one block as ingest's passes go (a list of blocks):
+    its batch, written there, and its `_PassInfo`."""
+    (out,) = [_one_block(_WORKER_REF, load(raw), ctx, path) for raw in raws]
+    info = _PassInfo(
+        ctx.parsed_lines, ctx.continuation_lines, ctx.unparsed_lines, ctx.first_ts, ctx.last_ts, *_seen(out)
+    )
+    return out, info, True
+
+
+def _pooled(stream, ctx: Context, path: str, sides: set[str], hosts: set[str]) -> Iterator[Written]:
+    """The blocks on ingest's worker processes (`ctx.pool`), each written where it ran: this
+    process reads them (and hashes them) and adds up what each sends back, in file order. A
+    block's lines are numbered here, so a worker's line numbers are the file's."""
+    pool = ctx.pool
+    # two blocks more than workers in flight: a worker that finishes finds the next one waiting
+    window = pool.workers + 2
+    queue: collections.deque = collections.deque()
+
+    def merge(fut) -> Written:
+        got, info = fut.result()
+        ctx.account(parsed=info.parsed, continuation=info.continuation, unparsed=info.unparsed)
+        if info.first_ts is not None and (ctx.first_ts is None or info.first_ts < ctx.first_ts):
+            ctx.first_ts = info.first_ts
+        if info.last_ts is not None and (ctx.last_ts is None or info.last_ts > ctx.last_ts):
+            ctx.last_ts = info.last_ts
+        sides.update(info.sides)
+        hosts.update(info.hosts)
+        return got
+
+    try:
+        for part, raw in enumerate(_blocks(stream, ctx)):
+            bctx = dataclasses.replace(
+                ctx,
+                lines=0,
+                parsed_lines=0,
+                continuation_lines=0,
+                unparsed_lines=0,
+                first_ts=None,
+                last_ts=None,
+                notes=[],
+                pool=None,
+                on_progress=None,
+            )
+            queue.append(pool.submit(part, _pooled_block, [left_out(raw)], bctx, path))
+            del raw
+            if len(queue) >= window:
+                yield merge(queue.popleft())
+        while queue:
+            yield merge(queue.popleft())
+    finally:
+        # stopped early (a failed block, a signal): the input's folder is removed next, so the
+        # blocks still running finish first
+        for fut in queue:
+            if not fut.cancel():
+                fut.exception()
+
+
+def parse(source: Source, ctx: Context) -> Iterator[Batch | Written]:
     sides: set[str] = set()
     hosts: set[str] = set()
     n_blank_before = ctx.continuation_lines
     ref = _Reference()
     try:
         with source.open() as stream:
-            for out in _batches(stream, ctx, source.path, ref):
-                ev = out["transfer_events"]
-                sides |= set(ev["side"].unique().to_list())
-                hosts |= set(ev["host"].unique().to_list())
-                yield out
+            if ctx.pool is not None:
+                yield from _pooled(stream, ctx, source.path, sides, hosts)
+            else:
+                for out in _batches(stream, ctx, source.path, ref):
+                    s, h = _seen(out)
+                    sides |= s
+                    hosts |= h
+                    yield out
     finally:
         ref.close()
     if len(sides) == 1:
