@@ -165,7 +165,7 @@ peers AS (
            string_agg(DISTINCT CASE WHEN p.dk >= 0 THEN 'DP' || p.dk ELSE 'TP' || p.tk END, ','
                       ORDER BY CASE WHEN p.dk >= 0 THEN 'DP' || p.dk ELSE 'TP' || p.tk END) AS peer_names
     FROM peer_window c JOIN rank_points p
-      ON p.host = c.host AND (p.dk, p.tk) <> (c.dk, c.tk) AND p.t_first > c.t_start AND p.t_last <= c.peers_until
+      ON p.host = c.host AND p.t_first > c.t_start AND p.t_last <= c.peers_until AND (p.dk <> c.dk OR p.tk <> c.tk)
     GROUP BY ALL
 ),
 rank_cand AS (
