@@ -2,7 +2,7 @@
 -- kind: table macro
 -- description: wedges found by scheduler progress (queries/wedges.sql explains them); queries/wedges.sql and
 --   incident_wedges call it
--- inputs: batches, events, transfer_events, transfers, rooms, room_events
+-- inputs: batches, events, transfer_events, transfers, rooms, room_events, seconds_between
 -- parameters:
 --   min_gap_s DOUBLE = 60: shortest stop that can be a wedge
 --   factor DOUBLE = 10: a stop must also last this many times the stream's normal interval
@@ -75,8 +75,8 @@ stat_gaps AS (
     SELECT g.host, g.t_prev, coalesce(g.t_next, e.t_end) AS gap_end
     FROM (SELECT * FROM (SELECT host, t_last AS t_prev, lead(t_first) OVER (PARTITION BY host ORDER BY t_first) AS t_next
                          FROM stat_points)
-          WHERE t_next IS NULL OR epoch(t_next - t_prev) >= min_gap_s) g JOIN host_end e USING (host)
-    WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= min_gap_s
+          WHERE t_next IS NULL OR seconds_between(t_prev, t_next) >= min_gap_s) g JOIN host_end e USING (host)
+    WHERE seconds_between(g.t_prev, coalesce(g.t_next, e.t_end)) >= min_gap_s
 ),
 -- transfer progress the host's own scheduler makes (posts, completions, notifications it polled,
 -- rooms it bootstrapped); failures and aborts are not progress
@@ -98,7 +98,7 @@ host_points AS (
 capture_gaps AS (
     SELECT host, t_last AS cap_start
     FROM (SELECT host, t_last, lead(t_first) OVER (PARTITION BY host ORDER BY t_first) AS t_next FROM host_lines)
-    WHERE epoch(t_next - t_last) > max_gap_s
+    WHERE seconds_between(t_last, t_next) > max_gap_s
 ),
 rank_gaps AS (
     SELECT host, dk, tk, t_last AS t_prev, busy,
@@ -118,18 +118,18 @@ host_gaps AS (
 -- the last points meet the host's end (joining every point to it costs seconds on a big store)
 rank_stops AS (
     SELECT g.*, coalesce(g.t_next, e.t_end) AS gap_end
-    FROM (SELECT * FROM rank_gaps WHERE t_next IS NULL OR epoch(t_next - t_prev) >= min_gap_s) g
+    FROM (SELECT * FROM rank_gaps WHERE t_next IS NULL OR seconds_between(t_prev, t_next) >= min_gap_s) g
     JOIN host_end e USING (host)
-    WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= min_gap_s
+    WHERE seconds_between(g.t_prev, coalesce(g.t_next, e.t_end)) >= min_gap_s
 ),
 long_rank_streams AS (SELECT DISTINCT host, dk, tk FROM rank_stops),
 rank_typical AS (
-    SELECT host, dk, tk, CASE WHEN count(*) >= 10 THEN quantile_cont(epoch(t_next - t_prev), 0.9) END AS typical_s
+    SELECT host, dk, tk, CASE WHEN count(*) >= 10 THEN quantile_cont(seconds_between(t_prev, t_next), 0.9) END AS typical_s
     FROM rank_gaps SEMI JOIN long_rank_streams USING (host, dk, tk)
     WHERE busy AND t_next IS NOT NULL GROUP BY ALL
 ),
 host_typical AS (
-    SELECT host, CASE WHEN count(*) >= 10 THEN quantile_cont(epoch(t_next - t_prev), 0.9) END AS typical_s
+    SELECT host, CASE WHEN count(*) >= 10 THEN quantile_cont(seconds_between(t_prev, t_next), 0.9) END AS typical_s
     FROM host_gaps WHERE busy AND t_next IS NOT NULL AND host IN (SELECT host FROM stat_gaps) GROUP BY ALL
 ),
 n_streams AS (SELECT host, count(DISTINCT (dk, tk)) AS n FROM rank_points GROUP BY host),
@@ -138,9 +138,9 @@ host_cand AS (
     SELECT g.host, -1 AS dk, -1 AS tk, 'silence' AS kind, g.t_prev AS t_start, g.t_next,
            coalesce(g.t_next, e.t_end) AS gap_end, t.typical_s,
            greatest(min_gap_s, factor * coalesce(t.typical_s, 0)) AS threshold_s
-    FROM (SELECT * FROM host_gaps WHERE t_next IS NULL OR epoch(t_next - t_prev) >= min_gap_s) g
+    FROM (SELECT * FROM host_gaps WHERE t_next IS NULL OR seconds_between(t_prev, t_next) >= min_gap_s) g
     JOIN host_end e USING (host) LEFT JOIN host_typical t USING (host)
-    WHERE epoch(coalesce(g.t_next, e.t_end) - g.t_prev) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
+    WHERE seconds_between(g.t_prev, coalesce(g.t_next, e.t_end)) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
 ),
 rank_cand0 AS (
     SELECT g.host, g.dk, g.tk, g.t_prev AS t_start, g.t_next, g.gap_end, t.typical_s,
@@ -148,7 +148,7 @@ rank_cand0 AS (
     FROM rank_stops g
     JOIN n_streams n USING (host)
     LEFT JOIN rank_typical t USING (host, dk, tk)
-    WHERE n.n > 1 AND epoch(g.gap_end - g.t_prev) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
+    WHERE n.n > 1 AND seconds_between(g.t_prev, g.gap_end) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
 ),
 -- a rank that stops while its peers go on (a TP collective desync): peers' stats lines in the gap,
 -- for at least the rank's own threshold after it stopped
@@ -165,13 +165,13 @@ peers AS (
            string_agg(DISTINCT CASE WHEN p.dk >= 0 THEN 'DP' || p.dk ELSE 'TP' || p.tk END, ','
                       ORDER BY CASE WHEN p.dk >= 0 THEN 'DP' || p.dk ELSE 'TP' || p.tk END) AS peer_names
     FROM peer_window c JOIN rank_points p
-      ON p.host = c.host AND (p.dk, p.tk) <> (c.dk, c.tk) AND p.t_first > c.t_start AND p.t_last <= c.peers_until
+      ON p.host = c.host AND p.t_first > c.t_start AND p.t_last <= c.peers_until AND (p.dk <> c.dk OR p.tk <> c.tk)
     GROUP BY ALL
 ),
 rank_cand AS (
     SELECT c.host, c.dk, c.tk, 'rank_stopped' AS kind, c.t_start, c.t_next, c.gap_end, c.typical_s, c.threshold_s
     FROM rank_cand0 c JOIN peers p USING (host, dk, tk, t_start)
-    WHERE epoch(p.peer_last - c.t_start) >= c.threshold_s
+    WHERE seconds_between(c.t_start, p.peer_last) >= c.threshold_s
 ),
 -- threads that died say so once (docs/formats/SGLANG.md, "NIXL connector lines"); requests to their rank then time out
 deaths AS (
@@ -198,7 +198,7 @@ probe AS (
      AND (c.kind = 'silence' OR c.tk < 0 OR r.tk = c.tk)
 ),
 load_before AS (
-    SELECT p.wid, CAST(sum(CASE WHEN epoch(p.t_start - b.ts) <= p.threshold_s THEN b.load ELSE 0 END) AS BIGINT)
+    SELECT p.wid, CAST(sum(CASE WHEN seconds_between(b.ts, p.t_start) <= p.threshold_s THEN b.load ELSE 0 END) AS BIGINT)
                AS in_flight
     FROM probe p ASOF JOIN (SELECT * FROM stats WHERE host IN (SELECT host FROM cand)) b ON p.host = b.host AND p.dk = b.dk AND p.tk = b.tk AND p.t_start >= b.ts
     GROUP BY p.wid
@@ -244,11 +244,11 @@ cand_sig AS (
 -- once the wedge has lasted its threshold
 timeouts AS (
     SELECT wid, sid, ts, sig,
-           sum(CASE WHEN epoch(ts - prev) <= 10 THEN 0 ELSE 1 END) OVER (PARTITION BY wid ORDER BY ts
+           sum(CASE WHEN seconds_between(prev, ts) <= 10 THEN 0 ELSE 1 END) OVER (PARTITION BY wid ORDER BY ts
                ROWS UNBOUNDED PRECEDING) AS burst
     FROM (SELECT wid, sid, ts, sig, lag(ts) OVER (PARTITION BY wid ORDER BY ts) AS prev FROM cand_sig
           WHERE sig IN ('waiting_timeout', 'bootstrap_timeout', 'request_timeout')
-            AND epoch(ts - t_start) >= threshold_s)
+            AND seconds_between(t_start, ts) >= threshold_s)
 ),
 bursts AS (
     SELECT wid, burst, min(ts) AS t0, count(*) AS n, mode(sig) AS sig FROM timeouts GROUP BY wid, burst
@@ -268,9 +268,9 @@ ends AS (
            arg_min(s.sig, s.ts) FILTER (WHERE s.sig IN ('crash', 'shutdown', 'restart') AND s.ts <= c.gap_end)
                AS down_sig,
            min(s.ts) FILTER (WHERE s.sig IN ('waiting_timeout', 'bootstrap_timeout', 'request_timeout')
-                             AND epoch(s.ts - c.t_start) >= c.threshold_s) AS t_first_timeout,
+                             AND seconds_between(c.t_start, s.ts) >= c.threshold_s) AS t_first_timeout,
            arg_min(s.sig, s.ts) FILTER (WHERE s.sig IN ('waiting_timeout', 'bootstrap_timeout', 'request_timeout')
-                             AND epoch(s.ts - c.t_start) >= c.threshold_s) AS first_timeout_sig
+                             AND seconds_between(c.t_start, s.ts) >= c.threshold_s) AS first_timeout_sig
     FROM cand c LEFT JOIN cand_sig s USING (wid)
     GROUP BY c.wid
 ),
@@ -335,7 +335,7 @@ stuck AS (
                                  AND (r.dp IS NOT NULL OR r.tp IS NOT NULL)))
      -- a request that arrives during a lull is served at once, and its arrival is what ends the lull:
      -- it waited on the host only if nothing happened for a good while after it came
-     AND epoch(b.t_end - greatest(r.t_open, b.t_start)) >= min_gap_s / 2
+     AND seconds_between(greatest(r.t_open, b.t_start), b.t_end) >= min_gap_s / 2
      -- a room first seen failing after the stop says nothing about being in flight during it (excerpts
      -- of different hours in one folder look like that); a timeout says how long it had waited
      AND (r.t_open IS NOT NULL OR (r.t_timeout > b.t_start AND r.t_timeout <= b.t_end + INTERVAL 10 SECOND))
@@ -362,7 +362,7 @@ peer_timeouts AS (
 slow_units AS (
     SELECT t.host, r.decode_host, t.t_post, t.t_done, t.status
     FROM transfers t LEFT JOIN rooms r USING (bootstrap_room)
-    WHERE t.t_post IS NOT NULL AND (t.t_done IS NULL OR epoch(t.t_done - t.t_post) >= min_gap_s)
+    WHERE t.t_post IS NOT NULL AND (t.t_done IS NULL OR seconds_between(t.t_post, t.t_done) >= min_gap_s)
       AND t.t_post <= (SELECT max(t_start) FROM cand) AND t.host IS NOT NULL
       AND coalesce(t.status, 'unknown') NOT IN ('failed', 'aborted', 'timeout')
 ),
@@ -394,7 +394,7 @@ judged AS (
 wedges AS (
     SELECT j.*
     FROM judged j
-    WHERE epoch(j.t_end - j.t_start) >= j.threshold_s
+    WHERE seconds_between(j.t_start, j.t_end) >= j.threshold_s
       AND (j.kind = 'dead_thread' OR j.n_stuck_lines > 0 OR j.n_rooms > 0 OR j.pending_transfers > 0
            OR (j.kind = 'rank_stopped' AND coalesce(j.in_flight, 0) > 0 AND j.t_next IS NULL))
 ),
@@ -445,7 +445,7 @@ shown AS (
 ),
 -- wedges of several hosts that start within incident_s of each other are one incident
 grouped AS (
-    SELECT *, sum(CASE WHEN epoch(shown_start - prev_start) <= incident_s THEN 0 ELSE 1 END)
+    SELECT *, sum(CASE WHEN seconds_between(prev_start, shown_start) <= incident_s THEN 0 ELSE 1 END)
                   OVER (ORDER BY shown_start, host, wid ROWS UNBOUNDED PRECEDING) AS incident
     FROM (SELECT *, lag(shown_start) OVER (ORDER BY shown_start, host, wid) AS prev_start FROM shown)
 )
@@ -453,7 +453,7 @@ SELECT g.host, g.shown_kind AS kind,
        CAST(CASE WHEN g.kind = 'silence' OR g.dk < 0 THEN NULL ELSE g.dk END AS INTEGER) AS dp_rank,
        CAST(CASE WHEN g.kind = 'silence' OR g.tk < 0 THEN NULL ELSE g.tk END AS INTEGER) AS tp_rank,
        g.shown_start AS t_start, g.t_end,
-       round(epoch(g.t_end - g.shown_start), 3) AS silent_s, round(g.typical_s, 3) AS typical_s,
+       round(seconds_between(g.shown_start, g.t_end), 3) AS silent_s, round(g.typical_s, 3) AS typical_s,
        coalesce(g.in_flight, 0) AS in_flight, g.pending_transfers, g.n_rooms, g.rooms,
        CASE
            WHEN g.t_watchdog <= g.t_end + INTERVAL 2 SECOND THEN g.watchdog_sig
@@ -467,13 +467,13 @@ SELECT g.host, g.shown_kind AS kind,
        list_filter([
            -- as far as the capture shows: after a capture gap nothing is known
            CASE WHEN g.cap_start < coalesce(g.t_next, g.gap_end)
-                THEN 'no stats ' || CAST(round(epoch(g.cap_start - g.t_start)) AS BIGINT) || ' s (then a capture gap)'
-                ELSE 'no stats ' || CAST(round(epoch(coalesce(g.t_next, g.gap_end) - g.t_start)) AS BIGINT) || ' s'
+                THEN 'no stats ' || CAST(round(seconds_between(g.t_start, g.cap_start)) AS BIGINT) || ' s (then a capture gap)'
+                ELSE 'no stats ' || CAST(round(seconds_between(g.t_start, coalesce(g.t_next, g.gap_end))) AS BIGINT) || ' s'
                      || CASE WHEN g.t_next IS NULL THEN ' (to the end of the log)' ELSE '' END END,
            CASE WHEN g.in_flight > 0 THEN 'in flight ' || g.in_flight END,
            CASE WHEN g.has_death OR g.kind = 'dead_thread' THEN 'dead thread' END,
            CASE WHEN g.first_ranks IS NOT NULL THEN g.first_ranks || ' stopped first, '
-               || CAST(round(epoch(g.t_start - g.t_first_stop)) AS BIGINT) || ' s before the others' END,
+               || CAST(round(seconds_between(g.t_first_stop, g.t_start)) AS BIGINT) || ' s before the others' END,
            CASE WHEN g.kind = 'rank_stopped' THEN 'peers went on (' || g.peer_names || ': ' || g.peer_points
                || ' s with stats)' END
        ] || coalesce((SELECT list(CASE WHEN k.sig = 'watchdog' THEN 'watchdog' || CASE WHEN k.n > 1 THEN ' x' || k.n ELSE '' END
