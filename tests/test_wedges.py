@@ -300,7 +300,20 @@ def case_decode8_excerpts_of_two_hours() -> list[tuple]:
     return lines
 
 
+H_STOP, H_END = at(17, 0, 0), at(17, 5, 0)
+
+
+def case_decode9_ties_in_its_last_second() -> list[tuple]:
+    # the scheduler writes three stats lines in its last second, the load rising; 30 rooms then time out
+    lines = [(t, decode_line(t, running=2)) for t in every(at(16, 50), H_STOP, 2)]
+    lines += [(H_STOP, decode_line(H_STOP, running=n)) for n in (2, 9, 30)]
+    lines += [(t, health(t, 503)) for t in every(H_STOP + dt.timedelta(seconds=30), H_END, 10)]
+    lines += [(H_END, waiting_timeout(H_END, 900 + n)) for n in range(30)]
+    return lines
+
+
 CASES = {
+    "decode-9": case_decode9_ties_in_its_last_second,
     "decode-0": case_decode0,
     "prefill-0": case_prefill0,
     "decode-5": case_decode5,
@@ -390,6 +403,12 @@ def test_a_rank_that_stopped_first_starts_the_host_wedge(wedges):
     assert near(w["t_start"], G_FIRST) and near(w["t_end"], G_END)
     assert w["ended_by"] == "waiting_timeout" and w["n_rooms"] == 4
     assert "DP1 stopped first, 90 s before the others" in w["signals"]
+
+
+def test_load_before_a_stop_is_the_last_line_of_its_second(wedges):
+    # log prefixes are whole seconds: of the lines in the rank's last second, the one written last counts
+    w = one(wedges, "decode-9")
+    assert near(w["t_start"], H_STOP) and w["in_flight"] == 30
 
 
 def test_dead_bootstrap_thread(wedges):

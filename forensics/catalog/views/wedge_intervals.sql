@@ -44,7 +44,7 @@ CREATE OR REPLACE MACRO wedge_intervals(min_gap_s := 60, factor := 10, max_gap_s
 -- a stats line and the work it says is in flight; the rank key keeps DP and TP streams apart
 -- (docs/formats/SGLANG.md, "Rank tags": with DP attention every DP rank prints its own stats)
 WITH stats AS (
-    SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts,
+    SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts, source_file, line_no,
            coalesce(running_req, 0) + coalesce(queue_req, 0) + coalesce(prealloc_req, 0)
            + coalesce(transfer_req, 0) + coalesce(retracted_req, 0) + coalesce(bootstrap_req, 0)
            + coalesce(inflight_req, 0) AS load
@@ -197,10 +197,16 @@ probe AS (
     FROM cand c JOIN ranks r ON r.host = c.host AND (c.kind = 'silence' OR c.dk < 0 OR r.dk = c.dk)
      AND (c.kind = 'silence' OR c.tk < 0 OR r.tk = c.tk)
 ),
+-- a rank writes several stats lines in one second of its clock, with different loads: ASOF would
+-- take any of them, so each second keeps the last line its file wrote
+last_stats AS (
+    SELECT host, dk, tk, ts, load FROM stats WHERE host IN (SELECT host FROM cand)
+    QUALIFY row_number() OVER (PARTITION BY host, dk, tk, ts ORDER BY line_no DESC, source_file DESC) = 1
+),
 load_before AS (
     SELECT p.wid, CAST(sum(CASE WHEN seconds_between(b.ts, p.t_start) <= p.threshold_s THEN b.load ELSE 0 END) AS BIGINT)
                AS in_flight
-    FROM probe p ASOF JOIN (SELECT * FROM stats WHERE host IN (SELECT host FROM cand)) b ON p.host = b.host AND p.dk = b.dk AND p.tk = b.tk AND p.t_start >= b.ts
+    FROM probe p ASOF JOIN last_stats b ON p.host = b.host AND p.dk = b.dk AND p.tk = b.tk AND p.t_start >= b.ts
     GROUP BY p.wid
 ),
 -- the lines that say a server is stuck, or how it came out of it; only these few kinds are
