@@ -21,6 +21,7 @@ from forensics.parsers.base import Context, Written
 from forensics.parsers.lines import MAX_LINE_BYTES
 from tests.test_pool import _InProcess
 from tests.test_ranges import _plain, _Sent
+from tests.test_trace_fast import CTX_FIELDS
 from tools.digest import store_digest
 
 _P = '"host":"node-p0","pid":1842217,"side":"prefill","engine_rank":3,"dp_rank":3'
@@ -71,19 +72,6 @@ def _parse(path: str, pool=None, scan: Scan = Scan()):
         frames = [schema.conform(t, b[t]) for b in batches if t in b and b[t].height]
         tables[t] = pl.concat(frames)
     return tables, ctx, got
-
-
-CTX_FIELDS = (
-    "lines",
-    "parsed_lines",
-    "continuation_lines",
-    "unparsed_lines",
-    "first_ts",
-    "last_ts",
-    "inferred_role",
-    "inferred_host",
-    "notes",
-)
 
 
 @pytest.mark.parametrize("native", ["1", "0"])
