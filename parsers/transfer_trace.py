@@ -253,9 +253,7 @@ def _block(con: "duckdb.DuckDBPyConnection", df: pl.DataFrame, ctx: Context, pat
     # "Reader rules" skip blank lines without a row or an error; they count as continuation so lines add up.
     ctx.account(parsed=good.height, continuation=n_blank, unparsed=unparsed.height)
     if good.height:
-        lo, hi = good["ts"].min(), good["ts"].max()
-        ctx.first_ts = lo if ctx.first_ts is None or lo < ctx.first_ts else ctx.first_ts
-        ctx.last_ts = hi if ctx.last_ts is None or hi > ctx.last_ts else ctx.last_ts
+        ctx.widen(good["ts"].min(), good["ts"].max())
     return {"transfer_events": good, "unparsed": unparsed}
 
 
@@ -366,9 +364,7 @@ def _fast_block(ref: _Reference, d: dict, raw: RawBlock, ctx: Context, path: str
         )
     ctx.account(parsed=good.height, continuation=d["blank"], unparsed=unparsed.height)
     if good.height:
-        lo, hi = good["ts"].min(), good["ts"].max()
-        ctx.first_ts = lo if ctx.first_ts is None or lo < ctx.first_ts else ctx.first_ts
-        ctx.last_ts = hi if ctx.last_ts is None or hi > ctx.last_ts else ctx.last_ts
+        ctx.widen(good["ts"].min(), good["ts"].max())
     if not d["fb.n"]:
         return {"transfer_events": good, "unparsed": unparsed}
     out = _block(ref.con, _lines_at(d, "fb", raw), ctx, path)
@@ -457,10 +453,7 @@ def _pooled(stream, ctx: Context, path: str, sides: set[str], hosts: set[str]) -
     def merge(fut) -> Written:
         got, info = fut.result()
         ctx.account(parsed=info.parsed, continuation=info.continuation, unparsed=info.unparsed)
-        if info.first_ts is not None and (ctx.first_ts is None or info.first_ts < ctx.first_ts):
-            ctx.first_ts = info.first_ts
-        if info.last_ts is not None and (ctx.last_ts is None or info.last_ts > ctx.last_ts):
-            ctx.last_ts = info.last_ts
+        ctx.widen(info.first_ts, info.last_ts)
         sides.update(info.sides)
         hosts.update(info.hosts)
         return got

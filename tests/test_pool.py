@@ -53,6 +53,19 @@ class _InProcess:
         return Written(part)
 
 
+class FailingAtPart2(_InProcess):
+    """An `_InProcess` pool of 4 whose third part fails as a full disk would."""
+
+    workers = 4
+
+    def submit(self, part, fn, *args):
+        if part == 2:
+            fut: Future = Future()
+            fut.set_exception(OSError("No space left on device"))
+            return fut
+        return super().submit(part, fn, *args)
+
+
 def _parse(path: str, pool=None, scan: Scan = Scan(), source: Source | None = None) -> tuple[dict, Context, list]:
     ctx = Context(host="h", pool=pool, scan=scan)
     src = source or Source(path="x.log", fs_path=path, size=os.path.getsize(path), mtime=os.path.getmtime(path))
@@ -190,17 +203,7 @@ def test_a_pass_that_fails_in_a_worker_fails_its_input(tmp_path):
         )
     )
 
-    class Failing(_InProcess):
-        workers = 4
-
-        def submit(self, part, fn, *args):
-            if part == 2:
-                fut: Future = Future()
-                fut.set_exception(OSError("No space left on device"))
-                return fut
-            return super().submit(part, fn, *args)
-
-    pool = Failing()
+    pool = FailingAtPart2()
     with pytest.raises(OSError, match="No space left"):
         _parse(str(p), pool, Scan(block_bytes=120, group_blocks=1))
     assert 2 not in pool.parts and len(pool.parts) > 2  # the passes after it ran, into a folder then removed

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import glob
 import random
-from concurrent.futures import Future
 
 import polars as pl
 import pytest
@@ -19,7 +18,7 @@ from forensics.ingest import pipeline
 from forensics.parsers import transfer_trace
 from forensics.parsers.base import Context, Written
 from forensics.parsers.lines import MAX_LINE_BYTES
-from tests.test_pool import _InProcess
+from tests.test_pool import FailingAtPart2
 from tests.test_ranges import _plain, _Sent
 from tests.test_trace_fast import CTX_FIELDS
 from tools.digest import store_digest
@@ -148,17 +147,7 @@ def test_a_block_that_fails_in_a_worker_fails_its_input(tmp_path):
     p = tmp_path / "t.jsonl"
     _trace(p, n=400)
 
-    class Failing(_InProcess):
-        workers = 4
-
-        def submit(self, part, fn, *args):
-            if part == 2:
-                fut: Future = Future()
-                fut.set_exception(OSError("No space left on device"))
-                return fut
-            return super().submit(part, fn, *args)
-
-    pool = Failing()
+    pool = FailingAtPart2()
     with pytest.raises(OSError, match="No space left"):
         _parse(str(p), pool, Scan(block_bytes=2000))
     assert 2 not in pool.parts and len(pool.parts) > 2  # the blocks after it ran, into a folder then removed

@@ -96,6 +96,13 @@ class Context:
         self.unparsed_lines += unparsed
         self.lines += parsed + continuation + unparsed
 
+    def widen(self, first_ts, last_ts) -> None:
+        """The input's time span grown to take in [first_ts, last_ts] (either may be None)."""
+        if first_ts is not None and (self.first_ts is None or first_ts < self.first_ts):
+            self.first_ts = first_ts
+        if last_ts is not None and (self.last_ts is None or last_ts > self.last_ts):
+            self.last_ts = last_ts
+
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
