@@ -450,8 +450,11 @@ def _pooled(stream, ctx: Context, path: str, sides: set[str], hosts: set[str]) -
     window = pool.workers + 2
     queue: collections.deque = collections.deque()
 
-    def merge(fut) -> Written:
-        got, info = fut.result()
+    def merge_first() -> Written:
+        # the block leaves the queue only once it has ended: a signal in the wait leaves it there
+        # for the `finally` below, which waits for it before the input's folder goes
+        got, info = queue[0].result()
+        queue.popleft()
         ctx.account(parsed=info.parsed, continuation=info.continuation, unparsed=info.unparsed)
         ctx.widen(info.first_ts, info.last_ts)
         sides.update(info.sides)
@@ -475,9 +478,9 @@ def _pooled(stream, ctx: Context, path: str, sides: set[str], hosts: set[str]) -
             queue.append(pool.submit(part, _pooled_block, [left_out(raw)], bctx, path))
             del raw
             if len(queue) >= window:
-                yield merge(queue.popleft())
+                yield merge_first()
         while queue:
-            yield merge(queue.popleft())
+            yield merge_first()
     finally:
         # stopped early (a failed block, a signal): the input's folder is removed next, so the
         # blocks still running finish first

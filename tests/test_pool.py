@@ -53,6 +53,47 @@ class _InProcess:
         return Written(part)
 
 
+class Signalled(BaseException):
+    """A stand-in for ingest's Interrupted, which a signal raises in whatever wait is under way."""
+
+
+class SignalledInWait(_InProcess):
+    """A pool of 4 whose parts are still running when asked (none can be cancelled), and whose
+    first wait for one is cut short by a signal; it notes the parts waited for to the end."""
+
+    workers = 4
+
+    def __init__(self):
+        super().__init__()
+        self.submitted: list[Future] = []
+        self.waited: set[int] = set()
+        self.signalled = False
+
+    def submit(self, part, fn, *args):
+        pool = self
+
+        class Running(Future):
+            def result(self, timeout=None):
+                if not pool.signalled:
+                    pool.signalled = True
+                    raise Signalled()
+                return super().result(timeout)
+
+            def cancel(self):
+                return False
+
+            def exception(self, timeout=None):
+                pool.waited.add(id(self))
+
+        fut = Running()
+        self.submitted.append(fut)
+        return fut
+
+    def abandoned(self) -> int:
+        """Parts left running when the parse ended: their workers would write into a removed folder."""
+        return sum(id(f) not in self.waited for f in self.submitted)
+
+
 class FailingAtPart2(_InProcess):
     """An `_InProcess` pool of 4 whose third part fails as a full disk would."""
 
@@ -207,6 +248,23 @@ def test_a_pass_that_fails_in_a_worker_fails_its_input(tmp_path):
     with pytest.raises(OSError, match="No space left"):
         _parse(str(p), pool, Scan(block_bytes=120, group_blocks=1))
     assert 2 not in pool.parts and len(pool.parts) > 2  # the passes after it ran, into a folder then removed
+
+
+def test_a_signal_in_the_wait_for_a_pass_leaves_no_pass_running(tmp_path):
+    """The pass whose wait a signal cut short is still running: the parse waits for it, as for the
+    others, before the input's folder is removed (else its worker writes the folder back)."""
+    p = tmp_path / "x.log"
+    p.write_text(
+        "".join(
+            f"[2026-05-16 12:45:{s:02d} DP2 TP2] Decode batch, #running-req: 2, #token: 3, "
+            "token usage: 0.15, #queue-req: 0\n"
+            for s in range(40)
+        )
+    )
+    pool = SignalledInWait()
+    with pytest.raises(Signalled):
+        _parse(str(p), pool, Scan(block_bytes=120, group_blocks=1))
+    assert len(pool.submitted) == pool.workers + 2 and pool.abandoned() == 0
 
 
 def test_one_small_input_starts_no_workers(tmp_path, monkeypatch):

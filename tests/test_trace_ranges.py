@@ -18,7 +18,7 @@ from forensics.ingest import pipeline
 from forensics.parsers import transfer_trace
 from forensics.parsers.base import Context, Written
 from forensics.parsers.lines import MAX_LINE_BYTES
-from tests.test_pool import FailingAtPart2
+from tests.test_pool import FailingAtPart2, Signalled, SignalledInWait
 from tests.test_ranges import _plain, _Sent
 from tests.test_trace_fast import CTX_FIELDS
 from tools.digest import store_digest
@@ -151,3 +151,14 @@ def test_a_block_that_fails_in_a_worker_fails_its_input(tmp_path):
     with pytest.raises(OSError, match="No space left"):
         _parse(str(p), pool, Scan(block_bytes=2000))
     assert 2 not in pool.parts and len(pool.parts) > 2  # the blocks after it ran, into a folder then removed
+
+
+def test_a_signal_in_the_wait_for_a_block_leaves_no_block_running(tmp_path):
+    """The block whose wait a signal cut short is still running: the parse waits for it, as for the
+    others, before the input's folder is removed (else its worker writes the folder back)."""
+    p = tmp_path / "t.jsonl"
+    _trace(p, n=400)
+    pool = SignalledInWait()
+    with pytest.raises(Signalled):
+        _parse(str(p), pool, Scan(block_bytes=2000))
+    assert len(pool.submitted) == pool.workers + 2 and pool.abandoned() == 0

@@ -132,6 +132,13 @@ def parse_blocks(
     # while this process reads the one after it
     window = pool.workers + 2
     queue: collections.deque = collections.deque()
+
+    def merge_first() -> Written:
+        # the pass leaves the queue only once it has ended: a signal in the wait leaves it there
+        # for the `finally` below, which waits for it before the input's folder goes
+        got = merge(*queue[0])
+        queue.popleft()
+        return got
     try:
         for part, raws in enumerate(_passes(blocks, group, ctx.scan.pass_lines)):
             alone = part == 0 and any(_mentions(r, b" @ ") for r in raws)
@@ -150,9 +157,9 @@ def parse_blocks(
             queue.append((part, pool.submit(part, pooled_pass, raws, bctx, year, role, path, clock.base, clock.tz)))
             del raws
             if alone or len(queue) >= window:
-                yield merge(*queue.popleft())
+                yield merge_first()
         while queue:
-            yield merge(*queue.popleft())
+            yield merge_first()
     finally:
         # stopped early (a failed pass, a signal): the input's folder is removed next, so the
         # passes still running finish first
