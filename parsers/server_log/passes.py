@@ -139,6 +139,7 @@ def parse_blocks(
         got = merge(*queue[0])
         queue.popleft()
         return got
+
     try:
         for part, raws in enumerate(_passes(blocks, group, ctx.scan.pass_lines)):
             alone = part == 0 and any(_mentions(r, b" @ ") for r in raws)
