@@ -403,6 +403,9 @@ def test_a_rank_that_stopped_first_starts_the_host_wedge(wedges):
     assert near(w["t_start"], G_FIRST) and near(w["t_end"], G_END)
     assert w["ended_by"] == "waiting_timeout" and w["n_rooms"] == 4
     assert "DP1 stopped first, 90 s before the others" in w["signals"]
+    # in flight when the host went quiet: DP0's last line; DP1's is 90 s older than that, past the
+    # 60 s threshold, and says nothing about then
+    assert w["in_flight"] == 4
 
 
 def test_load_before_a_stop_is_the_last_line_of_its_second(wedges):

@@ -198,9 +198,12 @@ probe AS (
      AND (c.kind = 'silence' OR c.tk < 0 OR r.tk = c.tk)
 ),
 -- a rank writes several stats lines in one second of its clock, with different loads: ASOF would
--- take any of them, so each second keeps the last line its file wrote
+-- take any of them, so each second keeps the last line its file wrote. Only lines a candidate's
+-- threshold reaches can count (an older last line counts 0, as does none), so only they are ranked
 last_stats AS (
-    SELECT host, dk, tk, ts, load FROM stats WHERE host IN (SELECT host FROM cand)
+    SELECT s.host, s.dk, s.tk, s.ts, s.load FROM stats s
+    SEMI JOIN cand c ON s.host = c.host AND s.ts <= c.t_start
+     AND s.ts >= c.t_start - to_microseconds(CAST((c.threshold_s + 1) * 1e6 AS BIGINT))
     QUALIFY row_number() OVER (PARTITION BY host, dk, tk, ts ORDER BY line_no DESC, source_file DESC) = 1
 ),
 load_before AS (
