@@ -155,7 +155,7 @@ def test_package_ships_one_import_name_with_parsers_and_queries(tmp_path):
     )
     import zipfile
 
-    whl = next(tmp_path.glob("forensics-*.whl"))
+    whl = next(tmp_path.glob("sglang_forensics-*.whl"))
     names = zipfile.ZipFile(whl).namelist()
     assert {n.split("/")[0] for n in names} == {"forensics", whl.name.split("-")[0] + "-0.1.0.dist-info"}
     assert "forensics/parsers/__init__.py" in names
