@@ -6,8 +6,10 @@ The lines here are written for these tests after the engines' public logger form
 
 from __future__ import annotations
 
+import json
 import re
 
+import pytest
 from click.testing import CliRunner
 
 from forensics.cli import main
@@ -86,3 +88,66 @@ def test_wrapped_and_coloured_lines_are_named():
     assert (
         engines.line_engine("(EngineCore_DP0 pid=3) [2025-11-19 23:10:25,072] LMCache INFO: x (a.py:1:b)") == "lmcache"
     )
+
+
+def test_a_vllm_fatal_error_is_named_vllm_in_ingest_summary_and_evidence(tmp_path):
+    store, ingested = _store(tmp_path, {"engine.log": VLLM_FATAL})
+    said = "vLLM log: not read beyond plain lines; 100% unparsed"
+    assert f"note: {tmp_path / 'dump' / 'engine.log'}: {said}" in ingested.replace("\n", " ") or said in ingested
+
+    text, _ = run("summary", "--store", store)
+    first = text.splitlines()[0]
+    assert first.startswith("warning: counts are lower bounds") and "engine.log" in first and said in first
+    doc = json.loads(run("summary", "--store", store, "--format", "json")[0])
+    assert doc["warnings"][0].startswith("warning: counts are lower bounds") and said in doc["warnings"][0]
+    assert doc["inputs"]["lower_bound"] is True
+    (most,) = doc["inputs"]["most_unparsed"]
+    assert most["engine"] == "vllm" and most["read"] == said
+
+    md, _ = run("evidence", "--store", store)
+    assert said in md
+    ev = json.loads(run("evidence", "--store", store, "--format", "json")[0])
+    (inp,) = ev["coverage"]["inputs"]
+    assert inp["engine"] == "vllm" and inp["read"] == said
+
+
+def test_an_all_unparsed_input_makes_evidence_say_lower_bound_first(tmp_path):
+    store, _ = _store(tmp_path, {"worker.log": UNKNOWN})
+    md, _ = run("evidence", "--store", store)
+    lines = [ln for ln in md.splitlines() if ln.strip()]
+    assert lines[0] == "## Evidence"
+    # before any count: the lead, naming the input it could not read
+    assert lines[1].startswith("> **warning: counts are lower bounds") and "worker.log (100% unparsed)" in lines[1]
+    assert "_no failed request in the server logs_" not in md
+    assert "no failed request in the lines read; a lower bound" in md
+    assert json.loads(run("evidence", "--store", store, "--format", "json")[0])["coverage"]["lower_bound"] is True
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json"])
+def test_the_timeline_says_it_first_in_every_format(tmp_path, fmt):
+    store, _ = _store(tmp_path, {"engine.log": VLLM_FATAL})
+    out, err = run("timeline", "--store", store, "--format", fmt)
+    if fmt == "json":
+        cov = json.loads(out)["coverage"]
+        assert cov["lower_bound"] and cov["inputs"][0]["engine"] == "vllm"
+        return
+    head = (err if fmt == "csv" else out).lstrip("> *").splitlines()[0]
+    assert head.startswith("warning: counts are lower bounds") and "vLLM log" in head
+
+
+def test_the_exports_say_it_at_the_top(tmp_path):
+    store, _ = _store(tmp_path, {"engine.log": VLLM_FATAL})
+    run("timeline", "--store", store, "-o", tmp_path / "t.html")
+    assert "counts are lower bounds" in (tmp_path / "t.html").read_text(encoding="utf-8")
+
+
+def test_a_store_read_whole_says_its_share_and_no_lower_bound(tmp_path):
+    store, _ = _store(tmp_path, {"decode.log": SGLANG})
+    md, _ = run("evidence", "--store", store)
+    assert "lower bound" not in md
+    assert "coverage: 0 of 2 input lines unparsed (0%) in 1 input" in md
+    assert "_no failed request in the server logs_" in md
+    text, _ = run("summary", "--store", store)
+    assert not text.startswith("warning")
+    out, _ = run("timeline", "--store", store)
+    assert "coverage: 0 of 2 input lines unparsed (0%) in 1 input" in out and "lower bound" not in out
