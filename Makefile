@@ -1,24 +1,29 @@
-# Debian's and Ubuntu's python refuse `pip install` outside a virtual environment (PEP 668:
-# externally-managed-environment). There, unless one is active, make installs into one of its own,
-# .venv (made with the venv module: `sudo apt install python3-venv` where it is missing).
-# PY=... names any other interpreter.
+# make installs into a virtual environment of its own, .venv (made with the venv module: on Debian and
+# Ubuntu `sudo apt install python3-venv` where it is missing), whatever python it finds, unless one is
+# active (VIRTUAL_ENV set, or python3 is a venv's: sys.prefix != sys.base_prefix): then it installs
+# there. PY=... names any other interpreter, and make installs into that one.
 SYSTEM_PY ?= python3
-MANAGED := $(shell $(SYSTEM_PY) -c 'import os, sys, sysconfig; print(int(sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))))' 2>/dev/null)
+IN_VENV := $(shell $(SYSTEM_PY) -c 'import os, sys; print(int(sys.prefix != sys.base_prefix or bool(os.environ.get("VIRTUAL_ENV"))))' 2>/dev/null)
 VENV ?= .venv
-ifeq ($(MANAGED),1)
-PY ?= $(VENV)/bin/python
-else
+ifeq ($(IN_VENV),1)
 PY ?= $(SYSTEM_PY)
+else
+PY ?= $(VENV)/bin/python
 endif
 FORENSICS = $(PY) -m forensics.cli
-STORE ?= forensics-store
 
-.PHONY: install demo test check lint goldens bench bench-fleet sanitize
+.PHONY: install install-run demo test check lint goldens bench bench-fleet sanitize
 
 # An editable install compiles no bytecode, and with PYTHONDONTWRITEBYTECODE set every command
-# would compile the modules again. A regular pip install does this too.
+# would compile the modules again. A regular pip install does this too. `install` adds the test
+# extras (pytest, ruff, import-linter, Ray: test, check, lint and the benches use it); `install-run`
+# is what the commands alone need (the demo uses it).
 install: $(filter $(VENV)/bin/python,$(PY))
 	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m compileall -q forensics parsers queries
+
+install-run: $(filter $(VENV)/bin/python,$(PY))
+	$(PY) -m pip install -q -e .
 	$(PY) -m compileall -q forensics parsers queries
 
 $(VENV)/bin/python:
@@ -26,13 +31,15 @@ $(VENV)/bin/python:
 		echo "error: $(SYSTEM_PY) cannot make a virtual environment in $(VENV)"; \
 		echo "  = help: install the venv module (Debian, Ubuntu: sudo apt install python3-venv), or give PY=/path/to/python"; \
 		rm -rf $(VENV); exit 1; }
-	@echo "made a virtual environment in $(VENV) ($(SYSTEM_PY) is externally managed): run its forensics as $(VENV)/bin/forensics"
+	@echo "made a virtual environment in $(VENV): run its forensics as $(VENV)/bin/forensics, or as forensics after . $(VENV)/bin/activate"
 
 # Ingest the generated incident and walk through it; the era samples (dated 2024-2026) go into a
 # store of their own, so the incident's charts span the incident. The timelines are written to
-# $(DEMO_OUT) in every format.
+# $(DEMO_OUT) in every format. The demo's store is its own (demo-store/, not the default
+# ./forensics-store that `forensics ingest` writes): an incident ingested later is not mixed into it.
+STORE ?= demo-store
 DEMO_OUT ?= demo-out
-demo: install
+demo: install-run
 	rm -rf $(STORE) $(STORE)-eras $(DEMO_OUT)
 	mkdir -p $(DEMO_OUT)
 	$(FORENSICS) ingest sample_logs/incident --store $(STORE)

@@ -25,7 +25,7 @@ def _install(tmp_path: Path) -> tuple[Path, Path]:
     this interpreter's (its site-packages on the venv's path), so nothing is downloaded."""
     src = tmp_path / "checkout"
     skip = shutil.ignore_patterns(
-        ".git", "build", "*.egg-info", "__pycache__", "*.so", ".pytest_cache", "forensics-store"
+        ".git", "build", "*.egg-info", "__pycache__", "*.so", ".pytest_cache", "forensics-store", "demo-store*", ".venv"
     )
     shutil.copytree(ROOT, src, ignore=skip)
     venv = tmp_path / "venv"

@@ -208,7 +208,7 @@ def test_engine_ray_without_ray_is_a_usage_error(tmp_path, monkeypatch):
     r = CliRunner().invoke(main, ["ingest", str(INCIDENT), "--store", str(store), "--engine", "ray"])
     assert r.exit_code == 2
     assert r.output.splitlines() == [
-        'error: --engine ray needs Ray, which is not installed: pip install "forensics[ray]"'
+        "error: --engine ray needs Ray, which is not installed: pip install 'sglang-forensics[ray]'"
     ]
     assert not store.exists()
     r = CliRunner().invoke(main, ["ingest", str(INCIDENT), "--store", str(store), "--address", "10.0.0.1:6379"])

@@ -141,8 +141,15 @@ def test_tables_prints_every_table():
 
     res = CliRunner().invoke(main, ["tables", "--format", "markdown"])
     assert res.exit_code == 0
-    for t in list(model.tables()) + list(model.macros()):
+    for t in [*model.tables(), "clock_offsets", *model.macros()]:
         assert f"### `{t}`" in res.output
+    # the raw_<table> views `forensics sql` reads: one line names them all, each has its own page
+    stored = [t.name for t in model.tables().values() if not t.view]
+    (line,) = [ln for ln in res.output.splitlines() if ln.startswith("raw_<table> (views): ")]
+    assert line.endswith(": " + ", ".join(f"raw_{t}" for t in stored))
+    for t in stored:
+        one = CliRunner().invoke(main, ["tables", f"raw_{t}"])
+        assert one.exit_code == 0 and f"raw_{t} (view): `{t}` as stored, before clock offsets" in one.output
 
 
 @pytest.mark.slow
@@ -155,7 +162,7 @@ def test_package_ships_one_import_name_with_parsers_and_queries(tmp_path):
     )
     import zipfile
 
-    whl = next(tmp_path.glob("forensics-*.whl"))
+    whl = next(tmp_path.glob("sglang_forensics-*.whl"))
     names = zipfile.ZipFile(whl).namelist()
     assert {n.split("/")[0] for n in names} == {"forensics", whl.name.split("-")[0] + "-0.1.0.dist-info"}
     assert "forensics/parsers/__init__.py" in names

@@ -90,22 +90,50 @@ def test_ci_lints_then_runs_the_readme_test_command():
         assert re.search(rf"^{target}: install$", makefile, re.M), target
 
 
-@pytest.mark.parametrize("managed", [True, False])
-def test_make_installs_into_a_venv_where_pip_is_refused(tmp_path, managed):
-    """Debian's system python refuses `pip install` (externally-managed-environment): `make` then
-    makes .venv and installs there; elsewhere (an active venv, CI's python) it installs in place."""
+def _make_n(tmp_path, target, in_venv, *args, env=None):
+    """`make -n TARGET` with a python3 stub that answers whether it runs in a virtual environment, and
+    VENV a folder that does not exist yet (written VENV in the output)."""
+    import os
     import shutil
     import subprocess
 
     if shutil.which("make") is None:
         pytest.skip("no make")
     stub = tmp_path / "python3"
-    stub.write_text(f"#!/bin/sh\necho {int(managed)}\n")
+    stub.write_text(f"#!/bin/sh\necho {int(in_venv)}\n")
     stub.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PY", "STORE")} | (env or {})
     out = subprocess.run(
-        ["make", "-n", "install", f"SYSTEM_PY={stub}"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["make", "-n", target, f"SYSTEM_PY={stub}", f"VENV={tmp_path / 'venv'}", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     ).stdout
-    if managed:
-        assert f"{stub} -m venv .venv" in out and ".venv/bin/python -m pip install -q -e '.[test]'" in out
-    else:
+    return stub, out.replace(str(tmp_path / "venv"), "VENV")
+
+
+@pytest.mark.parametrize("in_venv", [True, False])
+def test_make_installs_into_a_venv_unless_one_is_active(tmp_path, in_venv):
+    """Whatever python make finds (Debian's, pyenv's, conda's), it makes .venv and installs there,
+    unless a virtual environment is active: then it installs into that one."""
+    stub, out = _make_n(tmp_path, "install", in_venv)
+    if in_venv:
         assert "-m venv" not in out and f"{stub} -m pip install -q -e '.[test]'" in out
+    else:
+        assert f"{stub} -m venv VENV" in out and "VENV/bin/python -m pip install -q -e '.[test]'" in out
+
+
+def test_make_py_names_the_interpreter(tmp_path):
+    _, out = _make_n(tmp_path, "install", False, "PY=/opt/py/bin/python")
+    assert "-m venv" not in out and "/opt/py/bin/python -m pip install -q -e '.[test]'" in out
+
+
+def test_the_demo_installs_no_test_extras_and_has_a_store_of_its_own(tmp_path):
+    _, out = _make_n(tmp_path, "demo", False)
+    assert "VENV/bin/python -m pip install -q -e .\n" in out and "[test]" not in out
+    assert "ingest sample_logs/incident --store demo-store\n" in out
+    assert "forensics-store" not in out
+    _, out = _make_n(tmp_path, "test", False)
+    assert "VENV/bin/python -m pip install -q -e '.[test]'" in out

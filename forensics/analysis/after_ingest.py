@@ -9,7 +9,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable
 
-from forensics.analysis import summary, verdicts
+from forensics.analysis import coverage, summary, verdicts
 from forensics.analysis.models import Summary
 from forensics.analysis.session import Session
 from forensics.ingest import stop
@@ -51,6 +51,7 @@ def finish(
         judged = verdicts.ensure(store)
         stop.finishing("derived", len(results))
         if shown is not None:
+            name_engines(store, results, judged)
             shown(results)
         out = AfterIngest(results)
         if not out.read_any:
@@ -66,3 +67,23 @@ def finish(
         if stop.requested():
             raise stop.interrupted()  # the signal came in a step that caught it
     return out
+
+
+def name_engines(store: Store, results: list[FileResult], judged=None) -> None:
+    """A note on each input another engine wrote (vLLM, TensorRT-LLM, ...), from its unparsed lines:
+    'vLLM log: not read beyond plain lines; 100% unparsed' (forensics.analysis.coverage). What it
+    cannot tell is left unsaid: the inputs are committed, and the reports say it again."""
+    partly = {r.path: r for r in results if r.status in ("ingested", "failed") and r.unparsed}
+    if not partly:
+        return
+    try:
+        with Session.open(store, materialize=False, verdicts=judged) as s:
+            cov = coverage.build(s.con)
+    except Exception:  # noqa: BLE001 - a note only; the summary after it reports a broken store
+        if stop.requested():
+            raise stop.interrupted() from None
+        return
+    for i in cov["inputs"]:
+        r = partly.get(i["path"])
+        if r is not None and i["engine"]:
+            r.notes.append(i["read"])

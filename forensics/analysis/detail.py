@@ -144,13 +144,19 @@ def gather(session: Session, model: Timeline, fmt: str = "html") -> dict:
         "wedges": safe([{**w, "t0": us(w["t_start"]), "t1": us(w["t_end"])} for w in model["wedges"].to_dicts()]),
         "storms": safe(storm_bands(model["abort_storms"])),
         "offsets": dict(sorted(model["clock_offsets"].items())),
-        "clock_warnings": safe(model.get("clock_warnings", [])),
+        # the coverage first (its lead when counts are lower bounds): the page and chart say it at the top
+        "clock_warnings": safe([*_coverage(model), *model.get("clock_warnings", [])]),
         "notes": safe(notes),
         # the window's replies, drawn or not
         "n_replies": (int(reply_counts["n"].sum()), int(reply_counts.filter("corrupted")["n"].sum()))
         if cut_replies
         else None,
     }
+
+
+def _coverage(model) -> list[str]:
+    cov = model.get("coverage") or {}
+    return ([f"warning: {cov['lead']}"] if cov.get("lead") else []) + ([cov["line"]] if cov.get("line") else [])
 
 
 def _cut_note(what: str, order: str, counted: str, model: dict) -> str:

@@ -13,7 +13,7 @@ import math
 
 import polars as pl
 
-from forensics.analysis import failures, stats
+from forensics.analysis import coverage, failures, stats
 from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.models import Evidence
 from forensics.analysis.session import Session, using
@@ -198,6 +198,7 @@ def build(session: Session | Store) -> Evidence:
             abort_storms=s.internal("_incident_abort_storms"),
             checksum_mismatches=s.query("checksum_mismatches"),
             servers=failures.servers_side(s.con),
+            coverage=coverage.build(s.con),
             excerpts=s.excerpts(corrupted),
         )
 

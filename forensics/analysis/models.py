@@ -57,6 +57,8 @@ class Timeline(Model):
     rows: pl.DataFrame
     wedges: pl.DataFrame
     abort_storms: pl.DataFrame
+    # the unparsed share of the inputs it covers, and whether its counts are lower bounds (analysis.coverage)
+    coverage: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -72,6 +74,8 @@ class Evidence(Model):
     abort_storms: pl.DataFrame
     checksum_mismatches: pl.DataFrame
     servers: dict
+    # the unparsed share of the inputs it covers, and whether its counts are lower bounds (analysis.coverage)
+    coverage: dict = dataclasses.field(default_factory=dict)
     # what the replies' evidence was cut from, under --redact (forensics.analysis.session.excerpts)
     excerpts: list = _internal(default_factory=list)
 

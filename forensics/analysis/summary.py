@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from forensics.analysis import failures, names
+from forensics.analysis import coverage, failures, names
 from forensics.analysis.clocks import clock_warnings, estimate, zone_warnings
 from forensics.analysis.models import Summary
 from forensics.analysis.session import Session, using
@@ -57,6 +57,7 @@ def build(session: Session | Store) -> Summary:
         known = names.known_hosts(con)
         fails = failures.totals(con)
         clock_report = estimate(s)
+        cov = coverage.build(con)
     estimates = [
         {
             "host_a": p.host_a,
@@ -80,6 +81,21 @@ def build(session: Session | Store) -> Summary:
             f"warning: {failed} input{'s' if failed != 1 else ''} failed to parse "
             "(see `forensics sql \"SELECT path, skip_reason FROM files WHERE status = 'failed'\"`)"
         )
+    if cov["lead"]:
+        # first: every count below it is one of what was read
+        warnings.insert(0, f"warning: {cov['lead']}")
+    by_path = {c["path"]: c for c in cov["inputs"]}
+    most = [{"path": p, "unparsed_lines": u, "lines": n} for p, u, n in top_unparsed]
+    for m in most:
+        c = by_path.get(m["path"])
+        m["engine"], m["read"] = (c["engine"], c["read"]) if c else (None, None)
+    shown = {m["path"] for m in most}
+    # an input another engine wrote is named, if the three most unparsed leave it out
+    most += [
+        {k: c[k] for k in ("path", "unparsed_lines", "lines", "engine", "read")}
+        for c in cov["inputs"]
+        if c["engine"] and c["path"] not in shown
+    ]
     for h in hosts:
         for k in ("first_ts", "last_ts"):
             h[k] = None if h[k] is None else h[k].isoformat()
@@ -95,7 +111,10 @@ def build(session: Session | Store) -> Summary:
             "lines": lines,
             "unparsed_lines": unparsed,
             "unparsed_share": unparsed / lines if lines else 0.0,
-            "most_unparsed": [{"path": p, "unparsed_lines": u, "lines": n} for p, u, n in top_unparsed],
+            "most_unparsed": most,
+            # counts are lower bounds: docs/formats/OTHER_ENGINES.md, "Lower bounds"
+            "lower_bound": cov["lower_bound"],
+            "not_understood": cov["not_understood"],
         },
         hosts=hosts,
         tables=tables,

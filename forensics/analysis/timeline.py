@@ -7,7 +7,7 @@ import re
 
 import polars as pl
 
-from forensics.analysis import names, when
+from forensics.analysis import coverage, names, when
 from forensics.analysis.clocks import clock_warnings
 from forensics.analysis.models import Timeline
 from forensics.analysis.session import Session, using
@@ -262,6 +262,7 @@ def build(
         storms = s.internal("_incident_abort_storms")
         warnings = clock_warnings(s)
         offsets = s.offsets
+        cov = coverage.build(con, host)
     if host:
         wedges = wedges.filter(pl.col("host") == host)
         storms = storms.filter(pl.col("hosts").list.contains(host))
@@ -276,6 +277,7 @@ def build(
         rows=rows,
         wedges=wedges,
         abort_storms=storms,
+        coverage=cov,
     )
 
 

@@ -70,7 +70,7 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
-@click.version_option(package_name="forensics")
+@click.version_option(package_name="sglang-forensics")
 def main(debug: bool) -> None:
     """Post-mortems of LLM serving incidents: SGLang PD logs, NIXL transfers, agent transcripts.
 

@@ -66,7 +66,7 @@ def check_engine(engine: str, address: str | None) -> None:
     type=click.Choice(["local", "ray"]),
     default="local",
     show_default=True,
-    help='Where inputs are parsed: worker processes here, or Ray tasks (pip install "forensics[ray]").',
+    help='Where inputs are parsed: worker processes here, or Ray tasks (pip install "sglang-forensics[ray]").',
 )
 @click.option(
     "--address",

@@ -221,27 +221,38 @@ def tables(table, fmt, store):
     from forensics.core.errors import UsageError
     from forensics.reports.render import render
 
+    # every name `forensics sql` reads: the stored tables, clock_offsets, the raw_<table> views
+    # (forensics.catalog.connect), the derived views and the macros
     everything = model.tables()
+    stored = {n: t for n, t in everything.items() if not t.view}
+    everything = {**stored, "clock_offsets": _clock_offsets_table(), **{n: t for n, t in everything.items() if t.view}}
+    raws = {f"raw_{n}": t for n, t in stored.items()}
     macros = model.macros()
-    known = list(everything) + list(macros)
+    known = list(stored) + ["clock_offsets"] + list(raws) + [n for n in everything if everything[n].view]
+    known += list(macros)
     names = [table] if table else known
     if table and table not in known:
         raise UsageError(f"no table {table!r}", help="known tables: " + ", ".join(known))
     counts = _row_counts(store)
+    if counts is not None:
+        counts = counts | {r: counts.get(t.name) for r, t in raws.items()}
 
     def kind(n: str) -> str:
-        return macros[n].kind if n in macros else "view" if everything[n].view else "table"
+        return macros[n].kind if n in macros else "view" if n in raws or everything[n].view else "table"
 
     def columns(n: str) -> list[tuple[str, str, str]]:
         if n in macros:
             h = macros[n].header
             return [(c.name, c.type, c.doc) for c in h.columns] or [("(returns)", h.returns.type, h.returns.doc)]
-        return [(c.name, duck_type(c.dtype), c.doc) for c in everything[n].columns]
+        cols = raws[n].stored if n in raws else everything[n].columns
+        return [(c.name, duck_type(c.dtype), c.doc) for c in cols]
 
     def params(n: str) -> list:
         return macros[n].header.params if n in macros else []
 
     def doc(n: str) -> str:
+        if n in raws:
+            return f"`{raws[n].name}` as stored, before clock offsets (its `ts` as the host wrote it, where it has one)"
         return macros[n].header.description if n in macros else everything[n].doc
 
     if fmt == "json":
@@ -279,6 +290,11 @@ def tables(table, fmt, store):
         )
         return
     for n in names:
+        if n in raws and not table:
+            if n == next(iter(raws)):  # all of them in one line
+                line = f"{RAW_VIEWS}: {', '.join(raws)}"
+                click.echo(f"\n{line}" if fmt == "table" else f"\n### `raw_<table>` (views)\n\n{line}\n")
+            continue
         cols = columns(n)
         df = pl.DataFrame(
             {"column": [c for c, _, _ in cols], "type": [t for _, t, _ in cols], "meaning": [m for _, _, m in cols]}
@@ -305,6 +321,27 @@ def tables(table, fmt, store):
             if fmt == "markdown":
                 click.echo()
         render(df, fmt, wrap=frozenset({"meaning"}))
+
+
+RAW_VIEWS = (
+    "raw_<table> (views): the stored rows before clock offsets, same columns as their table "
+    "(raw_turns: the stored ones, before the verdicts); `forensics tables raw_<table>` lists them"
+)
+
+
+def _clock_offsets_table():
+    import polars as pl
+
+    from forensics.core import schema
+
+    return schema.Table(
+        "clock_offsets",
+        "the clock offsets the views apply, one row per host set (`forensics clocks set`)",
+        (
+            schema.Column("host", pl.Utf8, "the host whose clock is offset"),
+            schema.Column("offset_s", pl.Float64, "seconds its clock runs ahead: subtracted from its `ts`"),
+        ),
+    )
 
 
 def _row_counts(store) -> dict | None:

@@ -22,7 +22,7 @@ from typing import Protocol
 from forensics.core.errors import UsageError
 
 NAMES = ("local", "ray")
-RAY_INSTALL = 'pip install "forensics[ray]"'
+RAY_INSTALL = "pip install 'sglang-forensics[ray]'"
 
 
 class Engine(Protocol):

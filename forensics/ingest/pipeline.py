@@ -38,8 +38,13 @@ __all__ = ["FileResult", "Options", "default_host", "run"]
 _ROTATION = re.compile(r"(\.(log|txt|out|err|jsonl?|gz|zst|\d+))+$", re.I)
 
 
-def default_host(src_path: str, roots: list[str], member: str | None = None) -> str:
-    """Host from the path: the folder a file sits in, unless that is the folder given to ingest.
+def default_host(
+    src_path: str, roots: list[str], member: str | None = None, host_folders: set[str] | None = None
+) -> str:
+    """Host from the path: the folder a file sits in, unless that is the folder given to ingest and
+    a dump's (then the file's name); a host's folder given alone names the host as it does inside
+    its parent (`ingest dump/prefill-0`: `prefill-0`). `host_folders`: those of `roots` that are a
+    host's (`host_folders_of(roots)`, computed once for many files).
 
     The folder's name is kept as it is (`decode!7` stays `decode!7`): only an archive member's
     path says where the archive ends (`member`), a `!` in a folder or file name is a character.
@@ -51,9 +56,38 @@ def default_host(src_path: str, roots: list[str], member: str | None = None) -> 
             return parts[-2]
         return _ROTATION.sub("", parts[-1]) if parts else "unknown"
     parent = os.path.dirname(os.path.abspath(path))
+    if parent in (host_folders_of(roots) if host_folders is None else host_folders):
+        return os.path.basename(parent)
     if any(os.path.abspath(r) == parent for r in roots if os.path.isdir(r)) or all(not os.path.isdir(r) for r in roots):
-        return _ROTATION.sub("", os.path.basename(path)) or os.path.basename(path)
+        return _file_host(os.path.basename(path))
     return os.path.basename(parent)
+
+
+# what a file's name carries when it names its host: a role, a node or rank word, an index
+_HOST_LIKE = re.compile(r"prefill|decode|unified|node|host|worker|rank|gpu|\d", re.I)
+
+
+def _file_host(name: str) -> str:
+    return _ROTATION.sub("", name) or name
+
+
+def host_folders_of(roots: list[str]) -> set[str]:
+    """The folders among `roots` that are one host's (absolute paths)."""
+    return {os.path.abspath(r) for r in roots if os.path.isdir(r) and _is_host_folder(r)}
+
+
+def _is_host_folder(folder: str) -> bool:
+    """A folder given to ingest is one host's (`dump/prefill-0`, as its parent would name it) when it
+    holds files and no folder, and no file's name names a host (`sglang.log`, `server.log.1.gz`):
+    a dump's folder holds a folder per host, or files named by their hosts (`prefill-0.log`)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return False
+    files = [e.name for e in entries if e.is_file() and not e.name.startswith(".")]
+    if not files or any(e.is_dir() and not e.name.startswith(".") for e in entries):
+        return False
+    return not any(_HOST_LIKE.search(_file_host(n)) for n in files)
 
 
 def _free_heap_back_to_the_os() -> None:
@@ -112,7 +146,8 @@ def _find_and_ingest(
             sources.append(Source(path=d, fs_path=d))
         else:
             sources.append(item)
-    hosts = {s.path: opts.host or default_host(s.path, paths, s.member) for s in sources}
+    host_folders = host_folders_of(paths)
+    hosts = {s.path: opts.host or default_host(s.path, paths, s.member, host_folders) for s in sources}
     priors = pieces.committed(store, sources, hosts)
     if progress:
         progress.start(sum(s.size or 0 for s in sources), len(sources))

@@ -31,13 +31,18 @@ def _t(iso: str | None) -> str:
 
 def lines(m: dict) -> list[str]:
     i = m["inputs"]
-    out = [
+    # much of the input unread: said first, before any count (forensics.analysis.coverage)
+    lead = [w for w in m["warnings"] if w.startswith("warning: counts are lower bounds")][:1]
+    out = [escape_control(w) for w in lead] + [
         f"store {escape_control(m['store'])}: {i['ingested']} input{'s' if i['ingested'] != 1 else ''} ingested, "
         f"{i['skipped']} skipped, {i['failed']} failed; {_n(i['lines'])} lines ({_size(i['bytes'])}), "
         f"{_n(i['unparsed_lines'])} unparsed ({100 * i['unparsed_share']:.2f}%)"
     ]
     for u in i["most_unparsed"]:
-        out.append(f"  unparsed: {_n(u['unparsed_lines'])} of {_n(u['lines'])} lines in {escape_control(u['path'])}")
+        said = f" ({escape_control(u['read'])})" if u.get("engine") else ""
+        out.append(
+            f"  unparsed: {_n(u['unparsed_lines'])} of {_n(u['lines'])} lines in {escape_control(u['path'])}{said}"
+        )
     out.append("")
     head = ("host", "roles", "inputs", "lines", "first (UTC)", "last (UTC)", "formats")
     rows = [
@@ -82,9 +87,9 @@ def lines(m: dict) -> list[str]:
         )
     )
     out += [f"  no clock bound: {escape_control(w)}" for w in m.get("clock_unbounded", [])]
-    if m["warnings"]:
+    if [w for w in m["warnings"] if w not in lead]:
         out.append("")
-        out += [escape_control(w) for w in m["warnings"]]
+        out += [escape_control(w) for w in m["warnings"] if w not in lead]
     return out
 
 

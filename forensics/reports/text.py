@@ -81,6 +81,7 @@ def timeline_json(model: dict) -> str:
         "rows": _clean_floats(to_json_rows(rows)),
         "wedges": _clean_floats(to_json_rows(model["wedges"])),
         "abort_storms": _clean_floats(to_json_rows(model["abort_storms"])),
+        "coverage": _jsonable(model.get("coverage") or {}),
     }
     return dumps_json(doc)
 
@@ -96,14 +97,15 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
     rows = rows.with_columns(anomaly=anomalies(rows))
     if fmt == "csv":
         # CSV has no header to carry them: the warnings go where the user still sees them
-        for w in model.get("clock_warnings", []):
+        for w in [*coverage_head(model), *model.get("clock_warnings", [])]:
             sys.stderr.write(w + "\n")
         out.write(csv_text(rows))
         return
     if fmt == "markdown":
+        markdown_lead(out, model)
         out.write(
             f"_{markdown_text(describe_offsets(model['clock_offsets']), inline=True)}; "
-            f"bucket {model['bucket_s']:g} s_\n\n"
+            f"bucket {model['bucket_s']:g} s{_coverage_md(model)}_\n\n"
         )
         markdown_warnings(out, model.get("clock_warnings", []))
         shown = rows.filter((pl.col("anomaly") != "") | (pl.col("replies") > 0) | pl.col("transfers").gt(0))
@@ -114,6 +116,8 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
     from rich.text import Text
 
     con = console(out, width=table_width(out) or 10**6)
+    for w in coverage_head(model):
+        con.print(rich_text(w, style="bold red"), soft_wrap=True)
     print_warnings(con, model.get("clock_warnings", []))
     cols, keep_first = timeline_columns(rows)
     cells = [[_cell(r[c]) for c in cols] for r in rows.select(cols).iter_rows(named=True)]
@@ -131,6 +135,8 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         first=tuple(_stacked(c) for c in keep_first),
         ends=False,
     )
+    if cov := model.get("coverage"):
+        con.print(rich_text(cov["line"]), soft_wrap=True)
     if model["wedges"].height:
         con.print(Text("wedges", style="bold"))
         for line in wedge_incidents(model["wedges"]):
@@ -173,6 +179,23 @@ def _stacked(name: str) -> str:
 
     words = name.split("_")
     return "\n".join(textwrap.wrap(" ".join(words), width=max(10, *map(len, words))))
+
+
+def coverage_head(model) -> list[str]:
+    """What a report says first when much of its input went unread (forensics.analysis.coverage): that
+    its counts are lower bounds, and which inputs are not understood; nothing otherwise."""
+    cov = model.get("coverage") or {}
+    return [f"warning: {cov['lead']}"] if cov.get("lead") else []
+
+
+def markdown_lead(out, model) -> None:
+    for w in coverage_head(model):
+        out.write(f"> **{markdown_text(w, inline=True)}**\n\n")
+
+
+def _coverage_md(model) -> str:
+    cov = model.get("coverage")
+    return f"; {markdown_text(cov['line'], inline=True)}" if cov else ""
 
 
 def markdown_warnings(out, warnings: list[str]) -> None:
@@ -305,13 +328,19 @@ def render_evidence(report: dict, fmt: str, out=None) -> None:
         return
     s = report["summary"]
     out.write("## Evidence\n\n")
-    out.write(f"_{markdown_text(describe_offsets(report['clock_offsets']), inline=True)}_\n\n")
+    markdown_lead(out, report)
+    out.write(f"_{markdown_text(describe_offsets(report['clock_offsets']), inline=True)}{_coverage_md(report)}_\n\n")
+    cov = report.get("coverage") or {}
+    for i in cov.get("inputs", []):
+        if i["engine"] and i["path"] not in cov.get("not_understood", []):
+            out.write(f"_{markdown_text(i['path'] + ': ' + i['read'], inline=True)}_\n\n")
     markdown_warnings(out, report.get("clock_warnings", []))
     servers = report.get("servers")
+    lower = bool(cov.get("lower_bound"))
     if not s["replies"]:
         # a store of server logs alone: the incident as they tell it, and the server-side tables that hold rows
         if servers is not None:
-            _servers_section(out, servers)
+            _servers_section(out, servers, lower)
         for title, df in (
             ("Wedges", report["wedges"]),
             ("Abort storms", storm_table(report["abort_storms"])),
@@ -330,7 +359,7 @@ def render_evidence(report: dict, fmt: str, out=None) -> None:
         f"kept apart; {s['linked']} replies linked to a server request.\n"
     )
     if servers is not None:
-        _servers_section(out, servers)
+        _servers_section(out, servers, lower)
     comp = report["comparisons"]
     if comp.height:
         out.write(
@@ -367,12 +396,14 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
-def _servers_section(out, sv: dict) -> None:
-    """The incident from the servers' side: requests counted once, lines and signals beside them."""
+def _servers_section(out, sv: dict, lower: bool = False) -> None:
+    """The incident from the servers' side: requests counted once, lines and signals beside them;
+    `lower`: much of the input went unread, so every count is at least what it says."""
     f = sv["failures"]
     out.write("\n### The incident as the server logs tell it\n\n")
     out.write(
-        f"{_plural(f['requests'], 'failed request')} ({_plural(f['lines'], 'failure line')}, every rank's copy); "
+        ("Lower bounds (much of the input is not read: see above): " if lower else "")
+        + f"{_plural(f['requests'], 'failed request')} ({_plural(f['lines'], 'failure line')}, every rank's copy); "
         f"{_plural(f['signals'], 'signal line')} that name no request (session failures, bootstrap fetch errors, "
         "warnings, crashes: signals of their host, not requests).\n"
     )
@@ -451,7 +482,11 @@ def _servers_section(out, sv: dict) -> None:
                 + "_\n"
             )
     else:
-        out.write("_no failed request in the server logs_\n")
+        out.write(
+            "_no failed request in the lines read; a lower bound: the inputs not understood (above) may hold some_\n"
+            if lower
+            else "_no failed request in the server logs_\n"
+        )
     if sv["by_reason_host"].height:
         out.write("\n### Failed requests by first reason and host\n\n")
         out.write(markdown(sv["by_reason_host"]))

@@ -1,0 +1,107 @@
+"""How much of its inputs a report read: the unparsed share of each input and of the whole, the
+inputs another engine wrote (named from their unparsed lines, forensics.parsers.engines), and
+whether the counts a report gives are lower bounds (docs/formats/OTHER_ENGINES.md, "Lower bounds").
+"""
+
+from __future__ import annotations
+
+from forensics.parsers import engines
+
+HIGH_INPUT = 0.5  # an input over this share unparsed is not understood
+HIGH_TOTAL = 0.2  # the inputs together over this share: every count is a lower bound
+
+_INPUTS = """
+SELECT path, min(host) AS host, sum(lines) AS lines, sum(unparsed_lines) AS unparsed
+FROM files WHERE status IN ('ingested', 'failed') {where}
+GROUP BY path ORDER BY path
+"""
+_SAMPLE = """
+SELECT source_file, line FROM (
+  SELECT source_file, line, row_number() OVER (PARTITION BY source_file ORDER BY line_no) AS n
+  FROM unparsed WHERE source_file IN (SELECT unnest($paths))
+) WHERE n <= $n ORDER BY source_file, n
+"""
+
+
+def build(con, host: str | None = None) -> dict:
+    """The coverage of the store's inputs (of one host's, with `host`), as plain values for JSON.
+
+    `inputs` lists the inputs with unparsed lines, most unparsed first, each with the engine its
+    unparsed lines name (or None); `not_understood` those over HIGH_INPUT unparsed or of another
+    engine; `lower_bound` whether counts made from the rest are lower bounds; `lead` the sentence
+    that says so, before any count, or None."""
+    where, params = ("AND host = $host", {"host": host}) if host else ("", {})
+    rows = con.execute(_INPUTS.format(where=where), params).fetchall()
+    total = sum(r[2] or 0 for r in rows)
+    unparsed = sum(r[3] or 0 for r in rows)
+    partly = [r for r in rows if r[3]]
+    samples: dict[str, list[str]] = {}
+    if partly:
+        for path, text in con.execute(_SAMPLE, {"paths": [r[0] for r in partly], "n": engines.SAMPLE_LINES}).fetchall():
+            samples.setdefault(path, []).append(text or "")
+    inputs = []
+    for path, h, n, u in partly:
+        share = u / n if n else 0.0
+        engine = engines.recognise(samples.get(path, []))
+        inputs.append(
+            {
+                "path": path,
+                "host": h,
+                "lines": n,
+                "unparsed_lines": u,
+                "unparsed_share": share,
+                "engine": engine,
+                "engine_label": engines.BY_NAME[engine].label if engine else None,
+                "read": describe(engine, share),
+            }
+        )
+    inputs.sort(key=lambda i: (-i["unparsed_share"], -i["unparsed_lines"], i["path"]))
+    share = unparsed / total if total else 0.0
+    not_understood = [i["path"] for i in inputs if i["unparsed_share"] > HIGH_INPUT or i["engine"]]
+    high = share > HIGH_TOTAL or any(i["unparsed_share"] > HIGH_INPUT for i in inputs)
+    if high and not not_understood:
+        not_understood = [i["path"] for i in inputs[:3]]
+    out = {
+        "inputs_read": len(rows),
+        "lines": total,
+        "unparsed_lines": unparsed,
+        "unparsed_share": share,
+        "lower_bound": high,
+        "inputs": inputs,
+        "not_understood": not_understood,
+    }
+    out["lead"] = lead(out)
+    out["line"] = line(out)
+    return out
+
+
+def describe(engine: str | None, share: float) -> str:
+    """What is and is not read of one input: 'vLLM log: not read beyond plain lines; 100% unparsed'."""
+    return engines.describe(engine, share) if engine else f"{engines.percent(share)} unparsed"
+
+
+def line(cov: dict) -> str:
+    """'coverage: 8 of 1,200 input lines unparsed (0.7%) in 3 inputs'."""
+    n = cov["inputs_read"]
+    return (
+        f"coverage: {cov['unparsed_lines']:,} of {cov['lines']:,} input lines unparsed "
+        f"({engines.percent(cov['unparsed_share'])}) in {n} input{'s' if n != 1 else ''}"
+    )
+
+
+def lead(cov: dict) -> str | None:
+    """The first thing a report says when much of its input went unread, or None."""
+    if not cov["lower_bound"]:
+        return None
+    by_path = {i["path"]: i for i in cov["inputs"]}
+    named = "; ".join(f"{p} ({by_path[p]['read']})" for p in cov["not_understood"])
+    return (
+        f"counts are lower bounds: {cov['unparsed_lines']:,} of {cov['lines']:,} input lines "
+        f"({engines.percent(cov['unparsed_share'])}) were not read, and what they hold is not counted; "
+        f"not understood: {named}"
+    )
+
+
+def engine_lines(cov: dict) -> list[str]:
+    """One line per input another engine wrote: 'x.log: vLLM log: not read beyond plain lines; 100% unparsed'."""
+    return [f"{i['path']}: {i['read']}" for i in cov["inputs"] if i["engine"]]
