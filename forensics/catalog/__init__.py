@@ -229,6 +229,7 @@ def connect(
     con.execute("CREATE TABLE clock_offsets (host VARCHAR PRIMARY KEY, offset_s DOUBLE)")
     if offsets:
         con.executemany("INSERT INTO clock_offsets VALUES (?, ?)", sorted(offsets.items()))
+    _unsummarised(con, store)
     version, verdict_paths = verdict_files(store, verdicts)
     readable = list(verdict_paths)
     for t in schema.TABLES.values():
@@ -299,6 +300,20 @@ def connect(
         )
     _lock(con, readable)
     return con
+
+
+def _unsummarised(con, store: Store) -> None:
+    """`wedge_unsummarised`: the hosts with lines of an input that ingest did not summarise
+    (forensics.ingest.derive: a store ingested before it), whose wedges the tables answer."""
+    summarised = {hive.key_of(f) for f in store.table_files("wedge_streams")} if store.exists() else set()
+    hosts = set()
+    for table in ("batches", "events"):
+        for f in store.table_files(table) if store.exists() else []:
+            if hive.key_of(f) not in summarised:
+                hosts.add(hive.values_of(f).get("host"))
+    con.execute("CREATE TABLE wedge_unsummarised (host VARCHAR)")
+    if hosts:
+        con.executemany("INSERT INTO wedge_unsummarised VALUES (?)", [(h,) for h in sorted(hosts, key=str)])
 
 
 def _require_plain_path(store: Store) -> None:

@@ -454,3 +454,38 @@ TURNS = register(
 )
 # The verdict columns are decided per session of one input: within an input these name one turn.
 VERDICT_KEY = ("source", "session_id", "seq")
+
+# --- derived at ingest: what the wedge view needs of one input (forensics/ingest/derive.py) -------
+WEDGE_STREAMS = register(
+    Table(
+        "wedge_streams",
+        "What `wedge_intervals` needs of one input's progress, computed when the input is ingested "
+        '(forensics/ingest/derive.py; ARCHITECTURE.md, "Derived at ingest"): per stream of one host '
+        "(`rank`: one (DP, TP) rank's stats lines; `stats`: every stats line of the host; `lines`: every "
+        "timed line of the host) and per unit (an input, or a piece of a grown file) its first and last "
+        "second, its stops of at least 5 s, and the intervals between its seconds while it had work, "
+        "counted. Times are the log's own (before clock offsets).",
+        (
+            Column("host", pl.Utf8, "host of the input"),
+            Column("unit", pl.Utf8, "the unit the row summarises: the input's sha256 (first 20) and piece"),
+            Column("stream", pl.Utf8, "'rank' | 'stats' | 'lines'"),
+            Column("dk", pl.Int32, "DP rank of a `rank` stream, -1 without one (and for the other streams)"),
+            Column("tk", pl.Int32, "TP rank of a `rank` stream, -1 without one (and for the other streams)"),
+            Column(
+                "what",
+                pl.Utf8,
+                "'first' | 'last' (the unit's first or last second of the stream: t_a its first line, t_b its "
+                "last, t_c the first line of the next second, busy) | 'gap' (a stop: t_a the last line before "
+                "it, t_b the first after, busy of the second before) | 'hist' (us, n: n intervals of us "
+                "microseconds from a busy second to the next, but the one after the unit's first second) | 'none' (the host's lines in "
+                "the unit have no time)",
+            ),
+            Column("t_a", TS, "see what"),
+            Column("t_b", TS, "see what"),
+            Column("t_c", TS, "see what"),
+            Column("busy", pl.Boolean, "the second's stats lines showed work in flight"),
+            Column("us", pl.Int64, "interval in microseconds (hist)"),
+            Column("n", pl.Int64, "intervals of that length (hist)"),
+        ),
+    )
+)

@@ -28,7 +28,7 @@ from concurrent.futures import Future
 import polars as pl
 
 from forensics.core.errors import ForensicsError, InputError, UsageError
-from forensics.ingest import grown, stop
+from forensics.ingest import derive, grown, stop
 from forensics.ingest.digest import HashingStream, content_digest, dir_digest
 from forensics.ingest.pool import InputPool, Pool
 from forensics.ingest.records import FileResult, FilesRow, Options, ParseReport
@@ -199,6 +199,8 @@ class Input:
         try:
             for w in writes:
                 w.result()
+            # what the derived views need of this input, from its own parts (forensics.ingest.derive)
+            self.writer.write(derive.TABLE, derive.wedge_streams(self.writer.dir, f"{sha[:20]}/{ext['piece']}"))
         except Exception as e:
             return self.failed(e)
         g = self.growth

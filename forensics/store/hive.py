@@ -27,7 +27,7 @@ TABLES = "tables"
 DEFAULT = "__HIVE_DEFAULT_PARTITION__"
 KEYS = ("host", "date")
 # the column whose UTC date partitions a table without a `ts` column (None: no date)
-DATE_COLUMN = {"files": "first_ts", "turns": "t_start", "unparsed": None}
+DATE_COLUMN = {"files": "first_ts", "turns": "t_start", "unparsed": None, "wedge_streams": "t_a"}
 
 # Hive's and Spark's escapePathName list (FileUtils / ExternalCatalogUtils), plus every control character
 _ESCAPED = frozenset("\"#%'*/:=?\\\x7f{[]^") | frozenset(chr(c) for c in range(0x20))

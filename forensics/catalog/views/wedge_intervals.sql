@@ -2,13 +2,17 @@
 -- kind: table macro
 -- description: wedges found by scheduler progress (queries/wedges.sql explains them); queries/wedges.sql and
 --   incident_wedges call it
--- inputs: batches, events, transfer_events, transfers, rooms, room_events, seconds_between
+-- inputs: wedge_streams (what ingest summarised of each input's progress; the hosts of wedge_unsummarised and the
+--   clocks of clock_offsets too), batches, events, transfer_events, transfers, rooms, room_events, seconds_between
 -- parameters:
 --   min_gap_s DOUBLE = 60: shortest stop that can be a wedge
 --   factor DOUBLE = 10: a stop must also last this many times the stream's normal interval
 --   max_gap_s DOUBLE = 21600: a stretch this long without any line of the host is a gap in what was captured, not a
 --     wedge
 --   incident_s DOUBLE = 10: wedges whose starts are this close (clock offsets applied) are one incident
+--   via VARCHAR = 'auto': where the progress streams come from: 'auto' (what ingest summarised of each input,
+--     the tables for the hosts it cannot answer: ARCHITECTURE.md, "Derived at ingest") | 'tables' (the stored lines
+--     alone; the same rows, slower)
 -- columns:
 --   host VARCHAR: host whose scheduler stopped
 --   kind VARCHAR: 'silence' (no progress on the whole host) | 'rank_stopped' (one rank stopped while its peers went
@@ -40,33 +44,158 @@
 --     are one
 --   incident_hosts VARCHAR[]: the hosts of that incident, sorted
 
-CREATE OR REPLACE MACRO wedge_intervals(min_gap_s := 60, factor := 10, max_gap_s := 21600, incident_s := 10) AS TABLE
+CREATE OR REPLACE MACRO wedge_intervals(min_gap_s := 60, factor := 10, max_gap_s := 21600, incident_s := 10,
+                                        via := 'auto') AS TABLE
+-- each host's clock offset: progress is counted per second of the log's own clock, whatever the
+-- offset in force (a second of the log is what its prefix prints, and what ingest summarised)
+WITH shifts AS (
+    SELECT host, to_microseconds(CAST(round(offset_s * 1e6) AS BIGINT)) AS sh FROM clock_offsets
+),
 -- a stats line and the work it says is in flight; the rank key keeps DP and TP streams apart
 -- (docs/formats/SGLANG.md, "Rank tags": with DP attention every DP rank prints its own stats)
-WITH stats AS (
+stats AS (
     SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts, source_file, line_no,
+           ts + to_microseconds(CAST(round(clock_offset_s * 1e6) AS BIGINT)) AS log_ts,
            coalesce(running_req, 0) + coalesce(queue_req, 0) + coalesce(prealloc_req, 0)
            + coalesce(transfer_req, 0) + coalesce(retracted_req, 0) + coalesce(bootstrap_req, 0)
            + coalesce(inflight_req, 0) AS load
     FROM batches WHERE ts IS NOT NULL
 ),
+-- what each input's ingest summarised of its progress streams (forensics/ingest/derive.py: each
+-- rank's stats lines, the host's stats lines, every timed line of the host), on the clocks in force
+ws AS (
+    SELECT w.* REPLACE (w.t_a - coalesce(s.sh, INTERVAL 0 SECOND) AS t_a, w.t_b - coalesce(s.sh, INTERVAL 0 SECOND) AS t_b,
+                        w.t_c - coalesce(s.sh, INTERVAL 0 SECOND) AS t_c),
+           coalesce(s.sh, INTERVAL 0 SECOND) AS sh
+    FROM wedge_streams w LEFT JOIN shifts s USING (host)
+),
+ws_units AS (
+    SELECT f.host, f.stream, f.dk, f.tk, f.unit, f.sh, f.t_a AS u_first, f.t_b AS f_last, f.t_c AS f_next,
+           f.busy AS f_busy, l.t_a AS l_first, l.t_b AS u_last, l.busy AS l_busy
+    FROM ws f JOIN ws l ON l.what = 'last' AND l.host = f.host AND l.stream = f.stream AND l.dk = f.dk AND l.tk = f.tk
+     AND l.unit = f.unit
+    WHERE f.what = 'first'
+),
+ws_order AS (
+    SELECT *, row_number() OVER (PARTITION BY host, stream, dk, tk ORDER BY u_first, u_last, unit) AS ui,
+           max(u_last) OVER (PARTITION BY host, stream, dk, tk ORDER BY u_first, u_last, unit
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_last
+    FROM ws_units
+),
+-- a stream's stretches without a stop of MIN_STOP_S, per unit: from its first second or a stop's
+-- end to the next stop or its last second; across units (two files of one host) they overlap
+ws_islands AS (
+    SELECT s.host, s.stream, s.dk, s.tk, s.t AS i_start, e.t AS i_end
+    FROM (SELECT host, stream, dk, tk, unit, t, row_number() OVER (PARTITION BY host, stream, dk, tk, unit ORDER BY t) AS r
+          FROM (SELECT host, stream, dk, tk, unit, u_first AS t FROM ws_units
+                UNION ALL SELECT host, stream, dk, tk, unit, t_b FROM ws WHERE what = 'gap')) s
+    JOIN (SELECT host, stream, dk, tk, unit, t, row_number() OVER (PARTITION BY host, stream, dk, tk, unit ORDER BY t) AS r
+          FROM (SELECT host, stream, dk, tk, unit, u_last AS t FROM ws_units
+                UNION ALL SELECT host, stream, dk, tk, unit, t_a FROM ws WHERE what = 'gap')) e
+      USING (host, stream, dk, tk, unit, r)
+),
+-- the stops of the whole stream: where a stretch starts after every earlier one ended, and its last
+-- point (t_next NULL)
+ws_stops AS (
+    SELECT host, stream, dk, tk, before_end AS t_prev, i_start AS t_next
+    FROM (SELECT *, max(i_end) OVER (PARTITION BY host, stream, dk, tk ORDER BY i_start, i_end
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
+          FROM ws_islands)
+    WHERE i_start > before_end
+    UNION ALL
+    SELECT host, stream, dk, tk, max(i_end), NULL FROM ws_islands GROUP BY host, stream, dk, tk
+),
+ws_end AS (SELECT host, max(t_prev) AS t_end FROM ws_stops WHERE stream = 'lines' AND t_next IS NULL GROUP BY host),
+ws_stat_gaps AS (
+    SELECT g.host, g.t_prev, coalesce(g.t_next, e.t_end) AS gap_end
+    FROM ws_stops g JOIN ws_end e USING (host)
+    WHERE g.stream = 'stats' AND seconds_between(g.t_prev, coalesce(g.t_next, e.t_end)) >= min_gap_s
+),
+-- transfer progress the host's own scheduler makes (posts, completions, notifications it polled,
+-- rooms it bootstrapped); failures and aborts are not progress
+progress_lines AS (
+    SELECT host, ts FROM transfer_events WHERE ts IS NOT NULL AND event IN ('post', 'done', 'notif', 'checksum')
+    UNION ALL
+    SELECT host, ts FROM events WHERE ts IS NOT NULL AND kind IN ('transfer_notif', 'bootstrapped')
+),
+-- the hosts computed from the tables: asked for (via 'tables', or stops shorter than the inputs
+-- kept), inputs without a summary (ingested before it), a stream two units of which overlap in
+-- time (their intervals interleave), or transfer progress inside a stop of the stats lines (it
+-- splits the host's stop)
+tab_hosts AS (
+    SELECT host FROM wedge_unsummarised
+    UNION SELECT host FROM ws_order WHERE stream <> 'lines' AND before_last > u_first
+    UNION SELECT DISTINCT t.host FROM progress_lines t JOIN ws_stat_gaps g
+                   ON t.host = g.host AND t.ts > g.t_prev AND t.ts < g.gap_end
+    UNION SELECT host FROM (SELECT host FROM events UNION ALL SELECT host FROM batches)
+          WHERE via = 'tables' OR min_gap_s < 5 OR max_gap_s < 5
+),
+ws_hosts AS (SELECT DISTINCT host FROM ws_units WHERE host NOT IN (SELECT host FROM tab_hosts)),
+-- the intervals from a busy second to the next, of the whole stream: each unit's counts, the
+-- interval after its first second (busy as that second is once merged with the units sharing it),
+-- and those from one unit's last second to the next unit's first
+ws_bounds AS (
+    SELECT host, stream, dk, tk, ui, time_bucket(INTERVAL 1 SECOND, u_first + sh) AS sec, u_first AS b_first,
+           f_last AS b_last, f_busy AS busy
+    FROM ws_order WHERE stream <> 'lines'
+    UNION ALL
+    SELECT host, stream, dk, tk, ui, time_bucket(INTERVAL 1 SECOND, l_first + sh), l_first, u_last, l_busy
+    FROM ws_order WHERE stream <> 'lines' AND f_next IS NOT NULL
+),
+ws_secs AS (
+    SELECT host, stream, dk, tk, sec, min(b_first) AS b_first, max(b_last) AS b_last, bool_or(busy) AS busy,
+           min(ui) AS ui_min, max(ui) AS ui_max
+    FROM ws_bounds GROUP BY host, stream, dk, tk, sec
+),
+ws_hist AS (
+    SELECT host, stream, dk, tk, us, n FROM ws WHERE what = 'hist'
+    UNION ALL
+    SELECT o.host, o.stream, o.dk, o.tk, epoch_us(o.f_next) - epoch_us(o.f_last), 1
+    FROM ws_order o JOIN ws_secs s ON s.host = o.host AND s.stream = o.stream AND s.dk = o.dk AND s.tk = o.tk
+     AND s.sec = time_bucket(INTERVAL 1 SECOND, o.u_first + o.sh)
+    WHERE o.stream <> 'lines' AND o.f_next IS NOT NULL AND s.busy
+    UNION ALL
+    SELECT host, stream, dk, tk, epoch_us(t_next) - epoch_us(t_prev), 1
+    FROM (SELECT host, stream, dk, tk, b_last AS t_prev, busy, ui_max,
+                 lead(b_first) OVER w AS t_next, lead(ui_min) OVER w AS next_ui
+          FROM ws_secs WINDOW w AS (PARTITION BY host, stream, dk, tk ORDER BY sec))
+    WHERE busy AND next_ui > ui_max
+),
+-- the normal interval of a stream, from its counts: quantile_cont over the same values
+ws_typical AS (
+    SELECT host, stream, dk, tk,
+           CASE WHEN count(*) >= 10 THEN quantile_cont(CAST(us // 86400000000 AS BIGINT) * 86400
+                                                      + (us % 86400000000) / 1e6, 0.9) END AS typical_s
+    FROM (SELECT host, stream, dk, tk, us, unnest(range(n)) FROM ws_hist
+          WHERE (stream = 'rank' AND (host, dk, tk) IN (SELECT (host, dk, tk) FROM ws_stops g JOIN ws_end e USING (host)
+                     WHERE g.stream = 'rank' AND seconds_between(g.t_prev, coalesce(g.t_next, e.t_end)) >= min_gap_s))
+             OR (stream = 'stats' AND host IN (SELECT host FROM ws_stat_gaps)))
+    GROUP BY host, stream, dk, tk
+),
+-- the same from the tables, for the hosts that need them:
 -- progress points of each rank, one per second: log prefixes are whole seconds, and a big store
 -- has a million stats lines
 rank_points AS (
     SELECT host, dk, tk, min(ts) AS t_first, max(ts) AS t_last, max(load) > 0 AS busy
-    FROM stats GROUP BY host, dk, tk, time_bucket(INTERVAL 1 SECOND, ts)
+    FROM stats GROUP BY host, dk, tk, time_bucket(INTERVAL 1 SECOND, log_ts)
 ),
 -- every line of the host, per second: its end, and the stretches with no line at all (a gap in what
 -- was captured, not a wedge: a wedged server still writes health checks, requests, timeouts)
 host_lines AS (
-    SELECT host, min(ts) AS t_first, max(ts) AS t_last
-    FROM (SELECT host, ts FROM events UNION ALL SELECT host, ts FROM batches)
-    WHERE ts IS NOT NULL GROUP BY host, time_bucket(INTERVAL 1 SECOND, ts)
+    SELECT l.host, min(l.ts) AS t_first, max(l.ts) AS t_last
+    FROM (SELECT host, ts FROM events UNION ALL SELECT host, ts FROM batches) l LEFT JOIN shifts s USING (host)
+    WHERE l.ts IS NOT NULL AND l.host IN (SELECT host FROM tab_hosts)
+    GROUP BY l.host, time_bucket(INTERVAL 1 SECOND, l.ts + coalesce(s.sh, INTERVAL 0 SECOND))
 ),
-host_end AS (SELECT host, max(t_last) AS t_end FROM host_lines GROUP BY host),
+host_end AS (
+    SELECT host, max(t_last) AS t_end FROM host_lines GROUP BY host
+    UNION ALL SELECT host, t_end FROM ws_end WHERE host IN (SELECT host FROM ws_hosts)
+),
+tab_points AS (SELECT * FROM rank_points WHERE host IN (SELECT host FROM tab_hosts)),
 stat_points AS (
-    SELECT host, min(t_first) AS t_first, max(t_last) AS t_last, bool_or(busy) AS busy
-    FROM rank_points GROUP BY host, time_bucket(INTERVAL 1 SECOND, t_first)
+    SELECT p.host, min(p.t_first) AS t_first, max(p.t_last) AS t_last, bool_or(p.busy) AS busy
+    FROM tab_points p LEFT JOIN shifts s USING (host)
+    GROUP BY p.host, time_bucket(INTERVAL 1 SECOND, p.t_first + coalesce(s.sh, INTERVAL 0 SECOND))
 ),
 -- stretches of a host without stats that could hold a wedge (at least min_gap_s, its log may end
 -- in one); only inside them is transfer progress looked for: a big store has ten million
@@ -77,37 +206,46 @@ stat_gaps AS (
                          FROM stat_points)
           WHERE t_next IS NULL OR seconds_between(t_prev, t_next) >= min_gap_s) g JOIN host_end e USING (host)
     WHERE seconds_between(g.t_prev, coalesce(g.t_next, e.t_end)) >= min_gap_s
+    UNION ALL SELECT * FROM ws_stat_gaps WHERE host IN (SELECT host FROM ws_hosts)
 ),
--- transfer progress the host's own scheduler makes (posts, completions, notifications it polled,
--- rooms it bootstrapped); failures and aborts are not progress
 transfer_points AS (
     SELECT t.host, min(t.ts) AS t_first, max(t.ts) AS t_last
-    FROM (SELECT host, ts FROM transfer_events WHERE ts IS NOT NULL AND event IN ('post', 'done', 'notif', 'checksum')
-          UNION ALL
-          SELECT host, ts FROM events WHERE ts IS NOT NULL AND kind IN ('transfer_notif', 'bootstrapped')) t
+    FROM progress_lines t
     JOIN stat_gaps g ON t.host = g.host AND t.ts > g.t_prev AND t.ts < g.gap_end
+    WHERE t.host IN (SELECT host FROM tab_hosts)
     GROUP BY t.host, time_bucket(INTERVAL 1 SECOND, t.ts)
 ),
 host_points AS (
-    SELECT host, min(t_first) AS t_first, max(t_last) AS t_last, bool_or(busy) AS busy
-    FROM (SELECT host, time_bucket(INTERVAL 1 SECOND, t_first) AS sec, t_first, t_last, busy FROM stat_points
+    SELECT p.host, min(p.t_first) AS t_first, max(p.t_last) AS t_last, bool_or(p.busy) AS busy
+    FROM (SELECT host, t_first, t_last, busy FROM stat_points
           UNION ALL
-          SELECT host, time_bucket(INTERVAL 1 SECOND, t_first), t_first, t_last, true FROM transfer_points)
-    GROUP BY host, sec
+          SELECT host, t_first, t_last, true FROM transfer_points) p LEFT JOIN shifts s USING (host)
+    GROUP BY p.host, time_bucket(INTERVAL 1 SECOND, p.t_first + coalesce(s.sh, INTERVAL 0 SECOND))
 ),
 capture_gaps AS (
     SELECT host, t_last AS cap_start
     FROM (SELECT host, t_last, lead(t_first) OVER (PARTITION BY host ORDER BY t_first) AS t_next FROM host_lines)
     WHERE seconds_between(t_last, t_next) > max_gap_s
+    UNION ALL
+    SELECT host, t_prev FROM ws_stops
+    WHERE stream = 'lines' AND host IN (SELECT host FROM ws_hosts) AND seconds_between(t_prev, t_next) > max_gap_s
 ),
 rank_gaps AS (
     SELECT host, dk, tk, t_last AS t_prev, busy,
            lead(t_first) OVER (PARTITION BY host, dk, tk ORDER BY t_first) AS t_next
-    FROM rank_points
+    FROM tab_points
 ),
 host_gaps AS (
     SELECT host, t_last AS t_prev, busy, lead(t_first) OVER (PARTITION BY host ORDER BY t_first) AS t_next
     FROM host_points
+),
+-- the stops of a host long enough to be one (the last point counts: its log may end wedged)
+host_stops AS (
+    SELECT host, t_prev, t_next FROM host_gaps WHERE t_next IS NULL OR seconds_between(t_prev, t_next) >= min_gap_s
+    UNION ALL
+    SELECT host, t_prev, t_next FROM ws_stops
+    WHERE stream = 'stats' AND host IN (SELECT host FROM ws_hosts)
+      AND (t_next IS NULL OR seconds_between(t_prev, t_next) >= min_gap_s)
 ),
 -- the normal interval of a stream, measured while it had work (an idle server writes no stats,
 -- and decode logs every 40 steps, so "long" is relative to the stream); the 90th percentile,
@@ -118,7 +256,11 @@ host_gaps AS (
 -- the last points meet the host's end (joining every point to it costs seconds on a big store)
 rank_stops AS (
     SELECT g.*, coalesce(g.t_next, e.t_end) AS gap_end
-    FROM (SELECT * FROM rank_gaps WHERE t_next IS NULL OR seconds_between(t_prev, t_next) >= min_gap_s) g
+    FROM (SELECT host, dk, tk, t_prev, t_next FROM rank_gaps WHERE t_next IS NULL OR seconds_between(t_prev, t_next) >= min_gap_s
+          UNION ALL
+          SELECT host, dk, tk, t_prev, t_next FROM ws_stops
+          WHERE stream = 'rank' AND host IN (SELECT host FROM ws_hosts)
+            AND (t_next IS NULL OR seconds_between(t_prev, t_next) >= min_gap_s)) g
     JOIN host_end e USING (host)
     WHERE seconds_between(g.t_prev, coalesce(g.t_next, e.t_end)) >= min_gap_s
 ),
@@ -127,18 +269,26 @@ rank_typical AS (
     SELECT host, dk, tk, CASE WHEN count(*) >= 10 THEN quantile_cont(seconds_between(t_prev, t_next), 0.9) END AS typical_s
     FROM rank_gaps SEMI JOIN long_rank_streams USING (host, dk, tk)
     WHERE busy AND t_next IS NOT NULL GROUP BY ALL
+    UNION ALL
+    SELECT host, dk, tk, typical_s FROM ws_typical WHERE stream = 'rank' AND host IN (SELECT host FROM ws_hosts)
 ),
 host_typical AS (
     SELECT host, CASE WHEN count(*) >= 10 THEN quantile_cont(seconds_between(t_prev, t_next), 0.9) END AS typical_s
     FROM host_gaps WHERE busy AND t_next IS NOT NULL AND host IN (SELECT host FROM stat_gaps) GROUP BY ALL
+    UNION ALL
+    SELECT host, typical_s FROM ws_typical WHERE stream = 'stats' AND host IN (SELECT host FROM ws_hosts)
 ),
-n_streams AS (SELECT host, count(DISTINCT (dk, tk)) AS n FROM rank_points GROUP BY host),
+ranks AS (
+    SELECT DISTINCT host, dk, tk FROM tab_points
+    UNION ALL SELECT DISTINCT host, dk, tk FROM ws_units WHERE stream = 'rank' AND host IN (SELECT host FROM ws_hosts)
+),
+n_streams AS (SELECT host, count(*) AS n FROM ranks GROUP BY host),
 -- the whole host made no progress (the last point of a host counts: its log may end wedged)
 host_cand AS (
     SELECT g.host, -1 AS dk, -1 AS tk, 'silence' AS kind, g.t_prev AS t_start, g.t_next,
            coalesce(g.t_next, e.t_end) AS gap_end, t.typical_s,
            greatest(min_gap_s, factor * coalesce(t.typical_s, 0)) AS threshold_s
-    FROM (SELECT * FROM host_gaps WHERE t_next IS NULL OR seconds_between(t_prev, t_next) >= min_gap_s) g
+    FROM host_stops g
     JOIN host_end e USING (host) LEFT JOIN host_typical t USING (host)
     WHERE seconds_between(g.t_prev, coalesce(g.t_next, e.t_end)) >= greatest(min_gap_s, factor * coalesce(t.typical_s, 0))
 ),
@@ -160,11 +310,19 @@ peer_window AS (
                        AND g.cap_start >= c.t_start)) AS peers_until
     FROM rank_cand0 c
 ),
+-- the peers' progress points in those windows, from their stats lines alone: a second of the log
+-- lies within one second of any line of it, so the lines a second away keep the edge seconds whole
+peer_points AS (
+    SELECT host, dk, tk, min(ts) AS t_first, max(ts) AS t_last
+    FROM (SELECT s.* FROM stats s SEMI JOIN peer_window c ON s.host = c.host AND s.ts >= c.t_start - INTERVAL 1 SECOND
+            AND s.ts <= c.peers_until + INTERVAL 1 SECOND)
+    GROUP BY host, dk, tk, time_bucket(INTERVAL 1 SECOND, log_ts)
+),
 peers AS (
     SELECT c.host, c.dk, c.tk, c.t_start, count(*) AS peer_points, max(p.t_last) AS peer_last,
            string_agg(DISTINCT CASE WHEN p.dk >= 0 THEN 'DP' || p.dk ELSE 'TP' || p.tk END, ','
                       ORDER BY CASE WHEN p.dk >= 0 THEN 'DP' || p.dk ELSE 'TP' || p.tk END) AS peer_names
-    FROM peer_window c JOIN rank_points p
+    FROM peer_window c JOIN peer_points p
       ON p.host = c.host AND p.t_first > c.t_start AND p.t_last <= c.peers_until AND (p.dk <> c.dk OR p.tk <> c.tk)
     GROUP BY ALL
 ),
@@ -191,7 +349,6 @@ cand0 AS (SELECT * FROM host_cand UNION ALL SELECT * FROM rank_cand UNION ALL SE
 cand AS (SELECT row_number() OVER (ORDER BY t_start, host, kind, dk, tk) AS wid, * FROM cand0),
 -- what the host's stats said was in flight when it stopped: each rank's last line before the
 -- start, when that line is recent (a rank idle for an hour says nothing about now)
-ranks AS (SELECT DISTINCT host, dk, tk FROM stats),
 probe AS (
     SELECT c.wid, c.host, c.t_start, c.threshold_s, r.dk, r.tk
     FROM cand c JOIN ranks r ON r.host = c.host AND (c.kind = 'silence' OR c.dk < 0 OR r.dk = c.dk)
