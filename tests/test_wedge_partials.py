@@ -87,7 +87,7 @@ def test_real_logs_both_ways(real_logs, tmp_path):
 
 
 def _traceback(t: dt.datetime) -> list[tuple]:
-    # a scheduler exception as SGLang logs it (docs/formats/SGLANG.md, "Tracebacks"): one prefixed
+    # a scheduler exception as SGLang logs it (docs/formats/SGLANG.md, "Tracebacks and continuation lines"): one prefixed
     # line, then the traceback's own unprefixed lines
     text = [
         f"{cases.prefix(t)} Exception in ModelTpServer:",
