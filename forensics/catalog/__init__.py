@@ -305,12 +305,13 @@ def connect(
 def _unsummarised(con, store: Store) -> None:
     """`wedge_unsummarised`: the hosts with lines of an input that ingest did not summarise
     (forensics.ingest.derive: a store ingested before it), whose wedges the tables answer."""
-    summarised = {hive.key_of(f) for f in store.table_files("wedge_streams")} if store.exists() else set()
     hosts = set()
-    for table in ("batches", "events"):
-        for f in store.table_files(table) if store.exists() else []:
-            if hive.key_of(f) not in summarised:
-                hosts.add(hive.values_of(f).get("host"))
+    if store.exists():
+        summarised = {hive.key_of(f) for f in store.table_files("wedge_streams")}
+        for table in ("batches", "events"):
+            hosts |= {
+                hive.values_of(f).get("host") for f in store.table_files(table) if hive.key_of(f) not in summarised
+            }
     con.execute("CREATE TABLE wedge_unsummarised (host VARCHAR)")
     if hosts:
         con.executemany("INSERT INTO wedge_unsummarised VALUES (?)", [(h,) for h in sorted(hosts, key=str)])

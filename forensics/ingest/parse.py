@@ -199,10 +199,13 @@ class Input:
         try:
             for w in writes:
                 w.result()
-            # what the derived views need of this input, from its own parts (forensics.ingest.derive)
-            self.writer.write(derive.TABLE, derive.wedge_streams(self.writer.dir, f"{sha[:20]}/{ext['piece']}"))
         except Exception as e:
             return self.failed(e)
+        try:
+            # what the derived views need of this input, from its own parts (forensics.ingest.derive)
+            self.writer.write(derive.TABLE, derive.wedge_streams(self.writer.dir, f"{sha[:20]}/{ext['piece']}"))
+        except Exception as e:  # the lines are stored: without the summary its hosts' wedges read them
+            self.ctx.notes.append(f"no wedge summary ({type(e).__name__}): its hosts' wedges are read from the tables")
         g = self.growth
         try:
             return commit(
