@@ -64,10 +64,14 @@ def test_every_input_is_summarised(wedge_store):
     try:
         hosts = {h for (h,) in con.execute("SELECT DISTINCT host FROM wedge_streams WHERE stream = 'lines'").fetchall()}
         kinds = {k for (k,) in con.execute("SELECT DISTINCT what FROM wedge_streams").fetchall()}
+        signalled = {h for (h,) in con.execute("SELECT DISTINCT host FROM wedge_signals").fetchall()}
+        sigs = {k for (k,) in con.execute("SELECT DISTINCT sig FROM wedge_signals").fetchall()}
     finally:
         con.close()
-    assert hosts == set(cases.CASES)
-    assert kinds == {"first", "last", "gap", "hist"}
+    assert hosts == signalled == set(cases.CASES)
+    assert kinds == {"first", "last", "gap", "hist", "peer"}
+    # the cases hold health checks, the watchdog, timeouts and a dead thread
+    assert {"/health 200", "watchdog", "death"} <= sigs
 
 
 def test_wedge_cases_both_ways(wedge_store):

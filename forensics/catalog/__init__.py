@@ -307,7 +307,9 @@ def _unsummarised(con, store: Store) -> None:
     (forensics.ingest.derive: a store ingested before it), whose wedges the tables answer."""
     hosts = set()
     if store.exists():
-        summarised = {hive.key_of(f) for f in store.table_files("wedge_streams")}
+        summarised = {hive.key_of(f) for f in store.table_files("wedge_streams")} & {
+            hive.key_of(f) for f in store.table_files("wedge_signals")
+        }
         for table in ("batches", "events"):
             hosts |= {
                 hive.values_of(f).get("host") for f in store.table_files(table) if hive.key_of(f) not in summarised

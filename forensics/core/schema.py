@@ -456,6 +456,7 @@ TURNS = register(
 VERDICT_KEY = ("source", "session_id", "seq")
 
 # --- derived at ingest: what the wedge view needs of one input (forensics/ingest/derive.py) -------
+# (their "none" rows say the input was summarised and had nothing to keep of that host)
 WEDGE_STREAMS = register(
     Table(
         "wedge_streams",
@@ -477,8 +478,9 @@ WEDGE_STREAMS = register(
                 "'first' | 'last' (the unit's first or last second of the stream: t_a its first line, t_b its "
                 "last, t_c the first line of the next second, busy) | 'gap' (a stop: t_a the last line before "
                 "it, t_b the first after, busy of the second before) | 'hist' (us, n: n intervals of us "
-                "microseconds from a busy second to the next, but the one after the unit's first second) | 'none' (the host's lines in "
-                "the unit have no time)",
+                "microseconds from a busy second to the next, but the one after the unit's first second) | 'peer' (a "
+                "second of a rank inside another rank's stop: t_a its first line, t_b its last, busy) | 'none' (the "
+                "host's lines in the unit have no time)",
             ),
             Column("t_a", TS, "see what"),
             Column("t_b", TS, "see what"),
@@ -486,6 +488,36 @@ WEDGE_STREAMS = register(
             Column("busy", pl.Boolean, "the second's stats lines showed work in flight"),
             Column("us", pl.Int64, "interval in microseconds (hist)"),
             Column("n", pl.Int64, "intervals of that length (hist)"),
+            Column(
+                "load",
+                pl.Int64,
+                "requests in flight on the last stats line of the second before a rank's stop (gap) or of its last "
+                "second (last): running, queued, in transfer, in prealloc, bootstrapping, retracted",
+            ),
+        ),
+    )
+)
+WEDGE_SIGNALS = register(
+    Table(
+        "wedge_signals",
+        "The lines `wedge_intervals` reads as a wedge's signals, kept when the input is ingested "
+        "(forensics/ingest/derive.py): health checks, the watchdog, collective and request timeouts, arrivals, "
+        "crashes, shutdowns, restarts, where a wedge can be (inside a stop of the stats lines, before the input's "
+        "first one or after its last), and every thread that died.",
+        (
+            Column("host", pl.Utf8, "host of the input"),
+            Column("unit", pl.Utf8, "the input's sha256 (first 20) and piece"),
+            Column("dk", pl.Int32, "DP rank of the line, -1 without one"),
+            Column("tk", pl.Int32, "TP rank of the line (for a death, the engine_rank it names), -1 without one"),
+            Column("ts", TS, "time of the line (NULL on a 'none' row)"),
+            Column(
+                "sig",
+                pl.Utf8,
+                "'health_check_failed' | '/health 503' | '/health 200' | 'watchdog' | 'collective_timeout' | "
+                "'arrival' | 'crash' | 'shutdown' | 'restart' | 'dead thread' | a timeout's reason | 'death' (a "
+                "thread died) | 'none' (the host has no such line in the input)",
+            ),
+            Column("bootstrap_room", pl.Int64, "bootstrap room the line names"),
         ),
     )
 )

@@ -203,7 +203,8 @@ class Input:
             return self.failed(e)
         try:
             # what the derived views need of this input, from its own parts (forensics.ingest.derive)
-            self.writer.write(derive.TABLE, derive.wedge_streams(self.writer.dir, f"{sha[:20]}/{ext['piece']}"))
+            for table, rows in derive.summarise(self.writer.dir, f"{sha[:20]}/{ext['piece']}").items():
+                self.writer.write(table, rows)
         except Exception as e:  # the lines are stored: without the summary its hosts' wedges read them
             self.ctx.notes.append(f"no wedge summary ({type(e).__name__}): its hosts' wedges are read from the tables")
         g = self.growth

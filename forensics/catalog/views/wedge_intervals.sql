@@ -2,8 +2,9 @@
 -- kind: table macro
 -- description: wedges found by scheduler progress (queries/wedges.sql explains them); queries/wedges.sql and
 --   incident_wedges call it
--- inputs: wedge_streams (what ingest summarised of each input's progress; the hosts of wedge_unsummarised and the
---   clocks of clock_offsets too), batches, events, transfer_events, transfers, rooms, room_events, seconds_between
+-- inputs: wedge_streams and wedge_signals (what ingest summarised of each input's progress and kept of its signal
+--   lines; the hosts of wedge_unsummarised and the clocks of clock_offsets too), batches, events, transfer_events,
+--   transfers, rooms, room_events, seconds_between
 -- parameters:
 --   min_gap_s DOUBLE = 60: shortest stop that can be a wedge
 --   factor DOUBLE = 10: a stop must also last this many times the stream's normal interval
@@ -51,16 +52,6 @@ CREATE OR REPLACE MACRO wedge_intervals(min_gap_s := 60, factor := 10, max_gap_s
 WITH shifts AS (
     SELECT host, to_microseconds(CAST(round(offset_s * 1e6) AS BIGINT)) AS sh FROM clock_offsets
 ),
--- a stats line and the work it says is in flight; the rank key keeps DP and TP streams apart
--- (docs/formats/SGLANG.md, "Rank tags": with DP attention every DP rank prints its own stats)
-stats AS (
-    SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts, source_file, line_no,
-           ts + to_microseconds(CAST(round(clock_offset_s * 1e6) AS BIGINT)) AS log_ts,
-           coalesce(running_req, 0) + coalesce(queue_req, 0) + coalesce(prealloc_req, 0)
-           + coalesce(transfer_req, 0) + coalesce(retracted_req, 0) + coalesce(bootstrap_req, 0)
-           + coalesce(inflight_req, 0) AS load
-    FROM batches WHERE ts IS NOT NULL
-),
 -- what each input's ingest summarised of its progress streams (forensics/ingest/derive.py: each
 -- rank's stats lines, the host's stats lines, every timed line of the host), on the clocks in force
 ws AS (
@@ -68,6 +59,11 @@ ws AS (
                         w.t_c - coalesce(s.sh, INTERVAL 0 SECOND) AS t_c),
            coalesce(s.sh, INTERVAL 0 SECOND) AS sh
     FROM wedge_streams w LEFT JOIN shifts s USING (host)
+),
+-- the last stats line's load before each of a rank's stops and at its end (what in_flight reads)
+ws_loads AS (
+    SELECT host, dk, tk, CASE WHEN what = 'gap' THEN t_a ELSE t_b END AS ts, load
+    FROM ws WHERE stream = 'rank' AND what IN ('gap', 'last')
 ),
 ws_units AS (
     SELECT f.host, f.stream, f.dk, f.tk, f.unit, f.sh, f.t_a AS u_first, f.t_b AS f_last, f.t_c AS f_next,
@@ -120,17 +116,32 @@ progress_lines AS (
 ),
 -- the hosts computed from the tables: asked for (via 'tables', or stops shorter than the inputs
 -- kept), inputs without a summary (ingested before it), a stream two units of which overlap in
--- time (their intervals interleave), or transfer progress inside a stop of the stats lines (it
--- splits the host's stop)
+-- time or meet at one instant (their intervals interleave; two last lines at one time), transfer
+-- progress inside a stop of the stats lines (it splits the host's stop), a thread that died (its
+-- wedge starts anywhere), or ranks with and without a DP or TP tag (a rank's probe is not its
+-- own stream alone)
 tab_hosts AS (
     SELECT host FROM wedge_unsummarised
-    UNION SELECT host FROM ws_order WHERE stream <> 'lines' AND before_last > u_first
+    UNION SELECT host FROM ws_order WHERE stream <> 'lines' AND before_last >= u_first
+    UNION SELECT host FROM wedge_signals WHERE sig = 'death'
+    UNION SELECT host FROM ws_units WHERE stream = 'rank' GROUP BY host
+          HAVING (bool_or(dk < 0) AND bool_or(dk >= 0)) OR (bool_or(tk < 0) AND bool_or(tk >= 0))
     UNION SELECT DISTINCT t.host FROM progress_lines t JOIN ws_stat_gaps g
                    ON t.host = g.host AND t.ts > g.t_prev AND t.ts < g.gap_end
     UNION SELECT host FROM (SELECT host FROM events UNION ALL SELECT host FROM batches)
           WHERE via = 'tables' OR min_gap_s < 5 OR max_gap_s < 5
 ),
 ws_hosts AS (SELECT DISTINCT host FROM ws_units WHERE host NOT IN (SELECT host FROM tab_hosts)),
+-- a stats line and the work it says is in flight; the rank key keeps DP and TP streams apart
+-- (docs/formats/SGLANG.md, "Rank tags": with DP attention every DP rank prints its own stats)
+stats AS (
+    SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts, source_file, line_no,
+           ts + to_microseconds(CAST(round(clock_offset_s * 1e6) AS BIGINT)) AS log_ts,
+           coalesce(running_req, 0) + coalesce(queue_req, 0) + coalesce(prealloc_req, 0)
+           + coalesce(transfer_req, 0) + coalesce(retracted_req, 0) + coalesce(bootstrap_req, 0)
+           + coalesce(inflight_req, 0) AS load
+    FROM batches WHERE ts IS NOT NULL AND host IN (SELECT host FROM tab_hosts)
+),
 -- the intervals from a busy second to the next, of the whole stream: each unit's counts, the
 -- interval after its first second (busy as that second is once merged with the units sharing it),
 -- and those from one unit's last second to the next unit's first
@@ -312,19 +323,47 @@ peer_window AS (
 ),
 -- the peers' progress points in those windows, from their stats lines alone: a second of the log
 -- lies within one second of any line of it, so the lines a second away keep the edge seconds whole
+-- a window the inputs answer: inside one input's stats lines, or reaching past its edge only where
+-- no other input has a stats line in it and none shares that edge's second (a second split
+-- between two files is one second of the tables)
+stat_units AS (
+    SELECT host, sh, u_first, u_last,
+           lag(u_last) OVER (PARTITION BY host ORDER BY u_first, u_last, unit) AS prev_last,
+           lead(u_first) OVER (PARTITION BY host ORDER BY u_first, u_last, unit) AS next_first
+    FROM ws_units WHERE stream = 'stats' AND host IN (SELECT host FROM ws_hosts)
+),
+peer_ws AS (
+    SELECT DISTINCT c.host, c.dk, c.tk, c.t_start
+    FROM peer_window c JOIN stat_units u ON u.host = c.host AND c.t_start >= u.u_first AND c.t_start <= u.u_last
+    WHERE (u.prev_last IS NULL OR time_bucket(INTERVAL 1 SECOND, u.prev_last + u.sh) < time_bucket(INTERVAL 1 SECOND, u.u_first + u.sh)
+           OR time_bucket(INTERVAL 1 SECOND, c.t_start + u.sh) > time_bucket(INTERVAL 1 SECOND, u.u_first + u.sh))
+      AND (time_bucket(INTERVAL 1 SECOND, c.peers_until + u.sh) < time_bucket(INTERVAL 1 SECOND, u.u_last + u.sh)
+           OR u.next_first IS NULL
+           OR (u.next_first > c.peers_until
+               AND time_bucket(INTERVAL 1 SECOND, u.next_first + u.sh) > time_bucket(INTERVAL 1 SECOND, u.u_last + u.sh)))
+),
+-- the peers' progress points in those windows, from their stats lines alone: a second of the log
+-- lies within one second of any line of it, so the lines a second away keep the edge seconds whole;
+-- or, for the windows the inputs answer, the seconds they kept inside other ranks' stops
 peer_points AS (
-    SELECT host, dk, tk, min(ts) AS t_first, max(ts) AS t_last
-    FROM (SELECT s.* FROM stats s SEMI JOIN peer_window c ON s.host = c.host AND s.ts >= c.t_start - INTERVAL 1 SECOND
-            AND s.ts <= c.peers_until + INTERVAL 1 SECOND)
+    SELECT false AS kept, host, dk, tk, min(ts) AS t_first, max(ts) AS t_last
+    FROM (SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts,
+                 ts + to_microseconds(CAST(round(clock_offset_s * 1e6) AS BIGINT)) AS log_ts
+          FROM batches s SEMI JOIN (SELECT * FROM peer_window ANTI JOIN peer_ws USING (host, dk, tk, t_start)) c
+            ON s.host = c.host AND s.ts >= c.t_start - INTERVAL 1 SECOND AND s.ts <= c.peers_until + INTERVAL 1 SECOND)
     GROUP BY host, dk, tk, time_bucket(INTERVAL 1 SECOND, log_ts)
+    UNION ALL
+    SELECT true, host, dk, tk, t_a, t_b FROM ws WHERE what = 'peer' AND host IN (SELECT host FROM peer_ws)
 ),
 peers AS (
     SELECT c.host, c.dk, c.tk, c.t_start, count(*) AS peer_points, max(p.t_last) AS peer_last,
            string_agg(DISTINCT CASE WHEN p.dk >= 0 THEN 'DP' || p.dk ELSE 'TP' || p.tk END, ','
                       ORDER BY CASE WHEN p.dk >= 0 THEN 'DP' || p.dk ELSE 'TP' || p.tk END) AS peer_names
-    FROM peer_window c JOIN peer_points p
-      ON p.host = c.host AND p.t_first > c.t_start AND p.t_last <= c.peers_until AND (p.dk <> c.dk OR p.tk <> c.tk)
-    GROUP BY ALL
+    FROM (SELECT *, (host, dk, tk, t_start) IN (SELECT (host, dk, tk, t_start) FROM peer_ws) AS kept FROM peer_window) c
+    JOIN peer_points p
+      ON p.host = c.host AND p.kept = c.kept AND p.t_first > c.t_start AND p.t_last <= c.peers_until
+     AND (p.dk <> c.dk OR p.tk <> c.tk)
+    GROUP BY c.host, c.dk, c.tk, c.t_start
 ),
 rank_cand AS (
     SELECT c.host, c.dk, c.tk, 'rank_stopped' AS kind, c.t_start, c.t_next, c.gap_end, c.typical_s, c.threshold_s
@@ -336,9 +375,14 @@ deaths AS (
     SELECT host, coalesce(dp_rank, -1) AS dk,
            coalesce(tp_rank, TRY_CAST(nullif(regexp_extract(message, 'engine_rank=([0-9]+)', 1), '') AS INTEGER), -1)
                AS tk, ts
-    FROM events
+    FROM (SELECT * FROM events WHERE via = 'tables'
+          UNION ALL SELECT e.* FROM events e SEMI JOIN wedge_unsummarised u USING (host) WHERE via <> 'tables')
     WHERE ts IS NOT NULL AND kind IN ('bootstrap_failed', 'transfer_failed', 'exception', 'log', 'nixl')
       AND regexp_matches(message, 'thread died|bootstrap_thread\S* died|[Tt]hread \S+ (?:died|crashed|exited)')
+    UNION ALL
+    -- every one of them, as the inputs kept it (forensics/ingest/derive.py)
+    SELECT host, dk, tk, ts FROM wedge_signals
+    WHERE sig = 'death' AND via <> 'tables' AND host NOT IN (SELECT host FROM wedge_unsummarised)
 ),
 death_cand AS (
     SELECT d.host, d.dk, d.tk, 'dead_thread' AS kind, d.ts AS t_start, CAST(NULL AS TIMESTAMPTZ) AS t_next,
@@ -357,11 +401,14 @@ probe AS (
 -- a rank writes several stats lines in one second of its clock, with different loads: ASOF would
 -- take any of them, so each second keeps the last line its file wrote. Only lines a candidate's
 -- threshold reaches can count (an older last line counts 0, as does none), so only they are ranked
+-- (each rank's last line before a stop of the host or of the rank is what the inputs kept of it)
 last_stats AS (
     SELECT s.host, s.dk, s.tk, s.ts, s.load FROM stats s
     SEMI JOIN cand c ON s.host = c.host AND s.ts <= c.t_start
      AND s.ts >= c.t_start - to_microseconds(CAST((c.threshold_s + 1) * 1e6 AS BIGINT))
     QUALIFY row_number() OVER (PARTITION BY host, dk, tk, ts ORDER BY line_no DESC, source_file DESC) = 1
+    UNION ALL
+    SELECT host, dk, tk, ts, load FROM ws_loads WHERE host IN (SELECT host FROM ws_hosts)
 ),
 load_before AS (
     SELECT p.wid, CAST(sum(CASE WHEN seconds_between(b.ts, p.t_start) <= p.threshold_s THEN b.load ELSE 0 END) AS BIGINT)
@@ -369,10 +416,22 @@ load_before AS (
     FROM probe p ASOF JOIN last_stats b ON p.host = b.host AND p.dk = b.dk AND p.tk = b.tk AND p.t_start >= b.ts
     GROUP BY p.wid
 ),
+-- a candidate whose signal lines the inputs kept: a silence of a summarised host, or a rank's stop
+-- where every input of the host with stats lines in its window has that rank's lines (an input
+-- keeps the lines inside the stops of the streams it has)
+cand_kept AS (
+    SELECT c.wid, c.host IN (SELECT host FROM ws_hosts) AND (c.kind = 'silence' OR NOT EXISTS (
+        SELECT 1 FROM ws_units u JOIN ws_units l ON l.host = u.host AND l.unit = u.unit AND l.stream = 'lines'
+        WHERE u.stream = 'stats' AND u.host = c.host AND l.u_last > c.t_start
+          AND l.u_first <= c.gap_end + INTERVAL 30 SECOND
+          AND NOT EXISTS (SELECT 1 FROM ws_units r WHERE r.host = u.host AND r.unit = u.unit AND r.stream = 'rank'
+                          AND r.dk = c.dk AND r.tk = c.tk))) AS kept
+    FROM cand c
+),
 -- the lines that say a server is stuck, or how it came out of it; only these few kinds are
 -- joined to the candidates, never every access line
 sig_events AS (
-    SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts, bootstrap_room,
+    SELECT false AS kept, host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts, bootstrap_room,
         CASE
             WHEN kind = 'health_check_failed' THEN 'health_check_failed'
             WHEN kind = 'http_access' AND http_status = 503 THEN '/health 503'
@@ -388,7 +447,7 @@ sig_events AS (
             ELSE reason
         END AS sig
     FROM events
-    WHERE ts IS NOT NULL AND host IN (SELECT host FROM cand)
+    WHERE ts IS NOT NULL AND host IN (SELECT c.host FROM cand c JOIN cand_kept k USING (wid) WHERE NOT k.kept)
       AND (kind IN ('health_check_failed', 'watchdog_timeout', 'collective_timeout', 'crash')
            OR (kind = 'http_access' AND http_path LIKE '/health%' AND http_status IN (200, 503))
            OR (kind = 'request_received' AND coalesce(rid, '') NOT LIKE 'HEALTH_CHECK%')
@@ -396,13 +455,18 @@ sig_events AS (
            OR (kind = 'startup' AND regexp_matches(message, 'max_total_num_tokens=|Started server process'))
            OR (kind IN ('transfer_failed', 'bootstrap_failed', 'abort')
                AND reason IN ('waiting_timeout', 'bootstrap_timeout', 'request_timeout')))
+    UNION ALL
+    -- what the inputs kept of these lines (forensics/ingest/derive.py writes the same names)
+    SELECT true, host, dk, tk, ts, bootstrap_room, sig FROM wedge_signals
+    WHERE ts IS NOT NULL AND sig NOT IN ('death', 'none') AND host IN (SELECT host FROM cand)
+      AND host IN (SELECT host FROM ws_hosts)
 ),
 -- untagged lines (uvicorn, the tokenizer, request logs) belong to the whole host; tagged ones
 -- to their rank
 cand_sig AS (
     SELECT row_number() OVER () AS sid, c.wid, c.t_start, c.threshold_s, s.ts, s.sig, s.bootstrap_room
-    FROM cand c JOIN sig_events s
-      ON s.host = c.host AND s.ts > c.t_start AND s.ts <= c.gap_end + INTERVAL 30 SECOND
+    FROM cand c JOIN cand_kept k USING (wid) JOIN sig_events s
+      ON s.host = c.host AND s.kept = k.kept AND s.ts > c.t_start AND s.ts <= c.gap_end + INTERVAL 30 SECOND
      AND (c.kind = 'silence' OR (s.dk < 0 AND s.tk < 0)
           OR ((c.dk < 0 OR s.dk < 0 OR s.dk = c.dk) AND (c.tk < 0 OR s.tk < 0 OR s.tk = c.tk)))
 ),
