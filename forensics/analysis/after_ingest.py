@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from forensics.analysis import coverage, summary, verdicts
 from forensics.analysis.models import Summary
+from forensics.analysis.other_dump import OtherDump, judge
 from forensics.analysis.session import Session
 from forensics.ingest import stop
 from forensics.ingest.records import FileResult
@@ -22,6 +23,8 @@ class AfterIngest:
     results: list[FileResult]
     summary: Summary | None = None  # the store summary's model; None when nothing was read, or it failed
     summary_error: Exception | None = None  # what the summary failed with: the inputs stay committed
+    # the store held another dump's inputs before this ingest (forensics/analysis/other_dump.py)
+    other_dump: OtherDump | None = None
 
     @property
     def read_any(self) -> bool:
@@ -56,6 +59,7 @@ def finish(
         out = AfterIngest(results)
         if not out.read_any:
             return out
+        out.other_dump = _other_dump(store, results)
         try:
             spinner = (lambda: computing(store)) if computing else None
             with Session.open(store, computing=spinner, verdicts=judged) as session:
@@ -67,6 +71,16 @@ def finish(
         if stop.requested():
             raise stop.interrupted()  # the signal came in a step that caught it
     return out
+
+
+def _other_dump(store: Store, results: list[FileResult]) -> OtherDump | None:
+    """The note on another dump the store held, or None; a note only, so what fails it says nothing."""
+    try:
+        return judge(store, results)
+    except Exception:  # noqa: BLE001 - the inputs are committed; `forensics verify` names a damaged store
+        if stop.requested():
+            raise stop.interrupted() from None
+        return None
 
 
 def name_engines(store: Store, results: list[FileResult], judged=None) -> None:

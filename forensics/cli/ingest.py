@@ -193,6 +193,12 @@ def _ingest(
         click.echo("", err=True)
         for line in lines(done.summary):
             click.echo(line, err=True)
+    if done.other_dump is not None:  # said last, where it is read: the ingest went on all the same
+        from forensics.core.text import escape_control
+
+        click.echo("", err=True)
+        for line in done.other_dump.lines():
+            click.echo(escape_control(line), err=True)
     if any(r.status == "failed" for r in results):
         sys.exit(EXIT_FAILED)
 

@@ -69,7 +69,9 @@ def parse_one(
         return skip_special(store, src, opts)
     growth = examine(src, prior, opts)
     if growth == "same":  # unchanged since it was committed: nothing to read
-        return FileResult(path=src.path, format=prior.last.format, host=host, role=opts.role, status="duplicate")
+        return FileResult(
+            path=src.path, format=prior.last.format, host=host, role=opts.role, status="duplicate", key=prior.last.key
+        )
     chosen = sniff(store, src, opts, host, growth)
     if isinstance(chosen, FileResult):
         return chosen
@@ -340,6 +342,7 @@ def record_failed(store: Store, src: Source, opts: Options, host: str, fmt: str 
     writer.write("files", row.frame())
     with stop.committing():
         writer.commit()  # False when the same failure of the same input was recorded before
+    res.key = writer.key
     return res
 
 
@@ -396,6 +399,7 @@ def commit(
     with stop.committing():
         fresh = writer.replace(replaces) if replaces else writer.commit()
         res.status = "ingested" if fresh else "duplicate"
+        res.key = writer.key
         _drop_failed(store, path, sha)
     if (extent or {}).get("grown"):
         res.notes.append(
@@ -446,6 +450,7 @@ def skip(store: Store, src: Source, why: NotALog, opts: Options) -> FileResult:
     writer.write("files", row.frame())
     with stop.committing():
         writer.commit()  # False when this name and content were listed by an earlier ingest
+    res.key = writer.key
     return res
 
 
@@ -467,6 +472,7 @@ def skip_special(store: Store, src: Source, opts: Options) -> FileResult:
     writer.write("files", row.frame())
     with stop.committing():
         writer.commit()
+    res.key = writer.key
     return res
 
 

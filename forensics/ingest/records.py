@@ -127,3 +127,4 @@ class FileResult:
     notes: list[str] = dataclasses.field(default_factory=list)
     skip_kind: str | None = None
     skip_reason: str | None = None
+    key: str | None = None  # its store key (inputs/<key>.json): committed by this ingest or before it

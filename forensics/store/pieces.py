@@ -134,11 +134,12 @@ def _listed_before_pieces(store, plain: set[str], hosts: dict[str, str]) -> list
     return found
 
 
-def files_rows(files: list[str]) -> list[dict]:
-    """Every files row with the folder it is in (`_key`); a file that cannot be read is passed over."""
+def files_rows(files: list[str], columns: tuple[str, ...] | None = None) -> list[dict]:
+    """Every files row with the folder it is in (`_key`); a file that cannot be read is passed over.
+    `columns`: those read (the host is the path's), else those a piece needs."""
     import pyarrow.parquet as pq
 
-    want = (
+    want = columns or (
         "path",
         "sha256",
         "bytes",
