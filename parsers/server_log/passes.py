@@ -32,7 +32,7 @@ from forensics.parsers.server_log.events import (
     _ready_rows,
     _regex_thread,
 )
-from forensics.parsers.server_log.grammar import RE_EXC_LINE, RE_TB
+from forensics.parsers.server_log.grammar import RE_EXC_LINE, RE_TB, SGLANG_STAMP
 
 NAME = "server_log"
 
@@ -238,19 +238,35 @@ def _parse_raws(raws: list[RawBlock], ctx: Context, year: int, role: str, path: 
         return _concat_batches([_parse_block(lines.frame(r), ctx, year, role, path) for r in raws])
     cfg = scanner.config()
     ds = [native.scan(cfg, r, year) for r in raws]
-    if any(d["partial"] for d in ds):
-        # a k8s partial record may swallow the line after it: the polars path decides its block
+    # a k8s partial record may swallow the line after it, and a launcher's stamp before SGLang's
+    # reads as SGLang's prefix to the scanner: the polars path decides such a block
+    whole = [bool(d["partial"]) or _stamped_lead(d, r) for r, d in zip(raws, ds)]
+    if any(whole):
         return _concat_batches(
             [
                 _parse_block(lines.frame(r), ctx, year, role, path)
-                if d["partial"]
+                if w
                 else _parse_scanned([r], [d], ctx, year, role, path)
-                for r, d in zip(raws, ds)
+                for r, d, w in zip(raws, ds, whole)
             ]
         )
     for r in raws:
         r.body = b""  # read: the text goes while the frames are built
     return _parse_scanned(raws, ds, ctx, year, role, path)
+
+
+# what is left of a line after a launcher's stamp that the scanner read as SGLang's prefix
+# (RE_STAMPED_LEAD, in the scanner's message)
+_RE_STAMPED_REST = rf"^(?:\[[^\[\]]*\]|[: ])*?{SGLANG_STAMP}"
+
+
+def _stamped_lead(d: dict, raw: RawBlock) -> bool:
+    """Whether a line the scanner read as SGLang's has a second SGLang stamp behind the first
+    (`classify._strip_stamped_lead`); only blocks whose text has `] [` or `][` are looked at."""
+    if not d["sg.n"] or not (_mentions(raw, b"] [") or _mentions(raw, b"][")):
+        return False
+    msg = pl.from_arrow(native.sg_messages(d)).cast(pl.Utf8)
+    return bool(msg.filter(msg.str.starts_with("[")).str.contains(_RE_STAMPED_REST).any())
 
 
 def _concat_batches(batches: list[Batch]) -> Batch:
