@@ -239,9 +239,7 @@ def _strip_stamped_lead(df: pl.DataFrame) -> pl.DataFrame:
     """A launcher's bracketed stamp before SGLang's own (RE_STAMPED_LEAD) into `prefix`: SGLang's
     stamp, the later in the line, dates it (issue 42)."""
     body = pl.col("body")
-    maybe = body.str.starts_with("[") & (
-        body.str.contains("] [", literal=True) | body.str.contains("][", literal=True)
-    )
+    maybe = body.str.starts_with("[") & (body.str.contains("] [", literal=True) | body.str.contains("][", literal=True))
     if not df.select(maybe.any()).item():
         return df
     lead = pl.when(maybe).then(body).str.extract_groups(RE_STAMPED_LEAD)
