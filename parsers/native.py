@@ -74,6 +74,11 @@ def rest_frame(d: dict, raw: RawBlock) -> pl.DataFrame:
     return with_flags(df, raw).with_columns(_brk=pl.Series(np.frombuffer(d["rest.brk"], dtype=np.uint8) > 0))
 
 
+def sg_messages(d: dict):
+    """The messages of the lines `sglang_frame` holds, alone (an Arrow array over the buffers)."""
+    return _str(d, "sg.message", d["sg.n"])
+
+
 def sglang_frame(d: dict) -> pl.DataFrame:
     """Other lines with a plain sglang prefix: line_no, `_brk`, message (end stripped), ts_raw,
     naive `local` time, CRI time `cri`, the rank tags, and for a canonical access message its

@@ -81,6 +81,8 @@ class IngestProgress:
                 con.print(escape_control(r.error), markup=False)
             for n in r.notes:
                 con.print(f"note: {escape_control(r.path)}: {escape_control(n)}", markup=False)
+            for w in r.warnings:
+                con.print(f"warning: {escape_control(r.path)}: {escape_control(w)}", markup=False)
         if line := failed_line(results):
             con.print(escape_control(line), markup=False)
 

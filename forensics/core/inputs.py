@@ -80,6 +80,8 @@ class Context:
     first_ts: object = None  # datetime, UTC
     last_ts: object = None
     notes: list[str] = dataclasses.field(default_factory=list)
+    # what ingest prints as a warning about the input (`warning: <path>: ...`), once each
+    warnings: list[str] = dataclasses.field(default_factory=list)
     on_progress: Callable[[int], None] | None = None  # called with decompressed bytes consumed
     # A grown file is read on from where its committed piece ended: `resume` is what the parser
     # left there (its `carry` then), `carry` what it leaves at the end of this piece (JSON-able).

@@ -371,6 +371,7 @@ def commit(
         report.unparsed,
     )
     res.notes = list(report.notes)
+    res.warnings = list(report.warnings)
     row = FilesRow(
         path=path,
         sha256=sha,

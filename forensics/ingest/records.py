@@ -81,6 +81,7 @@ class ParseReport:
     last_ts: object
     notes: tuple[str, ...]
     carry: dict | None
+    warnings: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, ctx: Context) -> "ParseReport":
@@ -95,6 +96,7 @@ class ParseReport:
             last_ts=ctx.last_ts,
             notes=tuple(ctx.notes),
             carry=dict(ctx.carry) if ctx.carry else None,
+            warnings=tuple(ctx.warnings),
         )
 
 
@@ -125,6 +127,7 @@ class FileResult:
     status: str = "ingested"  # ingested | duplicate | failed | skipped (not a log: see skip_kind)
     error: str | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
     skip_kind: str | None = None
     skip_reason: str | None = None
     key: str | None = None  # its store key (inputs/<key>.json): committed by this ingest or before it

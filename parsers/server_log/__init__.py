@@ -129,11 +129,11 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
         head_text = read_upto(head_stream, HEAD_BYTES).decode("utf-8", "replace")
     resume = ctx.resume or {}  # a grown file's later piece: what the piece before it had learnt
     year = ctx.year or (int(ctx.date[:4]) if ctx.date else None) or resume.get("year") or _guess_year(head_text)
+    # the year from the file date is noted only once a line is known to have needed a year
+    year_note = None
     if year is None and source.mtime:
-        import datetime as _dt
-
         year = _dt.datetime.fromtimestamp(source.mtime, _dt.timezone.utc).year
-        ctx.notes.append(f"no dated line in the head: year {year} taken from the file date")
+        year_note = f"no dated line in the head: year {year} taken from the file date"
     year = year or 1970
     role = ctx.role or resume.get("role") or infer_role(head_text) or _role_from_name(source.path) or "unknown"
     ctx.inferred_role = role
@@ -148,9 +148,15 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
             stream, ctx.scan.block_bytes, ctx.on_progress, CONTINUES, ctx.scan.max_block_lines
         )
         totals = passes.Tally()
-        yield from passes.parse_blocks(blocks, ctx, year, role, source.path, clock, totals)
+        late_after = _late_after(source)
+        yield from passes.parse_blocks(blocks, ctx, year, role, source.path, clock, totals, late_after)
     ctx.first_ts, ctx.last_ts = totals.first_ts, totals.last_ts
+    if year_note and totals.yearless:
+        ctx.notes.append(f"{year_note} ({totals.yearless} line{'s' * (totals.yearless != 1)} without a year)")
     ctx.notes.extend(passes.clock_notes(clock))
+    ctx.notes.extend(passes.stamp_notes(totals, ctx.tz))
+    if totals.late:
+        ctx.warnings.append(_late_warning(totals.late, late_after, source))
     if totals.unstorable:
         n = sum(k for k, _ in totals.unstorable)
         ctx.notes.append(
@@ -169,6 +175,32 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
             "last_ts": clock.last_ts.isoformat() if clock.last_ts else None,
         },
     }
+
+
+# A line dated more than this after its file was last written is dated wrong (a year from the
+# file date, a --tz the wrong way, a clock run ahead): ingest warns
+LATE_AFTER_MTIME = _dt.timedelta(days=1)
+
+
+def _late_after(source: Source) -> _dt.datetime:
+    """The latest time a line of `source` can be dated by: now, or a day after its file date."""
+    now = _dt.datetime.now(_dt.timezone.utc)
+    if not source.mtime:
+        return now
+    return min(now, _dt.datetime.fromtimestamp(source.mtime, _dt.timezone.utc) + LATE_AFTER_MTIME)
+
+
+def _late_warning(late: tuple[int, int], late_after: _dt.datetime, source: Source) -> str:
+    n, first = late
+    if source.mtime and late_after < _dt.datetime.now(_dt.timezone.utc):
+        when = _dt.datetime.fromtimestamp(source.mtime, _dt.timezone.utc)
+        what = f"more than a day after the file was last written ({when:%Y-%m-%d %H:%M} UTC)"
+    else:
+        what = f"later than now ({late_after:%Y-%m-%d %H:%M} UTC)"
+    return (
+        f"{n} line{'s' * (n != 1)} dated {what}, first at line {first}: a year, zone or clock is wrong "
+        "(--year, --date or --tz set them)"
+    )
 
 
 def _resume_clock(clock: passes.Clock, state: dict) -> None:

@@ -33,6 +33,7 @@ from forensics.parsers.server_log.grammar import (
     RE_ROUTER,
     RE_SGLANG,
     RE_SGLANG_CUSTOM,
+    RE_STAMPED_LEAD,
     RE_STATS,
     RE_STATS_ANYWHERE,
     RE_TB,
@@ -225,11 +226,29 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
         ~pl.col("body").str.contains(r"^(?:\[[0-9]|[IWEF][0-9]{4} |\[rank[0-9])")
         & glued.struct.field("2").is_not_null()
     )
-    return df.with_columns(
+    df = df.with_columns(
         prefix=pl.when(is_glued)
         .then(pl.concat_str(pl.col("prefix").fill_null(""), glued.struct.field("1")))
         .otherwise(pl.col("prefix")),
         body=pl.when(is_glued).then(glued.struct.field("2")).otherwise(pl.col("body")),
+    )
+    return _strip_stamped_lead(df)
+
+
+def _strip_stamped_lead(df: pl.DataFrame) -> pl.DataFrame:
+    """A launcher's bracketed stamp before SGLang's own (RE_STAMPED_LEAD) into `prefix`: SGLang's
+    stamp, the later in the line, dates it (issue 42)."""
+    body = pl.col("body")
+    maybe = body.str.starts_with("[") & (body.str.contains("] [", literal=True) | body.str.contains("][", literal=True))
+    if not df.select(maybe.any()).item():
+        return df
+    lead = pl.when(maybe).then(body).str.extract_groups(RE_STAMPED_LEAD)
+    took = lead.struct.field("2").is_not_null()
+    return df.with_columns(
+        prefix=pl.when(took)
+        .then(pl.concat_str(pl.col("prefix"), lead.struct.field("1"), separator=" ", ignore_nulls=True))
+        .otherwise(pl.col("prefix")),
+        body=pl.when(took).then(lead.struct.field("2")).otherwise(body),
     )
 
 

@@ -33,6 +33,15 @@ RE_GLUED = (
     r"^([^\[].*?)(\[(?:(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Za-z_]+[0-9]+)*"
     r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Z_]+[0-9]+)+)\].*)$"
 )
+# a launcher's own bracketed stamp (and its tags) before SGLang's: `[<time>] [launcher] [<sglang
+# prefix>] ...` or `[<time>][file:line][LEVEL]: [<sglang prefix>] ...`; the line is SGLang's, dated by
+# the later stamp (issue 42: the engine's own stamp, the one later in the line)
+SGLANG_STAMP = (
+    r"\[(?:(?:[0-9]{4}-)?[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Za-z_]+[0-9]+)*"
+    r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?: [A-Z_]+[0-9]+)+)\]"
+)
+STAMPED_LEAD = r"\[[0-9][^\[\]]*\](?:\[[^\[\]]*\]|[: ])*?"
+RE_STAMPED_LEAD = rf"^({STAMPED_LEAD})({SGLANG_STAMP}.*)$"
 # Ray's `(Name pid=N) ` / `(Name pid=N, ip=A) ` in front of each line of an actor or launcher
 RE_RAY = r"^(\((?:[A-Za-z_][\w.:-]* )?pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\)) +(.*)$"
 # and what Ray's log deduplication appends to such a line: part of the wrapper, not of the message
@@ -48,6 +57,7 @@ WRAPPERS: list[tuple[str, str]] = [
     ("ray", RE_RAY),
     ("unittest_dots", RE_DOTS),
     ("glued", RE_GLUED),
+    ("stamped_lead", RE_STAMPED_LEAD),
 ]
 
 # --- line families, in the order of "Classification order" -------------------------------------

@@ -32,7 +32,7 @@ from forensics.parsers.server_log.events import (
     _ready_rows,
     _regex_thread,
 )
-from forensics.parsers.server_log.grammar import RE_EXC_LINE, RE_TB
+from forensics.parsers.server_log.grammar import RE_EXC_LINE, RE_TB, SGLANG_STAMP
 
 NAME = "server_log"
 
@@ -47,12 +47,18 @@ NAME = "server_log"
 
 @dataclasses.dataclass
 class Tally:
-    """What a file's passes add up to besides their rows: its time range and its stats lines with
-    a value no column can store (count, first line)."""
+    """What a file's passes add up to besides their rows: its time range, its stats lines with a
+    value no column can store (count, first line), its lines whose two stamps disagree (by which
+    stamp dated them: count, first line, the gap there in seconds), its lines dated by a stamp
+    without a year, and its lines dated after the time they could have been written by (count,
+    first line)."""
 
     first_ts: dt.datetime | None = None
     last_ts: dt.datetime | None = None
     unstorable: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    stamps: dict[str, tuple[int, int, float]] = dataclasses.field(default_factory=dict)
+    yearless: int = 0
+    late: tuple[int, int] | None = None
 
     def add(self, other: "Tally") -> None:
         if other.first_ts is not None and (self.first_ts is None or other.first_ts < self.first_ts):
@@ -60,17 +66,112 @@ class Tally:
         if other.last_ts is not None and (self.last_ts is None or other.last_ts > self.last_ts):
             self.last_ts = other.last_ts
         self.unstorable.extend(other.unstorable)
+        for k, (n, first, gap) in other.stamps.items():
+            m, f, g = self.stamps.get(k, (0, first, gap))
+            self.stamps[k] = (m + n, *((f, g) if f < first else (first, gap)))
+        self.yearless += other.yearless
+        if other.late:
+            n, first = self.late or (0, other.late[1])
+            self.late = (n + other.late[0], min(first, other.late[1]))
 
 
-def tally(out: Batch) -> Tally:
-    """A finished pass's `Tally`."""
+# A line's two stamps (a shipper's or launcher's, SGLang's own) that differ by more than this are
+# noted once per input (issue 42)
+STAMPS_APART_S = 60
+# the stamp at the start of a prefix: ISO 8601 or `YYYY-MM-DD HH:MM:SS`, bracketed or not, with or
+# without a zone (docker-json's prefix names itself first)
+_RE_PREFIX_STAMP = (
+    r"^(?:docker-json )?\[?([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{1,9}))?"
+    r"(Z|[+-][0-9]{2}:?[0-9]{2})?"
+)
+# ts_raw of a stamp that has no year: `MM-DD HH:MM:SS` (sglang), `EMMDD HH:MM:SS.us` (glog, c10d)
+_RE_YEARLESS_RAW = r"^(?:[0-9]{2}-[0-9]{2} |[IWEF][0-9]{3,4} )"
+
+
+def tally(out: Batch, tz: str = "UTC", late_after: dt.datetime | None = None) -> Tally:
+    """A finished pass's `Tally`; `late_after`: the latest time a line of the file can be dated."""
     t = Tally()
     if (bad := stats.unstorable_lines(out["batches"])).len():
         t.unstorable.append((bad.len(), bad.min()))
-    for name in ("batches", "events"):
-        if out[name].height:
-            t.add(Tally(out[name]["ts"].min(), out[name]["ts"].max()))
+    tabs = [n for n in ("batches", "events") if n in out and out[n].height]
+    for name in tabs:
+        t.add(Tally(out[name]["ts"].min(), out[name]["ts"].max()))
+    if not tabs:
+        return t
+    rows = pl.concat([out[n].select("line_no", "ts", "ts_raw", "prefix") for n in tabs]).filter(
+        pl.col("ts").is_not_null()
+    )
+    t.yearless = int(rows.select(pl.col("ts_raw").str.contains(_RE_YEARLESS_RAW).fill_null(False).sum()).item())
+    if late_after is not None:
+        late = rows.filter(pl.col("ts") > late_after)["line_no"]
+        if late.len():
+            t.late = (late.len(), int(late.min()))
+    if rows["prefix"].null_count() < rows.height:
+        t.stamps = _stamps_apart(rows.filter(pl.col("prefix").is_not_null()), tz)
     return t
+
+
+def _stamps_apart(rows: pl.DataFrame, tz: str) -> dict[str, tuple[int, int, float]]:
+    """Lines whose prefix's stamp and SGLang's own are over STAMPS_APART_S apart, by the one that
+    dated them: "zone" (the prefix's, which has a zone) or "engine" (SGLang's, the later one).
+
+    A line whose ts is not its SGLang stamp (`ts_raw`, read in --tz) was dated by a shipper's
+    stamp with a zone; only the other lines' prefixes are read, and of them only the ones no
+    shipper wrote (CRI, docker): a shipper's stamp with a zone dated its line.
+    """
+    inner = _local_to_utc(pl.col("ts_raw").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us"), tz)
+    rows = rows.with_columns(_gap=(pl.col("ts") - inner).dt.total_microseconds() / 1e6)
+    zoned = rows.filter(pl.col("_gap").abs() > STAMPS_APART_S)
+    prefix = pl.col("prefix")
+    lead = rows.filter(
+        ((pl.col("_gap").abs() <= STAMPS_APART_S) | pl.col("_gap").is_null())
+        & prefix.str.contains(r"^\[?[0-9]{4}-")
+        & ~prefix.str.ends_with(" F")
+        & ~prefix.str.ends_with(" P")
+    )
+    if lead.height:
+        m = prefix.str.extract_groups(_RE_PREFIX_STAMP)
+        local = pl.concat_str(
+            m.struct.field("1"), pl.lit(" "), m.struct.field("2"), pl.lit("."), m.struct.field("3").fill_null("0")
+        ).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+        lead = (
+            lead.with_columns(_zone=m.struct.field("4"), _gap=(pl.col("ts") - _local_to_utc(local, tz)))
+            .filter(pl.col("_zone").is_null())
+            .with_columns(_gap=pl.col("_gap").dt.total_microseconds() / 1e6)
+            .filter(pl.col("_gap").abs() > STAMPS_APART_S)
+        )
+    out = {}
+    for key, part in (("zone", zoned), ("engine", lead)):
+        if part.height:
+            first = part.sort("line_no").row(0, named=True)
+            out[key] = (part.height, first["line_no"], first["_gap"])
+    return out
+
+
+def stamp_notes(totals: Tally, tz: str) -> list[str]:
+    """What the two stamps of a line were and which dated it, once per input (issue 42)."""
+    notes = []
+    for key, (n, first, gap) in sorted(totals.stamps.items()):
+        lines_ = f"{n} line{'s' * (n != 1)}"
+        if key == "zone":
+            # SGLang's clock runs -gap from the zoned stamp; Etc/GMT zones invert their sign
+            hours = -gap / 3600
+            fix = f"--tz Etc/GMT{-round(hours):+d}" if tz == "UTC" and abs(hours - round(hours)) < 0.01 else "--tz"
+            notes.append(
+                f"{lines_} carry a shipper's stamp with a zone and SGLang's own, which runs {hours:+.2f} h from "
+                f"it read in --tz {tz} (first at line {first}): the stamp with the zone dates them; "
+                f"`prefix` keeps it and `ts_raw` SGLang's ({fix} reads SGLang's clock in its zone)"
+            )
+        else:
+            notes.append(
+                f"{lines_} carry a launcher's stamp before SGLang's own, {_apart(gap)} apart (first at "
+                f"line {first}): SGLang's stamp dates them, the launcher's is kept in `prefix`"
+            )
+    return notes
+
+
+def _apart(gap_s: float) -> str:
+    return f"{abs(gap_s) / 3600:.2f} h" if abs(gap_s) >= 3600 else f"{abs(gap_s):.0f} s"
 
 
 @dataclasses.dataclass
@@ -88,9 +189,17 @@ class PassInfo:
 
 
 def parse_blocks(
-    blocks, ctx: Context, year: int, role: str, path: str, clock: "Clock", totals: Tally
+    blocks,
+    ctx: Context,
+    year: int,
+    role: str,
+    path: str,
+    clock: "Clock",
+    totals: Tally,
+    late_after: dt.datetime | None = None,
 ) -> Iterator["Batch | Written"]:
-    """`_parse_raws` over the blocks, then `clock_pass`, in order; each pass's `Tally` into `totals`.
+    """`_parse_raws` over the blocks, then `clock_pass`, in order; each pass's `Tally` into `totals`
+    (`late_after`: the latest time a line of the file can be dated by, for `Tally.late`).
 
     With ingest's worker processes (`ctx.pool`) the passes run there side by side, each written
     where it ran: this process only reads the blocks and adds up what each pass sends back. A pass
@@ -110,7 +219,7 @@ def parse_blocks(
     if pool is None:
         for raws in _passes(blocks, group, ctx.scan.pass_lines):
             out = clock_pass(_parse_raws(raws, ctx, year, role, path), clock)
-            totals.add(tally(out))
+            totals.add(tally(out, clock.tz, late_after))
             yield out
         return
 
@@ -122,7 +231,7 @@ def parse_blocks(
             ctx.notes.extend(info.notes)
         if info.clock is None:
             out = clock_pass(got, clock)
-            totals.add(tally(out))
+            totals.add(tally(out, clock.tz, late_after))
             return pool.write(part, out)
         _follow(clock, info.clock)
         totals.add(info.tally)
@@ -155,7 +264,9 @@ def parse_blocks(
                 pool=None,
                 on_progress=None,
             )
-            queue.append((part, pool.submit(part, pooled_pass, raws, bctx, year, role, path, clock.base, clock.tz)))
+            queue.append(
+                (part, pool.submit(part, pooled_pass, raws, bctx, year, role, path, clock.base, clock.tz, late_after))
+            )
             del raws
             if alone or len(queue) >= window:
                 yield merge_first()
@@ -169,7 +280,16 @@ def parse_blocks(
                 fut.exception()
 
 
-def pooled_pass(raws: list[RawBlock], ctx: Context, year: int, role: str, path: str, base: dt.date, tz: str):
+def pooled_pass(
+    raws: list[RawBlock],
+    ctx: Context,
+    year: int,
+    role: str,
+    path: str,
+    base: dt.date,
+    tz: str,
+    late_after: dt.datetime | None = None,
+):
     """One pass in a worker (`parse_blocks`): (batch, PassInfo, whether the worker writes it).
 
     The pass is finished with a clock of its own. When none of its lines asked that clock for a
@@ -188,7 +308,7 @@ def pooled_pass(raws: list[RawBlock], ctx: Context, year: int, role: str, path: 
         ctx.outer_offset_s,
         ctx.notes,
         None if asked else own,
-        None if asked else tally(done),
+        None if asked else tally(done, tz, late_after),
     )
     return (out, info, False) if asked else (done, info, True)
 
@@ -238,19 +358,35 @@ def _parse_raws(raws: list[RawBlock], ctx: Context, year: int, role: str, path: 
         return _concat_batches([_parse_block(lines.frame(r), ctx, year, role, path) for r in raws])
     cfg = scanner.config()
     ds = [native.scan(cfg, r, year) for r in raws]
-    if any(d["partial"] for d in ds):
-        # a k8s partial record may swallow the line after it: the polars path decides its block
+    # a k8s partial record may swallow the line after it, and a launcher's stamp before SGLang's
+    # reads as SGLang's prefix to the scanner: the polars path decides such a block
+    whole = [bool(d["partial"]) or _stamped_lead(d, r) for r, d in zip(raws, ds)]
+    if any(whole):
         return _concat_batches(
             [
                 _parse_block(lines.frame(r), ctx, year, role, path)
-                if d["partial"]
+                if w
                 else _parse_scanned([r], [d], ctx, year, role, path)
-                for r, d in zip(raws, ds)
+                for r, d, w in zip(raws, ds, whole)
             ]
         )
     for r in raws:
         r.body = b""  # read: the text goes while the frames are built
     return _parse_scanned(raws, ds, ctx, year, role, path)
+
+
+# what is left of a line after a launcher's stamp that the scanner read as SGLang's prefix
+# (RE_STAMPED_LEAD, in the scanner's message)
+_RE_STAMPED_REST = rf"^(?:\[[^\[\]]*\]|[: ])*?{SGLANG_STAMP}"
+
+
+def _stamped_lead(d: dict, raw: RawBlock) -> bool:
+    """Whether a line the scanner read as SGLang's has a second SGLang stamp behind the first
+    (`classify._strip_stamped_lead`); only blocks whose text has `] [` or `][` are looked at."""
+    if not d["sg.n"] or not (_mentions(raw, b"] [") or _mentions(raw, b"][")):
+        return False
+    msg = pl.from_arrow(native.sg_messages(d)).cast(pl.Utf8)
+    return bool(msg.filter(msg.str.starts_with("[")).str.contains(_RE_STAMPED_REST).any())
 
 
 def _concat_batches(batches: list[Batch]) -> Batch:

@@ -532,6 +532,20 @@ samples = [
             "events": [{"kind": "exception", "prefix": ".", "exc_type": "AssertionError"}],
         },
     ),
+    Sample(
+        "wrapper_stamped_lead",
+        "[2025-07-15 09:11:36] [launcher] [2025-07-15 17:11:36 TP0] Decode batch, #running-req: 1, #token: 5, "
+        "token usage: 0.00, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0\n",
+        {
+            "batches": [
+                {
+                    "prefix": "[2025-07-15 09:11:36] [launcher] ",
+                    "running_req": 1,
+                    "ts": datetime.datetime(2025, 7, 15, 17, 11, 36, tzinfo=datetime.timezone.utc),
+                }
+            ]
+        },
+    ),
     # one sample per grammar rule the ones above leave without (tests/test_grammar.py)
     Sample(
         "wrapper_docker_json",

@@ -1,0 +1,102 @@
+"""Years from evidence, not from the mtime (issue 42): the note that a year came from the file
+date only where a line needed one, and a warning for lines dated after their file was written.
+
+Lines written by hand from docs/formats/SGLANG.md §2 (the `MM-DD` variant), OTHER_ENGINES.md §7.1
+and NIXL.md §2 (glog / abseil `E0917 16:23:13.419399 ...`, no year)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from click.testing import CliRunner
+
+from forensics.cli import main
+from forensics.parsers import server_log
+from forensics.parsers.base import Context, Source
+
+UTC = dt.timezone.utc
+GLOG = "E0917 16:23:13.419399 12345 transfer_engine.cpp:42] Failed to complete transfers after 3 retries\n"
+CRASH = (
+    "Fatal Python error: Segmentation fault\n\n"
+    "Thread 0x00007f3c5d7fe640 (most recent call first):\n"
+    '  File "/usr/lib/python3.10/threading.py", line 324 in wait\n'
+)
+DATED = "[2026-09-17 16:23:14 TP0] Scheduler hit an exception: boom\n"
+
+
+def _write(path, text: str, mtime: dt.datetime | None = None):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    if mtime is not None:
+        os.utime(path, (mtime.timestamp(), mtime.timestamp()))
+    return path
+
+
+def _parse(path, **kw) -> Context:
+    ctx = Context(host="h", **kw)
+    st = os.stat(path)
+    for _ in server_log.parse(Source(path=path.name, fs_path=str(path), size=st.st_size, mtime=st.st_mtime), ctx):
+        pass
+    return ctx
+
+
+def _year_notes(ctx) -> list[str]:
+    return [n for n in ctx.notes if "taken from the file date" in n]
+
+
+def test_an_input_without_any_timestamp_says_nothing_of_a_year(tmp_path):
+    ctx = _parse(_write(tmp_path / "crash.log", CRASH, dt.datetime(2025, 3, 1, tzinfo=UTC)))
+    assert _year_notes(ctx) == [] and ctx.warnings == []
+
+
+def test_a_yearless_glog_file_says_where_its_year_came_from(tmp_path):
+    ctx = _parse(_write(tmp_path / "mooncake.log", GLOG * 3, dt.datetime(2026, 9, 18, 2, tzinfo=UTC)))
+    (note,) = _year_notes(ctx)
+    assert "year 2026 taken from the file date" in note and "(3 lines without a year)" in note
+
+
+def test_a_dated_line_gives_the_year_and_no_note(tmp_path):
+    ctx = _parse(_write(tmp_path / "sglang.log", DATED + GLOG, dt.datetime(2026, 9, 18, tzinfo=UTC)))
+    assert _year_notes(ctx) == []
+
+
+def test_year_given_on_the_command_line_needs_no_note(tmp_path):
+    ctx = _parse(_write(tmp_path / "mooncake.log", GLOG, dt.datetime(2026, 9, 18, tzinfo=UTC)), year=2026)
+    assert _year_notes(ctx) == []
+
+
+def test_lines_dated_after_their_file_was_written_are_a_warning(tmp_path):
+    """A copy dated by an mtime in March: its September glog lines are half a year after it."""
+    text = DATED.replace("2026-09-17", "2025-02-27") + GLOG + GLOG.replace("E0917", "W0918")
+    ctx = _parse(_write(tmp_path / "mooncake.log", text, dt.datetime(2025, 3, 1, tzinfo=UTC)))
+    (w,) = ctx.warnings
+    assert w.startswith("2 lines dated more than a day after the file was last written (2025-03-01 00:00 UTC)")
+    assert "first at line 2" in w
+
+
+def test_lines_within_a_day_of_the_file_date_are_not(tmp_path):
+    ctx = _parse(_write(tmp_path / "sglang.log", DATED, dt.datetime(2026, 9, 16, 20, tzinfo=UTC)))
+    assert ctx.warnings == []
+
+
+def test_a_line_later_than_now_is_a_warning(tmp_path):
+    future = dt.datetime.now(UTC) + dt.timedelta(days=400)
+    text = DATED + f"[{future:%Y-%m-%d %H:%M:%S} TP0] Scheduler hit an exception: later\n"
+    path = _write(tmp_path / "sglang.log", text)
+    st = os.stat(path)
+    ctx = Context(host="h")
+    for _ in server_log.parse(Source(path=path.name, fs_path=str(path), size=st.st_size), ctx):  # no file date
+        pass
+    (w,) = ctx.warnings
+    assert w.startswith("1 line dated later than now") and "first at line 2" in w
+
+
+def test_ingest_prints_the_warning_once_with_the_input(tmp_path):
+    _write(tmp_path / "decode-0" / "mooncake.log", GLOG * 5, dt.datetime(2025, 3, 1, tzinfo=UTC))
+    _write(tmp_path / "decode-0" / "crash.log", CRASH, dt.datetime(2025, 3, 1, tzinfo=UTC))
+    res = CliRunner().invoke(main, ["ingest", str(tmp_path / "decode-0"), "--store", str(tmp_path / "s")])
+    assert res.exit_code == 0, res.output
+    out = res.output.replace("\n", "")  # the console wraps long lines
+    assert out.count("warning: ") >= 1 and out.count("5 lines dated more than a day after") == 1, res.output
+    assert out.count("taken from the file date") == 1 and "crash.log: no dated line" not in out, res.output
