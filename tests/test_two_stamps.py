@@ -1,9 +1,9 @@
-"""Two stamps on one line (issue 42): a launcher's or shipper's stamp before SGLang's own. The line
+"""Two stamps on one line: a launcher's or shipper's stamp before SGLang's own. The line
 takes the engine's stamp: the one with an explicit zone, else the later one in the line (SGLang's
 bracketed prefix); when the two differ by more than a minute, the input's notes say so, once.
 
-Lines written by hand from docs/formats/SGLANG.md §2-§3 and OTHER_ENGINES.md §1 (journald, docker
-`-t`, kubectl `--timestamps`, k8s CRI files)."""
+Lines written by hand from docs/formats/SGLANG.md, "Line prefix" and "Shipper and launcher
+wrappers" (journald, docker `-t`, kubectl `--timestamps`, k8s CRI files)."""
 
 from __future__ import annotations
 

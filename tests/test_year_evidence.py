@@ -1,8 +1,9 @@
-"""Years from evidence, not from the mtime (issue 42): the note that a year came from the file
+"""Years from evidence, not from the mtime: the note that a year came from the file
 date only where a line needed one, and a warning for lines dated after their file was written.
 
-Lines written by hand from docs/formats/SGLANG.md §2 (the `MM-DD` variant), OTHER_ENGINES.md §7.1
-and NIXL.md §2 (glog / abseil `E0917 16:23:13.419399 ...`, no year)."""
+Lines written by hand from docs/formats/SGLANG.md, "Line prefix" and "Time zones and dates" (the
+`MM-DD` variant), and NIXL.md, "Abseil log lines" (glog / abseil `E0917 16:23:13.419399 ...`, no
+year)."""
 
 from __future__ import annotations
 

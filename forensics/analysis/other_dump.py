@@ -1,7 +1,7 @@
 """Whether an ingest put one dump's inputs into a store that holds another's: a note, nothing refused.
 
 The inputs the store held before the ingest are another dump's when no host of theirs is among the
-ingest's and every one of them lies more than a day from the ingest's inputs (issue 46). Hosts and
+ingest's and every one of them lies more than a day from the ingest's inputs. Hosts and
 days come from the inputs' manifests (the host= and date= folders of their parts), so the common
 cases (a second host of the same incident, the same dump again) read no Parquet; only inputs days
 apart by their folders have their `files` rows read, for their first and last timestamps and paths.
