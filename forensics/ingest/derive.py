@@ -24,6 +24,7 @@ a stop of the stats lines, before the first or after the last, and the threads t
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import polars as pl
@@ -107,8 +108,9 @@ def _read(files: list[str], columns: list[str] | tuple[str, ...]) -> str:
     )
 
 
-def _points(batches: list[str], events: list[str]) -> str:
-    """Each stream's seconds: first and last line, busy, and the load of the last stats line."""
+def _seq_sql(batches: list[str], events: list[str]) -> str:
+    """Table `seq`: each stream's seconds in order, their first and last line, busy, and the load
+    of the last stats line."""
     lines = [f"SELECT host, ts FROM ({_read(files, ['ts'])})" for files in (batches, events) if files]
     points = []
     if batches:
@@ -134,20 +136,20 @@ def _points(batches: list[str], events: list[str]) -> str:
             GROUP BY host, time_bucket(INTERVAL 1 SECOND, ts)
         )""")
     return (
-        "".join(points)
-        + """,
-    seq AS (
+        "CREATE OR REPLACE TEMP TABLE seq AS WITH "
+        + "".join(points)
+        + """
         SELECT *, row_number() OVER w AS i, count(*) OVER (PARTITION BY host, stream, dk, tk) AS k,
                lead(t_first) OVER w AS t_next, min(t_first) OVER (PARTITION BY host, stream, dk, tk) AS t_unit
-        FROM points WINDOW w AS (PARTITION BY host, stream, dk, tk ORDER BY t_first)
-    )"""
+        FROM points WINDOW w AS (PARTITION BY host, stream, dk, tk ORDER BY t_first)"""
     )
 
 
-def _streams_sql(batches: list[str], events: list[str], unit: str) -> str:
+def _streams_sql(unit: str) -> str:
+    """The stream rows, from table `seq`."""
     u = _q(unit)
     return f"""
-    WITH {_points(batches, events)},
+    WITH
     -- the stops of each rank, its last second's to the end of the input
     rank_stops AS (
         SELECT host, dk, tk, t_last AS t_prev, t_next FROM seq
@@ -175,6 +177,7 @@ def _streams_sql(batches: list[str], events: list[str], unit: str) -> str:
 
 
 def _signals_sql(batches: list[str], events: list[str], unit: str) -> str:
+    """The signal rows, from the events parts and table `seq`."""
     u = _q(unit)
     after = f"INTERVAL {_SIGNAL_AFTER_S} SECOND"
     windows = "SELECT host, NULL::TIMESTAMPTZ AS t_from, NULL::TIMESTAMPTZ AS t_to FROM ev GROUP BY host"
@@ -190,8 +193,7 @@ def _signals_sql(batches: list[str], events: list[str], unit: str) -> str:
         UNION ALL
         SELECT host, NULL, NULL FROM ev WHERE host NOT IN (SELECT host FROM seq WHERE stream = 'stats') GROUP BY host"""
     return f"""
-    WITH {_points(batches, events)},
-    ev AS (SELECT * FROM ({_read(events, _EVENT_COLUMNS)}) WHERE ts IS NOT NULL AND host IS NOT NULL),
+    WITH ev AS (SELECT * FROM ({_read(events, _EVENT_COLUMNS)}) WHERE ts IS NOT NULL AND host IS NOT NULL),
     windows AS ({windows}),
     sig AS (
         SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts, {_SIG} AS sig, bootstrap_room
@@ -205,6 +207,21 @@ def _signals_sql(batches: list[str], events: list[str], unit: str) -> str:
     """
 
 
+# one connection per thread, kept: opening one costs more than summarising a small input
+_local = threading.local()
+
+
+def _connection():
+    import duckdb
+
+    con = getattr(_local, "con", None)
+    if con is None:
+        con = _local.con = duckdb.connect(":memory:")
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET threads = 1")
+    return con
+
+
 def _empty(table: str) -> pl.DataFrame:
     return pl.DataFrame(schema={c.name: c.dtype for c in schema.TABLES[table].stored})
 
@@ -214,8 +231,6 @@ def summarise(folder: Path, unit: str) -> dict[str, pl.DataFrame]:
 
     Every host of the input has rows in both, a `none` row where it has nothing to say: the catalog
     reads a missing summary as an input ingested before summaries were kept."""
-    import duckdb
-
     parts: dict[str, list[str]] = {"batches": [], "events": []}
     for rel in commits.staged_parts(folder):
         table = hive.table_of(rel)
@@ -224,16 +239,18 @@ def summarise(folder: Path, unit: str) -> dict[str, pl.DataFrame]:
     if not parts["batches"] and not parts["events"]:
         return {t: _empty(t) for t in TABLES}
     out = {}
-    con = duckdb.connect(":memory:")
+    con = _connection()
     try:
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute("SET threads = 1")
-        out[STREAMS] = con.sql(_streams_sql(parts["batches"], parts["events"], unit)).pl()
+        con.execute(_seq_sql(parts["batches"], parts["events"]))
+        out[STREAMS] = con.sql(_streams_sql(unit)).pl()
         out[SIGNALS] = (
             con.sql(_signals_sql(parts["batches"], parts["events"], unit)).pl() if parts["events"] else _empty(SIGNALS)
         )
-    finally:
+        con.execute("DROP TABLE seq")
+    except BaseException:
+        _local.__dict__.pop("con", None)
         con.close()
+        raise
     hosts = {hive.values_of(f).get("host") for f in parts["batches"] + parts["events"]} - {None}
     for table, column in ((STREAMS, "what"), (SIGNALS, "sig")):
         missing = hosts - set(out[table]["host"])
