@@ -160,6 +160,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.real_data)
         if item.nodeid in slow:
             item.add_marker(pytest.mark.slow)
+    _longest_modules_first(items)
     if not (v := _seed_env()):
         return
     from hypothesis import is_hypothesis_test
@@ -169,6 +170,30 @@ def pytest_collection_modifyitems(config, items):
         fn = getattr(item, "function", None)
         if fn is not None and is_hypothesis_test(fn):
             hypothesis_seed(int(v))(fn)
+
+
+def _longest_modules_first(items) -> None:
+    """The modules in the order of their measured seconds (tests/weights.txt), longest first: xdist
+    hands modules out in this order (loadscope), and a long module handed out last keeps one worker
+    busy after the others are done."""
+    listing = pathlib.Path(__file__).with_name("weights.txt")  # read as slow.txt is, from beside this file
+    weights = {}
+    if listing.exists():
+        for line in listing.read_text(encoding="utf-8").splitlines():
+            if line.strip() and not line.startswith("#"):
+                seconds, module = line.split(None, 1)
+                weights[module.strip()] = float(seconds)
+    items[:] = modules_by_weight(items, weights)
+
+
+def modules_by_weight(items, weights: dict[str, float]) -> list:
+    """`items` with the modules longest first, each module's tests in their own order; a module
+    not in `weights` (new since they were measured) goes first."""
+    rank = {}
+    for i, item in enumerate(items):
+        module = item.nodeid.split("::")[0]
+        rank.setdefault(module, (-weights.get(module, float("inf")), i))
+    return sorted(items, key=lambda item: rank[item.nodeid.split("::")[0]])
 
 
 @pytest.hookimpl(wrapper=True)

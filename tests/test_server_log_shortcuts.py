@@ -52,3 +52,28 @@ def test_shortcuts_match_the_plain_regexes(rows):
     for rules, default in ((grammar.KIND_RULES, "log"), (grammar.REASON_RULES, None)):
         want = d.select(classify._kind_expr(rules, "message", default)).to_series().to_list()
         assert classify._first_kind(m, rules, default).to_list() == want
+
+
+def test_no_event_lines_give_the_columns_of_the_full_path(monkeypatch):
+    """`_event_fields` of no rows is computed once per schema and zone and then copied: the tables
+    of a log without event lines are the same with the copy and with the whole computation."""
+    from forensics.parsers import server_log
+    from forensics.parsers.server_log import events, passes
+    from tests.helpers import parse_text
+
+    text = (
+        "[2026-11-20 14:00:01 DP0 TP0] Decode batch. #running-req: 3, #token: 4096, token usage: 0.10, "
+        "gen throughput (token/s): 512.00, #queue-req: 0, \n"
+    )
+    for tz in ("UTC", "Asia/Shanghai"):
+        cached = [parse_text(server_log, text, tz=tz)[0] for _ in range(2)]
+        monkeypatch.setattr(events, "_NO_EVENTS", {})
+        monkeypatch.setattr(events, "_event_fields", events._event_fields_of)
+        monkeypatch.setattr(passes, "_event_fields", events._event_fields_of)
+        whole, _ = parse_text(server_log, text, tz=tz)
+        monkeypatch.undo()
+        for got in cached:
+            assert got.keys() == whole.keys() and "batches" in got
+            for t in whole:
+                assert got[t].equals(whole[t]), t
+    assert events._NO_EVENTS, "the empty frame was not kept"

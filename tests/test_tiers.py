@@ -137,3 +137,34 @@ def test_the_demo_installs_no_test_extras_and_has_a_store_of_its_own(tmp_path):
     assert "forensics-store" not in out
     _, out = _make_n(tmp_path, "test", False)
     assert "VENV/bin/python -m pip install -q -e '.[test]'" in out
+
+
+def test_the_longest_modules_go_first_each_in_its_own_order():
+    from types import SimpleNamespace
+
+    from tests.conftest import modules_by_weight
+    from tests.slowlist import weights_of
+
+    ids = ["tests/a.py::t1", "tests/b.py::t1", "tests/a.py::t2", "tests/c.py::t1", "tests/b.py::t2", "tests/new.py::t"]
+    items = [SimpleNamespace(nodeid=i) for i in ids]
+    weights = weights_of(
+        [(1.0, "call", "tests/a.py::t1"), (2.5, "setup", "tests/a.py::t2"), (9.0, "call", "tests/b.py::t1")]
+    )
+    weights["tests/c.py"] = 0.1
+    assert weights["tests/a.py"] == 3.5
+    assert [i.nodeid for i in modules_by_weight(items, weights)] == [
+        "tests/new.py::t",  # not measured yet: it may be long
+        "tests/b.py::t1",
+        "tests/b.py::t2",
+        "tests/a.py::t1",
+        "tests/a.py::t2",
+        "tests/c.py::t1",
+    ]
+
+
+def test_the_weights_name_modules_of_the_suite():
+    from tests.slowlist import WEIGHTS
+
+    listed = [line.split(None, 1)[1] for line in WEIGHTS.read_text().splitlines() if not line.startswith("#")]
+    gone = [m for m in listed if not (ROOT / m).exists()]
+    assert not gone, f"tests/weights.txt names modules that are gone: {gone} (python -m tests.slowlist --weights)"

@@ -223,6 +223,11 @@ def connect(
     with contextlib.suppress(duckdb.Error):  # a setting of DuckDB 1.3 and later
         # a few probes ASOF-joined to every stats line are a sort-merge, not a loop over each line
         con.execute("SET asof_loop_join_threshold = 0")
+    with contextlib.suppress(duckdb.Error):  # an optimizer of DuckDB 2
+        # on the long plans of the derived views (wedge_intervals: seventy CTEs) this optimizer is
+        # the largest part of planning, on a small store most of a query's time, and it saved
+        # nothing when they ran
+        con.execute("SET disabled_optimizers = 'projection_pullup'")
     if store.exists():
         con.execute(f"SET temp_directory = {_quote(str(store.root / '.tmp' / 'duckdb'))}")
     offsets = store.clocks() if offsets is None else offsets

@@ -95,8 +95,22 @@ def _events(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     return _event_rooms(_event_fields(ev, ctx))
 
 
+# `_event_fields` of no rows, per input schema and zone: its polars calls cost as much on no rows as
+# on many, and a small input (one member of an archive of thousands) often has no such line
+_NO_EVENTS: dict[tuple[str, str], pl.DataFrame] = {}
+
+
 def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     """Kind, severity, source and the fields each event line carries on its own."""
+    if ev.height:
+        return _event_fields_of(ev, ctx)
+    key = (str(ev.schema), ctx.tz)
+    if key not in _NO_EVENTS:
+        _NO_EVENTS[key] = _event_fields_of(ev, ctx)
+    return _NO_EVENTS[key].clone()
+
+
+def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     msg = pl.col("message")
     fam = pl.col("family")
     is_access = msg.str.contains(r'^INFO:\s+\S+ - "') | msg.str.contains(r'^\S+ (?:- \S+ )?\[[^\]]+\] "\S+ \S+ HTTP')
