@@ -125,13 +125,45 @@ def _clusters(occ: pl.DataFrame, bucket_s: float, n_buckets: int) -> list[pl.Dat
     ]
 
 
+def _failure_times(con, since, until, host) -> list[dt.datetime]:
+    """The first failure of every failed request in the window (of `host`'s requests), earliest first."""
+    params = {"since": since, "before": until, "host": host, "cap": MAX_BUCKETS}
+    cur = con.execute(queries.internal("_failed_requests_window").sql, params)
+    at = [c[0] for c in cur.description].index("t_first")
+    return [row[at] for row in cur.fetchall()]
+
+
+def _kept(parts: list[pl.DataFrame], bucket_s: float, auto: bool, failures: list[dt.datetime]) -> tuple[int, int, bool]:
+    """The clusters a cut window keeps, first and last, and whether failed requests chose them: from
+    the one holding the first failed request to the one holding the last, or the first one's alone
+    where that span holds more than MAX_AUTO_BUCKETS buckets (of `bucket_s`, or of the `auto` bucket
+    for it); without failed requests, the one holding most rows, the later on a tie."""
+    step = dt.timedelta(seconds=bucket_s)
+    held = [
+        i
+        for i, p in enumerate(parts)
+        if any(p["bucket_start"].min() <= t < p["bucket_start"].max() + step for t in failures)
+    ]
+    if held:
+        first, last = held[0], held[-1]
+        span_s = (parts[last]["t_last"].max() - parts[first]["t_first"].min()).total_seconds()
+        if span_s / (auto_bucket(span_s) if auto else bucket_s) > MAX_AUTO_BUCKETS:
+            last = first  # more rows than a terminal shows: the first failure's stretch
+        return first, last, True
+    keep = max(reversed(range(len(parts))), key=lambda i: parts[i]["n"].sum())
+    return keep, keep, False
+
+
 def _to_the_data(
     con, since, until, bucket: str, bucket_s: float, host
 ) -> tuple[str | None, str | None, list[str], float]:
-    """A default window that would be mostly empty buckets, cut to the cluster of rows holding most of
-    them (the later on a tie), with a note naming what lies outside; `auto` buckets are chosen again
-    for the cut window, which may be cut again (five times at most)."""
+    """A default window that would be mostly empty buckets, cut to where the failed requests are (the
+    clusters of rows from the first one's to the last one's), else to the cluster holding most rows
+    (the later on a tie), with a note naming what lies outside; `auto` buckets are chosen again for
+    the cut window, which may be cut again (five times at most)."""
     outside: list[pl.DataFrame] = []
+    failures = _failure_times(con, since, until, host)
+    by_failures = False
     for _ in range(5):
         occ = _occupied(con, bucket_s, since, until, host)
         if occ.height == 0:
@@ -141,11 +173,13 @@ def _to_the_data(
         if n_buckets < MIN_CUT_BUCKETS or occ["bucket_start"].n_unique() > (1 - MOSTLY_EMPTY) * n_buckets:
             break
         parts = _clusters(occ, bucket_s, n_buckets)
-        if len(parts) < 2:
+        first, last, by = _kept(parts, bucket_s, bucket == "auto", failures)
+        if len(parts) < 2 or (first, last) == (0, len(parts) - 1):
             break
-        keep = max(reversed(range(len(parts))), key=lambda i: parts[i]["n"].sum())
-        outside += [p for i, p in enumerate(parts) if i != keep]
-        since, until = parts[keep]["t_first"].min().isoformat(), parts[keep]["t_last"].max().isoformat()
+        by_failures = by_failures or by
+        outside += parts[:first] + parts[last + 1 :]
+        since = parts[first]["t_first"].min().isoformat()
+        until = max(p["t_last"].max() for p in parts[first : last + 1]).isoformat()
         if bucket == "auto":
             bucket_s = auto_bucket(_span_s(since, until, con))
     if not outside:
@@ -157,9 +191,17 @@ def _to_the_data(
         for p in rest[:5]
     ]
     more = f" and {len(rest) - 5} more stretches" if len(rest) > 5 else ""
+    lo, hi = dt.datetime.fromisoformat(since), dt.datetime.fromisoformat(until)
+    n = sum(lo <= t <= hi for t in failures)
+    where = (
+        "where most of the rows are"
+        if not by_failures
+        else f"where the {n:,} failed request{'s are' if n != 1 else ' is'}"
+        if n == len(failures)
+        else f"where the first failed request is ({n:,} of {len(failures):,} in it)"
+    )
     note = (
-        f"window {_stretch(dt.datetime.fromisoformat(since), dt.datetime.fromisoformat(until))}, "
-        f"where most of the rows are; outside it: {'; '.join(named)}{more}; pass --since / --until to see them"
+        f"window {_stretch(lo, hi)}, {where}; outside it: {'; '.join(named)}{more}; pass --since / --until to see them"
     )
     return since, until, [note], bucket_s
 
