@@ -101,3 +101,25 @@ def test_ingest_prints_the_warning_once_with_the_input(tmp_path):
     out = res.output.replace("\n", "")  # the console wraps long lines
     assert out.count("warning: ") >= 1 and out.count("5 lines dated more than a day after") == 1, res.output
     assert out.count("taken from the file date") == 1 and "crash.log: no dated line" not in out, res.output
+
+
+def test_a_yearless_file_takes_the_year_of_its_hosts_dated_log_not_of_its_copy(tmp_path):
+    """A Mooncake glog file beside its SGLang log, both copied (mtime: the day of the copy, a year
+    later): the glog lines take the SGLang log's year. Another host's glog file has no dated
+    input beside it: the file date still gives its year, said as before."""
+    copied = dt.datetime(2026, 12, 1, tzinfo=UTC)
+    _write(tmp_path / "dump" / "decode-0" / "sglang.log", DATED.replace("2026-09-17", "2025-09-17"), copied)
+    _write(tmp_path / "dump" / "decode-0" / "mooncake.log", GLOG * 2, copied)
+    _write(tmp_path / "dump" / "prefill-0" / "mooncake.log", GLOG, copied)
+    store = tmp_path / "s"
+    res = CliRunner().invoke(main, ["ingest", str(tmp_path / "dump"), "--store", str(store)])
+    assert res.exit_code == 0, res.output
+    from tests.conftest import sql
+
+    got = sql(
+        store, "SELECT host, year(ts) AS y, count(*) AS n FROM events WHERE source = 'glog' GROUP BY ALL ORDER BY host"
+    )
+    assert got.rows() == [("decode-0", 2025, 2), ("prefill-0", 2026, 1)]
+    out = res.output.replace("\n", "")
+    assert "year 2025 taken from " in out and "sglang.log, an input of the same host" in out, res.output
+    assert out.count("taken from the file date") == 1, res.output

@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future
@@ -31,6 +32,8 @@ from forensics.ingest.records import FileResult, Options
 from forensics.ingest.sources import discover
 from forensics.parsers import PARSERS
 from forensics.parsers.base import Source
+from forensics.parsers.lines import read_upto
+from forensics.parsers.server_log import guess_year
 from forensics.store import Store, pieces
 
 __all__ = ["FileResult", "Options", "default_host", "run"]
@@ -149,9 +152,40 @@ def _find_and_ingest(
     host_folders = host_folders_of(paths)
     hosts = {s.path: opts.host or default_host(s.path, paths, s.member, host_folders) for s in sources}
     priors = pieces.committed(store, sources, hosts)
+    if opts.year is None and opts.date is None:
+        opts = dataclasses.replace(opts, host_years=_host_years(sources, hosts))
     if progress:
         progress.start(sum(s.size or 0 for s in sources), len(sources))
     _ingest_all(str(store.root), sources, opts, hosts, priors, results, progress)
+
+
+# how much of each input's head is read for the years of its host: a dated line opens most logs
+_YEAR_HEAD_BYTES = 64 << 10
+
+
+def _host_years(sources: list[Source], hosts: dict) -> tuple[tuple[str, int, str], ...]:
+    """(host, year, path) for each host with inputs whose heads hold dated lines: the year most of
+    them give (the later on a tie), and the first input giving it. An input of the host whose lines
+    print no year (glog `E0917 16:23:13`, `MM-DD` prefixes) takes it before its file's mtime,
+    which a copy (`cp`, `scp`, `kubectl cp`) sets to the day of the copy."""
+    seen: dict[str, dict[int, list[str]]] = {}
+    for s in sources:
+        host = hosts.get(s.path)
+        try:
+            # a FIFO or a device is never opened (sources.py skips it); a folder is a claimed format
+            if host is None or not stat.S_ISREG(os.stat(s.fs_path).st_mode):
+                continue
+            with s.open() as f:
+                year = guess_year(read_upto(f, _YEAR_HEAD_BYTES).decode("utf-8", "replace"))
+        except Exception:  # noqa: BLE001 - an input that cannot be read fails in its own parse
+            continue
+        if year is not None:
+            seen.setdefault(host, {}).setdefault(year, []).append(s.path)
+    out = []
+    for host, years in sorted(seen.items()):
+        year = max(years, key=lambda y: (len(years[y]), y))
+        out.append((host, year, years[year][0]))
+    return tuple(out)
 
 
 def _stopped(

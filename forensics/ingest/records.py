@@ -35,6 +35,9 @@ class Options:
     scan: Scan = Scan()
     engine: str = "local"  # where the task units run (ingest/engine.py)
     address: str | None = None  # the Ray cluster to join (--address); None starts one
+    # (host, year, path): the year the dated lines of another input of the host give, for an input
+    # whose lines print none (pipeline._host_years)
+    host_years: tuple[tuple[str, int, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.date is None:
@@ -64,6 +67,7 @@ class Options:
             on_progress=progress,
             resume=resume,
             scan=self.scan,
+            host_year=next(((y, p) for h, y, p in self.host_years if h == host), None),
         )
 
 

@@ -63,7 +63,7 @@ def infer_role(text: str) -> str | None:
     return None
 
 
-def _guess_year(text: str) -> int | None:
+def guess_year(text: str) -> int | None:
     m = re.search(r"(?:^|[\[ ])(20[0-9]{2})-[0-9]{2}-[0-9]{2}[ T]", text, re.M)
     if m:
         return int(m.group(1))
@@ -128,9 +128,12 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     with source.open() as head_stream:
         head_text = read_upto(head_stream, HEAD_BYTES).decode("utf-8", "replace")
     resume = ctx.resume or {}  # a grown file's later piece: what the piece before it had learnt
-    year = ctx.year or (int(ctx.date[:4]) if ctx.date else None) or resume.get("year") or _guess_year(head_text)
+    year = ctx.year or (int(ctx.date[:4]) if ctx.date else None) or resume.get("year") or guess_year(head_text)
     # the year from the file date is noted only once a line is known to have needed a year
     year_note = None
+    if year is None and ctx.host_year:
+        year, other = ctx.host_year
+        year_note = f"no dated line in the head: year {year} taken from {other}, an input of the same host"
     if year is None and source.mtime:
         year = _dt.datetime.fromtimestamp(source.mtime, _dt.timezone.utc).year
         year_note = f"no dated line in the head: year {year} taken from the file date"
