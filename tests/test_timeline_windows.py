@@ -89,10 +89,12 @@ def test_a_mostly_empty_default_window_is_cut_to_where_most_rows_are():
 def test_a_cut_window_keeps_the_failed_requests_however_few_their_rows():
     # the 5 decode-1 lines of 18:39:48 are one failed request; the dense stretch has none
     con = _con(DUMP, failures=[("2026-02-19 18:39:49+00", "decode-1")])
+    # a request whose failure has no time (a crash dump's lines) is in no stretch
+    con.execute("INSERT INTO failed_requests (request_key, hosts, t_first) VALUES ('rid:crash', ['decode-2'], NULL)")
     since, until, notes, _ = tl._to_the_data(con, None, None, "auto", 3600.0, None)
     assert (since, until) == ("2026-02-19T18:39:48+00:00", "2026-02-19T18:39:49+00:00")
     assert notes == [
-        "window 2026-02-19 18:39:48 to 18:39:49 UTC, where the 1 failed request is; outside it: "
+        "window 2026-02-19 18:39:48 to 18:39:49 UTC, where the 1 failed request is (1 more without a time); outside it: "
         "2026-02-19 16:30:00 to 16:33:09 UTC (prefill-1: 16 rows); 2026-03-02 14:44:10 to 14:44:12 UTC "
         "(decode-2: 2 rows); pass --since / --until to see them"
     ]
@@ -147,3 +149,20 @@ def test_the_default_window_of_a_pd_pair_shows_its_first_failure_in_a_sparse_sec
     failed = [row for row in doc["rows"] if row["failed_requests"]]
     assert failed and failed[0]["bucket_start"].startswith("2026-03-04T13:20:00"), doc["rows"][:3]
     assert any("where the 1 failed request is" in n and "prefill-0: 120 rows" in n for n in notes), notes
+
+
+def test_the_default_window_of_the_real_excerpts_names_their_failed_requests(real_logs, tmp_path):
+    """The excerpts span two years, a few seconds each; their failed requests, one of them known only
+    from lines without a time, choose the window and the note counts them as the store has them."""
+    from tests.conftest import ingest_paths, sql
+
+    store = tmp_path / "store"
+    ingest_paths([real_logs], store)
+    counts = sql(store, "SELECT count(t_first) AS timed, count(*) - count(t_first) AS untimed FROM failed_requests")
+    timed, untimed = counts.row(0)
+    assert timed >= 2
+    doc, notes = _json(str(store))
+    (note,) = [n for n in notes if "failed request" in n]
+    assert f"where the {timed} failed requests are" in note or f"of {timed} in it" in note, note
+    assert (f"({untimed} more without a time)" in note) == bool(untimed), note
+    assert sum(r["failed_requests"] for r in doc["rows"]) >= 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
 
@@ -125,12 +126,15 @@ def _clusters(occ: pl.DataFrame, bucket_s: float, n_buckets: int) -> list[pl.Dat
     ]
 
 
-def _failure_times(con, since, until, host) -> list[dt.datetime]:
-    """The first failure of every failed request in the window (of `host`'s requests), earliest first."""
+def _failure_times(con, since, until, host) -> tuple[list[dt.datetime], int]:
+    """The first failure of every failed request in the window (of `host`'s requests), earliest first
+    (`_kept` bisects it), and how many failed requests have no time (a crash dump's lines): those
+    are in no stretch."""
     params = {"since": since, "before": until, "host": host, "cap": MAX_BUCKETS}
     cur = con.execute(queries.internal("_failed_requests_window").sql, params)
     at = [c[0] for c in cur.description].index("t_first")
-    return [row[at] for row in cur.fetchall()]
+    times = [row[at] for row in cur.fetchall()]
+    return sorted(t for t in times if t is not None), sum(t is None for t in times)
 
 
 def _kept(parts: list[pl.DataFrame], bucket_s: float, auto: bool, failures: list[dt.datetime]) -> tuple[int, int, bool]:
@@ -142,7 +146,8 @@ def _kept(parts: list[pl.DataFrame], bucket_s: float, auto: bool, failures: list
     held = [
         i
         for i, p in enumerate(parts)
-        if any(p["bucket_start"].min() <= t < p["bucket_start"].max() + step for t in failures)
+        if bisect.bisect_left(failures, p["bucket_start"].min())
+        < bisect.bisect_left(failures, p["bucket_start"].max() + step)
     ]
     if held:
         first, last = held[0], held[-1]
@@ -162,7 +167,7 @@ def _to_the_data(
     (the later on a tie), with a note naming what lies outside; `auto` buckets are chosen again for
     the cut window, which may be cut again (five times at most)."""
     outside: list[pl.DataFrame] = []
-    failures = _failure_times(con, since, until, host)
+    failures, untimed = _failure_times(con, since, until, host)
     by_failures = False
     for _ in range(5):
         occ = _occupied(con, bucket_s, since, until, host)
@@ -200,6 +205,8 @@ def _to_the_data(
         if n == len(failures)
         else f"where the first failed request is ({n:,} of {len(failures):,} in it)"
     )
+    if by_failures and untimed:
+        where += f" ({untimed:,} more without a time)"
     note = (
         f"window {_stretch(lo, hi)}, {where}; outside it: {'; '.join(named)}{more}; pass --since / --until to see them"
     )
