@@ -363,7 +363,7 @@ def test_the_sample_incident_in_requests(incident_store):
     assert all(reqs[r]["n_lines"] >= 1 for r in tf["rooms"])
     # the storm's bucket speaks in requests
     rows = json.loads(
-        CliRunner().invoke(main, ["timeline", "--bucket", "10s", "--format", "json", "--store", str(store)]).output
+        CliRunner().invoke(main, ["timeline", "--bucket", "10s", "--format", "json", "--store", str(store)]).stdout
     )["rows"]
     storm = [r for r in rows if r["abort_storm_hosts"] and r["failed_requests"]]
     assert storm and any(re.search(r"\d+ requests failed: aborted \d+", r["anomaly"]) for r in storm)

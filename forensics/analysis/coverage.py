@@ -5,6 +5,7 @@ whether the counts a report gives are lower bounds (docs/formats/OTHER_ENGINES.m
 
 from __future__ import annotations
 
+from forensics.catalog import named as queries
 from forensics.parsers import engines
 
 HIGH_INPUT = 0.5  # an input over this share unparsed is not understood
@@ -105,3 +106,24 @@ def lead(cov: dict) -> str | None:
 def engine_lines(cov: dict) -> list[str]:
     """One line per input another engine wrote: 'x.log: vLLM log: not read beyond plain lines; 100% unparsed'."""
     return [f"{i['path']}: {i['read']}" for i in cov["inputs"] if i["engine"]]
+
+
+_PLACED_AT = {
+    "line_above": "the timed line above",
+    "line_below": "the timed line below",
+    "file_time": "its file's time",
+}
+
+
+def placed_notes(con, since, until, host) -> list[str]:
+    """The window's lines whose time was placed (`ts_placed`), and the lines with no time, which no
+    window or bucket holds: both said, so that a crash dump without a clock is seen to be there and where."""
+    rows = con.execute(queries.internal("_placed_lines").sql, {"since": since, "until": until, "host": host}).fetchall()
+    placed = [f"{kind} {n:,} at {_PLACED_AT.get(how, how)}" for what, how, kind, n in rows if what == "placed"]
+    untimed = [f"{kind} {n:,}" for what, _, kind, n in rows if what == "untimed"]
+    notes = []
+    if placed:
+        notes.append(f"placed in time, having no clock of their own (ts_placed): {'; '.join(placed)}")
+    if untimed:
+        notes.append(f"not placed, having no time and no timed line near them in their input: {'; '.join(untimed)}")
+    return notes

@@ -95,6 +95,7 @@ def gather(session: Session, model: Timeline, fmt: str = "html") -> dict:
         replies = _replies(session, con, window, grid, plan, limits.replies if cut_replies else None)
     roles = dict(queries.run(store, "host_roles", con=con).iter_rows())
     failed = queries.run_internal(store, "_failed_requests_window", {**filtered, "cap": limits.marks}, con=con)
+    crashes = queries.run_internal(store, "_crash_marks", filtered, con=con)
     hosts = _hosts(model, load, room_counts, mark_counts, roles)
     # counts go where the rows are not all drawn: a chart draws counts only, a cut page both
     counts, notes = {}, []
@@ -142,6 +143,7 @@ def gather(session: Session, model: Timeline, fmt: str = "html") -> dict:
         # one entry per failed request, at its first failure, for each host that logged it
         "failed_requests": safe([{**r, "t_us": us(r.pop("t_first"))} for r in failed.to_dicts()]),
         "wedges": safe([{**w, "t0": us(w["t_start"]), "t1": us(w["t_end"])} for w in model["wedges"].to_dicts()]),
+        "crashes": safe([{**c, "t_us": us(c.pop("ts"))} for c in crashes.to_dicts()]),
         "storms": safe(storm_bands(model["abort_storms"])),
         "offsets": dict(sorted(model["clock_offsets"].items())),
         # the coverage first (its lead when counts are lower bounds): the page and chart say it at the top

@@ -9,6 +9,8 @@ are signals of their host, never requests. The reports count requests first and 
 
 from __future__ import annotations
 
+from forensics.analysis import coverage
+
 _TOTALS_SQL = """
 SELECT count(*), coalesce(sum(n_lines), 0) FROM failed_requests
 """
@@ -196,7 +198,7 @@ def servers_side(con) -> dict:
     signals = _frame(con, _SIGNAL_GROUPS_SQL)
     crashes = _frame(
         con,
-        "SELECT ts, host, exc_type, message, traceback FROM events WHERE kind = 'crash' "
+        "SELECT ts, ts_placed, host, exc_type, message, traceback FROM events WHERE kind = 'crash' "
         "ORDER BY ts NULLS LAST, host, source_file, line_no",
     )
     return {
@@ -210,4 +212,6 @@ def servers_side(con) -> dict:
         "by_reason_host": by_reason_host,
         "signals": signals,
         "crashes": crashes,
+        # lines whose time is not their own: their failures and signals are dated where they were placed
+        "placed": coverage.placed_notes(con, None, None, None),
     }

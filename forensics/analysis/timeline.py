@@ -305,6 +305,7 @@ def build(
         elif (_span_s(since, until, con) or 0) / bucket_s > MAX_BUCKETS / 2:
             since, until, more = _fit(con, since, until, bucket_s, MAX_BUCKETS, "timeline")
             notes += more
+        notes += coverage.placed_notes(con, since, until, host)
         rows = s.query("timeline", {"bucket_s": bucket_s, "since": since, "until": until, "host": host})
         # the default thresholds, as the bucket markers use them (one shared, snapshotted computation)
         wedges = s.internal("_incident_wedges")

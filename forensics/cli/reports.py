@@ -79,7 +79,9 @@ def timeline(session, bucket, since, until, host, fmt, output):
         )
     from forensics.reports.text import render_timeline
 
-    return Output(model, text=lambda m, out: render_timeline(m, fmt, out), notes=model.notes)
+    # a table or Markdown carries its notes itself; a program reads JSON and CSV, a person stderr
+    own = fmt in ("table", "markdown")
+    return Output(model, text=lambda m, out: render_timeline(m, fmt, out), notes=() if own else model.notes)
 
 
 @click.command()

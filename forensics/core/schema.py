@@ -59,7 +59,15 @@ _LINE_COLS = (
         "ts_raw",
         pl.Utf8,
         "the timestamp text as written in the line; null on a line without a clock of its own "
-        "(a bare stats line, whose ts is then the nearest timed line's above it)",
+        "(a crash dump, a bare message or stats line), whose ts was placed (ts_placed)",
+    ),
+    Column(
+        "ts_placed",
+        pl.Utf8,
+        "NULL where the line's own clock dated it; for a line without one (a crash dump, a bare message or stats "
+        "line), where its ts comes from: 'line_above' (the nearest timed line above it in the same input), "
+        "'line_below' (the nearest below, when none is above), 'file_time' (the input has no timed line: its file's "
+        "modification time; an event only). NULL too in stores written before it",
     ),
     Column("prefix", pl.Utf8, "outer prefix added by a log shipper (k8s CRI, docker, Kibana, tqdm), stripped"),
     Column("host", pl.Utf8, "host the file came from (--host, else the file's folder or name)"),

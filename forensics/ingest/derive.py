@@ -94,6 +94,11 @@ _IS_DEATH = """kind IN ('bootstrap_failed', 'transfer_failed', 'exception', 'log
 _DEATH_TK = "coalesce(tp_rank, TRY_CAST(nullif(regexp_extract(message, 'engine_rank=([0-9]+)', 1), '') AS INTEGER), -1)"
 
 
+# a time placed from the file date (an input without a timed line) says nothing of when its host
+# made progress or was stuck
+_OWN_TIME = "ts_placed IS DISTINCT FROM 'file_time'"
+
+
 def _q(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
@@ -111,7 +116,9 @@ def _read(files: list[str], columns: list[str] | tuple[str, ...]) -> str:
 def _seq_sql(batches: list[str], events: list[str]) -> str:
     """Table `seq`: each stream's seconds in order, their first and last line, busy, and the load
     of the last stats line."""
-    lines = [f"SELECT host, ts FROM ({_read(files, ['ts'])})" for files in (batches, events) if files]
+    lines = [f"SELECT host, ts FROM ({_read(batches, ['ts'])})"] if batches else []
+    if events:
+        lines.append(f"SELECT host, ts FROM ({_read(events, ['ts', 'ts_placed'])}) WHERE {_OWN_TIME}")
     points = []
     if batches:
         cols = ["dp_rank", "tp_rank", "ts", "line_no", "source_file", *_LOAD_COLUMNS]
@@ -193,7 +200,10 @@ def _signals_sql(batches: list[str], events: list[str], unit: str) -> str:
         UNION ALL
         SELECT host, NULL, NULL FROM ev WHERE host NOT IN (SELECT host FROM seq WHERE stream = 'stats') GROUP BY host"""
     return f"""
-    WITH ev AS (SELECT * FROM ({_read(events, _EVENT_COLUMNS)}) WHERE ts IS NOT NULL AND host IS NOT NULL),
+    WITH ev AS (
+        SELECT * FROM ({_read(events, (*_EVENT_COLUMNS, "ts_placed"))}) WHERE ts IS NOT NULL AND host IS NOT NULL
+        AND {_OWN_TIME}
+    ),
     windows AS ({windows}),
     sig AS (
         SELECT host, coalesce(dp_rank, -1) AS dk, coalesce(tp_rank, -1) AS tk, ts, {_SIG} AS sig, bootstrap_room

@@ -185,6 +185,21 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
             failed_marks(ax, mine)
         ax.set_zorder(tw.get_zorder() + 1)
         ax.patch.set_visible(False)
+        for c in d.get("crashes", []):
+            if c["host"] == h["name"]:
+                ax.axvline(x(c["t_us"]), color="#212529", lw=1.2, ls="--" if c["ts_placed"] else "-", zorder=4)
+                label = f" crash{' ' + c['reason'] if c['reason'] else ''}" + (" (placed)" if c["ts_placed"] else "")
+                ax.text(
+                    x(c["t_us"]),
+                    0.97,
+                    escape_control(label),
+                    transform=ax.get_xaxis_transform(),
+                    va="top",
+                    ha="left",
+                    fontsize=8,
+                    color="#212529",
+                    zorder=6,
+                )
         for w in d["wedges"]:
             if w["host"] == h["name"]:
                 band(ax, w, "#c92a2a", f"wedge ({w['kind']}, {w['silent_s']:.0f} s)")

@@ -82,6 +82,7 @@ def timeline_json(model: dict) -> str:
         "wedges": _clean_floats(to_json_rows(model["wedges"])),
         "abort_storms": _clean_floats(to_json_rows(model["abort_storms"])),
         "coverage": _jsonable(model.get("coverage") or {}),
+        "notes": model.get("notes", []),
     }
     return dumps_json(doc)
 
@@ -108,6 +109,8 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
             f"bucket {model['bucket_s']:g} s{_coverage_md(model)}_\n\n"
         )
         markdown_warnings(out, model.get("clock_warnings", []))
+        for note in model["notes"]:
+            out.write(f"_note: {markdown_text(note, inline=True)}_\n\n")
         shown = rows.filter((pl.col("anomaly") != "") | (pl.col("replies") > 0) | pl.col("transfers").gt(0))
         out.write(markdown(shown.select(timeline_columns(rows)[0])))
         _wedge_section(out, model["wedges"])
@@ -137,6 +140,8 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
     )
     if cov := model.get("coverage"):
         con.print(rich_text(cov["line"]), soft_wrap=True)
+    for note in model["notes"]:
+        con.print(rich_text(f"note: {note}"), soft_wrap=True)
     if model["wedges"].height:
         con.print(Text("wedges", style="bold"))
         for line in wedge_incidents(model["wedges"]):
@@ -407,6 +412,8 @@ def _servers_section(out, sv: dict, lower: bool = False) -> None:
         f"{_plural(f['signals'], 'signal line')} that name no request (session failures, bootstrap fetch errors, "
         "warnings, crashes: signals of their host, not requests).\n"
     )
+    for note in sv.get("placed", []):
+        out.write(f"\n_{markdown_text(note[0].upper() + note[1:], inline=True)}._\n")
     first = sv["first_failure"]
     if first is not None:
         who = f"room {markdown_code(str(first['bootstrap_room']))}" if first["bootstrap_room"] is not None else ""
@@ -515,6 +522,11 @@ def _servers_section(out, sv: dict, lower: bool = False) -> None:
             markdown(
                 crashes.select(
                     "ts",
+                    *(
+                        [pl.col("ts_placed").alias("time placed at")]
+                        if crashes["ts_placed"].is_not_null().any()
+                        else []
+                    ),
                     "host",
                     "exc_type",
                     pl.col("message").str.slice(0, 160),

@@ -140,7 +140,8 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     year = year or 1970
     role = ctx.role or resume.get("role") or infer_role(head_text) or _role_from_name(source.path) or "unknown"
     ctx.inferred_role = role
-    clock = passes.Clock(*_base_date(ctx, head_text, source), tz=ctx.tz)
+    file_ts = _dt.datetime.fromtimestamp(source.mtime, _dt.timezone.utc) if source.mtime else None
+    clock = passes.Clock(*_base_date(ctx, head_text, source), tz=ctx.tz, file_ts=file_ts)
     if resume.get("clock"):
         _resume_clock(clock, resume["clock"])
     if ctx.outer_offset_s is None:

@@ -95,7 +95,10 @@ def tally(out: Batch, tz: str = "UTC", late_after: dt.datetime | None = None) ->
         t.unstorable.append((bad.len(), bad.min()))
     tabs = [n for n in ("batches", "events") if n in out and out[n].height]
     for name in tabs:
-        t.add(Tally(out[name]["ts"].min(), out[name]["ts"].max()))
+        # a time placed from the file date is no line's: the input's span is its lines'
+        df = out[name]
+        ts = (df.filter(pl.col("ts_placed").fill_null("") != "file_time") if "ts_placed" in df.columns else df)["ts"]
+        t.add(Tally(ts.min(), ts.max()))
     if not tabs:
         return t
     rows = pl.concat([out[n].select("line_no", "ts", "ts_raw", "prefix") for n in tabs]).filter(
@@ -216,9 +219,13 @@ def parse_blocks(
     worker = multiprocessing.parent_process() is not None
     group = ctx.scan.group_blocks if native.enabled() and not worker else 1
     pool = ctx.pool
+    waiting = _Waiting(clock)
     if pool is None:
         for raws in _passes(blocks, group, ctx.scan.pass_lines):
-            out = clock_pass(_parse_raws(raws, ctx, year, role, path), clock)
+            for _, out in waiting.offer(None, clock_pass(_parse_raws(raws, ctx, year, role, path), clock)):
+                totals.add(tally(out, clock.tz, late_after))
+                yield out
+        for _, out in waiting.finish():
             totals.add(tally(out, clock.tz, late_after))
             yield out
         return
@@ -230,19 +237,22 @@ def parse_blocks(
             ctx.outer_offset_s = info.outer_offset_s
             ctx.notes.extend(info.notes)
         if info.clock is None:
-            out = clock_pass(got, clock)
-            totals.add(tally(out, clock.tz, late_after))
-            return pool.write(part, out)
-        _follow(clock, info.clock)
-        totals.add(info.tally)
-        return got
+            got = clock_pass(got, clock)
+        else:
+            _follow(clock, info.clock)
+            totals.add(info.tally)
+        return [w if isinstance(w, Written) else write(k, w) for k, w in waiting.offer(part, got)]
+
+    def write(part, out):
+        totals.add(tally(out, clock.tz, late_after))
+        return pool.write(part, out)
 
     # two passes more than workers in flight: a worker that finishes finds the next one waiting
     # while this process reads the one after it
     window = pool.workers + 2
     queue: collections.deque = collections.deque()
 
-    def merge_first() -> Written:
+    def merge_first() -> list[Written]:
         # the pass leaves the queue only once it has ended: a signal in the wait leaves it there
         # for the `finally` below, which waits for it before the input's folder goes
         got = merge(*queue[0])
@@ -269,9 +279,11 @@ def parse_blocks(
             )
             del raws
             if alone or len(queue) >= window:
-                yield merge_first()
+                yield from merge_first()
         while queue:
-            yield merge_first()
+            yield from merge_first()
+        for part, out in waiting.finish():
+            yield write(part, out)
     finally:
         # stopped early (a failed pass, a signal): the input's folder is removed next, so the
         # passes still running finish first
@@ -300,7 +312,7 @@ def pooled_pass(
     out = _parse_raws([lines.load(r) for r in raws], ctx, year, role, path)
     own = Clock(base, "", tz)
     done = clock_pass(out, own)
-    asked = own.time_only or own.inherited or own.untimed
+    asked = own.time_only or own.inherited or own.untimed or own.unplaced
     info = PassInfo(
         ctx.parsed_lines,
         ctx.continuation_lines,
@@ -319,6 +331,9 @@ def _follow(clock: "Clock", after: "Clock") -> None:
         clock.date, clock.secs = after.date, after.secs
     if after.last_ts is not None:
         clock.last_ts = after.last_ts
+        clock.first_ts = clock.first_ts or after.first_ts
+    for how, n in after.placed.items():
+        clock.placed[how] = clock.placed.get(how, 0) + n
 
 
 def _passes(blocks: Iterable[RawBlock], group: int, max_lines: int) -> Iterator[list[RawBlock]]:
@@ -593,10 +608,14 @@ class Clock:
     date: dt.date | None = None
     secs: int | None = None
     last_ts: dt.datetime | None = None
+    first_ts: dt.datetime | None = None  # of the file's first timed line: the one below the lines before it
     time_only: int = 0  # time-only lines dated
     inherited: int = 0  # stats lines that took the time of a line above
-    untimed: int = 0  # stats lines with no timed line above them
-    crashes: int = 0  # crash dumps that took the time of a line above
+    untimed: int = 0  # stats lines with no timed line above or below them
+    file_ts: dt.datetime | None = None  # the input's file time: for events in an input without a timed line
+    # lines without a time of their own, by how their time was placed (`PLACED`)
+    placed: dict[str, int] = dataclasses.field(default_factory=dict)
+    unplaced: int = 0  # events no timed line of the pass came before: the clock of the passes before decides
 
 
 def clock_pass(out: Batch, clock: Clock) -> Batch:
@@ -663,45 +682,34 @@ def clock_pass(out: Batch, clock: Clock) -> Batch:
             last = ok.row(-1, named=True)
             clock.date = last["_day"]
             clock.secs = last["_t"].hour * 3600 + last["_t"].minute * 60 + last["_t"].second
+    timed = rows.filter(pl.col("ts").is_not_null()).select("line_no", _ts="ts")
     if "batches" in tabs:
         b = out["batches"]
         bare = pl.col("ts").is_null() & pl.col("ts_raw").is_null()
         if b.select(bare.any()).item():
-            timed = rows.filter(pl.col("ts").is_not_null()).select("line_no", _ts="ts")
-            b = b.with_columns(_bare=bare).join_asof(
-                timed, on="line_no", strategy="backward", allow_exact_matches=False
-            )
-            b = b.with_columns(_ts=pl.coalesce("_ts", pl.lit(clock.last_ts, dtype=b.schema["ts"])))
-            clock.inherited += int((b["_bare"] & b["_ts"].is_not_null()).sum())
-            clock.untimed += int((b["_bare"] & b["_ts"].is_null()).sum())
-            b = b.with_columns(ts=pl.when(pl.col("_bare")).then(pl.col("_ts")).otherwise(pl.col("ts"))).drop(
-                "_bare", "_ts"
-            )
+            untimed = b.filter(bare).select("line_no")
+            placed = _placed(untimed, timed, clock)
+            clock.inherited += placed.height
+            clock.unplaced += untimed.height - placed.filter(pl.col("ts_placed") == "line_above").height
             out = dict(out)
-            out["batches"] = b
+            out["batches"] = _with_placed(b, placed)
     if "events" in tabs:
-        # a crash dump prints no time of its own: it happened after the last timed line above it
+        # a line that prints no time of its own (a crash dump, a bare message) happened after the
+        # last timed line above it; before the first, it came before the first below it
         e = out["events"]
-        lost = (pl.col("kind") == "crash") & pl.col("ts").is_null() & pl.col("ts_raw").is_null()
+        lost = pl.col("ts").is_null()
         if e.select(lost.any()).item():
-            above = rows.filter(pl.col("ts").is_not_null()).select("line_no", _ts="ts")
-            c = (
-                e.filter(lost)
-                .select("line_no")
-                .join_asof(above, on="line_no", strategy="backward", allow_exact_matches=False)
-                .with_columns(_ts=pl.coalesce("_ts", pl.lit(clock.last_ts, dtype=e.schema["ts"])))
-                .filter(pl.col("_ts").is_not_null())
-            )
-            clock.crashes += c.height
+            untimed = e.filter(lost).select("line_no")
+            placed = _placed(untimed, timed, clock)
+            clock.unplaced += untimed.height - placed.filter(pl.col("ts_placed") == "line_above").height
+            _count_placed(clock, placed)
             out = dict(out)
-            out["events"] = (
-                e.join(c, on="line_no", how="left", maintain_order="left")
-                .with_columns(ts=pl.coalesce("ts", "_ts"))
-                .drop("_ts")
-            )
+            out["events"] = _with_placed(e, placed)
     timed = rows.filter(pl.col("ts").is_not_null())
     if timed.height:
         clock.last_ts = timed["ts"][-1]
+        if clock.first_ts is None:
+            clock.first_ts = timed["ts"][0]
     return out
 
 
@@ -717,13 +725,124 @@ def clock_notes(clock: Clock) -> list[str]:
     if clock.inherited:
         notes.append(
             f"stats lines without a prefix ({clock.inherited}): ts is the time of the nearest timed line "
-            "above them, ts_raw is null"
+            "above them (below them, before the file's first), ts_raw is null, ts_placed says which"
         )
     if clock.untimed:
-        notes.append(f"stats lines without a prefix and no timed line above them ({clock.untimed}): ts is null")
-    if clock.crashes:
+        notes.append(f"stats lines without a prefix and no timed line near them ({clock.untimed}): ts is null")
+    if clock.placed:
+        n = sum(clock.placed.values())
+        how = ", ".join(
+            f"{PLACED[k]} ({v})" for k, v in sorted(clock.placed.items(), key=lambda kv: list(PLACED).index(kv[0]))
+        )
         notes.append(
-            f"crash dumps without a time ({clock.crashes}): ts is the time of the nearest timed line above them "
-            "(the crash came after it), ts_raw is null"
+            f"{n} line{'s' * (n != 1)} without a time of {'their' if n != 1 else 'its'} own (crash dumps, bare "
+            f"messages): ts placed at {how}; ts_placed says which"
         )
     return notes
+
+
+# how `clock_pass` placed the time of a line without one (`ts_placed`), in the order it tries them
+PLACED = {
+    "line_above": "the nearest timed line above",
+    "line_below": "the nearest timed line below",
+    "file_time": "the file's time",
+}
+
+
+def _placed(untimed: pl.DataFrame, timed: pl.DataFrame, clock: "Clock") -> pl.DataFrame:
+    """`line_no, _ts, ts_placed` of the `untimed` lines that get a time: the nearest timed line
+    above (in this pass, else the passes before), else below (in this pass). The others wait for
+    a later pass (`_Waiting`)."""
+    dtype = timed.schema["_ts"]
+    above = untimed.join_asof(timed, on="line_no", strategy="backward", allow_exact_matches=False)
+    below = untimed.join_asof(timed.rename({"_ts": "_below"}), on="line_no", strategy="forward")
+    last = pl.lit(clock.last_ts, dtype=dtype)
+    got = above.with_columns(_below=below["_below"]).select(
+        "line_no",
+        _ts=pl.coalesce("_ts", last, "_below"),
+        ts_placed=pl.when(pl.col("_ts").is_not_null() | last.is_not_null())
+        .then(pl.lit("line_above"))
+        .when(pl.col("_below").is_not_null())
+        .then(pl.lit("line_below")),
+    )
+    return got.filter(pl.col("_ts").is_not_null())
+
+
+def _count_placed(clock: "Clock", placed: pl.DataFrame) -> None:
+    for how, n in placed.group_by("ts_placed").len().iter_rows():
+        clock.placed[how] = clock.placed.get(how, 0) + n
+
+
+# passes with lines without a time held while no line of the file has one: they wait for the
+# first timed line below them. Past this many the wait ends (memory): events take the file's
+# time, stats lines none
+HELD_PASSES = 2
+
+
+def _untimed(out: Batch) -> bool:
+    return any(
+        t in out and out[t].height and out[t].select(pl.col("ts").is_null().any()).item() for t in ("events", "batches")
+    )
+
+
+class _Waiting:
+    """The passes before a file's first timed line whose lines have no time: held back until a
+    later pass gives one (`line_below`), else, at the end or past HELD_PASSES, finished with the
+    file's time for their events (`file_time`) and none for their stats lines."""
+
+    def __init__(self, clock: "Clock"):
+        self.clock = clock
+        self.held: list = []
+        self.waiting = 0  # held passes that have lines without a time
+
+    def offer(self, key, out: "Batch | Written") -> list:
+        """The (key, pass) pairs ready to be written, in order: none while `out` has to wait. A pass
+        a worker wrote cannot wait and has no line that would (it would have come back)."""
+        written = isinstance(out, Written)
+        untimed = not written and _untimed(out)
+        if self.clock.first_ts is None and not written and (self.held or untimed):
+            # a pass with nothing to wait for waits too, behind one that does: passes stay in order
+            self.held.append((key, out))
+            self.waiting += untimed
+            full = self.waiting > HELD_PASSES or len(self.held) > 4 * HELD_PASSES
+            return self.finish() if full else []
+        ready = self.finish() if self.held and (self.clock.first_ts is not None or not written) else []
+        return [*ready, (key, out)]
+
+    def finish(self) -> list:
+        held, self.held, self.waiting = self.held, [], 0
+        return [(k, _placed_at(o, self.clock)) for k, o in held]
+
+
+def _placed_at(out: Batch, clock: "Clock") -> Batch:
+    """A held pass's untimed lines at the file's first timed line, else its events at the file time."""
+    out = dict(out)
+    for t in ("events", "batches"):
+        if t not in out or not out[t].height:
+            continue
+        df = out[t]
+        lost = df.filter(pl.col("ts").is_null()).select("line_no")
+        if not lost.height:
+            continue
+        dtype = df.schema["ts"]
+        at, how = (clock.first_ts, "line_below") if clock.first_ts is not None else (clock.file_ts, "file_time")
+        if at is None or (t == "batches" and how == "file_time"):
+            if t == "batches":
+                clock.untimed += lost.height
+            continue
+        placed = lost.select("line_no", _ts=pl.lit(at, dtype=dtype), ts_placed=pl.lit(how))
+        if t == "batches":
+            clock.inherited += placed.height
+        else:
+            _count_placed(clock, placed)
+        out[t] = _with_placed(df, placed)
+    return out
+
+
+def _with_placed(df: pl.DataFrame, placed: pl.DataFrame) -> pl.DataFrame:
+    return (
+        df.drop("ts_placed", strict=False)
+        .join(placed, on="line_no", how="left", maintain_order="left")
+        .with_columns(ts=pl.coalesce("ts", "_ts"))
+        .drop("_ts")
+    )

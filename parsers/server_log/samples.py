@@ -228,7 +228,13 @@ samples = [
         {
             "events": [
                 {"kind": "transfer_failed", "bootstrap_room": 6593551520068383758, "reason": "transport"},
-                {"kind": "transfer_failed", "bootstrap_room": 4127750395128840213, "ts": None},
+                # a bare line: the time of the timed line above it, placed
+                {
+                    "kind": "transfer_failed",
+                    "bootstrap_room": 4127750395128840213,
+                    "ts_raw": None,
+                    "ts_placed": "line_above",
+                },
             ]
         },
     ),
@@ -355,12 +361,21 @@ samples = [
         "Decode batch. #running-req: 12, #token: 4096, token usage: 0.11, gen throughput (token/s): 512.30, #queue-req: 0\n",
         {
             "batches": [
-                {"line_no": 1, "kind": "decode", "ts": None, "ts_raw": None, "running_req": 3},
+                # before any timed line: the first one below it
+                {
+                    "line_no": 1,
+                    "kind": "decode",
+                    "ts": datetime.datetime(2024, 7, 20, 10, 0, 0, tzinfo=datetime.timezone.utc),
+                    "ts_raw": None,
+                    "ts_placed": "line_below",
+                    "running_req": 3,
+                },
                 {"line_no": 2, "kind": "prefill", "tp_rank": 0, "new_token": 512},
                 {
                     "line_no": 3,
                     "kind": "decode",
                     "ts_raw": None,
+                    "ts_placed": "line_above",
                     "prefix": None,
                     "tp_rank": None,
                     "ts": datetime.datetime(2024, 7, 20, 10, 0, 0, tzinfo=datetime.timezone.utc),

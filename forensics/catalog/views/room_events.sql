@@ -7,8 +7,12 @@
 -- parameters: none
 -- columns:
 --   ts TIMESTAMPTZ: UTC time of the line (microseconds); from the best clock the line carries
---   ts_raw VARCHAR: the timestamp text as written in the line; null on a line without a clock of its own (a bare
---     stats line, whose ts is then the nearest timed line's above it)
+--   ts_raw VARCHAR: the timestamp text as written in the line; null on a line without a clock of its own (a crash
+--     dump, a bare message or stats line), whose ts was placed (ts_placed)
+--   ts_placed VARCHAR: NULL where the line's own clock dated it; for a line without one, where its ts comes from:
+--     'line_above' (the nearest timed line above it in the same input), 'line_below' (the nearest below, when none
+--     is above), 'file_time' (the input has no timed line: its file's modification time; an event only). NULL too
+--     in stores written before it
 --   prefix VARCHAR: outer prefix added by a log shipper (k8s CRI, docker, Kibana, tqdm), stripped
 --   host VARCHAR: host the file came from (--host, else the file's folder or name)
 --   role VARCHAR: 'prefill' | 'decode' | 'unified' | 'unknown' (--role, else inferred)
