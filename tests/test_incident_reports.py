@@ -227,7 +227,7 @@ def test_evidence_lists_the_checksum_mismatches(report):
 def test_json_shapes_are_stable(store, tmp_path):
     r = CliRunner().invoke(main, ["timeline", "--store", str(store.root), "--format", "json", "--bucket", "30s"])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)
     assert doc["kind"] == "forensics.timeline" and doc["version"] == 1
     assert doc["clock_offsets"] == {"decode-1": 2.5}
     assert {"bucket_start", "replies", "corrupted_rate", "decode_hosts", "wedged_hosts", "anomaly"} <= set(
@@ -236,7 +236,7 @@ def test_json_shapes_are_stable(store, tmp_path):
     assert doc["wedges"] and doc["abort_storms"]
     r = CliRunner().invoke(main, ["evidence", "--store", str(store.root), "--format", "json"])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)
     assert set(doc) >= {
         "kind",
         "version",

@@ -70,6 +70,11 @@ def judge(store: Store, results: list[FileResult]) -> OtherDump | None:
     if any(d in mine_days for days in dated.values() for d in days):
         return None
     rows = _spans(store, set(dated) | set(mine_dated), found)
+    # a server log without a timed line has rows only where they were placed, at its file's date
+    dated = {k: d for k, d in dated.items() if rows[k] is not None}
+    mine_dated = {k: d for k, d in mine_dated.items() if rows[k] is not None}
+    if not mine_dated or not dated:
+        return None
     apart = min(_apart(rows[k], dated[k], rows[n], mine_dated[n]) for k in dated for n in mine_dated)
     if apart <= GAP:
         return None
@@ -109,15 +114,19 @@ def _folders(m: dict) -> tuple[set[str], list[dt.date]]:
     return hosts, sorted(days)
 
 
-def _spans(store: Store, keys: set[str], found: dict) -> dict[str, tuple[dt.datetime, dt.datetime, str | None]]:
+def _spans(store: Store, keys: set[str], found: dict) -> dict[str, tuple[dt.datetime, dt.datetime, str | None] | None]:
     """key -> (first, last, path) of each input among `keys` with a date folder: its files row's
-    first and last timestamps, else (a row without them) the whole of its first and last days."""
+    first and last timestamps, else (a row without them) the whole of its first and last days;
+    None for a server log without them, whose lines had no time and were placed at its file's."""
     manifests = store.manifests()
     files = [f for k in sorted(keys) if k in manifests for f in store.input_parts(k, "files", manifests[k])]
     out = {}
-    for r in pieces.files_rows(files, ("path", "first_ts", "last_ts")):
+    for r in pieces.files_rows(files, ("path", "format", "first_ts", "last_ts")):
         days = found[r["_key"]][1]
         first, last = _utc(r.get("first_ts")), _utc(r.get("last_ts"))
+        if (first is None or last is None) and r.get("format") == "server_log":
+            out[r["_key"]] = None
+            continue
         if first is None or last is None:
             first, last = _midnight(days[0]), _midnight(days[-1] + dt.timedelta(days=1))
         out[r["_key"]] = (first, last, r.get("path"))

@@ -94,6 +94,7 @@ for _command in (
     store.clocks,
     store.verify,
     store.compact,
+    store.remove,
 ):
     main.add_command(_command)
 

@@ -146,7 +146,13 @@ def _ingest(
             raise UsageError(
                 f"--clock-offset {item}: {why}", help="an offset is a finite number of seconds within a day"
             )
+    # the options given, not defaulted: an input the store holds, read with others, is read again
+    source = click.get_current_context().get_parameter_source("tz")
+    given = {"tz": source not in (None, click.core.ParameterSource.DEFAULT), "year": year is not None}
+    given |= {"date": log_date is not None, "host": host is not None, "role": role is not None}
+    given["format"] = forced_format is not None
     opts = ing.Options(
+        explicit=tuple(k for k, v in given.items() if v),
         host=host,
         role=role,
         tz=tz,

@@ -143,3 +143,31 @@ def compact(store, target_mb):
         f"compacted {rep.inputs} input{'s' * (rep.inputs != 1)}: {rep.parts_before} parts -> "
         f"{rep.parts_after} ({rep.bytes_merged / 1e6:.1f} MB merged)"
     )
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, required=True)
+@store_option
+@handled
+def remove(inputs, store):
+    """Remove INPUTS from the store: files, folders or archives, as ingest was given them.
+
+    Every row an input brought goes with it, and the derived views are computed again from the
+    inputs left; no other input's rows change. `forensics ingest` of the same files reads them again.
+    """
+    from forensics.catalog import connect
+    from forensics.cli.progress import computing
+    from forensics.core.text import escape_control
+    from forensics.store import Store
+    from forensics.store.remove import remove as run
+
+    s = Store(store)
+    rep = run(s, list(inputs))
+    for path, status in rep.inputs:
+        click.echo(escape_control(f"removed {path}" + ("" if status == "ingested" else f" ({status})")))
+    for name in rep.unmatched:
+        click.echo(escape_control(f"note: no input of the store is named {name}"), err=True)
+    with computing(s):
+        connect(s, materialize=True).close()
+    n = len(rep.inputs)
+    click.echo(f"store {s.root}: {n} input{'s' * (n != 1)} removed, {len(s.committed())} left")

@@ -28,7 +28,7 @@ from concurrent.futures import Future
 import polars as pl
 
 from forensics.core.errors import ForensicsError, InputError, UsageError
-from forensics.ingest import derive, grown, stop
+from forensics.ingest import derive, grown, reread, stop
 from forensics.ingest.digest import HashingStream, content_digest, dir_digest
 from forensics.ingest.pool import InputPool, Pool
 from forensics.ingest.records import FileResult, FilesRow, Options, ParseReport
@@ -68,15 +68,25 @@ def parse_one(
     if src.special:
         return skip_special(store, src, opts)
     growth = examine(src, prior, opts)
-    if growth == "same":  # unchanged since it was committed: nothing to read
-        return FileResult(
-            path=src.path, format=prior.last.format, host=host, role=opts.role, status="duplicate", key=prior.last.key
-        )
+    pieces_held: tuple[str, ...] = ()
+    if growth == "same":
+        # unchanged since it was committed: nothing to read, unless the options given now read it otherwise
+        if not (opts.explicit and reread.differences(opts, host, reread.held_with(store, prior.last.key))):
+            return FileResult(
+                path=src.path,
+                format=prior.last.format,
+                host=host,
+                role=opts.role,
+                status="duplicate",
+                key=prior.last.key,
+            )
+        growth, pieces_held = None, prior.keys
     chosen = sniff(store, src, opts, host, growth)
     if isinstance(chosen, FileResult):
         return chosen
     parser, growth = chosen
     one = Input(store, src, opts, host, parser, growth, progress, pool)
+    one.pieces_held = pieces_held
     try:
         writes = one.read()
         sha, nbytes, lines = one.digest()
@@ -119,6 +129,7 @@ class Input:
     def __init__(self, store: Store, src: Source, opts: Options, host: str, parser, growth, progress, pool):
         self.store, self.given, self.opts, self.host = store, src, opts, host
         self.parser, self.growth = parser, growth
+        self.pieces_held: tuple[str, ...] = ()  # a held file read again: every piece the store holds of it
         self.res = FileResult(path=src.path, format=parser.name)
         self.ctx = opts.context(host, progress, growth.state if growth else None)
         self.is_dir = os.path.isdir(src.fs_path) and src.member is None
@@ -182,7 +193,7 @@ class Input:
         return sha, nbytes, lines
 
     def extent(self, nbytes: int, lines: int | None) -> dict:
-        return extent(self.growth, nbytes, lines, self.host, self.ctx, self.texts)
+        return extent(self.growth, nbytes, lines, self.host, self.ctx, self.texts, reread.given_state(self.opts))
 
     def failed(self, e: Exception) -> FileResult:
         self.writer.abort()
@@ -225,6 +236,7 @@ class Input:
                 ext,
                 g.replaces.key if g and g.replaces else None,
                 self.host if self.given.member is None and not self.is_dir else None,
+                self.pieces_held,
             )
         except stop.Interrupted:
             self.writer.abort()
@@ -232,11 +244,17 @@ class Input:
 
 
 def extent(
-    growth: grown.Growth | None, nbytes: int, lines: int | None, host: str, ctx: Context, texts: list[TextStream]
+    growth: grown.Growth | None,
+    nbytes: int,
+    lines: int | None,
+    host: str,
+    ctx: Context,
+    texts: list[TextStream],
+    given: dict | None = None,
 ) -> dict:
-    """The files columns saying which bytes and lines of the file a row covers, and what the parser
-    knew at its end (read back if the file grows)."""
-    state = {"host": host, **(ctx.carry or {})}
+    """The files columns saying which bytes and lines of the file a row covers, what the parser
+    knew at its end (read back if the file grows) and the options it was read with (`given`)."""
+    state = {"host": host, **(ctx.carry or {}), **({"given": given} if given else {})}
     if texts:
         state["cr_only"] = bool(texts[-1].cr_only)
     start, first_line, piece = (growth.start, growth.line_offset + 1, growth.piece) if growth else (0, 1, 1)
@@ -360,9 +378,12 @@ def commit(
     extent: dict | None = None,
     replaces: str | None = None,
     listed: str | None = None,
+    pieces_held: tuple[str, ...] = (),
 ) -> FileResult:
     """The files row, then the input's parts under their content key, committed (or a duplicate);
-    in place of the committed piece `replaces` for a grown file re-read from that piece."""
+    in place of the committed piece `replaces` for a grown file re-read from that piece; in place
+    of the input the store holds of the same content (and `pieces_held`, the pieces of the same
+    file) where the options given now read it otherwise (ingest/reread.py)."""
     res.host, res.role = report.host, report.role
     res.lines, res.parsed, res.continuation, res.unparsed = (
         report.lines,
@@ -392,14 +413,20 @@ def commit(
         **(extent or {}),
     )
     final_key = sha[:32]
+    again = reread.differences(opts, res.host, reread.held_with(store, final_key)) if opts.explicit else []
+    dropped = [final_key, *(k for k in pieces_held if k != final_key)] if again and not replaces else []
     # the content key, before the files row (which names the parts); commit decides whether it is new
     writer.rekey(final_key)
     writer.write("files", row.frame())
     if listed is not None:  # a plain file, which may grow: its pieces are found by path and host
         pieces.note(store, path, listed, final_key)
     with stop.committing():
+        for key in dropped:
+            commits.drop(store, key)
         fresh = writer.replace(replaces) if replaces else writer.commit()
         res.status = "ingested" if fresh else "duplicate"
+        if dropped and fresh:
+            res.notes.append(reread.replace_note(again))
         res.key = writer.key
         _drop_failed(store, path, sha)
     if (extent or {}).get("grown"):

@@ -27,7 +27,7 @@ from concurrent.futures import wait as wait_futures
 
 from forensics.core.errors import UsageError
 from forensics.core.inputs import Scan
-from forensics.ingest import engine, parse, pool, stop
+from forensics.ingest import engine, parse, pool, reread, stop
 from forensics.ingest.records import FileResult, Options
 from forensics.ingest.sources import discover
 from forensics.parsers import PARSERS
@@ -151,6 +151,9 @@ def _find_and_ingest(
             sources.append(item)
     host_folders = host_folders_of(paths)
     hosts = {s.path: opts.host or default_host(s.path, paths, s.member, host_folders) for s in sources}
+    if opts.explicit and "host" not in opts.explicit:
+        # an input read again for another --tz, --year, ... keeps the host it was read under
+        hosts |= reread.held_hosts(store, sources)
     priors = pieces.committed(store, sources, hosts)
     if opts.year is None and opts.date is None:
         opts = dataclasses.replace(opts, host_years=_host_years(sources, hosts))

@@ -38,6 +38,9 @@ class Options:
     # (host, year, path): the year the dated lines of another input of the host give, for an input
     # whose lines print none (pipeline._host_years)
     host_years: tuple[tuple[str, int, str], ...] = ()
+    # the options given on the command line (not defaults): an input the store holds read with
+    # others is read again (ingest/reread.py)
+    explicit: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.date is None:

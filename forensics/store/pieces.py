@@ -37,6 +37,7 @@ class Prior:
 
     last: Piece
     before: Piece | None = None
+    keys: tuple[str, ...] = ()  # of every committed piece of the path
 
 
 # The committed pieces of a file are found by its path and host without reading every input's
@@ -111,7 +112,7 @@ def committed(store, sources: list[Source], hosts: dict[str, str]) -> dict[str, 
     for path, ps in by_path.items():
         last = max(ps, key=lambda t: (t[0] is not None, t[0] or 0, t[1].byte_end))[1]
         before = [p for _, p in ps if p.piece == last.piece - 1 and p.byte_end == last.byte_start]
-        out[path] = Prior(last, before[-1] if before else None)
+        out[path] = Prior(last, before[-1] if before else None, tuple(sorted({p.key for _, p in ps})))
     return out
 
 
