@@ -840,9 +840,11 @@ def _placed_at(out: Batch, clock: "Clock") -> Batch:
 
 
 def _with_placed(df: pl.DataFrame, placed: pl.DataFrame) -> pl.DataFrame:
+    """`df` with the times of `placed` where it had none, and how each was placed."""
+    if "ts_placed" not in df.columns:
+        df = df.with_columns(ts_placed=pl.lit(None, dtype=pl.Utf8))
     return (
-        df.drop("ts_placed", strict=False)
-        .join(placed, on="line_no", how="left", maintain_order="left")
-        .with_columns(ts=pl.coalesce("ts", "_ts"))
-        .drop("_ts")
+        df.join(placed.rename({"ts_placed": "_how"}), on="line_no", how="left", maintain_order="left")
+        .with_columns(ts=pl.coalesce("ts", "_ts"), ts_placed=pl.coalesce("ts_placed", "_how"))
+        .drop("_ts", "_how")
     )
