@@ -19,10 +19,12 @@ is its middle, or the one bound there is. Estimates are made on raw times; the o
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import shlex
 
 import polars as pl
 
+from forensics.analysis import names
 from forensics.analysis.session import Session, using
 from forensics.catalog import named as queries
 from forensics.core.errors import UsageError
@@ -207,7 +209,12 @@ SET_IT = "Set it: "
 
 
 def clock_warnings(session: Session) -> list[str]:
-    """One line per unset offset the estimates call for, with the command that sets it (report headers)."""
+    """One line per unset offset the estimates call for, with the command that sets it, then the
+    dates that cannot be right (`date_warnings`): the report headers."""
+    return _offset_warnings(session) + date_warnings(session.con)
+
+
+def _offset_warnings(session: Session) -> list[str]:
     out = []
     store = session.store
     for u in unset_offsets(session):
@@ -218,6 +225,54 @@ def clock_warnings(session: Session) -> list[str]:
             f"its times are off by that much. {SET_IT}{escape_control(u.command(store))}"
         )
     return out
+
+
+# hosts of one store whose lines lie further apart than this are one incident only if a clock is wrong
+HOSTS_APART = dt.timedelta(days=1)
+
+
+def date_warnings(con) -> list[str]:
+    """Lines dated after they could have been written (after their input was ingested, or more
+    than a day after its file was last written), and hosts of one store more than a day apart: a
+    year taken from the wrong place, a --tz the wrong way, a clock run ahead, or two dumps in one store."""
+    out = []
+    for path, host, last, ingested, file_time, after in con.execute(queries.internal("_late_inputs").sql).fetchall():
+        when = (
+            f"after it was ingested ({_t(ingested)})"
+            if after == "ingest"
+            else f"more than a day after its file was last written ({_t(file_time)})"
+        )
+        out.append(
+            f"warning: {escape_control(path)}: lines dated up to {_t(last)}, {when}: a year, zone or clock "
+            "is wrong (ingest it again with --year, --date or --tz)"
+        )
+    spans = [
+        (first, last, host)
+        for host, *_, first, last, _f in con.execute(queries.internal("_summary_hosts").sql).fetchall()
+        if first is not None and last is not None
+    ]
+    spans.sort()
+    groups: list[list] = []
+    for first, last, host in spans:
+        if groups and first - groups[-1][1] <= HOSTS_APART:
+            groups[-1][1] = max(groups[-1][1], last)
+            groups[-1][2].append(host)
+        else:
+            groups.append([first, last, [host]])
+    if len(groups) > 1:
+        parts = "; ".join(
+            f"{names.listing(sorted(escape_control(h) for h in g[2]), 3)} {_t(g[0])} to {_t(g[1])}" for g in groups[:4]
+        )
+        more = f" and {len(groups) - 4} more" if len(groups) > 4 else ""
+        out.append(
+            f"warning: the store's hosts lie more than a day apart ({parts}{more}): one host's year, zone "
+            "or clock is wrong, or two dumps share the store"
+        )
+    return out
+
+
+def _t(v) -> str:
+    return "?" if v is None else v.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 # Two clocks within one file (docs/formats/SGLANG.md, "Time zones and dates"; docs/formats/NIXL.md, "UCX lines"): UCX stamps its lines with epoch seconds

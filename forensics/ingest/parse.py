@@ -193,7 +193,8 @@ class Input:
         return sha, nbytes, lines
 
     def extent(self, nbytes: int, lines: int | None) -> dict:
-        return extent(self.growth, nbytes, lines, self.host, self.ctx, self.texts, reread.given_state(self.opts))
+        given = reread.given_state(self.opts)
+        return extent(self.growth, nbytes, lines, self.host, self.ctx, self.texts, given, self.given.mtime)
 
     def failed(self, e: Exception) -> FileResult:
         self.writer.abort()
@@ -251,10 +252,14 @@ def extent(
     ctx: Context,
     texts: list[TextStream],
     given: dict | None = None,
+    mtime: float | None = None,
 ) -> dict:
     """The files columns saying which bytes and lines of the file a row covers, what the parser
-    knew at its end (read back if the file grows) and the options it was read with (`given`)."""
+    knew at its end (read back if the file grows), the options it was read with (`given`) and its
+    file's modification time (the reports warn of lines dated long after it)."""
     state = {"host": host, **(ctx.carry or {}), **({"given": given} if given else {})}
+    if mtime:
+        state["mtime"] = mtime
     if texts:
         state["cr_only"] = bool(texts[-1].cr_only)
     start, first_line, piece = (growth.start, growth.line_offset + 1, growth.piece) if growth else (0, 1, 1)
