@@ -110,7 +110,8 @@ def test_a_yearless_file_takes_the_year_of_its_hosts_dated_log_not_of_its_copy(t
     copied = dt.datetime(2026, 12, 1, tzinfo=UTC)
     _write(tmp_path / "dump" / "decode-0" / "sglang.log", DATED.replace("2026-09-17", "2025-09-17"), copied)
     _write(tmp_path / "dump" / "decode-0" / "mooncake.log", GLOG * 2, copied)
-    _write(tmp_path / "dump" / "prefill-0" / "mooncake.log", GLOG, copied)
+    # in other minutes than any dated line: nothing but its file date says its year
+    _write(tmp_path / "dump" / "prefill-0" / "mooncake.log", GLOG.replace("E0917 16:23", "E0918 03:05"), copied)
     store = tmp_path / "s"
     res = CliRunner().invoke(main, ["ingest", str(tmp_path / "dump"), "--store", str(store)])
     assert res.exit_code == 0, res.output
@@ -123,3 +124,58 @@ def test_a_yearless_file_takes_the_year_of_its_hosts_dated_log_not_of_its_copy(t
     out = res.output.replace("\n", "")
     assert "year 2025 taken from " in out and "sglang.log, an input of the same host" in out, res.output
     assert out.count("taken from the file date") == 1, res.output
+
+
+ROOM = 4127750395128840213
+# the prefill side dated, the decode side in the `MM-DD` prefix of some 2025 builds
+PREFILL_FAILED = (
+    "[2025-09-17 16:23:10 DP0 TP0] Prefill transfer failed for request rank=0 req.rid='5b02aee35dae49aba98a333ce89964e6' "
+    f"req.bootstrap_room={ROOM} with exception KVTransferError(bootstrap_room={ROOM}): Failed to send kv chunk\n"
+)
+DECODE_FAILED = (
+    "[09-17 16:31:40 DP0 TP0] Decode transfer failed for request rank=0 decode_req.req.rid='a1af5d2d90324da292ed07c52b30467b' "
+    f"decode_req.req.bootstrap_room={ROOM} with exception KVTransferError(bootstrap_room={ROOM}): Aborted by AbortReq.\n"
+)
+
+
+def _ingest(store, *paths):
+    res = CliRunner().invoke(main, ["ingest", "--store", str(store), *map(str, paths)])
+    assert res.exit_code == 0, res.output
+    return " ".join(res.output.split())
+
+
+def _years(store, host: str) -> list[int]:
+    from tests.conftest import sql
+
+    return sql(store, "SELECT DISTINCT year(ts) FROM events WHERE host = $h", h=host).to_series().to_list()
+
+
+def test_a_yearless_input_takes_the_year_of_another_hosts_input_naming_its_room(tmp_path):
+    copied = dt.datetime(2026, 12, 1, tzinfo=UTC)
+    _write(tmp_path / "dump" / "prefill-0" / "sglang.log", PREFILL_FAILED, copied)
+    _write(tmp_path / "dump" / "decode-0" / "sglang.log", DECODE_FAILED, copied)
+    out = _ingest(tmp_path / "s", tmp_path / "dump")
+    assert _years(tmp_path / "s", "decode-0") == [2025]
+    assert f"an input of another host naming the same room ({ROOM})" in out
+
+
+def test_a_yearless_input_takes_the_year_of_a_stored_input_naming_its_room(tmp_path):
+    """The prefill side was ingested yesterday; the decode side comes today, alone."""
+    copied = dt.datetime(2026, 12, 1, tzinfo=UTC)
+    _write(tmp_path / "a" / "prefill-0" / "sglang.log", PREFILL_FAILED, copied)
+    _write(tmp_path / "b" / "decode-0" / "sglang.log", DECODE_FAILED, copied)
+    _ingest(tmp_path / "s", tmp_path / "a")
+    out = _ingest(tmp_path / "s", tmp_path / "b")
+    assert _years(tmp_path / "s", "decode-0") == [2025]
+    assert "an input already in the store naming the same room" in out
+
+
+def test_a_yearless_glog_file_takes_the_year_of_lines_in_the_same_minutes(tmp_path):
+    """A Mooncake glog file of a host with no SGLang log, its lines in the minute another host's
+    dated line is in: one incident."""
+    copied = dt.datetime(2026, 12, 1, tzinfo=UTC)
+    _write(tmp_path / "dump" / "decode-0" / "sglang.log", DATED.replace("2026-09-17", "2025-09-17"), copied)
+    _write(tmp_path / "dump" / "mooncake-store" / "mooncake.log", GLOG, copied)
+    out = _ingest(tmp_path / "s", tmp_path / "dump")
+    assert _years(tmp_path / "s", "mooncake-store") == [2025]
+    assert "an input with lines in the same minutes" in out

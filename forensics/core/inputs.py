@@ -68,8 +68,9 @@ class Context:
     tz: str = "UTC"
     year: int | None = None
     date: str | None = None  # YYYY-MM-DD for lines that print a time and no date (--date)
-    # (year, path) of another input of the same host with dated lines: the year of lines without one
-    host_year: tuple[int, str] | None = None
+    # (year, path, how) of another input with dated lines (of the same host, naming the same room,
+    # ...: forensics/ingest/years.py): the year of lines without one
+    host_year: tuple[int, str, str] | None = None
     run: str | None = None
     # Filled by the parser:
     lines: int = 0

@@ -131,7 +131,7 @@ class Input:
         self.parser, self.growth = parser, growth
         self.pieces_held: tuple[str, ...] = ()  # a held file read again: every piece the store holds of it
         self.res = FileResult(path=src.path, format=parser.name)
-        self.ctx = opts.context(host, progress, growth.state if growth else None)
+        self.ctx = opts.context(host, progress, growth.state if growth else None, src.path)
         self.is_dir = os.path.isdir(src.fs_path) and src.member is None
         self.hasher: HashingStream | None = None
         self.texts: list[TextStream] = []

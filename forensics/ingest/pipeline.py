@@ -18,7 +18,6 @@ import contextlib
 import dataclasses
 import os
 import re
-import stat
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future
@@ -27,13 +26,11 @@ from concurrent.futures import wait as wait_futures
 
 from forensics.core.errors import UsageError
 from forensics.core.inputs import Scan
-from forensics.ingest import engine, parse, pool, reread, stop
+from forensics.ingest import engine, parse, pool, reread, stop, years
 from forensics.ingest.records import FileResult, Options
 from forensics.ingest.sources import discover
 from forensics.parsers import PARSERS
 from forensics.parsers.base import Source
-from forensics.parsers.lines import read_upto
-from forensics.parsers.server_log import guess_year
 from forensics.store import Store, pieces
 
 __all__ = ["FileResult", "Options", "default_host", "run"]
@@ -156,39 +153,13 @@ def _find_and_ingest(
         hosts |= reread.held_hosts(store, sources)
     priors = pieces.committed(store, sources, hosts)
     if opts.year is None and opts.date is None:
-        opts = dataclasses.replace(opts, host_years=_host_years(sources, hosts))
+        found = years.heads(sources, hosts)
+        opts = dataclasses.replace(
+            opts, host_years=years.host_years(found), input_years=years.linked_years(found, store)
+        )
     if progress:
         progress.start(sum(s.size or 0 for s in sources), len(sources))
     _ingest_all(str(store.root), sources, opts, hosts, priors, results, progress)
-
-
-# how much of each input's head is read for the years of its host: a dated line opens most logs
-_YEAR_HEAD_BYTES = 64 << 10
-
-
-def _host_years(sources: list[Source], hosts: dict) -> tuple[tuple[str, int, str], ...]:
-    """(host, year, path) for each host with inputs whose heads hold dated lines: the year most of
-    them give (the later on a tie), and the first input giving it. An input of the host whose lines
-    print no year (glog `E0917 16:23:13`, `MM-DD` prefixes) takes it before its file's mtime,
-    which a copy (`cp`, `scp`, `kubectl cp`) sets to the day of the copy."""
-    seen: dict[str, dict[int, list[str]]] = {}
-    for s in sources:
-        host = hosts.get(s.path)
-        try:
-            # a FIFO or a device is never opened (sources.py skips it); a folder is a claimed format
-            if host is None or not stat.S_ISREG(os.stat(s.fs_path).st_mode):
-                continue
-            with s.open() as f:
-                year = guess_year(read_upto(f, _YEAR_HEAD_BYTES).decode("utf-8", "replace"))
-        except Exception:  # noqa: BLE001 - an input that cannot be read fails in its own parse
-            continue
-        if year is not None:
-            seen.setdefault(host, {}).setdefault(year, []).append(s.path)
-    out = []
-    for host, years in sorted(seen.items()):
-        year = max(years, key=lambda y: (len(years[y]), y))
-        out.append((host, year, years[year][0]))
-    return tuple(out)
 
 
 def _stopped(

@@ -36,8 +36,9 @@ class Options:
     engine: str = "local"  # where the task units run (ingest/engine.py)
     address: str | None = None  # the Ray cluster to join (--address); None starts one
     # (host, year, path): the year the dated lines of another input of the host give, for an input
-    # whose lines print none (pipeline._host_years)
+    # whose lines print none; (path, year, other path, how) of an input whose host has none (ingest/years.py)
     host_years: tuple[tuple[str, int, str], ...] = ()
+    input_years: tuple[tuple[str, int, str, str], ...] = ()
     # the options given on the command line (not defaults): an input the store holds read with
     # others is read again (ingest/reread.py)
     explicit: tuple[str, ...] = ()
@@ -58,7 +59,9 @@ class Options:
         if self.year is not None and self.year != int(iso[:4]):
             raise UsageError(f"--date {iso} and --year {self.year} disagree", help="pass one of them")
 
-    def context(self, host: str, progress: Callable[[int], None] | None, resume: dict | None) -> Context:
+    def context(
+        self, host: str, progress: Callable[[int], None] | None, resume: dict | None, path: str | None = None
+    ) -> Context:
         """The parser's context for one input."""
         return Context(
             host=host,
@@ -70,7 +73,8 @@ class Options:
             on_progress=progress,
             resume=resume,
             scan=self.scan,
-            host_year=next(((y, p) for h, y, p in self.host_years if h == host), None),
+            host_year=next(((y, p, "an input of the same host") for h, y, p in self.host_years if h == host), None)
+            or next(((y, o, how) for p, y, o, how in self.input_years if p == path), None),
         )
 
 

@@ -132,8 +132,8 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     # the year from the file date is noted only once a line is known to have needed a year
     year_note = None
     if year is None and ctx.host_year:
-        year, other = ctx.host_year
-        year_note = f"no dated line in the head: year {year} taken from {other}, an input of the same host"
+        year, other, how = ctx.host_year
+        year_note = f"no dated line in the head: year {year} taken from {other}, {how}"
     if year is None and source.mtime:
         year = _dt.datetime.fromtimestamp(source.mtime, _dt.timezone.utc).year
         year_note = f"no dated line in the head: year {year} taken from the file date"
