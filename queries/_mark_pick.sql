@@ -18,6 +18,7 @@
 --   room: bootstrap room (as text: 63-bit)
 --   rid: request id
 --   message: the message, cut at 300 characters
+--   ts_placed: how the line's time was placed, having no clock of its own (line_above, line_below, file_time); NULL otherwise
 SELECT * EXCLUDE (prio, k, rn) FROM (
     SELECT *, row_number() OVER (PARTITION BY prio, k ORDER BY t_us, host, rank, kind, room, rid, message) AS rn
     FROM (SELECT epoch_us(ts) AS t_us, * EXCLUDE (ts), CASE mark WHEN 'failure' THEN 0 WHEN 'abort' THEN 1 ELSE 2 END AS prio,

@@ -18,11 +18,13 @@
 --   room: bootstrap room (as text: 63-bit)
 --   rid: request id
 --   message: the message, cut at 300 characters
+--   ts_placed: how the line's time was placed, having no clock of its own (line_above, line_below, file_time); NULL otherwise
 SELECT ts, host, coalesce(dp_rank, tp_rank, attn_cp_rank) AS rank,
        CASE WHEN kind = 'abort' OR reason = 'aborted' THEN 'abort'
             WHEN kind IN ('transfer_failed', 'bootstrap_failed') THEN 'failure'
             ELSE 'error' END AS mark,
-       kind, reason, severity, CAST(bootstrap_room AS VARCHAR) AS room, rid, excerpt(message, 300) AS message
+       kind, reason, severity, CAST(bootstrap_room AS VARCHAR) AS room, rid, excerpt(message, 300) AS message,
+       ts_placed
 FROM events
 WHERE (CAST($since AS TIMESTAMPTZ) IS NULL OR ts >= CAST($since AS TIMESTAMPTZ))
   AND (CAST($before AS TIMESTAMPTZ) IS NULL OR ts < CAST($before AS TIMESTAMPTZ))

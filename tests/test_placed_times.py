@@ -10,6 +10,7 @@ The dumps are written from what CPython's faulthandler and SGLang print, not fro
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 
 import polars as pl
@@ -127,6 +128,16 @@ def test_a_dump_without_any_clock_is_in_the_timeline_its_chart_and_the_evidence(
     r = CliRunner().invoke(main, ["timeline", "--store", store, "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert out.stat().st_size > 0
+
+    # the page's marks and Perfetto's events carry how their time was placed
+    with Session.open(Store(store)) as s:
+        page = detail.gather(s, tl.build(s), "html")
+    assert [(m["kind"], m["ts_placed"]) for m in page["marks"]] == [("crash", "file_time")]
+    trace = tmp_path / "t.json"
+    r = CliRunner().invoke(main, ["timeline", "--store", store, "--format", "perfetto", "-o", str(trace)])
+    assert r.exit_code == 0, r.output
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert [e["args"]["ts_placed"] for e in events if e.get("cat") == "error"] == ["file_time"]
 
     r = CliRunner().invoke(main, ["evidence", "--store", store])
     assert r.exit_code == 0, r.output

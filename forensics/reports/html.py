@@ -88,6 +88,7 @@ def page_data(model: dict, d: dict, store_name: str) -> dict:
                 "reason": m["reason"],
                 "room": m["room"],
                 "message": m["message"],
+                "placed": m.get("ts_placed"),
             }
             for m in d["marks"]
             if m["host"] in index

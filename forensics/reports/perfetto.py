@@ -119,6 +119,7 @@ def _events(model: dict, d: dict, track, agent) -> list[dict]:
                     "reason": m["reason"],
                     "severity": m["severity"],
                     "message": m["message"],
+                    "ts_placed": m.get("ts_placed"),
                 },
             }
         )

@@ -275,8 +275,8 @@
       if (!visible(m.t, m.t)) { return; }
       var color = MARK_COLORS[m.mark] || MARK_COLORS.error;
       var r = el("rect", {x: x(m.t) - 0.75, y: y + 1, width: 1.5, height: h - 2, fill: color, "data-mark": m.mark}, C);
-      tip(r, fmtTime(m.t, true) + " " + m.kind + (m.reason ? " (" + m.reason + ")" : "") +
-          (m.room ? " room " + m.room : "") + "\n" + (m.message || ""));
+      tip(r, fmtTime(m.t, true) + (m.placed ? " (placed: " + m.placed + ")" : "") + " " + m.kind +
+          (m.reason ? " (" + m.reason + ")" : "") + (m.room ? " room " + m.room : "") + "\n" + (m.message || ""));
     });
   }
 
