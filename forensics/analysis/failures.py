@@ -9,6 +9,8 @@ are signals of their host, never requests. The reports count requests first and 
 
 from __future__ import annotations
 
+import re
+
 from forensics.analysis import coverage
 
 _TOTALS_SQL = """
@@ -201,6 +203,10 @@ def servers_side(con) -> dict:
         "SELECT ts, ts_placed, host, exc_type, message, traceback FROM events WHERE kind = 'crash' "
         "ORDER BY ts NULLS LAST, host, source_file, line_no",
     )
+    if crashes.height:
+        crashes = crashes.with_columns(
+            frames=pl.col("traceback").map_elements(innermost_frames, return_dtype=pl.List(pl.Utf8))
+        )
     return {
         "failures": totals(con),
         "first_failure": first,
@@ -215,3 +221,41 @@ def servers_side(con) -> dict:
         # lines whose time is not their own: their failures and signals are dated where they were placed
         "placed": coverage.placed_notes(con, None, None, None),
     }
+
+
+# a frame as each dump prints it (docs/formats/SGLANG.md, "Crash dumps"): faulthandler's
+# `File "p", line N in f`, torch's and Python's `File "p", line N, in f`, UCX's numbered native frames
+_PY_FRAME = re.compile(r'^\s*File "([^"]+)", line ([0-9]+),? in (.+?)\s*$')
+_NATIVE_FRAME = re.compile(r"^\s*[0-9]+\s+([^\s(]+)(?:\((.*)\))?\s+\[0x[0-9a-f]+\]\s*$")
+INNERMOST = 3
+
+
+def innermost_frames(traceback: str | None) -> list[str]:
+    """The three innermost frames of a crash's dump, `file:line function` (native: `library function`).
+
+    faulthandler prints the most recent call first, its current thread's section first in what
+    matters (taken when there is one); UCX and torch print the innermost first; a Python
+    traceback prints it last."""
+    if not traceback:
+        return []
+    lines = traceback.split("\n")
+    current = next((i for i, ln in enumerate(lines) if ln.startswith("Current thread 0x")), None)
+    if current is not None:
+        lines = lines[current + 1 :]
+    frames, python_order = [], False
+    for ln in lines:
+        if ln.startswith("Traceback (most recent call last)"):
+            python_order, frames = True, []
+            continue
+        if ln.startswith("Thread 0x") and frames and not python_order:
+            break  # the next thread's section: the first one's frames are the dump's
+        if m := _PY_FRAME.match(ln):
+            path, line, func = m.groups()
+            frames.append(f"{path.rsplit('/', 1)[-1]}:{line} {func}")
+        elif m := _NATIVE_FRAME.match(ln):
+            lib, func = m.groups()
+            lib, func = lib.rsplit("/", 1)[-1], (func or "").split("+")[0]
+            # UCX's own signal handler and the C library's trampoline come first: not the crash
+            if not lib.startswith("libucs.") and func:
+                frames.append(f"{lib} {func}")
+    return frames[-INNERMOST:][::-1] if python_order else frames[:INNERMOST]

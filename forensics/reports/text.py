@@ -530,6 +530,7 @@ def _servers_section(out, sv: dict, lower: bool = False) -> None:
                     "host",
                     "exc_type",
                     pl.col("message").str.slice(0, 160),
+                    pl.col("frames").list.join("; ").alias("innermost frames"),
                     pl.col("traceback").str.split("\n").list.len().alias("frames lines"),
                 )
             )

@@ -487,8 +487,20 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
         & (body == "")
         & ((chain.shift(1, fill_value=False) & ~brk) | (chain.shift(-1, fill_value=False) & ~brk_below))
     )
-    # faulthandler puts a blank line before each `Thread 0x...` block and the module list
-    blank_in_dump = lone & (body == "") & ~brk_below & lone_body.shift(-1).str.contains(RE_CRASH_BODY).fill_null(False)
+    # faulthandler puts a blank line before each `Thread 0x...` block and the module list; a dump
+    # copied through some terminals and pastes has one after every line: inside a crash's run, a
+    # blank line (or a run of them) before a frame belongs to the dump too
+    after_blanks = pl.when(body != "").then(lone_body).shift(-1).backward_fill()
+    in_crash = pl.when(~lone | brk).then(pl.col("family").fill_null("")).forward_fill() == "crash"
+    blank_in_dump = (
+        lone
+        & (body == "")
+        & ~brk_below
+        & (
+            after_blanks.str.contains(RE_CRASH_BODY).fill_null(False)
+            | (in_crash & after_blanks.str.contains(r"^\s+\S").fill_null(False))
+        )
+    )
     # an excerpt may begin with a traceback's last line alone (`...KVTransferError: KVTransferError(...)`)
     at_start = (pl.int_range(pl.len()) == 0) & (pl.col("line_no") == 1) & (body != "")
     tb_like = (
