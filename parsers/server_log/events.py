@@ -20,6 +20,7 @@ from forensics.parsers.server_log.grammar import (
     RE_AIOHTTP_ACCESS,
     RE_KVT_ERROR,
     RE_NIXL_BINDING,
+    RE_TRANSPORT_WARNING,
     REASON_RULES,
     RID_PATTERNS,
     ROOM_PATTERNS,
@@ -131,7 +132,9 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .then(pl.lit("http_log"))
         .when(fam == "glog")
         .then(
-            pl.when(glog_nixl)
+            pl.when(~is_err_level & msg.str.contains(RE_TRANSPORT_WARNING))
+            .then(pl.lit("transport_warning"))
+            .when(glog_nixl)
             .then(pl.when(is_err_level).then(pl.lit("nixl_error")).otherwise(pl.lit("nixl_log")))
             .when(glog_mc)
             .then(pl.when(is_err_level).then(pl.lit("mooncake_error")).otherwise(pl.lit("mooncake_log")))

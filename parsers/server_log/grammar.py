@@ -157,6 +157,14 @@ REQUEST_JSON_EVENT = '"event"'  # the JSON request log's key: `"event": "request
 # The two warn-once texts of the PD timeouts, as far as a cut line still says which one it is:
 # prefill's KVSender prints the first (SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT), decode's
 # KVReceiver the second (SGLANG_DISAGGREGATION_WAITING_TIMEOUT)
+# the transfer libraries' own warnings that explain an incident (docs/formats/NIXL.md, "Transport
+# warnings"): Mooncake's NIC taken out of use and its timed-out batch, NIXL's UCX requests
+# cancelled, a metadata session's header lost. Their glog lines of levels below E are this kind;
+# an E line stays the library's error
+RE_TRANSPORT_WARNING = (
+    r"Too many errors found in local RNIC|Sync batch data transfer timeout|Unexpected UCX error"
+    r"|Session::readHeader failed"
+)
 PD_BOOTSTRAP_TIMEOUT = r"Some requests timed out when"
 PD_WAITING_TIMEOUT = r"Some requests fail to receive KV"
 RE_PD_TIMEOUT = rf"{PD_BOOTSTRAP_TIMEOUT}|{PD_WAITING_TIMEOUT}"
@@ -209,6 +217,7 @@ KIND_RULES: list[tuple[str, str]] = [
         r"NIXL peer \S+ disconnected|NIXL invalidated remote agent|remote agent '[^']*' was (?:disconnected|invalidated)",
     ),
     ("peer_reconnect", r"Reconnected NIXL peer"),
+    ("transport_warning", RE_TRANSPORT_WARNING),
     ("peer_register", r"Register KVArgs from \S+ successfully|Peer \S+ was already registered"),
     # nixl._bindings / nixl_cu12._bindings / nixl_cu13._bindings exceptions
     # (docs/formats/NIXL.md, "Python binding lines and exceptions")
@@ -307,6 +316,7 @@ FAILURE_KINDS = (
 # lines get a reason too
 WARNING_KINDS = (
     "pd_timeout",
+    "transport_warning",
     "heartbeat_failed",
     "peer_disconnect",
     "deferred_release",
@@ -330,6 +340,7 @@ SEVERITY_BY_KIND = {
     "pd_timeout": "warning",
     "heartbeat_failed": "warning",
     "peer_disconnect": "warning",
+    "transport_warning": "warning",
     "kv_pool_full": "warning",
     "late_output": "warning",
     "request_rejected": "error",

@@ -194,6 +194,22 @@ samples = [
         {"events": [{"kind": "exception", "exc_type": "ValueError"}]},
     ),
     Sample(
+        "transport_warnings",
+        "W0917 16:23:13.419399 12345 rdma_context.cpp:372] Too many errors found in local RNIC mlx5_1, mark it "
+        "inactive\n"
+        "I0917 16:23:14.000001 12345 transfer_engine.cpp:512] Sync batch data transfer timeout after 30000000000ns\n"
+        "W0917 16:23:15.100000  4242 ucx_backend.cpp:88] Unexpected UCX error: Request canceled\n"
+        "W0917 16:23:16.200000  4242 transfer_metadata_plugin.cpp:611] Session::readHeader failed\n",
+        {
+            "events": [
+                {"kind": "transport_warning", "source": "glog", "severity": "warning"},
+                {"kind": "transport_warning", "source": "glog", "severity": "info"},
+                {"kind": "transport_warning", "source": "glog", "severity": "warning", "reason": "transport"},
+                {"kind": "transport_warning", "source": "glog", "severity": "warning"},
+            ]
+        },
+    ),
+    Sample(
         "nixl_glog",
         "E0801 15:40:05.041554    1049 nixl_agent.cpp:92] postXferReq: remote agent disconnected\n",
         {"events": [{"kind": "nixl_error", "source": "glog", "severity": "error"}]},

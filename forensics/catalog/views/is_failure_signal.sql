@@ -11,10 +11,12 @@
 --   kinds (uvicorn's `Invalid HTTP request received.`, deprecation notes), which say nothing of requests
 
 -- The warning kinds are docs/formats/SGLANG.md, "Warnings about requests in trouble": the PD
--- timeout warn-once lines, lost heartbeats, peers gone, a full KV pool, retractions, refusals.
+-- timeout warn-once lines, lost heartbeats, peers gone, a full KV pool, retractions, refusals;
+-- and the transfer libraries' warnings of docs/formats/NIXL.md, "Transport warnings".
 CREATE OR REPLACE MACRO is_failure_signal(kind, severity) AS
     kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected', 'checksum_mismatch',
              'watchdog_timeout', 'health_check_failed', 'collective_timeout', 'exception', 'nixl_error',
              'ucx_error', 'mooncake_error', 'crash',
-             'pd_timeout', 'heartbeat_failed', 'peer_disconnect', 'kv_pool_full', 'retract', 'request_rejected')
+             'pd_timeout', 'heartbeat_failed', 'peer_disconnect', 'kv_pool_full', 'retract', 'request_rejected',
+             'transport_warning')
     OR severity IN ('error', 'fatal');
