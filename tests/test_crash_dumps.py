@@ -243,3 +243,25 @@ def test_the_evidence_names_each_crashs_innermost_frames(tmp_path):
     assert got == {shape.replace("_", "-"): FRAMES[shape][:3] for shape in SHAPES}
     md = CliRunner().invoke(main, ["evidence", "--store", store]).stdout
     assert "innermost frames" in md and "scheduler.py:1021 event_loop_normal; scheduler.py:2977" in md
+
+
+C10_WATCHDOG = next(s.text for s in server_log.samples if s.name == "c10_frames_fold_into_the_watchdog_line")
+C10_TERMINATE = next(s.text for s in server_log.samples if s.name == "c10_terminate_is_a_crash")
+
+
+@pytest.mark.parametrize("native_flag", ["0", "1"])
+def test_c10_frame_lists_and_coredump_lines_fold_into_the_event_they_follow(monkeypatch, native_flag):
+    """PyTorch's native frames after a watchdog timeout are that event's traceback, not unread
+    lines; an uncaught c10 error's `terminate called ...` is the crash, its frames and CUDA's core
+    dump notice folded in (docs/formats/OTHER_ENGINES.md, "c10 native frames")."""
+    monkeypatch.setenv("FORENSICS_NATIVE", native_flag)
+    for text, kind in ((C10_WATCHDOG, "collective_timeout"), (C10_TERMINATE, "crash")):
+        tables, ctx = parse_text(server_log, STATS + text, name="decode.log")
+        ev = tables["events"]
+        assert ev["kind"].to_list() == [kind]
+        assert ctx.unparsed_lines == 0 and ctx.continuation_lines == text.count("\n") - 1
+    from forensics.analysis.failures import innermost_frames
+
+    assert innermost_frames(ev["traceback"][0]) == []  # only the raising machinery: nothing to name
+    tables, _ = parse_text(server_log, C10_WATCHDOG, name="decode.log")
+    assert innermost_frames(tables["events"]["traceback"][0]) == ["libc.so.6 clone"]

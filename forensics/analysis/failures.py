@@ -226,6 +226,10 @@ def servers_side(con) -> dict:
 # a frame as each dump prints it (docs/formats/SGLANG.md, "Crash dumps"): faulthandler's
 # `File "p", line N in f`, torch's and Python's `File "p", line N, in f`, UCX's numbered native frames
 _PY_FRAME = re.compile(r'^\s*File "([^"]+)", line ([0-9]+),? in (.+?)\s*$')
+# c10's `frame #N: <function> + 0x<off> (0x<addr> in <library>)`
+_C10_FRAME = re.compile(r"^frame #[0-9]+: (.+?) \+ 0x[0-9a-f]+ \((?:0x[0-9a-f]+)? ?in ([^)]+)\)\s*$")
+# the frames that raise and report a c10 error, not where it went wrong
+_C10_MACHINERY = ("c10::Error::Error", "c10::detail::torchCheckFail", "c10::DistBackendError", "<unknown function>")
 _NATIVE_FRAME = re.compile(r"^\s*[0-9]+\s+([^\s(]+)(?:\((.*)\))?\s+\[0x[0-9a-f]+\]\s*$")
 INNERMOST = 3
 
@@ -252,6 +256,10 @@ def innermost_frames(traceback: str | None) -> list[str]:
         if m := _PY_FRAME.match(ln):
             path, line, func = m.groups()
             frames.append(f"{path.rsplit('/', 1)[-1]}:{line} {func}")
+        elif m := _C10_FRAME.match(ln):
+            func, lib = m.groups()
+            if not func.startswith(_C10_MACHINERY):
+                frames.append(f"{lib.rsplit('/', 1)[-1]} {func}")
         elif m := _NATIVE_FRAME.match(ln):
             lib, func = m.groups()
             lib, func = lib.rsplit("/", 1)[-1], (func or "").split("+")[0]

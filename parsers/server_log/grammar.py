@@ -91,6 +91,7 @@ RE_ROUTER = (
 # as continuation lines (CRASH_BODY and the indented frames of RE_TB).
 RE_CRASH = (
     r"^(?:!+ Segfault encountered !+|Fatal Python error: |Child process unexpectedly failed with an exit code"
+    r"|terminate called after throwing an instance of "
     r"|\s*(?:\[[^\]\s]+:[0-9]+ *(?::[0-9]+)+\] +)?Caught signal [0-9]+ \()"
 )
 # glog's notice from a NIXL / Mooncake library initialised before InitGoogleLogging: not uvicorn's `WARNING:`
@@ -125,9 +126,14 @@ STATS_DOT_SEP = r"([0-9%])\. "
 TB_HEADER = r"Traceback \(most recent call last\)"
 TB_CHAIN = r"During handling of the above exception|The above exception was the direct cause"
 # the unindented lines of a crash dump: faulthandler's thread headers and module list, UCX's
-# backtrace banner and its closing rule
+# backtrace banner and its closing rule; PyTorch's c10 native frame list after a watchdog, an
+# abort or an uncaught c10::Error (docs/formats/OTHER_ENGINES.md, "c10 native frames"), and
+# CUDA's notice that it writes a GPU core dump
+C10_FRAMES = r"Exception raised from \S+ at \S+ \(most recent call first\):|frame #[0-9]+: |<omitting python frames>"
+CUDA_COREDUMP = r"(?:\[[0-9:.]+\] )?(?:CUDA )?coredump: "
 CRASH_BODY = (
     r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|Extension modules: |=+ backtrace|=+$"
+    rf"|{C10_FRAMES}|{CUDA_COREDUMP}"
 )
 RE_CRASH_BODY = rf"^(?:{CRASH_BODY})"
 # the banners that begin a dump's frames: under a record that is no crash (the dump's head was
@@ -146,7 +152,7 @@ RE_EXC_LINE = rf"^({EXC_TYPE}?)(?::\s.*)?$"
 # short by the read), an `ExcType: msg` line; conservative where RE_TB needs the line above.
 CONTINUES = re.compile(
     rf"[ \t]|{TB_HEADER}|{TB_CHAIN}|\r?\n|{EXC_TYPE}(?::|\r?\n)|(?:Current thread|Thread) 0x"
-    r"|Extension modules: |=".encode()
+    r"|Extension modules: |=|Exception raised from |frame #[0-9]|<omitting python frames>|(?:CUDA )?coredump: ".encode()
 )
 
 # --- request logs ("Request logs"): the leaders of their messages, by kind ----------------------
@@ -180,6 +186,7 @@ KIND_RULES: list[tuple[str, str]] = [
     (
         "crash",
         rf"Child process unexpectedly failed|Segfault encountered|^Fatal Python error: |Caught signal [0-9]+ \("
+        r"|^terminate called after throwing"
         rf"|^(?:{CRASH_OPEN})",
     ),
     # SGLang's own warn-once lines when PD requests time out (docs/formats/SGLANG.md, "Warnings about requests in trouble"): printed once per
@@ -398,7 +405,8 @@ REASON_RULES: list[tuple[str, str]] = [
     ("checksum_mismatch", r"[Cc]hecksum mismatch"),
     # crashes by signal: the launcher's exit code (128 + signal) or the dump's own words
     ("sigquit", r"exit code 131\b|Caught signal 3 \("),
-    ("sigabrt", r"exit code 134\b|Caught signal 6 \(|^Fatal Python error: Aborted"),
+    # std::terminate on an uncaught C++ exception (c10::Error from a watchdog) aborts the process
+    ("sigabrt", r"exit code 134\b|Caught signal 6 \(|^Fatal Python error: Aborted|^terminate called after throwing"),
     ("sigsegv", r"exit code 139\b|Caught signal 11 \(|Segfault encountered|^Fatal Python error: Segmentation fault"),
     (
         "remote_disconnect",

@@ -194,6 +194,28 @@ samples = [
         {"events": [{"kind": "exception", "exc_type": "ValueError"}]},
     ),
     Sample(
+        "c10_frames_fold_into_the_watchdog_line",
+        "[rank3]:[E0904 10:52:50.118204633 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=48213, OpType=ALLREDUCE, NumelIn=7340032, NumelOut=7340032, Timeout(ms)=600000) ran "
+        "for 600041 milliseconds before timing out.\n"
+        "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:632 (most recent "
+        "call first):\n"
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f5e1a2b61b6 in "
+        "/usr/local/lib/python3.12/dist-packages/torch/lib/libc10.so)\n"
+        "<omitting python frames>\n"
+        "frame #1: clone + 0x44 (0x7f5e6a9a8850 in /lib/x86_64-linux-gnu/libc.so.6)\n",
+        {"events": [{"line_no": 1, "kind": "collective_timeout", "exc_type": None}]},
+    ),
+    Sample(
+        "c10_terminate_is_a_crash",
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception\n"
+        "coredump: Starting GPU coredump generation\n"
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f5e1a2b61b6 in "
+        "/usr/local/lib/python3.12/dist-packages/torch/lib/libc10.so)\n",
+        {"events": [{"line_no": 1, "kind": "crash", "reason": "sigabrt", "severity": "fatal"}]},
+    ),
+    Sample(
         "transport_warnings",
         "W0917 16:23:13.419399 12345 rdma_context.cpp:372] Too many errors found in local RNIC mlx5_1, mark it "
         "inactive\n"
