@@ -24,7 +24,7 @@ def _log(path, day: str, hour: int, minutes: int = 3) -> str:
     differ by its path (the same bytes are one input, whatever their name)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
-        f"[{day} {hour:02d}:{m:02d}:00 TP0] Decode batch. #running-req: {m + 1}, #token: {100 * m + zlib.crc32(str(path).encode()) % 97}, "
+        f"[{day} {hour:02d}:{m:02d}:00 TP0] Decode batch. #running-req: {m + 1}, #token: {100 * m + zlib.crc32(str(path).encode()) % 1_000_003 * 1000}, "
         f"token usage: 0.0{m}, gen throughput (token/s): 50.0, #queue-req: 0"
         for m in range(minutes)
     ]
