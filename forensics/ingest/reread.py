@@ -20,7 +20,7 @@ from forensics.ingest.records import Options
 from forensics.store import Store, commits, pieces
 
 # what a held input was read with, in its files row: option name -> column (or resume_state key)
-_COLUMNS = ("status", "tz", "host", "role", "format", "resume_state")
+_COLUMNS = ("tz", "host", "role", "format", "resume_state")
 OPTIONS = ("tz", "year", "date", "host", "role", "format")
 _FLAGS = {"format": "--parser"}
 
@@ -35,10 +35,11 @@ def held_with(store: Store, key: str) -> dict | None:
     m = commits.read(commits.manifest_path(store, key))
     if m is None or key not in store.committed():
         return None
+    # an input's files row is its one row: a failed or skipped record is never under a content key
     rows = pieces.files_rows(store.input_parts(key, "files", m), _COLUMNS)
-    row = next((r for r in rows if r.get("status", "ingested") in ("ingested", None)), rows[0] if rows else None)
-    if row is None:
+    if not rows:
         return None
+    row = rows[0]
     try:
         state = json.loads(row.get("resume_state") or "{}") or {}
     except ValueError:

@@ -100,33 +100,32 @@ def linked_years(found: list[Head], store=None) -> tuple[tuple[str, int, str, st
 
 
 def _by_keys(h: Head, dated: list[Head]) -> tuple[int, str, str] | None:
-    votes = collections.Counter()
-    first: dict[int, tuple[str, str]] = {}
-    for d in dated:
-        shared = h.keys & d.keys
-        if shared:
-            votes[d.year] += len(shared)
-            first.setdefault(d.year, (d.path, min(shared)))
-    if not votes:
+    got = _vote(dated, lambda d: sorted(h.keys & d.keys))
+    if got is None:
         return None
-    year = max(votes, key=lambda y: (votes[y], y))
-    path, key = first[year]
-    what = "request id" if len(key) == 32 else "room"
-    return year, path, f"an input of another host naming the same {what} ({key})"
+    year, path, shared = got
+    what = "request id" if len(shared[0]) == 32 else "room"
+    return year, path, f"an input of another host naming the same {what} ({shared[0]})"
 
 
 def _by_minutes(h: Head, dated: list[Head]) -> tuple[int, str, str] | None:
-    votes = collections.Counter()
-    first: dict[int, str] = {}
+    got = _vote(dated, lambda d: sorted(h.minutes & d.minutes))
+    return None if got is None else (got[0], got[1], "an input with lines in the same minutes")
+
+
+def _vote(dated: list[Head], shared) -> tuple[int, str, list[str]] | None:
+    """The year the dated inputs sharing most with the input give (the later on a tie), the first
+    of them to give it, and what it shares (`shared(d)`: a sorted list, empty for nothing)."""
+    votes: collections.Counter = collections.Counter()
+    first: dict[int, tuple[str, list[str]]] = {}
     for d in dated:
-        n = len(h.minutes & d.minutes)
-        if n:
-            votes[d.year] += n
-            first.setdefault(d.year, d.path)
+        if common := shared(d):
+            votes[d.year] += len(common)
+            first.setdefault(d.year, (d.path, common))
     if not votes:
         return None
     year = max(votes, key=lambda y: (votes[y], y))
-    return year, first[year], "an input with lines in the same minutes"
+    return year, *first[year]
 
 
 def _in_store(h: Head, store) -> tuple[int, str, str] | None:

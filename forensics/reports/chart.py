@@ -77,21 +77,25 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
     # a 2 s storm on a 20 min chart would be a hairline: bands get a minimum visible width
     min_band = max((hi - lo) // 250, 1)
 
-    def band(ax, item, color, label=None, height=1.0, label_at="t0"):
+    def caption(ax, us, height, text, color, zorder=6):
+        """`text` just right of time `us`, its top at `height` of the panel (0 to 1)."""
+        ax.text(
+            x(us),
+            height,
+            " " + text,
+            transform=ax.get_xaxis_transform(),
+            va="top",
+            ha="left",
+            fontsize=8,
+            color=color,
+            zorder=zorder,
+        )
+
+    def band(ax, item, color, text=None, height=1.0, label_at="t0"):
         t0, t1 = item["t0"], max(item["t1"], item["t0"] + min_band)
         ax.axvspan(x(t0), x(t1), color=color, alpha=0.18, lw=0, zorder=0)
-        if label:
-            ax.text(
-                x(t0 if label_at == "t0" else t1),
-                height,
-                " " + label,
-                transform=ax.get_xaxis_transform(),
-                va="top",
-                ha="left",
-                fontsize=8,
-                color=color,
-                zorder=5,
-            )
+        if text:
+            caption(ax, t0 if label_at == "t0" else t1, height, text, color, zorder=5)
 
     def counted(rows):
         """Counts per bucket index (reports.detail's counts) on the bucket grid."""
@@ -136,17 +140,7 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
             )
             first = False
         for k, count, _ in labels:
-            ax.text(
-                x(lo + k * bucket_us + bucket_us // 2),
-                0.8,
-                f" {count} failed",
-                transform=ax.get_xaxis_transform(),
-                va="top",
-                ha="left",
-                fontsize=8,
-                color="#c92a2a",
-                zorder=6,
-            )
+            caption(ax, lo + k * bucket_us + bucket_us // 2, 0.8, f"{count} failed", "#c92a2a")
 
     for ax, h in zip(axes, hosts):
         load = [part for part in d["load"] if part["host"] == h["name"]]
@@ -188,18 +182,8 @@ def _draw(model: dict, d: dict, path: str, fmt: str) -> None:
         for c in d.get("crashes", []):
             if c["host"] == h["name"]:
                 ax.axvline(x(c["t_us"]), color="#212529", lw=1.2, ls="--" if c["ts_placed"] else "-", zorder=4)
-                label = f" crash{' ' + c['reason'] if c['reason'] else ''}" + (" (placed)" if c["ts_placed"] else "")
-                ax.text(
-                    x(c["t_us"]),
-                    0.97,
-                    escape_control(label),
-                    transform=ax.get_xaxis_transform(),
-                    va="top",
-                    ha="left",
-                    fontsize=8,
-                    color="#212529",
-                    zorder=6,
-                )
+                what = f"crash{' ' + c['reason'] if c['reason'] else ''}" + (" (placed)" if c["ts_placed"] else "")
+                caption(ax, c["t_us"], 0.97, escape_control(what), "#212529")
         for w in d["wedges"]:
             if w["host"] == h["name"]:
                 band(ax, w, "#c92a2a", f"wedge ({w['kind']}, {w['silent_s']:.0f} s)")
