@@ -140,3 +140,36 @@ def test_ctrl_c_while_the_command_line_imports_is_one_line(tmp_path):
     assert p.returncode == 130, err
     assert err.decode().splitlines() == ["forensics: interrupted (SIGINT) while starting: nothing was changed"]
     assert out == b""
+
+
+def test_no_write_into_tmp_starts_after_a_stop_and_the_sweep_waits_for_those_under_way(tmp_path):
+    """A thread reading an input that makes its folder in .tmp just behind the sweep after a signal
+    would leave it half-written: from the signal on no write starts, and the sweep waits for those under way."""
+    import threading
+
+    from forensics.ingest import stop
+    from forensics.store import Store
+
+    store = Store(str(tmp_path / "store"))
+    store.tmp.mkdir(parents=True)
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_write():
+        with stop.writing():
+            inside.set()
+            release.wait(5)
+
+    t = threading.Thread(target=slow_write)
+    t.start()
+    inside.wait(5)
+    stop._stop.set()
+    try:
+        assert not stop.writes_ended(timeout=0.1), "a write under way was not waited for"
+        release.set()
+        assert stop.writes_ended(timeout=5)
+        with pytest.raises(stop.Interrupted):
+            store.writer("late")
+        assert not (store.tmp / f"late.{os.getpid()}").exists()
+    finally:
+        stop._stop.clear()
+        t.join()

@@ -169,9 +169,10 @@ def _stopped(
     and `e` says what was committed and what was not (by the store's folders: an input finished
     on a thread or in a worker as the signal came is committed with no result here)."""
     stop.settle()
-    # a part that a thread was writing as the signal came can land behind the first sweep (the
-    # threads are not waited for: stop.committing refuses their commits, write_all their next part)
-    for _ in range(40):
+    # the threads reading inputs are not waited for (stop.committing refuses their commits), but
+    # their writes into .tmp are: from the signal on none starts (stop.writing)
+    stop.writes_ended()
+    for _ in range(40):  # a killed worker's last part can still land as its process ends
         store.clear_tmp()
         if not any(store.tmp.iterdir()):
             break

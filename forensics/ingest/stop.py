@@ -24,6 +24,8 @@ import signal
 import threading
 from collections.abc import Callable
 
+from forensics.store import InputWriter
+
 _stop = threading.Event()
 _signum: int | None = None
 _gate = threading.Lock()  # held by a commit's renames; the handler never takes it
@@ -35,6 +37,8 @@ _depth = 0  # handling() blocks the main thread is inside: the outermost one ins
 _finishing: tuple[str, int] | None = None
 _on_stop: Callable[["Interrupted"], None] | None = None
 _ending = threading.Lock()
+_writes = threading.Condition()  # guards _writers, the writes into .tmp under way (`writing`)
+_writers = 0
 
 
 class Interrupted(BaseException):
@@ -116,6 +120,28 @@ def committing():
     if main and _pending:
         _pending = False
         _stop_now()
+
+
+@contextlib.contextmanager
+def writing():
+    """Around one write into .tmp (store.InputWriter.gate): none starts after a signal, and
+    `writes_ended` waits for those under way, so the sweep of .tmp after a stop is the last word."""
+    global _writers
+    with _writes:
+        check()
+        _writers += 1
+    try:
+        yield
+    finally:
+        with _writes:
+            _writers -= 1
+            _writes.notify_all()
+
+
+def writes_ended(timeout: float = 30.0) -> bool:
+    """After a signal: wait for the writes into .tmp under way (a Parquet part takes a second at most)."""
+    with _writes:
+        return _writes.wait_for(lambda: _writers == 0, timeout)
 
 
 def settle() -> None:
@@ -285,3 +311,6 @@ def die_with_parent(parent: int, server: int | None = None) -> None:
         os._exit(1)
     except PermissionError:
         pass
+
+
+InputWriter.gate = staticmethod(writing)

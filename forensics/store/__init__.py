@@ -17,9 +17,11 @@ NNNNN.parquet, one folder an input) is migrated by the first command that opens 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -146,11 +148,17 @@ def _read_order(rel: str) -> tuple:
 class InputWriter:
     """Writes the tables of one input into .tmp, then commits them (commits.py)."""
 
+    # Around each write into .tmp. The ingest sets it (forensics/ingest/stop.py) so that after a
+    # signal no write starts and the sweep of .tmp waits for those under way: a thread that made
+    # its folder behind the sweep would leave it half-written.
+    gate: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+
     def __init__(self, store: Store, key: str):
         self.store, self.key = store, key
         self.dir = store.tmp / f"{key}.{os.getpid()}"
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.dir.mkdir(parents=True)
+        with self.gate():
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir.mkdir(parents=True)
         self.parts: dict[str, int] = {}
         self.rows: dict[str, int] = {}
 
@@ -162,15 +170,17 @@ class InputWriter:
         n = self.parts.get(table, 0)
         self.parts[table] = n + 1
         self.rows[table] = self.rows.get(table, 0) + df.height
-        write_part(self.dir, table, n, df)
+        with self.gate():
+            write_part(self.dir, table, n, df)
 
     def rekey(self, key: str) -> None:
         """Take the store key `key` (known once the input is read): its folder renamed to match."""
         if key == self.key:
             return
         keyed = self.store.tmp / f"{key}.{os.getpid()}"
-        shutil.rmtree(keyed, ignore_errors=True)
-        os.replace(self.dir, keyed)
+        with self.gate():
+            shutil.rmtree(keyed, ignore_errors=True)
+            os.replace(self.dir, keyed)
         self.dir, self.key = keyed, key
 
     def _with_data_files(self, df: pl.DataFrame) -> pl.DataFrame:
