@@ -71,9 +71,9 @@ ENGINES: tuple[Engine, ...] = (
             r"(?:[\w-]+(?:\{[^}]*\})?(?::[\w-]+(?:\{[^}]*\})?)*: )?(?:sglang_router_rs|smg)(?:::\w+)*: ",
         ),
         ("Starting router on",),
-        # its lines outside a span are the grammar's router lines (docs/formats/SGLANG.md,
-        # "Foreign lines: NCCL, c10d, glog, UCX, router")
-        read="read for its router lines outside a span only",
+        # its lines, in a request's span or not, are the grammar's router lines (docs/formats/SGLANG.md,
+        # "Foreign lines: NCCL, c10d, glog, UCX, router"): what is left unread of them names the input
+        read="read as router events (what is left here is not)",
     ),
     Engine(
         "lmcache",

@@ -36,7 +36,7 @@ lines AS (
         UNION ALL
         SELECT host FROM events
         WHERE bootstrap_room IS NULL AND rid IS NOT NULL
-          AND (kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected')
+          AND (kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected', 'router_failure')
                OR (kind = 'request_finished' AND finish_reason = 'abort'))
     ) GROUP BY 1
 ),

@@ -36,6 +36,7 @@ from forensics.parsers.server_log.grammar import (
     RE_UCX,
     ROLE_DECODE,
     ROLE_PREFILL,
+    ROLE_ROUTER,
 )
 from forensics.parsers.server_log.samples import samples
 
@@ -60,6 +61,11 @@ def infer_role(text: str) -> str | None:
         return "prefill" if p >= d else "decode"
     if re.search(r"Prefill batch[.,]", text) and re.search(r"Decode batch[.,]", text):
         return "unified"
+    # the sgl-router's own lines (its targets, docs/formats/OTHER_ENGINES.md, "sgl-router"), more of
+    # them than of any server's: it serves no batches, it sends requests to those that do
+    router = head.str.count_matches(ROLE_ROUTER).item()
+    if router and router * 2 >= head.str.count_matches(r"(?m)^.").item():
+        return "router"
     return None
 
 
@@ -244,4 +250,6 @@ def _role_from_name(path: str) -> str | None:
         return "prefill"
     if "decode" in low:
         return "decode"
+    if "router" in low or "gateway" in low:
+        return "router"
     return None

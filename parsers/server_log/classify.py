@@ -334,7 +334,7 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
         .then(pl.lit("c10d"))
         .when(f("_nc", 6).is_not_null())
         .then(pl.lit("nccl"))
-        .when(f("_rt", 7).is_not_null())
+        .when(f("_rt", 8).is_not_null())
         .then(pl.lit("router"))
         .when(undecided.str.contains(RE_CRASH))
         .then(pl.lit("crash"))
@@ -345,7 +345,7 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     )
     # the custom-config shape also matches the plain prefix, so it is tried first
     message = pl.coalesce(
-        f("_cu", 5), f("_sg", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), f("_rt", 7), body
+        f("_cu", 5), f("_sg", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), f("_rt", 8), body
     )
     sg_raw, sg_local = _sglang_time(
         pl.coalesce(f("_cu", 1), f("_sg", 1)),
@@ -401,7 +401,9 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
         _local=local,
         _ux_ts=pl.coalesce(ux_ts, clf_ts),
         level=level,
-        glog_file=pl.coalesce(f("_gl", 6), f("_ux", 5), f("_c10", 7), f("_rt", 5)),
+        glog_file=pl.coalesce(f("_gl", 6), f("_ux", 5), f("_c10", 7), f("_rt", 6)),
+        # the router's spans, `http_request{method=POST uri=/v1/completions request_id="cmpl-1"}: `: its request's id
+        span=f("_rt", 4),
         peer_host=pl.coalesce(f("_ux", 2), f("_nc", 1)),
         c10_rank=f("_c10", 1).cast(pl.Int32, strict=False),
         **rank_cols,

@@ -20,6 +20,7 @@ from forensics.parsers.server_log.grammar import (
     RE_AIOHTTP_ACCESS,
     RE_KVT_ERROR,
     RE_NIXL_BINDING,
+    RE_ROUTER_FAILURE,
     RE_TRANSPORT_WARNING,
     REASON_RULES,
     RID_PATTERNS,
@@ -150,7 +151,9 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         )
         .when(fam == "router")
         .then(
-            pl.when(pl.col("level") == "ERROR")
+            pl.when(pl.col("level").is_in(["ERROR", "WARN"]) & msg.str.contains(RE_ROUTER_FAILURE))
+            .then(pl.lit("router_failure"))
+            .when(pl.col("level") == "ERROR")
             .then(pl.lit("router_error"))
             .when(pl.col("level") == "WARN")
             .then(pl.lit("router_warning"))
@@ -261,6 +264,15 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         lambda d: d.select(rid=_regex_thread("ids", _first_capture, d, RID_PATTERNS)),
         {"rid": utf8},
     )
+    # a router line's request is its span's `request_id` (Debug-quoted): the router's own id, which
+    # is the servers' rid only when the client sent one (docs/formats/OTHER_ENGINES.md, "sgl-router")
+    ev = _on_rows(
+        ev,
+        (fam == "router") & pl.col("span").str.contains("request_id=", literal=True),
+        lambda d: d.select(_span_rid=pl.col("span").str.extract(r'\brequest_id="?([^"\s,}]+)', 1)),
+        {"_span_rid": utf8},
+    )
+    ev = ev.with_columns(rid=pl.coalesce("rid", "_span_rid")).drop("_span_rid")
     ev = _on_rows(ev, msg.str.contains(PRE_ROOM), room, {"bootstrap_room": i64})
     if "traceback" in ev.columns:
         # a record whose head names no room (`Scheduler hit an exception: Traceback ...`) ends in the
@@ -309,6 +321,19 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         ),
         {"_peer": utf8},
     )
+    # the router names the server that answered and its status: `decode_url=http://h:p status=500`
+    ev = _on_rows(
+        ev,
+        fam == "router",
+        lambda d: d.select(
+            _rt_status=pl.coalesce(
+                msg.str.extract(r"\bstatus(?:_code)?=([0-9]{3})\b", 1),
+                pl.col("span").str.extract(r"\bstatus_code=([0-9]{3})\b", 1),
+            ),
+            _rt_peer=msg.str.extract(r"\b(?:decode|prefill|worker)_url=([^\s,]+)", 1),
+        ),
+        {"_rt_status": utf8, "_rt_peer": utf8},
+    )
     ev = _on_rows(ev, msg.str.starts_with('{"timestamp"'), json_ts, {"_jts": pl.Datetime("us", "UTC")})
     # the literal as the mask (no regex to compile when no line has it); `\brank=` then leaves out
     # the `dp_rank=None` and friends of request logs
@@ -319,12 +344,19 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         {"_rank": pl.Int32},
     )
     ev = ev.with_columns(
-        http_status=pl.coalesce("_acc_status", "_status").cast(pl.Int32, strict=False),
-        peer=pl.coalesce("_acc_peer", "_peer", "peer_host"),
+        http_status=pl.coalesce("_acc_status", "_status", "_rt_status").cast(pl.Int32, strict=False),
+        peer=pl.coalesce("_acc_peer", "_peer", "_rt_peer", "peer_host"),
         # request logs in JSON carry a µs local timestamp: better than the prefix second
         ts=pl.coalesce("_jts", "ts"),
         tp_rank=pl.coalesce(pl.col("tp_rank"), pl.col("_rank"), pl.col("c10_rank")),
-    ).drop("_acc_status", "_status", "_acc_peer", "_peer", "_jts", "_rank")
+    ).drop("_acc_status", "_status", "_acc_peer", "_peer", "_jts", "_rank", "_rt_status", "_rt_peer")
+    # a 5xx answer is the server failing a request it does not name (uvicorn logs no rid): an error,
+    # whatever level the access logger gave it
+    five = pl.col("kind").is_in(["http_access", "bootstrap_access"]) & (pl.col("http_status") >= 500)
+    ev = ev.with_columns(
+        severity=pl.when(five).then(pl.lit("error")).otherwise(pl.col("severity")),
+        reason=pl.when(five).then(pl.lit("server_error")).otherwise(pl.col("reason")),
+    )
     return ev
 
 
@@ -403,7 +435,11 @@ def _ready_rows(ev: pl.DataFrame) -> pl.DataFrame:
         .when(pl.col("_req_kind") == 1)
         .then(pl.lit("request_received"))
         .otherwise(pl.lit("request_finished")),
-        severity=pl.lit("info"),
+        # a 5xx answer is the server failing a request it does not name (uvicorn logs no rid): an error
+        severity=pl.when(acc & (pl.col("_acc_status").cast(pl.Int32, strict=False) >= 500))
+        .then(pl.lit("error"))
+        .otherwise(pl.lit("info")),
+        reason=pl.when(acc & (pl.col("_acc_status").cast(pl.Int32, strict=False) >= 500)).then(pl.lit("server_error")),
         source=pl.when(acc).then(pl.lit("uvicorn")).otherwise(pl.lit("request_log")),
         http_status=pl.coalesce("_acc_status", "_req_status").cast(pl.Int32),
         http_method=pl.col("_acc_method"),

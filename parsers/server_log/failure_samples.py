@@ -234,6 +234,61 @@ failure_samples = [
         },
     ),
     Sample(
+        "sgl_router_request_spans",
+        '2026-02-26 13:00:12  INFO http_request{method=POST uri=/v1/chat/completions version=HTTP/1.1 module="smg" '
+        'request_id="chatcmpl-Q2w8Rk3mZt7Yp1Lx9Vb4Nc6D"}: smg::request: src/middleware.rs:310: started processing request\n'
+        '2026-02-26 13:00:14 ERROR http_request{method=POST uri=/v1/chat/completions version=HTTP/1.1 module="smg" '
+        'request_id="chatcmpl-Q2w8Rk3mZt7Yp1Lx9Vb4Nc6D"}: smg::routers::http::pd_router: src/routers/http/pd_router.rs:590: '
+        "Decode server returned error status decode_url=http://10.0.0.12:30001 status=500 Internal Server Error\n"
+        '2026-02-26 13:00:14 ERROR http_request{method=POST uri=/v1/chat/completions version=HTTP/1.1 module="smg" '
+        'request_id="chatcmpl-Q2w8Rk3mZt7Yp1Lx9Vb4Nc6D" status_code=500 latency=2104}: smg::response: '
+        "src/middleware.rs:340: request failed with server error\n"
+        '2025-08-11 09:14:03 ERROR http_request{method=POST uri=/v1/completions version=HTTP/1.1 request_id="cmpl-A1b2"}: '
+        "sglang_router_rs::routers::http::pd_router: src/routers/http/pd_router.rs:421: Failed to select PD pair "
+        "error=No prefill workers available. Please check if prefill servers are configured and healthy.\n"
+        # outside a span (a filtered target): a signal of the router's host, naming no request
+        "2025-08-11 09:14:05 ERROR sglang_router_rs::routers::http::pd_router: src/routers/http/pd_router.rs:612: "
+        "Prefill server returned error status prefill_url=http://10.0.0.8:30000 status=503 body=overloaded\n",
+        {
+            "events": [
+                {
+                    "kind": "router_log",
+                    "rid": "chatcmpl-Q2w8Rk3mZt7Yp1Lx9Vb4Nc6D",
+                    "message": "started processing request",
+                },
+                {
+                    "kind": "router_failure",
+                    "source": "router",
+                    "severity": "error",
+                    "reason": "decode_error_status",
+                    "rid": "chatcmpl-Q2w8Rk3mZt7Yp1Lx9Vb4Nc6D",
+                    "http_status": 500,
+                    "peer": "http://10.0.0.12:30001",
+                },
+                {"kind": "router_failure", "reason": "server_error", "http_status": 500},
+                {"kind": "router_failure", "reason": "no_workers", "rid": "cmpl-A1b2", "ts_raw": "2025-08-11 09:14:03"},
+                {
+                    "kind": "router_failure",
+                    "reason": "prefill_error_status",
+                    "rid": None,
+                    "http_status": 503,
+                    "peer": "http://10.0.0.8:30000",
+                },
+            ]
+        },
+    ),
+    Sample(
+        "uvicorn_5xx_answer_is_an_error",
+        '[2026-03-02 08:19:01] INFO:     10.0.0.3:51234 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n'
+        'INFO:     10.0.0.3:51240 - "POST /generate HTTP/1.1" 200 OK\n',
+        {
+            "events": [
+                {"kind": "http_access", "http_status": 500, "severity": "error", "reason": "server_error"},
+                {"kind": "http_access", "http_status": 200, "severity": "info", "reason": None},
+            ]
+        },
+    ),
+    Sample(
         "aiohttp_bootstrap_access_and_glog_notice",
         '[2025-06-26 02:04:08] 10.0.0.7 [26/Jun/2025:02:04:08 +0000] "PUT /route HTTP/1.1" 200 155 "-" '
         '"python-requests/2.32.3"\n'

@@ -80,10 +80,18 @@ RE_GLOG = r"^([IWEF])([0-9]{2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+) +
 RE_UCX = r"^(?:\[([0-9]{9,11}\.[0-9]+)\] +\[([^:\]]+):([0-9]+) *:([0-9]+)\] +)?([\w.]+\.(?:c|cc|cpp|h|inl)):([0-9]+) +UCX +([A-Z]+) *(.*)$"
 RE_C10D = r"^\[rank([0-9]+)\]:\[([IWEF])([0-9]{1,2})([0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]+) ([^:\]]+):([0-9]+)\] ?(.*)$"
 RE_NCCL = r"^([\w.-]+):([0-9]+):([0-9]+) \[([0-9]+)\] NCCL (WARN|INFO|ERROR|TRACE|ABORT) ?(.*)$"
-# sgl-router (Rust, `tracing`): `<date> <time> <LEVEL> <module::target>: <src/file.rs>:<line>: <message>`
+# sgl-router (Rust, `tracing`, its full format): `<date> <time> <LEVEL> [<span>{<fields>}:...: ]<module::target>:
+# <src/file.rs>:<line>: <message>`; the request's span (`http_request{... request_id="..."}`) names its id
 RE_ROUTER = (
     r"^([0-9]{4}-[0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) +(TRACE|DEBUG|INFO|WARN|ERROR) +"
+    r"((?:[\w-]+(?:\{[^}]*\})?:)*[\w-]+(?:\{[^}]*\})?: )?"
     r"([A-Za-z_]\w*(?:::\w+)*): (?:([\w./-]+\.rs):([0-9]+): )?(.*)$"
+)
+# What the router says when it could not serve a request (docs/formats/OTHER_ENGINES.md, "sgl-router"):
+# a server answered non-2xx, the client got a 5xx, or no prefill or decode worker could take it
+RE_ROUTER_FAILURE = (
+    r"(?:Decode|Prefill) server returned error status|request failed with server error|Failed to select PD pair"
+    r"|No (?:available )?(?:prefill|decode) workers|No available servers"
 )
 # The heads of native crash dumps, printed raw to stderr: torch's `!!!!!!! Segfault encountered !!!!!!!`,
 # faulthandler's `Fatal Python error: <what>`, UCX's `[host:pid:thr:tid] Caught signal N (...)` (the
@@ -318,6 +326,7 @@ FAILURE_KINDS = (
     "ucx_error",
     "mooncake_error",
     "crash",
+    "router_failure",
 )
 # Kinds that say requests or a host are in trouble without being a failure of their own: their
 # lines get a reason too
@@ -353,10 +362,16 @@ SEVERITY_BY_KIND = {
     "request_rejected": "error",
     "mooncake_error": "error",
     "crash": "fatal",
+    "router_failure": "error",
 }
 # Normalised failure reasons (docs/formats/SGLANG.md, "Failure reasons"); matched against the
 # KVTransferError text if any.
 REASON_RULES: list[tuple[str, str]] = [
+    # the router's words first: its message quotes the server's answer, which names no cause
+    ("decode_error_status", r"^Decode server returned error status"),
+    ("prefill_error_status", r"^Prefill server returned error status"),
+    ("no_workers", r"^Failed to select PD pair|^No (?:available )?(?:prefill|decode) workers|^No available servers"),
+    ("server_error", r"^request failed with server error"),
     (
         "waiting_timeout",
         rf"KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting for prefill completion|^{PD_WAITING_TIMEOUT}",
@@ -497,3 +512,5 @@ ROLE_PREFILL = (
 ROLE_DECODE = (
     r"pre-allocated usage|#transfer-req|Decode transfer failed|Decode handshake failed|Context corruption detected"
 )
+# a line of the sgl-router (sgl-model-gateway after the rename) by its tracing target, spans or not
+ROLE_ROUTER = r"(?m) (?:TRACE|DEBUG|INFO|WARN|ERROR) (?:\S+: )?(?:sglang_router_rs|smg)(?:::\w+)*: "

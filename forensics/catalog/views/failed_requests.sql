@@ -1,8 +1,8 @@
 -- name: failed_requests
 -- kind: view
 -- description: one row per failed request, however many lines logged it: the failure lines of
---   every TP/DP/EP rank, of both PD sides and of every host grouped by bootstrap room (the PD join
---   key), else by rid; its first failure is the room's outcome (room_failures), the rest follow.
+--   every TP/DP/EP rank, of both PD sides, of the router and of every host grouped by bootstrap room
+--   (the PD join key), else by rid (the router's request id); its first failure is the room's outcome (room_failures), the rest follow.
 -- inputs: room_failures, rooms, room_events, transfer_events, events (all clock-corrected), kv_failure_reason, failure_cause_rank
 -- parameters: none
 -- columns:
@@ -12,7 +12,8 @@
 --   rid_decode VARCHAR: request id on decode
 --   hosts VARCHAR[]: hosts that logged or traced a failure of it, by name
 --   sides VARCHAR: sides that logged or traced one: 'prefill+decode' | 'prefill' | 'decode' | 'unknown'
---   outcome VARCHAR: the request's outcome (rooms.outcome): transfer_failed | waiting_timeout | bootstrap_timeout | aborted
+--   outcome VARCHAR: the request's outcome (rooms.outcome): transfer_failed | waiting_timeout | bootstrap_timeout | aborted;
+--     for a request only the router names: server_error (a server answered 5xx) | no_workers (no PD pair to send it to)
 --   t_first TIMESTAMPTZ: corrected time of its first failure (room_failures.first_failure)
 --   first_host VARCHAR: host of the first failure
 --   first_side VARCHAR: side of the first failure
@@ -39,8 +40,8 @@ rid_lines AS (
             AS ts_resolution_s,
         -- the failure templates name their side (docs/formats/SGLANG.md, "PD transfer and bootstrap failures"), else the file's role
         CASE
-            WHEN regexp_matches(e.message, 'Decode transfer failed|Decode handshake failed|decode_req\.') THEN 'decode'
-            WHEN regexp_matches(e.message, 'Prefill transfer failed|Prefill bootstrap failed|req\.rid') THEN 'prefill'
+            WHEN regexp_matches(e.message, 'Decode transfer failed|Decode handshake failed|decode_req\.|^Decode server returned') THEN 'decode'
+            WHEN regexp_matches(e.message, 'Prefill transfer failed|Prefill bootstrap failed|req\.rid|^Prefill server returned') THEN 'prefill'
             WHEN e.role IN ('prefill', 'decode') THEN e.role
             ELSE 'unknown'
         END AS side,
@@ -53,7 +54,7 @@ rid_lines AS (
     FROM events e
     LEFT JOIN rid_room m USING (rid)
     WHERE e.bootstrap_room IS NULL AND e.rid IS NOT NULL
-      AND (e.kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected')
+      AND (e.kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected', 'router_failure')
            OR (e.kind = 'request_finished' AND e.finish_reason = 'abort'))
 ),
 -- the same classes as room_failures gives the lines of a room
@@ -62,6 +63,9 @@ rid_classified AS (
         CASE
             WHEN reason = 'waiting_timeout' THEN 'waiting_timeout'
             WHEN reason = 'bootstrap_timeout' THEN 'bootstrap_timeout'
+            -- the router's: a server answered 5xx, or no prefill or decode worker could take the request
+            WHEN reason IN ('decode_error_status', 'prefill_error_status', 'server_error') THEN 'server_error'
+            WHEN reason = 'no_workers' THEN 'no_workers'
             WHEN reason IN ('aborted', 'request_timeout', 'metadata_corruption') THEN 'aborted'
             WHEN abort_like AND (reason IS NULL OR reason IN ('transfer_error', 'unknown_rank')) THEN 'aborted'
             ELSE 'transfer_failed'

@@ -16,7 +16,7 @@
 CREATE OR REPLACE MACRO is_failure_signal(kind, severity) AS
     kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected', 'checksum_mismatch',
              'watchdog_timeout', 'health_check_failed', 'collective_timeout', 'exception', 'nixl_error',
-             'ucx_error', 'mooncake_error', 'crash',
+             'ucx_error', 'mooncake_error', 'crash', 'router_failure',
              'pd_timeout', 'heartbeat_failed', 'peer_disconnect', 'kv_pool_full', 'retract', 'request_rejected',
              'transport_warning')
     OR severity IN ('error', 'fatal');
