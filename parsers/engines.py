@@ -73,7 +73,7 @@ ENGINES: tuple[Engine, ...] = (
         ("Starting router on",),
         # its lines, in a request's span or not, are the grammar's router lines (docs/formats/SGLANG.md,
         # "Foreign lines: NCCL, c10d, glog, UCX, router"): what is left unread of them names the input
-        read="read as router events (what is left here is not)",
+        read="read as router events, but for these lines",
     ),
     Engine(
         "lmcache",

@@ -61,8 +61,8 @@ def infer_role(text: str) -> str | None:
         return "prefill" if p >= d else "decode"
     if re.search(r"Prefill batch[.,]", text) and re.search(r"Decode batch[.,]", text):
         return "unified"
-    # the sgl-router's own lines (its targets, docs/formats/OTHER_ENGINES.md, "sgl-router"), more of
-    # them than of any server's: it serves no batches, it sends requests to those that do
+    # the sgl-router's own lines (its targets, docs/formats/OTHER_ENGINES.md, "sgl-router"), half the
+    # head or more: it serves no batches, it sends requests to the servers that do
     router = head.str.count_matches(ROLE_ROUTER).item()
     if router and router * 2 >= head.str.count_matches(r"(?m)^.").item():
         return "router"
