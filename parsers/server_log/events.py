@@ -429,17 +429,16 @@ def _ready_rows(ev: pl.DataFrame) -> pl.DataFrame:
     `Finish: ...`, `_req_*`) is ASCII, with its room as `bootstrap_room=N` and no peer address.
     """
     acc = pl.col("_acc_status").is_not_null()
+    # a 5xx answer is the server failing a request it does not name (uvicorn logs no rid): an error
+    five = acc & (pl.col("_acc_status").cast(pl.Int32, strict=False) >= 500)
     return ev.with_columns(
         kind=pl.when(acc)
         .then(pl.lit("http_access"))
         .when(pl.col("_req_kind") == 1)
         .then(pl.lit("request_received"))
         .otherwise(pl.lit("request_finished")),
-        # a 5xx answer is the server failing a request it does not name (uvicorn logs no rid): an error
-        severity=pl.when(acc & (pl.col("_acc_status").cast(pl.Int32, strict=False) >= 500))
-        .then(pl.lit("error"))
-        .otherwise(pl.lit("info")),
-        reason=pl.when(acc & (pl.col("_acc_status").cast(pl.Int32, strict=False) >= 500)).then(pl.lit("server_error")),
+        severity=pl.when(five).then(pl.lit("error")).otherwise(pl.lit("info")),
+        reason=pl.when(five).then(pl.lit("server_error")),
         source=pl.when(acc).then(pl.lit("uvicorn")).otherwise(pl.lit("request_log")),
         http_status=pl.coalesce("_acc_status", "_req_status").cast(pl.Int32),
         http_method=pl.col("_acc_method"),

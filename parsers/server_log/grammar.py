@@ -88,11 +88,15 @@ RE_ROUTER = (
     r"([A-Za-z_]\w*(?:::\w+)*): (?:([\w./-]+\.rs):([0-9]+): )?(.*)$"
 )
 # What the router says when it could not serve a request (docs/formats/OTHER_ENGINES.md, "sgl-router"):
-# a server answered non-2xx, the client got a 5xx, or no prefill or decode worker could take it
-RE_ROUTER_FAILURE = (
-    r"(?:Decode|Prefill) server returned error status|request failed with server error|Failed to select PD pair"
-    r"|No (?:available )?(?:prefill|decode) workers|No available servers"
+# a server answered non-2xx, the client got a 5xx, or no prefill or decode worker could take it.
+# (reason, the message's start): the kind `router_failure` matches any of them, REASON_RULES names which
+ROUTER_FAILURES = (
+    ("decode_error_status", r"Decode server returned error status"),
+    ("prefill_error_status", r"Prefill server returned error status"),
+    ("no_workers", r"Failed to select PD pair|No (?:available )?(?:prefill|decode) workers|No available servers"),
+    ("server_error", r"request failed with server error"),
 )
+RE_ROUTER_FAILURE = "|".join(p for _, p in ROUTER_FAILURES)
 # The heads of native crash dumps, printed raw to stderr: torch's `!!!!!!! Segfault encountered !!!!!!!`,
 # faulthandler's `Fatal Python error: <what>`, UCX's `[host:pid:thr:tid] Caught signal N (...)` (the
 # bracket may be missing), and the launcher's line when a scheduler child died. Their frames follow
@@ -168,9 +172,6 @@ REQUEST_LEADERS = {"request_received": ("Receive: ", "Receive OpenAI: "), "reque
 REQUEST_JSON_EVENT = '"event"'  # the JSON request log's key: `"event": "request.received"`
 
 # --- event kinds of sglang messages, first match wins -------------------------------------------
-# The two warn-once texts of the PD timeouts, as far as a cut line still says which one it is:
-# prefill's KVSender prints the first (SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT), decode's
-# KVReceiver the second (SGLANG_DISAGGREGATION_WAITING_TIMEOUT)
 # the transfer libraries' own warnings that explain an incident (docs/formats/NIXL.md, "Transport
 # warnings"): Mooncake's NIC taken out of use and its timed-out batch, NIXL's UCX requests
 # cancelled, a metadata session's header lost. Their glog lines of levels below E are this kind;
@@ -179,6 +180,9 @@ RE_TRANSPORT_WARNING = (
     r"Too many errors found in local RNIC|Sync batch data transfer timeout|Unexpected UCX error"
     r"|Session::readHeader failed"
 )
+# The two warn-once texts of the PD timeouts, as far as a cut line still says which one it is:
+# prefill's KVSender prints the first (SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT), decode's
+# KVReceiver the second (SGLANG_DISAGGREGATION_WAITING_TIMEOUT)
 PD_BOOTSTRAP_TIMEOUT = r"Some requests timed out when"
 PD_WAITING_TIMEOUT = r"Some requests fail to receive KV"
 RE_PD_TIMEOUT = rf"{PD_BOOTSTRAP_TIMEOUT}|{PD_WAITING_TIMEOUT}"
@@ -368,10 +372,7 @@ SEVERITY_BY_KIND = {
 # KVTransferError text if any.
 REASON_RULES: list[tuple[str, str]] = [
     # the router's words first: its message quotes the server's answer, which names no cause
-    ("decode_error_status", r"^Decode server returned error status"),
-    ("prefill_error_status", r"^Prefill server returned error status"),
-    ("no_workers", r"^Failed to select PD pair|^No (?:available )?(?:prefill|decode) workers|^No available servers"),
-    ("server_error", r"^request failed with server error"),
+    *((reason, f"^(?:{p})") for reason, p in ROUTER_FAILURES),
     (
         "waiting_timeout",
         rf"KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting for prefill completion|^{PD_WAITING_TIMEOUT}",
