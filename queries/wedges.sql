@@ -23,7 +23,7 @@
 --   n_rooms: stuck rooms: bootstrap rooms of the host (of the rank) open when it stopped or arriving during it, that closed (finished, failed, timed out) only when it ended or later
 --   rooms: the stuck rooms (as text: 63-bit), sorted; reports show the first few and "+N more"
 --   ended_by: 'resumed' | 'watchdog' | 'waiting_timeout' | 'bootstrap_timeout' | 'request_timeout' | 'crash' | 'shutdown' | 'restart' | 'capture gap' | 'end of log'
---   signals: what said it was a wedge, with counts: 'no stats N s', 'in flight N', 'dead thread', 'peers went on (DP0,DP1: N s with stats)', 'health_check_failed xN', '/health 503 xN', '/health 200 xN' (the hang is invisible to health checks), 'watchdog', 'collective_timeout xN', 'waiting_timeout xN', 'bootstrap_timeout xN on <peer host>', 'requests arriving xN', 'stuck rooms xN', 'pending transfers xN'
+--   signals: what said it was a wedge, with counts: 'no stats N s', 'in flight N', 'dead thread', 'peers went on (DP0,DP1: N s with stats)', 'health_check_failed xN', '/health 503 xN', '/health 200 xN' (the hang is invisible to health checks), 'watchdog', 'collective_timeout xN', 'py-spy dump xN', 'waiting_timeout xN', 'bootstrap_timeout xN on <peer host>', 'requests arriving xN', 'stuck rooms xN', 'pending transfers xN'
 --   incident: number of the incident (1, 2, ... by start): wedges of several hosts starting within incident_s are one
 --   incident_hosts: the hosts of that incident, sorted
 SELECT * FROM wedge_intervals(min_gap_s := CAST($min_gap_s AS DOUBLE), factor := CAST($factor AS DOUBLE),

@@ -207,6 +207,15 @@ def servers_side(con) -> dict:
         crashes = crashes.with_columns(
             frames=pl.col("traceback").map_elements(innermost_frames, return_dtype=pl.List(pl.Utf8))
         )
+    hangs = _frame(
+        con,
+        "SELECT ts, ts_placed, host, message, traceback FROM events WHERE kind = 'hang_dump' "
+        "ORDER BY ts NULLS LAST, host, source_file, line_no",
+    )
+    if hangs.height:
+        hangs = hangs.with_columns(
+            threads=pl.col("traceback").map_elements(hang_threads, return_dtype=pl.List(pl.Utf8))
+        )
     return {
         "failures": totals(con),
         "first_failure": first,
@@ -218,6 +227,7 @@ def servers_side(con) -> dict:
         "by_reason_host": by_reason_host,
         "signals": signals,
         "crashes": crashes,
+        "hang_dumps": hangs,
         # lines whose time is not their own: their failures and signals are dated where they were placed
         "placed": coverage.placed_notes(con, None, None, None),
     }
@@ -267,3 +277,24 @@ def innermost_frames(traceback: str | None) -> list[str]:
             if not lib.startswith("libucs.") and func:
                 frames.append(f"{lib} {func}")
     return frames[-INNERMOST:][::-1] if python_order else frames[:INNERMOST]
+
+
+# py-spy's thread header and frame (docs/formats/OTHER_ENGINES.md, "py-spy dumps"):
+# `Thread <tid> (<status>)[: "<name>"]`, then `    <func> (<file>[:<line>])`, innermost first
+_PYSPY_THREAD = re.compile(r'^Thread (\S+) \(([a-z+]+)\)(?:: "(.*)")?\s*$')
+_PYSPY_FRAME = re.compile(r"^    (\S.*?) \(([^()]+?)(?::([0-9]+))?\)\s*$")
+
+
+def hang_threads(traceback: str | None) -> list[str]:
+    """Each thread of a py-spy dump with its innermost frames: `MainThread (active): socket.py:701 send
+    < prefill.py:388 event_loop_pp_disagg_prefill < ...`, in the dump's order (innermost first,
+    three at most)."""
+    out: list[tuple[str, list[str]]] = []
+    for ln in (traceback or "").split("\n"):
+        if m := _PYSPY_THREAD.match(ln):
+            tid, status, name = m.groups()
+            out.append((f"{name or tid} ({status})", []))
+        elif out and (m := _PYSPY_FRAME.match(ln)) and len(out[-1][1]) < INNERMOST:
+            func, path, line = m.groups()
+            out[-1][1].append(f"{path.rsplit('/', 1)[-1]}{':' + line if line else ''} {func}")
+    return [f"{who}: {' < '.join(frames)}" if frames else who for who, frames in out]

@@ -220,7 +220,11 @@ EVENTS = Table(
             "a store's); 'log' for other messages",
         ),
         Column("severity", pl.Utf8, "'debug' | 'info' | 'warning' | 'error' | 'fatal'"),
-        Column("source", pl.Utf8, "line family: sglang | uvicorn | glog | ucx | c10d | nccl | nixl | request_log"),
+        Column(
+            "source",
+            pl.Utf8,
+            "line family: sglang | uvicorn | request_log | aiohttp | glog | ucx | c10d | nccl | router | crash | py-spy",
+        ),
         Column("rid", pl.Utf8, "request id on this server (prefill and decode rids of one request may differ)"),
         Column("bootstrap_room", pl.Int64, "PD bootstrap room (63-bit); the join key across servers"),
         Column(

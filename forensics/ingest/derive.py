@@ -77,12 +77,13 @@ _SIG = """CASE
             WHEN kind = 'collective_timeout' THEN 'collective_timeout'
             WHEN kind = 'request_received' THEN 'arrival'
             WHEN kind = 'crash' THEN 'crash'
+            WHEN kind = 'hang_dump' THEN 'py-spy dump'
             WHEN kind = 'shutdown' THEN 'shutdown'
             WHEN kind = 'startup' THEN 'restart'
             WHEN regexp_matches(message, 'thread\\S* died') THEN 'dead thread'
             ELSE reason
         END"""
-_IS_SIG = """(kind IN ('health_check_failed', 'watchdog_timeout', 'collective_timeout', 'crash')
+_IS_SIG = """(kind IN ('health_check_failed', 'watchdog_timeout', 'collective_timeout', 'crash', 'hang_dump')
            OR (kind = 'http_access' AND http_path LIKE '/health%' AND http_status IN (200, 503))
            OR (kind = 'request_received' AND coalesce(rid, '') NOT LIKE 'HEALTH_CHECK%')
            OR (kind = 'shutdown' AND regexp_matches(message, 'SIGTERM received|Gracefully exiting|Force exiting'))
@@ -97,6 +98,8 @@ _DEATH_TK = "coalesce(tp_rank, TRY_CAST(nullif(regexp_extract(message, 'engine_r
 # a time placed from the file date (an input without a timed line) says nothing of when its host
 # made progress or was stuck
 _OWN_TIME = "ts_placed IS DISTINCT FROM 'file_time'"
+# except for a py-spy dump: a file of its own, written as it was taken
+_SIG_TIME = f"({_OWN_TIME} OR kind = 'hang_dump')"
 
 
 def _q(path: str) -> str:
@@ -202,7 +205,7 @@ def _signals_sql(batches: list[str], events: list[str], unit: str) -> str:
     return f"""
     WITH ev AS (
         SELECT * FROM ({_read(events, (*_EVENT_COLUMNS, "ts_placed"))}) WHERE ts IS NOT NULL AND host IS NOT NULL
-        AND {_OWN_TIME}
+        AND {_SIG_TIME}
     ),
     windows AS ({windows}),
     sig AS (

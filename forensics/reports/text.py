@@ -535,6 +535,20 @@ def _servers_section(out, sv: dict, lower: bool = False) -> None:
                 )
             )
         )
+    hangs = sv.get("hang_dumps")
+    if hangs is not None and hangs.height:
+        out.write("\n### Hang dumps (py-spy: where each thread was when it was taken)\n\n")
+        out.write(
+            markdown(
+                hangs.select(
+                    "ts",
+                    *([pl.col("ts_placed").alias("time placed at")] if hangs["ts_placed"].is_not_null().any() else []),
+                    "host",
+                    pl.col("message").str.slice(0, 120).alias("process"),
+                    pl.col("threads").list.join("; ").alias("threads, innermost frames first"),
+                )
+            )
+        )
 
 
 def _pct(v) -> str:

@@ -12,6 +12,7 @@ from forensics.core.schema import RANKS
 from forensics.parsers.base import Context
 from forensics.parsers.server_log.grammar import (
     DOCKER_JSON_LEAD,
+    PYSPY_HEAD,
     RE_AIOHTTP_ACCESS,
     RE_BARE_KNOWN,
     RE_C10D,
@@ -28,6 +29,7 @@ from forensics.parsers.server_log.grammar import (
     RE_HEAD_TIME,
     RE_KIBANA,
     RE_NCCL,
+    RE_PYSPY_PROCESS,
     RE_RAY,
     RE_RAY_REPEATED,
     RE_ROUTER,
@@ -520,11 +522,21 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     # A dump's frame banner (`==== backtrace (tid: N) ====`, `Thread 0x... (most recent call
     # first):`) continues a crash head above it; under any other record it is a crash of its own
     # whose head is missing. The head's family is carried down its run ("" for none).
+    # Only the first banner under such a head opens: a dump's later thread sections are the same
+    # dump. Every py-spy `Process <pid>:` is a process of its own, except the one SGLang's
+    # `Pyspy dump for PID <pid>:` line announces.
     banner = pl.col("_cont") & lone_body.str.contains(RE_CRASH_OPEN).fill_null(False)
     if df.select(banner.any()).item():  # most blocks have none: the heads are carried only then
         first = pl.int_range(pl.len()) == 0
-        head_fam = pl.when(~pl.col("_cont") | brk | first).then(pl.col("family").fill_null("")).forward_fill()
-        crash_opens = banner & (head_fam != "crash")
+        is_head = ~pl.col("_cont") | brk | first
+        head_fam = pl.when(is_head).then(pl.col("family").fill_null("")).forward_fill()
+        head_hang = pl.when(is_head).then(pl.col("message").str.contains(f"^{PYSPY_HEAD}").fill_null(False))
+        head_hang = head_hang.forward_fill()
+        first_banner = banner.cast(pl.Int32).cum_sum().over(is_head.cum_sum()) == 1
+        process = lone_body.str.contains(RE_PYSPY_PROCESS).fill_null(False)
+        crash_opens = banner & (
+            (first_banner & (head_fam != "crash") & ~head_hang) | (process & ~(first_banner & head_hang))
+        )
         df = (
             df.with_columns(_co=crash_opens)
             .with_columns(

@@ -205,6 +205,8 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
             .then(pl.lit("aiohttp"))
             .otherwise(pl.lit("sglang"))
         )
+        .when((fam == "crash") & (pl.col("kind") == "hang_dump"))
+        .then(pl.lit("py-spy"))
         .otherwise(fam),
     )
 

@@ -143,14 +143,25 @@ TB_CHAIN = r"During handling of the above exception|The above exception was the 
 # CUDA's notice that it writes a GPU core dump
 C10_FRAMES = r"Exception raised from \S+ at \S+ \(most recent call first\):|frame #[0-9]+: |<omitting python frames>"
 CUDA_COREDUMP = r"(?:\[[0-9:.]+\] )?(?:CUDA )?coredump: "
+# py-spy's `dump` of a live process (docs/formats/OTHER_ENGINES.md, "py-spy dumps"): `Process <pid>:
+# <cmdline>`, `Python v<version> (<exe>)`, then per thread `Thread <tid> (idle|active|active+gil)[:
+# "<name>"]` and its frames, innermost first, indented (`    <func> (<file>:<line>)`). SGLang's
+# watchdog logs one under `Pyspy dump for PID <pid>:`
+PYSPY_PROCESS = r"Process [0-9]+: "
+PYSPY_THREAD = r"Thread (?:0x[0-9A-Fa-f]+|[0-9]+) \((?:idle|active)[^)]*\)"
+PYSPY_HEAD = r"Pyspy dump for PID [0-9]+"
 CRASH_BODY = (
     r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|Extension modules: |=+ backtrace|=+$"
-    rf"|{C10_FRAMES}|{CUDA_COREDUMP}"
+    rf"|{C10_FRAMES}|{CUDA_COREDUMP}|{PYSPY_PROCESS}|Python v[0-9]+\.[0-9]+\S* \(|{PYSPY_THREAD}"
 )
 RE_CRASH_BODY = rf"^(?:{CRASH_BODY})"
 # the banners that begin a dump's frames: under a record that is no crash (the dump's head was
 # lost, or never printed) one opens the crash record itself
-CRASH_OPEN = r"=+ backtrace \(tid|(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):"
+CRASH_OPEN = (
+    r"=+ backtrace \(tid|(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):"
+    rf"|{PYSPY_PROCESS}|{PYSPY_THREAD}"
+)
+RE_PYSPY_PROCESS = rf"^{PYSPY_PROCESS}"
 RE_CRASH_OPEN = rf"^(?:{CRASH_OPEN})"
 # a header after unittest dots (`.Traceback (most recent call last):`) is a header all the same,
 # whether or not a wrapper rule took the dots off
@@ -164,7 +175,8 @@ RE_EXC_LINE = rf"^({EXC_TYPE}?)(?::\s.*)?$"
 # short by the read), an `ExcType: msg` line; conservative where RE_TB needs the line above.
 CONTINUES = re.compile(
     rf"[ \t]|{TB_HEADER}|{TB_CHAIN}|\r?\n|{EXC_TYPE}(?::|\r?\n)|(?:Current thread|Thread) 0x"
-    r"|Extension modules: |=|Exception raised from |frame #[0-9]|<omitting python frames>|(?:CUDA )?coredump: ".encode()
+    r"|Extension modules: |=|Exception raised from |frame #[0-9]|<omitting python frames>|(?:CUDA )?coredump: "
+    r"|Process [0-9]+: |Python v[0-9]|Thread [0-9]+ \((?:idle|active)".encode()
 )
 
 # --- request logs ("Request logs"): the leaders of their messages, by kind ----------------------
@@ -194,6 +206,8 @@ KIND_RULES: list[tuple[str, str]] = [
         r"Context corruption detected|Metadata unexpectedly not ready|Metadata corruption detected",
     ),
     ("checksum_mismatch", r"[Cc]hecksum mismatch"),
+    # a py-spy dump of a live process: a snapshot of where it is stuck, not a crash
+    ("hang_dump", rf"^{PYSPY_HEAD}|^{PYSPY_PROCESS}|^{PYSPY_THREAD}"),
     # a launcher line or a native crash dump's head (RE_CRASH): the process is gone
     (
         "crash",
@@ -344,6 +358,7 @@ WARNING_KINDS = (
     "kv_pool_full",
     "late_output",
     "request_rejected",
+    "hang_dump",
 )
 SEVERITY_BY_KIND = {
     "transfer_failed": "error",
@@ -367,6 +382,7 @@ SEVERITY_BY_KIND = {
     "mooncake_error": "error",
     "crash": "fatal",
     "router_failure": "error",
+    "hang_dump": "warning",
 }
 # Normalised failure reasons (docs/formats/SGLANG.md, "Failure reasons"); matched against the
 # KVTransferError text if any.

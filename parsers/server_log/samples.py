@@ -216,6 +216,35 @@ samples = [
         {"events": [{"line_no": 1, "kind": "crash", "reason": "sigabrt", "severity": "fatal"}]},
     ),
     Sample(
+        "pyspy_dump_is_a_hang_dump",
+        "Process 4121: python3 -m sglang.launch_server --disaggregation-mode prefill --port 30000\n"
+        "Python v3.10.12 (/usr/bin/python3.10)\n"
+        "\n"
+        'Thread 4121 (active): "MainThread"\n'
+        "    send (zmq/sugar/socket.py:701)\n"
+        "    event_loop_pp_disagg_prefill (sglang/srt/disaggregation/prefill.py:388)\n"
+        'Thread 4388 (idle): "Thread-3 (_transfer_worker)"\n'
+        "    wait (threading.py:324)\n",
+        {"events": [{"line_no": 1, "kind": "hang_dump", "source": "py-spy", "severity": "warning"}]},
+    ),
+    Sample(
+        "pyspy_dump_under_the_watchdogs_line",
+        "[2026-03-02 08:25:01 DP0 TP0] Pyspy dump for PID 4121:\n"
+        "Process 4121: sglang::scheduler_DP0_TP0\n"
+        "Python v3.12.3 (/usr/bin/python3.12)\n"
+        "\n"
+        "Thread 0x7F3A9C2B1740 (active+gil)\n"
+        "    event_loop_normal_disagg_decode (decode.py:812)\n"
+        "\n"
+        "[2026-03-02 08:25:02 DP0 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)\n",
+        {
+            "events": [
+                {"line_no": 1, "kind": "hang_dump", "source": "sglang", "severity": "warning"},
+                {"line_no": 8, "kind": "watchdog_timeout"},
+            ]
+        },
+    ),
+    Sample(
         "transport_warnings",
         "W0917 16:23:13.419399 12345 rdma_context.cpp:372] Too many errors found in local RNIC mlx5_1, mark it "
         "inactive\n"

@@ -29,7 +29,7 @@
 --     | 'shutdown' | 'restart' | 'capture gap' | 'end of log'
 --   signals VARCHAR[]: what said it was a wedge, with counts: 'no stats N s', 'in flight N', 'dead thread', 'peers
 --     went on (DP0,DP1: N s with stats)', 'health_check_failed xN', '/health 503 xN', '/health 200 xN' (the hang is
---     invisible to health checks), 'watchdog', 'collective_timeout xN', 'waiting_timeout xN', 'bootstrap_timeout xN
+--     invisible to health checks), 'watchdog', 'collective_timeout xN', 'py-spy dump xN', 'waiting_timeout xN', 'bootstrap_timeout xN
 --     on <peer host>', 'requests arriving xN', 'stuck rooms xN', 'pending transfers xN'
 --   incident INTEGER: number of the incident (1, 2, ... by start): wedges of several hosts starting within incident_s
 --     are one

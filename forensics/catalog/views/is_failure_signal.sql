@@ -18,5 +18,5 @@ CREATE OR REPLACE MACRO is_failure_signal(kind, severity) AS
              'watchdog_timeout', 'health_check_failed', 'collective_timeout', 'exception', 'nixl_error',
              'ucx_error', 'mooncake_error', 'crash', 'router_failure',
              'pd_timeout', 'heartbeat_failed', 'peer_disconnect', 'kv_pool_full', 'retract', 'request_rejected',
-             'transport_warning')
+             'transport_warning', 'hang_dump')
     OR severity IN ('error', 'fatal');

@@ -39,7 +39,7 @@
 --     | 'shutdown' | 'restart' | 'capture gap' | 'end of log'
 --   signals VARCHAR[]: what said it was a wedge, with counts: 'no stats N s', 'in flight N', 'dead thread', 'peers
 --     went on (DP0,DP1: N s with stats)', 'health_check_failed xN', '/health 503 xN', '/health 200 xN' (the hang is
---     invisible to health checks), 'watchdog', 'collective_timeout xN', 'waiting_timeout xN', 'bootstrap_timeout xN
+--     invisible to health checks), 'watchdog', 'collective_timeout xN', 'py-spy dump xN', 'waiting_timeout xN', 'bootstrap_timeout xN
 --     on <peer host>', 'requests arriving xN', 'stuck rooms xN', 'pending transfers xN'
 --   incident INTEGER: number of the incident (1, 2, ... by start): wedges of several hosts starting within incident_s
 --     are one
@@ -440,6 +440,7 @@ sig_events AS (
             WHEN kind = 'collective_timeout' THEN 'collective_timeout'
             WHEN kind = 'request_received' THEN 'arrival'
             WHEN kind = 'crash' THEN 'crash'
+            WHEN kind = 'hang_dump' THEN 'py-spy dump'
             WHEN kind = 'shutdown' THEN 'shutdown'
             WHEN kind = 'startup' THEN 'restart'
             -- its text names KVPoll.Bootstrapping, but it is the cause, not one of the timeouts
@@ -448,7 +449,7 @@ sig_events AS (
         END AS sig
     FROM events
     WHERE ts IS NOT NULL AND host IN (SELECT c.host FROM cand c JOIN cand_kept k USING (wid) WHERE NOT k.kept)
-      AND (kind IN ('health_check_failed', 'watchdog_timeout', 'collective_timeout', 'crash')
+      AND (kind IN ('health_check_failed', 'watchdog_timeout', 'collective_timeout', 'crash', 'hang_dump')
            OR (kind = 'http_access' AND http_path LIKE '/health%' AND http_status IN (200, 503))
            OR (kind = 'request_received' AND coalesce(rid, '') NOT LIKE 'HEALTH_CHECK%')
            OR (kind = 'shutdown' AND regexp_matches(message, 'SIGTERM received|Gracefully exiting|Force exiting'))
@@ -607,10 +608,11 @@ judged AS (
     SELECT b.*, coalesce(s.n_rooms, 0) AS n_rooms, coalesce(s.rooms, []) AS rooms,
            coalesce(p.pending_transfers, 0) AS pending_transfers,
            coalesce((SELECT sum(n) FROM counts k WHERE k.wid = b.wid AND k.sig IN
-               ('health_check_failed', '/health 503', 'watchdog', 'collective_timeout', 'waiting_timeout',
-                'bootstrap_timeout', 'request_timeout')), 0) AS n_stuck_lines,
+               ('health_check_failed', '/health 503', 'watchdog', 'collective_timeout', 'py-spy dump',
+                'waiting_timeout', 'bootstrap_timeout', 'request_timeout')), 0) AS n_stuck_lines,
            coalesce((SELECT sum(n) FROM counts k WHERE k.wid = b.wid AND k.sig IN
-               ('health_check_failed', '/health 503', 'watchdog', 'collective_timeout')), 0) AS n_own_lines,
+               ('health_check_failed', '/health 503', 'watchdog', 'collective_timeout', 'py-spy dump')), 0)
+               AS n_own_lines,
            pe.peer_points, pe.peer_names
     FROM bounded b
     LEFT JOIN stuck_rooms s USING (wid)
@@ -711,6 +713,7 @@ SELECT g.host, g.shown_kind AS kind,
                                       ELSE k.sig || ' x' || k.n END
                                  ORDER BY CASE k.sig WHEN 'health_check_failed' THEN 1 WHEN '/health 503' THEN 2
                                      WHEN '/health 200' THEN 3 WHEN 'watchdog' THEN 4 WHEN 'collective_timeout' THEN 5
+                                     WHEN 'py-spy dump' THEN 5
                                      WHEN 'waiting_timeout' THEN 6 WHEN 'bootstrap_timeout' THEN 7
                                      WHEN 'request_timeout' THEN 8 ELSE 9 END, k.sig)
                       FROM counts k WHERE k.wid = g.wid
