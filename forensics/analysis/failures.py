@@ -181,6 +181,21 @@ def _frame(con, sql: str, params: dict | None = None):
     return pl.from_arrow(con.sql(sql, params=params).to_arrow_table())
 
 
+def _dumps(con, kind: str, extra: str, column: str, read):
+    """The events of one dump kind, in time order, with what `read` makes of each traceback as `column`."""
+    import polars as pl
+
+    df = _frame(
+        con,
+        f"SELECT ts, ts_placed, host, {extra}message, traceback FROM events WHERE kind = $kind "
+        "ORDER BY ts NULLS LAST, host, source_file, line_no",
+        {"kind": kind},
+    )
+    if not df.height:
+        return df
+    return df.with_columns(pl.col("traceback").map_elements(read, return_dtype=pl.List(pl.Utf8)).alias(column))
+
+
 def servers_side(con) -> dict:
     """The incident as the server logs tell it, without transcripts: its first failure and what led
     up to it on each host, every failed request, failures by reason and host, signals and crashes."""
@@ -198,24 +213,8 @@ def servers_side(con) -> dict:
     unlisted = _frame(con, _UNLISTED_SQL, {"cap": MAX_LISTED}) if requests.height >= MAX_LISTED else None
     by_reason_host = _frame(con, _REASON_HOST_SQL)
     signals = _frame(con, _SIGNAL_GROUPS_SQL)
-    crashes = _frame(
-        con,
-        "SELECT ts, ts_placed, host, exc_type, message, traceback FROM events WHERE kind = 'crash' "
-        "ORDER BY ts NULLS LAST, host, source_file, line_no",
-    )
-    if crashes.height:
-        crashes = crashes.with_columns(
-            frames=pl.col("traceback").map_elements(innermost_frames, return_dtype=pl.List(pl.Utf8))
-        )
-    hangs = _frame(
-        con,
-        "SELECT ts, ts_placed, host, message, traceback FROM events WHERE kind = 'hang_dump' "
-        "ORDER BY ts NULLS LAST, host, source_file, line_no",
-    )
-    if hangs.height:
-        hangs = hangs.with_columns(
-            threads=pl.col("traceback").map_elements(hang_threads, return_dtype=pl.List(pl.Utf8))
-        )
+    crashes = _dumps(con, "crash", "exc_type, ", "frames", innermost_frames)
+    hangs = _dumps(con, "hang_dump", "", "threads", hang_threads)
     return {
         "failures": totals(con),
         "first_failure": first,
