@@ -22,6 +22,9 @@ class Engine:
     read: str = "not read beyond plain lines"  # what this project reads of it
     # shapes tried after every engine's own: a wrapper of the engine's that may hold another's line
     fallback: tuple[re.Pattern, ...] = ()
+    # what the server-log parser reads of its lines, when it reads them as the engine's own (the
+    # events' `source`); empty: its lines are named, not read
+    read_lines: str = ""
 
 
 def _re(*patterns: str) -> tuple[re.Pattern, ...]:
@@ -32,6 +35,10 @@ _PY_LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 _RUST_LEVEL = r"(?:TRACE|DEBUG|INFO|WARN|ERROR)"
 # vLLM's process prefix (`_add_prefix`): `(EngineCore_DP0 pid=2211) `, `(Worker_TP1 pid=9) `, Ray's `, ip=`
 _VLLM_PROC = r"\((?:EngineCore|APIServer|VllmWorker|Worker|RayWorkerWrapper|VllmWorkerProcess)[\w]*(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\) "
+
+_READ_LINES = "times, levels, {what}"
+# of an engine whose logger's lines are read: the lines named from the unparsed ones are the others
+_NOT_READ = "lines outside its logger's format not read"
 
 ENGINES: tuple[Engine, ...] = (
     Engine(
@@ -44,6 +51,8 @@ ENGINES: tuple[Engine, ...] = (
         ("vLLM API server version", "EngineCore encountered", "EngineCore failed to start", "EngineDeadError"),
         # any other line under the process prefix: print() output, tracebacks without the logger's head
         fallback=_re(rf"^{_VLLM_PROC}"),
+        read=_NOT_READ,
+        read_lines=_READ_LINES.format(what="process ranks, tracebacks, NIXL and Mooncake connector failures"),
     ),
     Engine(
         "trtllm",
@@ -53,6 +62,8 @@ ENGINES: tuple[Engine, ...] = (
             r"^\[TensorRT-LLM\]\[(?:TRACE|DEBUG|INFO|WARNING|ERROR)\]",
         ),
         ("[TensorRT-LLM] TensorRT-LLM version: ",),
+        read=_NOT_READ,
+        read_lines=_READ_LINES.format(what="ranks, cache transceiver failures and KV transfer timeouts"),
     ),
     Engine(
         "dynamo",
@@ -62,6 +73,8 @@ ENGINES: tuple[Engine, ...] = (
             r'^\{"time":"\d{4}-\d\d-\d\dT[^"]*","level":"',
         ),
         ("dynamo_runtime::", "dynamo_llm::", '"target":"dynamo_'),
+        read=_NOT_READ,
+        read_lines=_READ_LINES.format(what="the KV router's failures naming a request"),
     ),
     Engine(
         "sgl_router",
@@ -144,10 +157,22 @@ def recognise(lines: Iterable[str]) -> str | None:
     return marked[0] if marked else None
 
 
-def describe(name: str, unparsed_share: float) -> str:
-    """'vLLM log: not read beyond plain lines; 100% unparsed'."""
+def describe(name: str, unparsed_share: float, read: bool = False) -> str:
+    """'vLLM log: not read beyond plain lines; 100% unparsed'; with `read`, what the parser reads of
+    the lines it took as the engine's own."""
     e = BY_NAME[name]
-    return f"{e.label} log: {e.read}; {percent(unparsed_share)} unparsed"
+    what = f"read as {e.label}'s ({e.read_lines})" if read and e.read_lines else e.read
+    return f"{e.label} log: {what}; {percent(unparsed_share)} unparsed"
+
+
+def read_note(lines: dict[str, int]) -> str:
+    """The ingest note on an input's lines read as other engines' own: "vLLM log: 12 records read as
+    vLLM's (times, levels, ...)", the engine with most lines first."""
+    parts = [
+        f"{BY_NAME[name].label} log: {n:,} record{'s' * (n != 1)} read as {BY_NAME[name].label}'s ({BY_NAME[name].read_lines})"
+        for name, n in sorted(lines.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    return "; ".join(parts)
 
 
 def percent(share: float) -> str:

@@ -48,6 +48,12 @@ def test_every_failure_reason_rule_has_a_sample(reason, pattern):
     assert reason in _parsed()[1], f"failure reason rule {reason!r} ({pattern}) does not match any samples: {HELP}"
 
 
+@pytest.mark.parametrize("kind, pattern", grammar.ENGINE_KIND_RULES, ids=[k for k, _ in grammar.ENGINE_KIND_RULES])
+def test_every_other_engines_kind_rule_has_a_sample(kind, pattern):
+    # other engines' kinds share their names with SGLang's: the rule's own pattern must hit a sample's message
+    assert _lines().str.contains(pattern).any(), f"engine kind rule {kind!r} ({pattern}) does not match any samples"
+
+
 @pytest.mark.parametrize(
     "rule, pattern", grammar.WRAPPERS + grammar.FAMILIES, ids=[n for n, _ in grammar.WRAPPERS + grammar.FAMILIES]
 )

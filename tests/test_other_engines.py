@@ -30,6 +30,13 @@ INFO 09-17 16:23:10 [core.py:123] Automatically detected platform cuda.
 (APIServer pid=100) ERROR 09-17 16:23:14 [async_llm.py:480] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.
 """
 
+# what vLLM's process prefix wraps besides its logger's lines: print() and library output, not read
+VLLM_PRINTS = """\
+(EngineCore_0 pid=123) Loading safetensors checkpoint shards:   0% Completed | 0/8 [00:00<?, ?it/s]
+(EngineCore_0 pid=123) Loading safetensors checkpoint shards: 100% Completed | 8/8 [00:41<00:00,  5.20s/it]
+(EngineCore_0 pid=123) *** SIGSEGV received at time=1757000000 on cpu 3 ***
+"""
+
 # a build no grammar knows: every line unparsed, no engine named
 UNKNOWN = """\
 <<frame 1 begin>> worker=7 state=stalled
@@ -98,25 +105,49 @@ def test_wrapped_and_coloured_lines_are_named():
     )
 
 
-def test_a_vllm_fatal_error_is_named_vllm_in_ingest_summary_and_evidence(tmp_path):
+def test_a_vllm_fatal_error_is_read_and_named_vllm_in_ingest_summary_and_evidence(tmp_path):
     store, ingested = _store(tmp_path, {"engine.log": VLLM_FATAL})
-    said = "vLLM log: not read beyond plain lines; 100% unparsed"
-    assert f"note: {tmp_path / 'dump' / 'engine.log'}: {said}" in ingested.replace("\n", " ") or said in ingested
+    flat = ingested.replace("\n", " ")
+    assert "vLLM log: 5 records read as vLLM's (times, levels" in flat
+    said = "vLLM log: read as vLLM's (times, levels, process ranks, tracebacks, NIXL and Mooncake connector failures); 0% unparsed"
+    text, _ = run("summary", "--store", store)
+    assert not text.startswith("warning") and said in text
+    doc = json.loads(run("summary", "--store", store, "--format", "json")[0])
+    assert doc["inputs"]["lower_bound"] is False
 
+    md, _ = run("evidence", "--store", store)
+    assert said in md and "lower bound" not in md
+    # the engine core's death and the front end's error after it: two signals, its traceback one record
+    assert "| exception | error | other | 2 |" in md and "EngineCore encountered a fatal error." in md
+    ev = json.loads(run("evidence", "--store", store, "--format", "json")[0])
+    (inp,) = ev["coverage"]["inputs"]
+    assert inp["engine"] == "vllm" and inp["read"] == said and inp["engine_read"] is True
+    rows = run(
+        "sql", "SELECT line_no, kind, exc_type FROM events ORDER BY line_no", "--store", store, "--format", "json"
+    )
+    assert [(r["line_no"], r["kind"], r["exc_type"]) for r in json.loads(rows[0])] == [
+        (1, "vllm_log", None),
+        (2, "vllm_log", None),
+        (3, "vllm_log", None),
+        (4, "exception", "RuntimeError"),
+        (9, "exception", None),
+    ]
+
+
+def test_vllm_lines_it_does_not_read_are_named_vllm(tmp_path):
+    store, ingested = _store(tmp_path, {"engine.log": VLLM_PRINTS})
+    said = "vLLM log: lines outside its logger's format not read; 100% unparsed"
+    assert said in ingested.replace("\n", " ")
     text, _ = run("summary", "--store", store)
     first = text.splitlines()[0]
     assert first.startswith("warning: counts are lower bounds") and "engine.log" in first and said in first
     doc = json.loads(run("summary", "--store", store, "--format", "json")[0])
     assert doc["warnings"][0].startswith("warning: counts are lower bounds") and said in doc["warnings"][0]
-    assert doc["inputs"]["lower_bound"] is True
     (most,) = doc["inputs"]["most_unparsed"]
     assert most["engine"] == "vllm" and most["read"] == said
-
-    md, _ = run("evidence", "--store", store)
-    assert said in md
     ev = json.loads(run("evidence", "--store", store, "--format", "json")[0])
     (inp,) = ev["coverage"]["inputs"]
-    assert inp["engine"] == "vllm" and inp["read"] == said
+    assert inp["engine"] == "vllm" and inp["read"] == said and inp["engine_read"] is False
 
 
 def test_an_all_unparsed_input_makes_evidence_say_lower_bound_first(tmp_path):
@@ -133,7 +164,7 @@ def test_an_all_unparsed_input_makes_evidence_say_lower_bound_first(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json"])
 def test_the_timeline_says_it_first_in_every_format(tmp_path, fmt):
-    store, _ = _store(tmp_path, {"engine.log": VLLM_FATAL})
+    store, _ = _store(tmp_path, {"engine.log": VLLM_PRINTS})
     out, err = run("timeline", "--store", store, "--format", fmt)
     if fmt == "json":
         cov = json.loads(out)["coverage"]
@@ -144,7 +175,7 @@ def test_the_timeline_says_it_first_in_every_format(tmp_path, fmt):
 
 
 def test_the_exports_say_it_at_the_top(tmp_path):
-    store, _ = _store(tmp_path, {"engine.log": VLLM_FATAL})
+    store, _ = _store(tmp_path, {"engine.log": VLLM_PRINTS})
     run("timeline", "--store", store, "-o", tmp_path / "t.html")
     assert "counts are lower bounds" in (tmp_path / "t.html").read_text(encoding="utf-8")
 

@@ -24,41 +24,60 @@ SELECT source_file, line FROM (
 """
 
 
+# the inputs whose events are mostly another engine's own lines (the parser's `source` for them)
+_READ_ENGINES = """
+SELECT source_file, arg_max(source, n) AS engine FROM (
+  SELECT source_file, source, count(*) AS n, sum(count(*)) OVER (PARTITION BY source_file) AS total
+  FROM events WHERE source_file IN (SELECT unnest($paths)) GROUP BY source_file, source
+) WHERE source IN (SELECT unnest($engines)) AND 2 * n >= total GROUP BY source_file
+"""
+
+
 def build(con, host: str | None = None) -> dict:
     """The coverage of the store's inputs (of one host's, with `host`), as plain values for JSON.
 
-    `inputs` lists the inputs with unparsed lines, most unparsed first, each with the engine its
-    unparsed lines name (or None); `not_understood` those over HIGH_INPUT unparsed or of another
+    `inputs` lists the inputs with unparsed lines or read as another engine's, most unparsed first,
+    each with the engine its events or else its unparsed lines name (or None); `not_understood` those over HIGH_INPUT unparsed or of another
     engine; `lower_bound` whether counts made from the rest are lower bounds; `lead` the sentence
     that says so, before any count, or None."""
     where, params = ("AND host = $host", {"host": host}) if host else ("", {})
     rows = con.execute(_INPUTS.format(where=where), params).fetchall()
     total = sum(r[2] or 0 for r in rows)
     unparsed = sum(r[3] or 0 for r in rows)
-    partly = [r for r in rows if r[3]]
+    read_by = dict(
+        con.execute(
+            _READ_ENGINES, {"paths": [r[0] for r in rows], "engines": [e.name for e in engines.ENGINES if e.read_lines]}
+        ).fetchall()
+    )
+    partly = [r for r in rows if r[3] or r[0] in read_by]
     samples: dict[str, list[str]] = {}
     if partly:
         for path, text in con.execute(_SAMPLE, {"paths": [r[0] for r in partly], "n": engines.SAMPLE_LINES}).fetchall():
             samples.setdefault(path, []).append(text or "")
     inputs = []
     for path, h, n, u in partly:
-        share = u / n if n else 0.0
-        engine = engines.recognise(samples.get(path, []))
+        share = (u or 0) / n if n else 0.0
+        read = path in read_by
+        engine = read_by[path] if read else engines.recognise(samples.get(path, []))
         inputs.append(
             {
                 "path": path,
                 "host": h,
                 "lines": n,
-                "unparsed_lines": u,
+                "unparsed_lines": u or 0,
                 "unparsed_share": share,
                 "engine": engine,
                 "engine_label": engines.BY_NAME[engine].label if engine else None,
-                "read": describe(engine, share),
+                "read": describe(engine, share, read),
+                # its lines are read as that engine's own: it is understood, unless most went unread
+                "engine_read": read,
             }
         )
     inputs.sort(key=lambda i: (-i["unparsed_share"], -i["unparsed_lines"], i["path"]))
     share = unparsed / total if total else 0.0
-    not_understood = [i["path"] for i in inputs if i["unparsed_share"] > HIGH_INPUT or i["engine"]]
+    not_understood = [
+        i["path"] for i in inputs if i["unparsed_share"] > HIGH_INPUT or (i["engine"] and not i["engine_read"])
+    ]
     high = share > HIGH_TOTAL or any(i["unparsed_share"] > HIGH_INPUT for i in inputs)
     if high and not not_understood:
         not_understood = [i["path"] for i in inputs[:3]]
@@ -76,9 +95,10 @@ def build(con, host: str | None = None) -> dict:
     return out
 
 
-def describe(engine: str | None, share: float) -> str:
-    """What is and is not read of one input: 'vLLM log: not read beyond plain lines; 100% unparsed'."""
-    return engines.describe(engine, share) if engine else f"{engines.percent(share)} unparsed"
+def describe(engine: str | None, share: float, read: bool = False) -> str:
+    """What is and is not read of one input: 'vLLM log: not read beyond plain lines; 100% unparsed',
+    or, with `read`, what of its lines is read as the engine's own."""
+    return engines.describe(engine, share, read) if engine else f"{engines.percent(share)} unparsed"
 
 
 def line(cov: dict) -> str:

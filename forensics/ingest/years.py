@@ -34,6 +34,11 @@ _DATED_MINUTE = re.compile(r"\b20[0-9]{2}-([0-9]{2}-[0-9]{2})[ T]([0-9]{2}:[0-9]
 _YEARLESS_MINUTE = (
     re.compile(r"\[([0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}):[0-9]{2}"),  # sglang `[09-17 16:23:13`
     re.compile(r"^[IWEF]([0-9]{2})([0-9]{2}) ([0-9]{2}:[0-9]{2}):[0-9]{2}", re.M),  # glog `E0917 16:23:13`
+    # vLLM `(EngineCore_DP0 pid=1) ERROR 09-17 16:23:13 [core.py:712]`
+    re.compile(
+        r"^(?:\([^()]*pid=[0-9]+[^()]*\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ([0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}):",
+        re.M,
+    ),
 )
 
 
@@ -48,8 +53,8 @@ class Head:
         if self.year is not None:
             self.minutes = {f"{md} {hm}" for md, hm in _DATED_MINUTE.findall(text)}
         else:
-            sg, glog = _YEARLESS_MINUTE
-            self.minutes = {f"{md} {hm}" for md, hm in sg.findall(text)}
+            sg, glog, vllm = _YEARLESS_MINUTE
+            self.minutes = {f"{md} {hm}" for md, hm in sg.findall(text) + vllm.findall(text)}
             self.minutes |= {f"{m}-{d} {hm}" for m, d, hm in glog.findall(text)}
 
 

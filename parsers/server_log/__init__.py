@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import polars as pl
 
-from forensics.parsers import lines
+from forensics.parsers import engines, lines
 from forensics.parsers.base import Batch, Context, Source
 from forensics.parsers.lines import read_upto
 from forensics.parsers.server_log import passes
@@ -100,6 +100,10 @@ _MARKERS = re.compile(
             r':[0-9]+ - "[A-Z]+ \S+ HTTP/[0-9.]+" [0-9]{3}',
             r"Uvicorn running on|Application startup complete",
             r"sglang_router_rs::",
+            # other engines' loggers (docs/formats/OTHER_ENGINES.md): their lines are read as theirs
+            r"^(?:\([^()]*pid=[0-9]+[^()]*\) )?(?:INFO|WARNING|ERROR) [0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} \[?\S+:[0-9]+\] ",
+            r"\[TRT-LLM\] |^\[TensorRT-LLM\]\[",
+            r"Z +(?:INFO|WARN|ERROR) (?:\S+: )?dynamo_[a-z]+::",
             # a crash dump alone is a log all the same: the crash is the incident (docs/formats/SGLANG.md, "Crash dumps")
             f"(?:{RE_CRASH})",
             f"(?:{RE_CRASH_OPEN})",
@@ -163,6 +167,8 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
     ctx.first_ts, ctx.last_ts = totals.first_ts, totals.last_ts
     if year_note and totals.yearless:
         ctx.notes.append(f"{year_note} ({totals.yearless} line{'s' * (totals.yearless != 1)} without a year)")
+    if totals.engines:
+        ctx.notes.append(engines.read_note(totals.engines))
     ctx.notes.extend(passes.clock_notes(clock))
     ctx.notes.extend(passes.stamp_notes(totals, ctx.tz))
     if totals.late:

@@ -22,6 +22,7 @@ from forensics.parsers.server_log.grammar import (
     RE_CRI,
     RE_DOCKER_T,
     RE_DOTS,
+    RE_DYNAMO,
     RE_EXC_LINE,
     RE_GLOG,
     RE_GLOG_NOTICE,
@@ -41,8 +42,16 @@ from forensics.parsers.server_log.grammar import (
     RE_TB,
     RE_TB_CHAIN,
     RE_TB_OPEN,
+    RE_TRTLLM,
+    RE_TRTLLM_CPP,
     RE_UCX,
     RE_UVICORN_LEVEL,
+    RE_VLLM,
+    TRTLLM_LEVEL,
+    TRTLLM_RANK,
+    VLLM_BODY,
+    VLLM_DP,
+    VLLM_TP,
 )
 
 
@@ -302,6 +311,11 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
         "_c10": body.str.starts_with("[rank"),
         "_nc": body.str.contains(" NCCL ", literal=True),
         "_rt": (body.str.slice(4, 1) == "-") & body.str.contains(" [A-Z]{4,5} +[A-Za-z_]"),
+        "_vl": body.str.slice(0, 1).is_in(["D", "I", "W", "E", "C"]) & body.str.contains("] ", literal=True),
+        "_tr": body.str.contains("[TRT-LLM]", literal=True),
+        "_tc": body.str.starts_with("[TensorRT-LLM]["),
+        "_dy": body.str.contains(": ", literal=True)
+        & body.str.contains(r"^ *(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T\S+ +)?[A-Z]{4,5} "),
     }
     df = _with_groups(
         df,
@@ -314,6 +328,10 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
         _c10=RE_C10D,
         _nc=RE_NCCL,
         _rt=RE_ROUTER,
+        _vl=RE_VLLM,
+        _tr=RE_TRTLLM,
+        _tc=RE_TRTLLM_CPP,
+        _dy=RE_DYNAMO,
     )
     f = lambda s, i: pl.col(s).struct.field(str(i))  # noqa: E731
     # a when-chain runs every branch on every row: the two regexes below only on the lines no
@@ -338,6 +356,12 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
         .then(pl.lit("nccl"))
         .when(f("_rt", 8).is_not_null())
         .then(pl.lit("router"))
+        .when(f("_vl", 6).is_not_null())
+        .then(pl.lit("vllm"))
+        .when(pl.coalesce(f("_tr", 4), f("_tc", 2)).is_not_null())
+        .then(pl.lit("trtllm"))
+        .when(f("_dy", 5).is_not_null())
+        .then(pl.lit("dynamo"))
         .when(undecided.str.contains(RE_CRASH))
         .then(pl.lit("crash"))
         .when(undecided.str.contains(RE_AIOHTTP_ACCESS))
@@ -347,7 +371,18 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     )
     # the custom-config shape also matches the plain prefix, so it is tried first
     message = pl.coalesce(
-        f("_cu", 5), f("_sg", 5), f("_gl", 8), f("_ux", 8), f("_c10", 9), f("_nc", 6), f("_rt", 8), body
+        f("_cu", 5),
+        f("_sg", 5),
+        f("_gl", 8),
+        f("_ux", 8),
+        f("_c10", 9),
+        f("_nc", 6),
+        f("_rt", 8),
+        f("_vl", 6),
+        f("_tr", 4),
+        f("_tc", 2),
+        f("_dy", 5),
+        body,
     )
     sg_raw, sg_local = _sglang_time(
         pl.coalesce(f("_cu", 1), f("_sg", 1)),
@@ -378,7 +413,16 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     clf_ts = clf_raw.str.to_datetime("%d/%b/%Y:%H:%M:%S %z", strict=False, time_unit="us", time_zone="UTC")
     rt_raw = pl.concat_str(f("_rt", 1), pl.lit(" "), f("_rt", 2))
     rt_local = rt_raw.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
-    local = pl.coalesce(sg_local, gl_local, c10_local, rt_local)
+    vl_raw = pl.concat_str(f("_vl", 2), pl.lit(" "), f("_vl", 3))
+    vl_local = pl.concat_str(pl.lit(f"{year}-"), vl_raw).str.to_datetime(
+        "%Y-%m-%d %H:%M:%S", strict=False, time_unit="us"
+    )
+    tr_raw = pl.concat_str(f("_tr", 1), pl.lit("-"), f("_tr", 2))
+    tr_local = tr_raw.str.to_datetime("%m/%d/%Y-%H:%M:%S", strict=False, time_unit="us")
+    tr_tags = f("_tr", 3)
+    # Dynamo prints UTC with its zone; the stamp a wrapper took off is `outer_ts` already
+    dy_ts = _outer_ts(f("_dy", 1))
+    local = pl.coalesce(sg_local, gl_local, c10_local, rt_local, vl_local, tr_local)
     rank_cols = _rank_cols(f("_sg", 4))
     level = (
         pl.when(f("_cu", 4).is_not_null())
@@ -393,23 +437,47 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
         .then(f("_nc", 5))
         .when(f("_rt", 3).is_not_null())
         .then(f("_rt", 3))
+        .when(f("_vl", 1).is_not_null())
+        .then(f("_vl", 1))
+        .when(tr_tags.is_not_null())
+        .then(tr_tags.str.extract(TRTLLM_LEVEL, 1))
+        .when(f("_tc", 1).is_not_null())
+        .then(f("_tc", 1))
+        .when(f("_dy", 2).is_not_null())
+        .then(f("_dy", 2))
     )
     df = df.with_columns(
         family=family,
         message=message,
         ts_raw=pl.coalesce(
-            sg_raw, gl_raw, f("_ux", 1), c10_raw, rt_raw, clf_raw, pl.col("prefix").str.extract(r"^(\S+)", 1)
+            sg_raw,
+            gl_raw,
+            f("_ux", 1),
+            c10_raw,
+            rt_raw,
+            vl_raw,
+            tr_raw,
+            f("_dy", 1),
+            clf_raw,
+            pl.col("prefix").str.extract(r"^(\S+)", 1),
         ),
         _local=local,
-        _ux_ts=pl.coalesce(ux_ts, clf_ts),
+        _ux_ts=pl.coalesce(ux_ts, clf_ts, dy_ts),
         level=level,
-        glog_file=pl.coalesce(f("_gl", 6), f("_ux", 5), f("_c10", 7), f("_rt", 6)),
+        glog_file=pl.coalesce(f("_gl", 6), f("_ux", 5), f("_c10", 7), f("_rt", 6), f("_vl", 4)),
+        # vLLM's head (level, time, file:line) after its process prefix: the lines of one record share it
+        _vl_head=pl.when(f("_vl", 6).is_not_null()).then(
+            pl.concat_str(
+                pl.col("prefix").fill_null(""), body.str.slice(0, body.str.len_chars() - f("_vl", 6).str.len_chars())
+            )
+        ),
         # the router's spans, `http_request{method=POST uri=/v1/completions request_id="cmpl-1"}: `: its request's id
         span=f("_rt", 4),
         peer_host=pl.coalesce(f("_ux", 2), f("_nc", 1)),
-        c10_rank=f("_c10", 1).cast(pl.Int32, strict=False),
+        c10_rank=pl.coalesce(f("_c10", 1), tr_tags.str.extract(TRTLLM_RANK, 1)).cast(pl.Int32, strict=False),
         **rank_cols,
-    ).drop("_sg", "_cu", "_gl", "_ux", "_c10", "_nc", "_rt")
+    ).drop("_sg", "_cu", "_gl", "_ux", "_c10", "_nc", "_rt", "_vl", "_tr", "_tc", "_dy")
+    df = _vllm_bodies(df)
     df = _stats_anywhere(df)
     # Kibana's outer clock is the viewer's zone: learn its offset to the inner clock from lines
     # that carry both (rounded to 15 min, docs/formats/SGLANG.md, "Time zones and dates"), and use
@@ -434,6 +502,28 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
     return df.with_columns(ts=pl.coalesce(pl.col("outer_ts"), _local_to_utc(local_all, ctx.tz), pl.col("_ux_ts"))).drop(
         "_local", "_ux_ts"
     )
+
+
+def _vllm_bodies(df: pl.DataFrame) -> pl.DataFrame:
+    """The lines after a vLLM record's first, which carry its head again (its formatter repeats it on
+    every line of a multi-line message), are body lines: a traceback's frames and exception line are
+    folded into the record as an SGLang traceback is (`_fold_continuations`), not events of their own.
+    The head's text goes to `prefix`."""
+    head = pl.col("_vl_head")
+    if df["_vl_head"].null_count() == df.height:
+        return df.drop("_vl_head")
+    body = (head == head.shift(1)) & pl.col("message").str.contains(VLLM_BODY)
+    proc = pl.when(head.is_not_null()).then(pl.col("prefix"))
+    tp = proc.str.extract_groups(VLLM_TP)
+    return df.with_columns(
+        family=pl.when(body).then(None).otherwise(pl.col("family")),
+        body=pl.when(body).then(pl.col("message")).otherwise(pl.col("body")),
+        prefix=pl.when(body).then(head.str.strip_chars_end()).otherwise(pl.col("prefix")),
+        tp_rank=pl.coalesce(
+            "tp_rank", pl.coalesce(tp.struct.field("1"), tp.struct.field("2")).cast(pl.Int32, strict=False)
+        ),
+        dp_rank=pl.coalesce("dp_rank", proc.str.extract(VLLM_DP, 1).cast(pl.Int32, strict=False)),
+    ).drop("_vl_head")
 
 
 def _stats_anywhere(df: pl.DataFrame) -> pl.DataFrame:

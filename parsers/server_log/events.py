@@ -7,8 +7,18 @@ from __future__ import annotations
 import polars as pl
 
 from forensics.parsers.base import Context
-from forensics.parsers.server_log.classify import FEW_ROWS, _alt, _first_kind, _local_to_utc, _uvicorn_level
+from forensics.parsers.server_log.classify import (
+    FEW_ROWS,
+    _alt,
+    _first_kind,
+    _kind_expr,
+    _local_to_utc,
+    _uvicorn_level,
+)
 from forensics.parsers.server_log.grammar import (
+    ENGINE_FAMILIES,
+    ENGINE_KIND_RULES,
+    ENGINE_RID_PATTERNS,
     FAILURE_KINDS,
     KIND_RULES,
     PRE_PEER,
@@ -159,6 +169,21 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
             .then(pl.lit("router_warning"))
             .otherwise(pl.lit("router_log"))
         )
+        # another engine's line: its P/D failure templates, else its level (vllm_error, trtllm_warning, ...)
+        .when(fam.is_in(ENGINE_FAMILIES))
+        .then(
+            pl.coalesce(
+                _kind_expr(ENGINE_KIND_RULES, "message"),
+                pl.concat_str(
+                    fam,
+                    pl.when(is_err_level | (pl.col("level") == "F"))
+                    .then(pl.lit("_error"))
+                    .when(pl.col("level").is_in(["W", "WARN", "WARNING"]))
+                    .then(pl.lit("_warning"))
+                    .otherwise(pl.lit("_log")),
+                ),
+            )
+        )
         .when(fam.is_in(["c10d", "nccl"]))
         .then(pl.when(timeout_txt).then(pl.lit("collective_timeout")).otherwise(pl.concat_str(fam, pl.lit("_log"))))
         .when(fam == "python")
@@ -182,7 +207,7 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .then(pl.lit("warning"))
         .when(pl.col("level").is_in(["I", "INFO"]))
         .then(pl.lit("info"))
-        .when(pl.col("level").is_in(["DEBUG", "TRACE", "DIAG", "D"]))
+        .when(pl.col("level").is_in(["DEBUG", "TRACE", "DIAG", "D", "V"]))
         .then(pl.lit("debug"))
     )
     uv_sev = pl.col("_lvl_uv").str.to_lowercase().replace({"critical": "fatal", "trace": "debug"})
@@ -274,7 +299,14 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         lambda d: d.select(_span_rid=pl.col("span").str.extract(r'\brequest_id="?([^"\s,}]+)', 1)),
         {"_span_rid": utf8},
     )
-    ev = ev.with_columns(rid=pl.coalesce("rid", "_span_rid")).drop("_span_rid")
+    # another engine's failure names its request in its own words (`for request cmpl-…`), not SGLang's
+    ev = _on_rows(
+        ev,
+        fam.is_in(ENGINE_FAMILIES) & pl.col("kind").is_in(list(FAILURE_KINDS) + list(WARNING_KINDS)),
+        lambda d: d.select(_eng_rid=_first_capture(d, ENGINE_RID_PATTERNS)),
+        {"_eng_rid": utf8},
+    )
+    ev = ev.with_columns(rid=pl.coalesce("_eng_rid", "rid", "_span_rid")).drop("_span_rid", "_eng_rid")
     ev = _on_rows(ev, msg.str.contains(PRE_ROOM), room, {"bootstrap_room": i64})
     if "traceback" in ev.columns:
         # a record whose head names no room (`Scheduler hit an exception: Traceback ...`) ends in the

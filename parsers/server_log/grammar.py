@@ -42,8 +42,9 @@ SGLANG_STAMP = (
 )
 STAMPED_LEAD = r"\[[0-9][^\[\]]*\](?:\[[^\[\]]*\]|[: ])*?"
 RE_STAMPED_LEAD = rf"^({STAMPED_LEAD})({SGLANG_STAMP}.*)$"
-# Ray's `(Name pid=N) ` / `(Name pid=N, ip=A) ` in front of each line of an actor or launcher
-RE_RAY = r"^(\((?:[A-Za-z_][\w.:-]* )?pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\)) +(.*)$"
+# Ray's `(Name pid=N) ` / `(Name pid=N, ip=A) ` in front of each line of an actor or launcher, and
+# vLLM's process prefix of the same shape (`(EngineCore_DP0 pid=N) `, `(VllmWorker rank=1 pid=N) `)
+RE_RAY = r"^(\((?:[A-Za-z_][\w.:-]*(?: rank=[0-9]+)? )?pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\)) +(.*)$"
 # and what Ray's log deduplication appends to such a line: part of the wrapper, not of the message
 RE_RAY_REPEATED = r" *(\[repeated [0-9]+x across cluster\])$"
 # unittest progress dots printed without a newline before a line; only before what starts a log
@@ -97,6 +98,85 @@ ROUTER_FAILURES = (
     ("server_error", r"request failed with server error"),
 )
 RE_ROUTER_FAILURE = "|".join(p for _, p in ROUTER_FAILURES)
+
+# --- other engines' own lines (docs/formats/OTHER_ENGINES.md, "What is read of them") ----------
+# vLLM's logger: `LEVEL MM-DD HH:MM:SS [file.py:line] msg`, no year and no fraction, the process's
+# local time; no bracket before the file before spring 2025. Its process prefix, `(EngineCore_DP0
+# pid=N) `, is peeled as Ray's is (RE_RAY).
+RE_VLLM = (
+    r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL) ([0-9]{2}-[0-9]{2}) ([0-9]{2}:[0-9]{2}:[0-9]{2}) "
+    r"\[?([^\s\]]+):([0-9]+)\] ?(.*)$"
+)
+# vLLM's formatter copies a record's head onto every line of a multi-line message: the lines after
+# the first, under the same head, are a traceback's (or a dump's) body, not records of their own
+VLLM_BODY = r"^(?:\s|Traceback \(most recent|During handling of|The above exception|\^+\s*$|$|[\w.]*(?:Error|Exception|Exit|Interrupt|Fault|Timeout)\b)"
+# TensorRT-LLM's Python logger: `[MM/DD/YYYY-HH:MM:SS] [TRT-LLM] [RANK n] [I] msg` (local time; the
+# stamp is missing when another program set the root logger up), its tags in any order, the
+# level a letter `[FEWIV]`, or a word in the 2026 C++ logger's `[TRT-LLM] [ERROR] [module] [RANK n] `
+RE_TRTLLM = r"^(?:\[([0-9]{2}/[0-9]{2}/[0-9]{4})-([0-9]{2}:[0-9]{2}:[0-9]{2})\] )?\[TRT-LLM\]((?: ?\[[^\]]*\])+) (.*)$"
+TRTLLM_LEVEL = r"\[([FEWIV]|TRACE|DEBUG|INFO|WARNING|ERROR)\]"
+TRTLLM_RANK = r"\[(?:MPI_Rank|RANK) ([0-9]+)\]"
+# its C++ logger before 2026: `[TensorRT-LLM][ERROR] msg`, no time at all; and the version line
+# `import tensorrt_llm` prints, `[TensorRT-LLM] TensorRT-LLM version: 1.1.0`, with no level
+RE_TRTLLM_CPP = r"^\[TensorRT-LLM\](?:\[(TRACE|DEBUG|INFO|WARNING|ERROR)\])? ?(.*)$"
+# vLLM's process names carry the worker's ranks: `Worker_TP1`, `Worker_DP0_PP0_TP1_EP1`,
+# `EngineCore_DP0`, `VllmWorker rank=1`
+VLLM_TP = r"^\((?:\w*_)?TP([0-9]+)[ _]|^\(\w+ rank=([0-9]+) pid="
+VLLM_DP = r"^\((?:\w*_)?DP([0-9]+)[ _]"
+# Dynamo's Rust tracing, compact: `<RFC 3339 UTC>Z <LEVEL right-aligned> [span:span: ]<target>: msg`;
+# a docker or kubectl stamp in front is peeled as a wrapper, which takes Dynamo's own stamp with it
+# when it is the only one (its time is the same instant). The target is a `::` module path, or
+# `module.function` for a line of its Python bridge
+RE_DYNAMO = (
+    r"^ *(?:([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})) +)?"
+    r"(TRACE|DEBUG|INFO|WARN|ERROR) +((?:[A-Za-z_][\w-]*:)*[A-Za-z_][\w-]*: )?"
+    r"([A-Za-z_]\w*(?:::\w+)+|[A-Za-z_]\w*\.[A-Za-z_][\w.]*): (.*)$"
+)
+# The engines' P/D (KV connector, cache transceiver, KV router) failures, by kind, from their
+# sources' templates (docs/formats/OTHER_ENGINES.md, "P/D failures of other engines"); first match
+# wins. A line naming a request is a failed request of it, one naming none a signal of its host.
+ENGINE_KIND_RULES: list[tuple[str, str]] = [
+    (
+        "bootstrap_failed",
+        r"^Handshake failed for request|^Handshake with \S+ failed|Error processing Mooncake handshake"
+        r"|NIXL compatibility hash mismatch|Remote NIXL agent engine ID mismatch|Failed to decode NixlHandshakePayload",
+    ),
+    (
+        "transfer_failed",
+        # vLLM NixlConnector, decode side then prefill side
+        r"^NIXL transfer (?:failed|exception|setup/initiation failed) for request|^NIXL send_notif failed for request"
+        r"|^Releasing expired KV blocks for request|^Potentially invalid KV blocks for unrecognized request"
+        # vLLM MooncakeConnector (and its vendored forks)
+        r"|^Error happens during tranfering kvcache|^MooncakeAgentMetadata transfer failed|^Mooncake transfer failed for request"
+        r"|^Request \S+ timed out after [0-9]+ seconds without being sent|^Error in Mooncake sender thread"
+        # TensorRT-LLM's cache transceiver and executor
+        r"|^(?:Unknown error|Error) occurred during (?:context|generation) transfer for request"
+        r"|^Future returned unexpected status for request|request \S+ due to KV cache transfer timeout"
+        r"|^Request \S+ timed out waiting for context KV cache transfer"
+        # Dynamo's KV router: a prefill or decode leg of the request is gone
+        r"|^Failed to mark prefill completed for request|^Failed to free request",
+    ),
+    # the decode side recovered what the lines above marked invalid (no id), or dropped KV transfer for
+    # a request whose params were incomplete: warnings that explain an incident
+    (
+        "transport_warning",
+        r"^Recovered from KV load failure|^Got invalid KVTransferParams|^Request \S+ not found in reqs_need_send",
+    ),
+    ("mooncake_error", r"Mooncake Transfer Engine initialization failed|Mooncake batch memory registration failed"),
+    # the engine process died: vLLM's engine core, and the front end's error for every request after it
+    (
+        "exception",
+        r"^EngineCore encountered a fatal error|^EngineCore failed to start|EngineDeadError|^Traceback \(most recent call last\)",
+    ),
+]
+# A request id in those lines: vLLM's `cmpl-…`/`chatcmpl-…` and Dynamo's UUIDs after `request`,
+# TensorRT-LLM's numeric ids, the Python list MooncakeConnector prints (its first id)
+ENGINE_RID_PATTERNS = [
+    r"\b[Rr]equest ([\w.-]*[0-9][\w.-]*?)(?:[.,:]? |[.,:]?$)",
+    r"\bremote_request_id=([\w.-]+?)(?:[.,]? |[.,]?$)",
+    r"\bfor \['([^']+)'",
+]
+ENGINE_FAMILIES = ("vllm", "trtllm", "dynamo")
 # The heads of native crash dumps, printed raw to stderr: torch's `!!!!!!! Segfault encountered !!!!!!!`,
 # faulthandler's `Fatal Python error: <what>`, UCX's `[host:pid:thr:tid] Caught signal N (...)` (the
 # bracket may be missing), and the launcher's line when a scheduler child died. Their frames follow
@@ -325,6 +405,10 @@ FAMILIES: list[tuple[str, str]] = [
     ("c10d", RE_C10D),
     ("nccl", RE_NCCL),
     ("router", RE_ROUTER),
+    ("vllm", RE_VLLM),
+    ("trtllm", RE_TRTLLM),
+    ("trtllm_cpp", RE_TRTLLM_CPP),
+    ("dynamo", RE_DYNAMO),
     ("crash", RE_CRASH),
     ("glog_notice", RE_GLOG_NOTICE),
     ("bare", RE_BARE_KNOWN),
@@ -391,7 +475,13 @@ REASON_RULES: list[tuple[str, str]] = [
     *((reason, f"^(?:{p})") for reason, p in ROUTER_FAILURES),
     (
         "waiting_timeout",
-        rf"KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting for prefill completion|^{PD_WAITING_TIMEOUT}",
+        rf"KVPoll\.WaitingForInput|waiting_timeout|Timed out waiting for prefill completion|^{PD_WAITING_TIMEOUT}"
+        r"|generation request \S+ due to KV cache transfer timeout",
+    ),
+    # TensorRT-LLM's context (prefill) side gave up on a transfer that did not end in time
+    (
+        "transfer_timeout",
+        r"context request \S+ due to KV cache transfer timeout|timed out waiting for context KV cache",
     ),
     ("bootstrap_timeout", rf"KVPoll\.Bootstrapping|^{PD_BOOTSTRAP_TIMEOUT}"),
     ("aborted", r"Aborted by|^Abort|[Aa]bort notification|ABORT"),
@@ -404,8 +494,13 @@ REASON_RULES: list[tuple[str, str]] = [
     ("room_conflict", r"Duplicate (?:or cancelled|decode) bootstrap room|follow_bootstrap_room conflict"),
     ("heartbeat", r"^Attempting to reconnect to "),
     ("kv_pool_full", r"KV cache pool is full|#retracted_reqs|Eviction insufficient"),
-    ("release_timeout", r"Deferred KV release for room [0-9]+ timed out"),
-    ("state_deleted", r"but the state was deleted"),
+    # the prefill side freed a request's KV that decode never read in time (SGLang's deferred
+    # release; vLLM's NIXL and Mooncake connectors)
+    (
+        "release_timeout",
+        r"Deferred KV release for room [0-9]+ timed out|^Releasing expired KV blocks|seconds without being sent",
+    ),
+    ("state_deleted", r"but the state was deleted|KV blocks for unrecognized request"),
     ("too_long", r"exceeds the maximum number of tokens|requires too many SWA KV tokens"),
     ("engine_init", r"Transfer Engine initialization failed"),
     # UCX's and NIXL's own words for a lost or refused peer: the transport, not the bootstrap
@@ -415,7 +510,11 @@ REASON_RULES: list[tuple[str, str]] = [
         r"[Cc]onnection reset by remote peer|Endpoint timeout|Destination is unreachable|[Tt]ransport retry count"
         r"|UCS_ERR_[A-Z_]+|Remote I/O error",
     ),
-    ("config", r"policy mismatch|does NOT support|layout mismatch|out of range"),
+    (
+        "config",
+        r"policy mismatch|does NOT support|layout mismatch|out of range|compatibility hash mismatch"
+        r"|engine ID mismatch|NixlHandshakePayload",
+    ),
     # the bootstrap server did not answer at all (a prefill that is down or not yet up): before
     # bootstrap_info, which is the same fetch answered wrongly
     (
@@ -431,7 +530,9 @@ REASON_RULES: list[tuple[str, str]] = [
     ),
     (
         "bootstrap_info",
-        r"Could not fetch|Failed to get prefill server info|Error fetching prefill|to prefill \S+ failed",
+        r"Could not fetch|Failed to get prefill server info|Error fetching prefill|to prefill \S+ failed"
+        # vLLM's side-channel handshake with the prefill instance (its metadata, as SGLang's bootstrap info)
+        r"|^Handshake failed for request|^Handshake with \S+ failed|Mooncake handshake",
     ),
     ("metadata_corruption", r"Context corruption detected|Metadata unexpectedly|Metadata corruption"),
     ("checksum_mismatch", r"[Cc]hecksum mismatch"),
@@ -450,7 +551,11 @@ REASON_RULES: list[tuple[str, str]] = [
     ("collective_timeout", r"timed out after [0-9]+ ?ms|collective operation timeout|milliseconds before timing out"),
     ("watchdog", r"[Ww]atchdog"),
     ("health_check", r"Health check failed"),
-    ("transfer_error", r"KV transfer failed|Room marked Failed|transfer failed|KVTransferError"),
+    (
+        "transfer_error",
+        r"KV transfer failed|Room marked Failed|transfer failed|KVTransferError|occurred during (?:context|generation) transfer"
+        r"|unexpected status for request|during tranfering kvcache",
+    ),
 ]
 
 # --- identifiers and fields of event lines ("Identifiers: rid and bootstrap room") -------------

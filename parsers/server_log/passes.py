@@ -32,7 +32,7 @@ from forensics.parsers.server_log.events import (
     _ready_rows,
     _regex_thread,
 )
-from forensics.parsers.server_log.grammar import RE_EXC_LINE, RE_TB, SGLANG_STAMP
+from forensics.parsers.server_log.grammar import ENGINE_FAMILIES, RE_EXC_LINE, RE_TB, SGLANG_STAMP
 
 NAME = "server_log"
 
@@ -59,6 +59,7 @@ class Tally:
     stamps: dict[str, tuple[int, int, float]] = dataclasses.field(default_factory=dict)
     yearless: int = 0
     late: tuple[int, int] | None = None
+    engines: dict[str, int] = dataclasses.field(default_factory=dict)  # other engines' lines read, by family
 
     def add(self, other: "Tally") -> None:
         if other.first_ts is not None and (self.first_ts is None or other.first_ts < self.first_ts):
@@ -70,6 +71,8 @@ class Tally:
             m, f, g = self.stamps.get(k, (0, first, gap))
             self.stamps[k] = (m + n, *((f, g) if f < first else (first, gap)))
         self.yearless += other.yearless
+        for k, n in other.engines.items():
+            self.engines[k] = self.engines.get(k, 0) + n
         if other.late:
             n, first = self.late or (0, other.late[1])
             self.late = (n + other.late[0], min(first, other.late[1]))
@@ -101,6 +104,8 @@ def tally(out: Batch, tz: str = "UTC", late_after: dt.datetime | None = None) ->
         t.add(Tally(ts.min(), ts.max()))
     if not tabs:
         return t
+    if "events" in tabs and (eng := out["events"].filter(pl.col("source").is_in(ENGINE_FAMILIES))).height:
+        t.engines = dict(eng["source"].value_counts().iter_rows())
     rows = pl.concat([out[n].select("line_no", "ts", "ts_raw", "prefix") for n in tabs]).filter(
         pl.col("ts").is_not_null()
     )

@@ -1,11 +1,13 @@
 """The parser's samples: contracts (tests/test_parser_samples.py), and together the proof that
 every rule of the grammar matches a line (tests/test_grammar.py). Stats, prefixes, the NIXL
 connector and one sample per grammar rule are here; the failure, crash, foreign-line and PD
-warning shapes of real servers follow them, from failure_samples.py."""
+warning shapes of real servers follow them, from failure_samples.py, and other engines' lines
+last, from engine_samples.py."""
 
 import datetime
 
 from forensics.parsers.base import Sample
+from forensics.parsers.server_log.engine_samples import engine_samples
 from forensics.parsers.server_log.failure_samples import failure_samples
 
 samples = [
@@ -780,3 +782,4 @@ samples = [
         {"events": [{"kind": "transfer_failed", "reason": "transfer_error", "bootstrap_room": 4793981895866140836}]},
     ),
 ] + failure_samples
+samples += engine_samples

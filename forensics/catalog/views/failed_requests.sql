@@ -34,14 +34,35 @@ WITH rid_room AS (
     GROUP BY rid
     HAVING count(DISTINCT bootstrap_room) = 1
 ),
+-- the failure lines that name a request but no room; another engine's line may name several
+-- (vLLM's MooncakeConnector prints a Python list of ids: docs/formats/OTHER_ENGINES.md), one request each
+rid_events AS (
+    SELECT * EXCLUDE (rid), unnest(
+        CASE WHEN source = 'vllm' AND message LIKE '%for [''%'
+             THEN regexp_extract_all(regexp_extract(message, 'for \[([^\]]*)\]', 1), '''([^'']+)''', 1)
+             ELSE [rid] END) AS rid
+    FROM events
+    WHERE bootstrap_room IS NULL AND rid IS NOT NULL
+      AND (kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected', 'router_failure')
+           OR (kind = 'request_finished' AND finish_reason = 'abort'))
+),
 rid_lines AS (
     SELECT
         e.rid, e.ts, CASE WHEN e.ts_raw NOT LIKE '%.%' AND epoch_us(e.ts) % 1000000 = 0 THEN 1.0 ELSE 0.0 END
             AS ts_resolution_s,
-        -- the failure templates name their side (docs/formats/SGLANG.md, "PD transfer and bootstrap failures"), else the file's role
+        -- the failure templates name their side (docs/formats/SGLANG.md, "PD transfer and bootstrap failures";
+        -- docs/formats/OTHER_ENGINES.md, "P/D failures of other engines"), else the file's role
         CASE
             WHEN regexp_matches(e.message, 'Decode transfer failed|Decode handshake failed|decode_req\.|^Decode server returned') THEN 'decode'
             WHEN regexp_matches(e.message, 'Prefill transfer failed|Prefill bootstrap failed|req\.rid|^Prefill server returned') THEN 'prefill'
+            WHEN e.source IN ('vllm', 'trtllm') AND regexp_matches(e.message,
+                '^NIXL transfer|^NIXL send_notif|^Handshake failed for request|^Error happens during tranfering'
+                || '|^MooncakeAgentMetadata transfer|during generation transfer|generation request \S+ due to KV cache')
+                THEN 'decode'
+            WHEN e.source IN ('vllm', 'trtllm') AND regexp_matches(e.message,
+                '^Releasing expired KV blocks|^Potentially invalid KV blocks|seconds without being sent'
+                || '|during context transfer|context request \S+ due to KV cache|waiting for context KV cache')
+                THEN 'prefill'
             WHEN e.role IN ('prefill', 'decode') THEN e.role
             ELSE 'unknown'
         END AS side,
@@ -51,11 +72,8 @@ rid_lines AS (
              ELSE coalesce(e.reason, kv_failure_reason(e.message)) END AS reason,
         e.kind IN ('abort', 'corruption_detected', 'request_finished') AS abort_like,
         e.message AS detail, e.source_file, e.line_no, m.bootstrap_room
-    FROM events e
+    FROM rid_events e
     LEFT JOIN rid_room m USING (rid)
-    WHERE e.bootstrap_room IS NULL AND e.rid IS NOT NULL
-      AND (e.kind IN ('transfer_failed', 'bootstrap_failed', 'abort', 'corruption_detected', 'router_failure')
-           OR (e.kind = 'request_finished' AND e.finish_reason = 'abort'))
 ),
 -- the same classes as room_failures gives the lines of a room
 rid_classified AS (
