@@ -12,6 +12,7 @@ from forensics.core.schema import RANKS
 from forensics.parsers.base import Context
 from forensics.parsers.server_log.grammar import (
     DOCKER_JSON_LEAD,
+    JSON_BODY_LEAD,
     JSON_MESSAGE_PATHS,
     PYSPY_HEAD,
     RE_AIOHTTP_ACCESS,
@@ -212,8 +213,9 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
         .when(pl.col("_kib").struct.field("2").is_not_null())
         .then(pl.col("_kib").struct.field("1"))
     )
-    if df.select(line.str.starts_with("{").any()).item():
-        body, prefix = _json_message(body, prefix, line.str.starts_with("{") & ~is_json)
+    is_body = line.str.starts_with(JSON_BODY_LEAD) & ~is_json
+    if df.select(is_body.any()).item():
+        body, prefix = _json_message(body, prefix, is_body)
     df = df.with_columns(
         body=body.str.strip_chars_end(" \t\r"),
         prefix=prefix,

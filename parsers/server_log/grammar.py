@@ -28,13 +28,14 @@ RE_DOCKER_JSON = "^" + lit(DOCKER_JSON_LEAD)
 # a JSON line that is no docker record: a response body pasted into the log (SGLang's /generate
 # body, an OpenAI error body) or a structured logger's record. Its message is read from the first
 # of JSON_MESSAGE_PATHS it holds; a JSON line with none of them stays unparsed.
-RE_JSON_BODY = r"^\{"
+JSON_BODY_LEAD = "{"
+RE_JSON_BODY = "^" + lit(JSON_BODY_LEAD)
 JSON_MESSAGE_PATHS = (
     "$.meta_info.finish_reason.message",  # /generate: an abort's text (Decode transfer failed ...)
     "$.finish_reason.message",  # --export-metrics-to-file records: meta_info's keys at the top
     "$.error.message",  # OpenAI `{"error": {"message": ...}}`, also in a stream's error chunk
     "$.message",  # OpenAI `{"object": "error", "message": ...}`; structured loggers
-    "$.msg",  # structured loggers (logfmt-style JSON)
+    "$.msg",  # structured loggers that name the field msg (zap, pino)
 )
 RE_DOCKER_T = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})) (.*)$"
 RE_KIBANA = r"^([A-Z][a-z]{2} [0-9]{1,2}, [0-9]{4} @ [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?)[\t ]+(.*)$"
