@@ -54,8 +54,8 @@ def choose_parser(src: Source, forced: str | None, sniff_bytes: int = Scan.sniff
     # Otherwise the first listed wins (a stable sort).
     ranked = sorted(PARSERS, key=lambda p: (scores[p.name], p is not server_log), reverse=True)
     doc = not_a_log(head, src.path)
-    if doc is not None and doc[0] == "json" and names_a_log(src.path) and _json_lines(head):
-        doc = None  # JSON Lines under a log's name: a structured log, not a JSON document
+    if doc is not None and doc[0] == "json" and names_a_log(src.path) and _read_as_log(head, scores[server_log.name]):
+        doc = None  # a log's name and log lines (or JSON Lines): read line by line, not a JSON document
     if doc is not None:
         # notes and summaries quote log lines: a document kind outranks the server-log sniff, not a
         # parser of structure that claims the input (an opencode session is a .json file)
@@ -111,6 +111,23 @@ def _json_lines(head: bytes) -> bool:
         return isinstance(json.loads(first), dict)
     except (ValueError, RecursionError):
         return False
+
+
+def _read_as_log(head: bytes, log_score: float) -> bool:
+    """Whether a head that starts like JSON, under a log's name, is a log all the same: JSON Lines,
+    or log lines after a response body pasted (or glued) in front of them. A head that parses whole
+    as JSON is a document even when its strings quote log lines."""
+    if _json_lines(head):
+        return True
+    if log_score < 0.5:
+        return False
+    import json
+
+    try:
+        json.loads(head)
+    except (ValueError, RecursionError):
+        return True
+    return False
 
 
 def _looks_binary(head: bytes) -> bool:

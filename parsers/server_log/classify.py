@@ -12,6 +12,8 @@ from forensics.core.schema import RANKS
 from forensics.parsers.base import Context
 from forensics.parsers.server_log.grammar import (
     DOCKER_JSON_LEAD,
+    JSON_BODY_LEAD,
+    JSON_MESSAGE_PATHS,
     PYSPY_HEAD,
     RE_AIOHTTP_ACCESS,
     RE_BARE_KNOWN,
@@ -220,6 +222,9 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
         .when(pl.col("_kib").struct.field("2").is_not_null())
         .then(pl.col("_kib").struct.field("1"))
     )
+    is_body = line.str.starts_with(JSON_BODY_LEAD) & ~is_json
+    if df.select(is_body.any()).item():
+        body, prefix = _json_message(body, prefix, is_body)
     df = df.with_columns(
         body=body.str.strip_chars_end(" \t\r"),
         prefix=prefix,
@@ -244,6 +249,23 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
         body=pl.when(is_glued).then(glued.struct.field("2")).otherwise(pl.col("body")),
     )
     return _strip_stamped_lead(df)
+
+
+def _json_message(body: pl.Expr, prefix: pl.Expr, gate: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """A JSON line's server message (the first of JSON_MESSAGE_PATHS it holds) as its body; the JSON
+    around it, the message elided, as its prefix. Lines without one keep `body` and `prefix`."""
+    line = pl.col("line")
+    found = pl.coalesce(pl.when(gate).then(line.str.json_path_match(p)) for p in JSON_MESSAGE_PATHS)
+    found = pl.when(found.str.strip_chars() != "").then(found)
+    # the message as the JSON holds it, to cut out of the prefix; an escape written otherwise
+    # (`\u00e9`, `\/`) leaves the line whole, which still holds the message
+    quoted = pl.struct(m=found).struct.json_encode().str.slice(5).str.strip_suffix("}")
+    # one line is one event: a message's own line breaks would end it early
+    message = found.str.replace_all(r"\r?\n", " ")
+    return (
+        pl.when(found.is_not_null()).then(message).otherwise(body),
+        pl.when(found.is_not_null()).then(line.str.replace(quoted, '"…"', literal=True)).otherwise(prefix),
+    )
 
 
 def _strip_stamped_lead(df: pl.DataFrame) -> pl.DataFrame:

@@ -25,6 +25,18 @@ def alt(literals) -> str:
 RE_CRI = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) (?:stdout|stderr) ([FP]) ?(.*)$"
 DOCKER_JSON_LEAD = '{"log":'
 RE_DOCKER_JSON = "^" + lit(DOCKER_JSON_LEAD)
+# a JSON line that is no docker record: a response body pasted into the log (SGLang's /generate
+# body, an OpenAI error body) or a structured logger's record. Its message is read from the first
+# of JSON_MESSAGE_PATHS it holds; a JSON line with none of them stays unparsed.
+JSON_BODY_LEAD = "{"
+RE_JSON_BODY = "^" + lit(JSON_BODY_LEAD)
+JSON_MESSAGE_PATHS = (
+    "$.meta_info.finish_reason.message",  # /generate: an abort's text (Decode transfer failed ...)
+    "$.finish_reason.message",  # --export-metrics-to-file records: meta_info's keys at the top
+    "$.error.message",  # OpenAI `{"error": {"message": ...}}`, also in a stream's error chunk
+    "$.message",  # OpenAI `{"object": "error", "message": ...}`; structured loggers
+    "$.msg",  # structured loggers that name the field msg (zap, pino)
+)
 RE_DOCKER_T = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})) (.*)$"
 RE_KIBANA = r"^([A-Z][a-z]{2} [0-9]{1,2}, [0-9]{4} @ [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?)[\t ]+(.*)$"
 # tqdm bars, a stray backtick, anything glued in front of a sglang prefix
@@ -52,6 +64,7 @@ RE_RAY_REPEATED = r" *(\[repeated [0-9]+x across cluster\])$"
 RE_DOTS = r"^(\.+)((?:Traceback \(|\[|[A-Z][a-z]).*)$"
 WRAPPERS: list[tuple[str, str]] = [
     ("docker_json", RE_DOCKER_JSON),
+    ("json_body", RE_JSON_BODY),
     ("k8s_cri", RE_CRI),
     ("docker_t", RE_DOCKER_T),
     ("kibana", RE_KIBANA),

@@ -648,6 +648,25 @@ samples = [
         },
     ),
     Sample(
+        "json_body_message_is_read",
+        '{"text": "", "meta_info": {"id": "0b7d4c1e9a2f4e63b5d8c7a1f0e2d3b4", "finish_reason": {"type": "abort", '
+        '"message": "Decode transfer failed for request rank=0 decode_req.rid=\'0b7d4c1e9a2f4e63b5d8c7a1f0e2d3b4\' '
+        "decode_req.bootstrap_room=2281907733615520931 with exception KVTransferError(bootstrap_room=2281907733615520931): "
+        'Failed to get kvcache from prefill", "status_code": 500}, "prompt_tokens": 96, "completion_tokens": 0}}\n',
+        {
+            "events": [
+                {
+                    "kind": "transfer_failed",
+                    "bootstrap_room": 2281907733615520931,
+                    "rid": "0b7d4c1e9a2f4e63b5d8c7a1f0e2d3b4",
+                    "prefix": '{"text": "", "meta_info": {"id": "0b7d4c1e9a2f4e63b5d8c7a1f0e2d3b4", "finish_reason": '
+                    '{"type": "abort", "message": "…", "status_code": 500}, "prompt_tokens": 96, "completion_tokens": 0}}',
+                    "line_no": 1,
+                }
+            ]
+        },
+    ),
+    Sample(
         "wrapper_k8s_cri",
         "2026-03-24T12:06:11.864923140+08:00 stderr F [2026-03-24 12:06:11 DP1 TP1 EP1] Decode batch, #running-req: 12, "
         "#token: 40211, token usage: 0.19, cuda graph: True, gen throughput (token/s): 611.20, #queue-req: 0\n",
