@@ -124,3 +124,56 @@ def test_router_lines_outside_a_span_and_server_5xx_answers_are_signals(tmp_path
     assert peer == [("http://10.0.0.8:30000", 503)]
     doc = json.loads(CliRunner().invoke(main, ["summary", "--store", store, "--format", "json"]).stdout)
     assert doc["failures"]["requests"] == 2 and doc["failures"]["signals"] == 2
+
+
+def _pair(tmp_path, router: str, decode: str) -> str:
+    dump = tmp_path / "dump"
+    for host, text in (("gw", router), ("decode-0", decode)):
+        (dump / host).mkdir(parents=True, exist_ok=True)
+        (dump / host / "out.log").write_text(text)
+    store = str(tmp_path / "store")
+    r = CliRunner().invoke(main, ["ingest", str(dump), "--store", store])
+    assert r.exit_code == 0, r.output
+    return store
+
+
+def _decode_failure(t: str, rid: str, room: int) -> str:
+    return (
+        f"[2026-02-26 {t} DP0 TP0] Decode transfer failed for request rank=0 decode_req.req.rid='{rid}' "
+        f"decode_req.req.bootstrap_room={room} with exception KVTransferError(bootstrap_room={room}): "
+        "Failed to get kvcache from prefill instance, it might be dead\n"
+    )
+
+
+# the router made its own id (no x-request-id from the client): no server logs it
+OWN_ID = _line(
+    "13:00:14",
+    "ERROR",
+    "chatcmpl-Own1",
+    PD,
+    "Decode server returned error status decode_url=http://10.0.0.12:30001 status=500",
+)
+
+
+def test_a_router_failure_without_the_servers_id_joins_the_one_failed_request_of_its_second(tmp_path):
+    store = _pair(tmp_path, OWN_ID, _decode_failure("13:00:13", "b7" * 16, ROOM))
+    got = sql(store, "SELECT request_key, hosts, first_host, n_lines::INT FROM failed_requests").rows()
+    assert got == [(f"room:{ROOM}", ["decode-0", "gw"], "decode-0", 2)]
+
+
+def test_two_failed_requests_in_that_second_leave_the_router_failure_its_own(tmp_path):
+    decode = _decode_failure("13:00:13", "b7" * 16, ROOM) + _decode_failure("13:00:13", "c8" * 16, ROOM + 1)
+    store = _pair(tmp_path, OWN_ID, decode)
+    keys = sql(store, "SELECT request_key FROM failed_requests ORDER BY 1").rows()
+    assert keys == [("rid:chatcmpl-Own1",), (f"room:{ROOM}",), (f"room:{ROOM + 1}",)]
+
+
+def test_a_workers_failed_health_check_is_a_signal_naming_the_worker(tmp_path):
+    router = (
+        "2025-08-31 07:32:09  WARN sglang_router_rs::core::worker: src/core/worker.rs:402: "
+        "Worker http://10.0.0.9:30000 health check failed\n"
+    )
+    store = _pair(tmp_path, router, _decode_failure("13:00:13", "b7" * 16, ROOM))
+    got = sql(store, "SELECT host, kind, severity, reason FROM failure_signals").rows()
+    assert got == [("gw", "health_check_failed", "warning", "health_check")]
+    assert sql(store, "SELECT peer FROM events WHERE kind = 'health_check_failed'").item() == "http://10.0.0.9:30000"

@@ -534,7 +534,10 @@ def _vllm_bodies(df: pl.DataFrame) -> pl.DataFrame:
     head = pl.col("_vl_head")
     if df["_vl_head"].null_count() == df.height:
         return df.drop("_vl_head")
-    body = (head == head.shift(1)) & pl.col("message").str.contains(VLLM_BODY)
+    same = head == head.shift(1)
+    body = same & pl.col("message").str.contains(VLLM_BODY)
+    # an exception line whose type names no Error (`zmq.error.Again: ...`) ends the body above it
+    body = body | (same & body.shift(1) & pl.col("message").str.contains(r"^[A-Za-z_][\w.]*(?::\s|$)"))
     proc = pl.when(head.is_not_null()).then(pl.col("prefix"))
     tp = proc.str.extract_groups(VLLM_TP)
     return df.with_columns(

@@ -31,6 +31,7 @@ from forensics.parsers.server_log.grammar import (
     RE_KVT_ERROR,
     RE_NIXL_BINDING,
     RE_ROUTER_FAILURE,
+    RE_ROUTER_HEALTH,
     RE_TRANSPORT_WARNING,
     REASON_RULES,
     RID_PATTERNS,
@@ -163,6 +164,8 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .then(
             pl.when(pl.col("level").is_in(["ERROR", "WARN"]) & msg.str.contains(RE_ROUTER_FAILURE))
             .then(pl.lit("router_failure"))
+            .when(pl.col("level").is_in(["ERROR", "WARN"]) & msg.str.contains(RE_ROUTER_HEALTH))
+            .then(pl.lit("health_check_failed"))
             .when(pl.col("level") == "ERROR")
             .then(pl.lit("router_error"))
             .when(pl.col("level") == "WARN")
@@ -364,7 +367,10 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
                 msg.str.extract(r"\bstatus(?:_code)?=([0-9]{3})\b", 1),
                 pl.col("span").str.extract(r"\bstatus_code=([0-9]{3})\b", 1),
             ),
-            _rt_peer=msg.str.extract(r"\b(?:decode|prefill|worker)_url=([^\s,]+)", 1),
+            _rt_peer=pl.coalesce(
+                msg.str.extract(r"\b(?:decode|prefill|worker)_url=([^\s,]+)", 1),
+                msg.str.extract(r"\b[Ww]orker (https?://[^\s,]+)", 1),
+            ),
         ),
         {"_rt_status": utf8, "_rt_peer": utf8},
     )

@@ -229,7 +229,12 @@ failure_samples = [
                     "ts_raw": "2025-08-31 07:32:08",
                     "message": "Stream error from decode server http://10.0.0.9:30000: error decoding response body",
                 },
-                {"kind": "router_warning", "severity": "warning"},
+                {
+                    "kind": "health_check_failed",
+                    "severity": "warning",
+                    "reason": "health_check",
+                    "peer": "http://10.0.0.9:30000",
+                },
             ]
         },
     ),

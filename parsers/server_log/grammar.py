@@ -111,6 +111,9 @@ ROUTER_FAILURES = (
     ("server_error", r"request failed with server error"),
 )
 RE_ROUTER_FAILURE = "|".join(p for _, p in ROUTER_FAILURES)
+# the router's health checker giving up on a worker (`Worker http://h:p health check failed`): a
+# signal of the router's host naming the worker as its peer, not a request's failure
+RE_ROUTER_HEALTH = r"[Hh]ealth check failed|(?:[Mm]arked|[Mm]arking) (?:as )?unhealthy"
 
 # --- other engines' own lines (docs/formats/OTHER_ENGINES.md, "What is read of them") ----------
 # vLLM's logger: `LEVEL MM-DD HH:MM:SS [file.py:line] msg`, no year and no fraction, the process's
@@ -563,7 +566,7 @@ REASON_RULES: list[tuple[str, str]] = [
     ("unknown_rank", r"unknown reason from another rank"),
     ("collective_timeout", r"timed out after [0-9]+ ?ms|collective operation timeout|milliseconds before timing out"),
     ("watchdog", r"[Ww]atchdog"),
-    ("health_check", r"Health check failed"),
+    ("health_check", rf"Health check failed|{RE_ROUTER_HEALTH}"),
     (
         "transfer_error",
         r"KV transfer failed|Room marked Failed|transfer failed|KVTransferError|occurred during (?:context|generation) transfer"

@@ -13,7 +13,9 @@
 --   hosts VARCHAR[]: hosts that logged or traced a failure of it, by name
 --   sides VARCHAR: sides that logged or traced one: 'prefill+decode' | 'prefill' | 'decode' | 'unknown'
 --   outcome VARCHAR: the request's outcome (rooms.outcome): transfer_failed | waiting_timeout | bootstrap_timeout | aborted;
---     for a request only the router names: server_error (a server answered 5xx) | no_workers (no PD pair to send it to)
+--     for a request only the router names: server_error (a server answered 5xx) | no_workers (no PD pair to send it to);
+--     a router failure whose id no server logs joins the servers' failed request of its second (or the one
+--     before) when exactly one is there and no other router failure pairs with it
 --   t_first TIMESTAMPTZ: corrected time of its first failure (room_failures.first_failure)
 --   first_host VARCHAR: host of the first failure
 --   first_side VARCHAR: side of the first failure
@@ -71,6 +73,7 @@ rid_lines AS (
         CASE WHEN e.kind = 'request_finished' THEN kv_failure_reason(e.message)
              ELSE coalesce(e.reason, kv_failure_reason(e.message)) END AS reason,
         e.kind IN ('abort', 'corruption_detected', 'request_finished') AS abort_like,
+        e.kind = 'router_failure' AS router,
         e.message AS detail, e.source_file, e.line_no, m.bootstrap_room
     FROM rid_events e
     LEFT JOIN rid_room m USING (rid)
@@ -96,7 +99,7 @@ rid_ranked AS (
     FROM rid_classified
 ),
 -- every failure line or trace event of a request, under its key; the rank tags come from the line itself
-lines AS (
+raw_lines AS (
     SELECT
         'room:' || f.bootstrap_room AS request_key, f.bootstrap_room, NULL::VARCHAR AS rid, f.ts, f.ts_resolution_s,
         f.side, f.host, CASE WHEN f.source = 'trace'
@@ -104,7 +107,7 @@ lines AS (
                   'tp': t.engine_rank::INTEGER, 'ep': NULL::INTEGER}
             ELSE {'dp': e.dp_rank, 'pp': e.pp_rank, 'cp': e.attn_cp_rank, 'moe': e.moe_dp_rank, 'tp': e.tp_rank,
                   'ep': e.ep_rank} END AS ranks,
-        f.outcome, f.reason, f.cause_rank, f.first_failure, f.detail, f.source_file, f.line_no
+        f.outcome, f.reason, f.cause_rank, f.first_failure, f.detail, f.source_file, f.line_no, false AS router
     FROM room_failures f
     LEFT JOIN room_events e
         ON f.source <> 'trace' AND e.host IS NOT DISTINCT FROM f.host AND e.source_file = f.source_file
@@ -122,8 +125,32 @@ lines AS (
         AND row_number() OVER (
             PARTITION BY coalesce(CAST(bootstrap_room AS VARCHAR), rid)
             ORDER BY date_trunc('second', ts) NULLS LAST, cause_rank, ts, source_file, line_no) = 1,
-        detail, source_file, line_no
+        detail, source_file, line_no, router
     FROM rid_ranked
+),
+-- A request only the router names (its own request id, which the servers do not log) is the servers'
+-- failed request of the same second or the one before (the router logs the answer after the server
+-- failed), when that pairing is one to one: two requests failing in one second stay apart.
+router_only AS (
+    SELECT request_key, min(ts) AS ts FROM raw_lines GROUP BY 1 HAVING bool_and(router) AND min(ts) IS NOT NULL
+),
+server_firsts AS (
+    SELECT request_key, ts FROM raw_lines WHERE first_failure AND NOT router AND ts IS NOT NULL
+),
+pairs AS (
+    SELECT r.request_key AS router_key, s.request_key AS server_key
+    FROM router_only r JOIN server_firsts s
+      ON date_trunc('second', r.ts) - date_trunc('second', s.ts) BETWEEN INTERVAL 0 SECOND AND INTERVAL 1 SECOND
+),
+one_to_one AS (
+    SELECT router_key, any_value(server_key) AS server_key FROM pairs
+    WHERE server_key IN (SELECT server_key FROM pairs GROUP BY 1 HAVING count(*) = 1)
+    GROUP BY 1 HAVING count(*) = 1
+),
+lines AS (
+    SELECT l.* REPLACE (coalesce(j.server_key, l.request_key) AS request_key,
+                        l.first_failure AND j.server_key IS NULL AS first_failure)
+    FROM raw_lines l LEFT JOIN one_to_one j ON l.request_key = j.router_key
 ),
 firsts AS (
     SELECT request_key, ts, ts_resolution_s, side, host, reason, outcome, cause_rank, detail
