@@ -144,3 +144,29 @@ def test_a_head_after_a_space_or_a_quote_splits_nothing(engine, line):
     for t in tables.values():
         if "prefix" in t.columns:
             assert t["prefix"].to_list() == [None] * t.height
+
+
+@pytest.mark.parametrize(
+    "text, prefix, reason",
+    [
+        (
+            '  File "/usr/lib/python3.10/site-packages/sglang/srt/utils.py", line 12Caught signal 11 (Segmentation '
+            "fault: address not mapped to object at address 0x8)\n==== backtrace (tid:   3390) ====\n"
+            " 0  /opt/ucx/lib/libucs.so.0(ucs_handle_error+0x2dc) [0x7f0a5c11f2dc]\n=================================\n",
+            '  File "/usr/lib/python3.10/site-packages/sglang/srt/utils.py", line 12',
+            "sigsegv",
+        ),
+        (
+            "Loading safetensors shards 3/8!!!!!!! Segfault encountered !!!!!!!\n"
+            '  File "<unknown>", line 0, in cuEventQuery\n',
+            "Loading safetensors shards 3/8",
+            "sigsegv",
+        ),
+    ],
+    ids=["ucx_without_bracket", "torch_banner"],
+)
+def test_the_other_heads_glued_mid_line_are_one_crash_each(engine, text, prefix, reason):
+    tables, ctx = _parse(text)
+    ev = _events(tables)
+    assert ev.select("line_no", "kind", "reason", "prefix", "ts_raw").rows() == [(1, "crash", reason, prefix, None)]
+    assert ctx.continuation_lines == text.count("\n") - 1 and "unparsed" not in tables
