@@ -69,3 +69,24 @@ def test_a_rule_without_a_sample_is_named():
     rule = ("kind_without_sample", r"^no sample line says this$")
     with pytest.raises(AssertionError, match="'kind_without_sample'.*does not match any samples"):
         test_every_line_kind_rule_has_a_sample(*rule)
+
+
+def test_the_raised_line_rule_tells_a_tail_from_lone_frames():
+    """RE_EXC_RAISED, which a frame tail needs to open a record, matches the tail sample's last
+    line and no line of the lone frame sample."""
+    by_name = {s.name: s.text.splitlines() for s in server_log.samples}
+    raised = [x for x in by_name["traceback_tail_at_excerpt_start"] if re.search(grammar.RE_EXC_RAISED, x)]
+    assert raised == ["RuntimeError: prealloc queue corrupted"]
+    assert not [x for x in by_name["lone_frame_line_is_no_exception"] if re.search(grammar.RE_EXC_RAISED, x)]
+
+
+def test_the_glued_head_gates_pass_every_line_it_splits():
+    """classify._strip_glued_heads tests GLUED_HEAD_WORDS and RE_GLOG_TIME before RE_GLUED_HEAD: a
+    line the rule splits that neither passes would never be split."""
+    lines = [x for s in server_log.samples for x in s.text.splitlines()]
+    split = [x for x in lines if re.search(grammar.RE_GLUED_HEAD, x)]
+    assert len(split) >= 2
+    for x in split:
+        assert any(w in x for w in grammar.GLUED_HEAD_WORDS) or re.search(grammar.RE_GLOG_TIME, x), x
+        assert not x.startswith("[") and not re.search(grammar.RE_GLOG_LEAD, x), x
+    assert [x for x in lines if re.search(grammar.RE_GLOG_LEAD, x)], "no sample starts with a glog head"

@@ -12,6 +12,7 @@ from forensics.core.schema import RANKS
 from forensics.parsers.base import Context
 from forensics.parsers.server_log.grammar import (
     DOCKER_JSON_LEAD,
+    GLUED_HEAD_WORDS,
     JSON_BODY_LEAD,
     JSON_MESSAGE_PATHS,
     PYSPY_HEAD,
@@ -26,9 +27,13 @@ from forensics.parsers.server_log.grammar import (
     RE_DOTS,
     RE_DYNAMO,
     RE_EXC_LINE,
+    RE_EXC_RAISED,
     RE_GLOG,
+    RE_GLOG_LEAD,
     RE_GLOG_NOTICE,
+    RE_GLOG_TIME,
     RE_GLUED,
+    RE_GLUED_HEAD,
     RE_HEAD_TIME,
     RE_KIBANA,
     RE_NCCL,
@@ -236,7 +241,7 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     ).drop("_json_log", "_json_time", "_cri", "_dock", "_kib")
     df = _strip_leaders(df)
     if not df.select(pl.col("body").str.slice(1).str.contains("[", literal=True).any()).item():
-        return df  # nothing can be glued in front of a `[...]` prefix
+        return _strip_glued_heads(df)  # nothing can be glued in front of a `[...]` prefix
     glued = pl.col("body").str.extract_groups(RE_GLUED)
     is_glued = (
         ~pl.col("body").str.contains(r"^(?:\[[0-9]|[IWEF][0-9]{4} |\[rank[0-9])")
@@ -248,7 +253,32 @@ def _strip_wrappers(df: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("prefix")),
         body=pl.when(is_glued).then(glued.struct.field("2")).otherwise(pl.col("body")),
     )
-    return _strip_stamped_lead(df)
+    return _strip_glued_heads(_strip_stamped_lead(df))
+
+
+def _strip_glued_heads(df: pl.DataFrame) -> pl.DataFrame:
+    """A crash head or glog line another writer's unfinished line ran into (RE_GLUED_HEAD): the
+    head starts the body, the other writer's text goes to `_glued` (`prefix` once classified, so
+    that it lends the line no time)."""
+    body = pl.col("body")
+    none = pl.lit(None, dtype=pl.Utf8).alias("_glued")
+    # a line with a log prefix of its own (SGLang's, UCX's or c10d's bracket, a glog head) is that
+    # log's line, whatever its message quotes. Each test runs on the rows the one before left: a
+    # regex costs as much on a null row as on the line
+    rows = df.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("i"), body).filter(~body.str.starts_with("["))
+    rows = rows.filter(~body.str.contains(RE_GLOG_LEAD))
+    rows = rows.filter(body.str.contains_any(list(GLUED_HEAD_WORDS)) | body.str.contains(RE_GLOG_TIME))
+    if rows.height:
+        rows = rows.select("i", g=body.str.extract_groups(RE_GLUED_HEAD)).filter(
+            pl.col("g").struct.field("2").is_not_null()
+        )
+    if not rows.height:
+        return df.with_columns(none)
+    at, g = rows["i"], rows["g"].struct
+    return df.with_columns(
+        _glued=pl.repeat(None, df.height, dtype=pl.Utf8, eager=True).scatter(at, g.field("1")),
+        body=df["body"].scatter(at, g.field("2")),
+    )
 
 
 def _json_message(body: pl.Expr, prefix: pl.Expr, gate: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -499,6 +529,11 @@ def _classify(df: pl.DataFrame, ctx: Context, year: int) -> pl.DataFrame:
         c10_rank=pl.coalesce(f("_c10", 1), tr_tags.str.extract(TRTLLM_RANK, 1)).cast(pl.Int32, strict=False),
         **rank_cols,
     ).drop("_sg", "_cu", "_gl", "_ux", "_c10", "_nc", "_rt", "_vl", "_tr", "_tc", "_dy")
+    df = df.with_columns(
+        prefix=pl.when(pl.col("_glued").is_not_null())
+        .then(pl.concat_str(pl.col("prefix"), pl.col("_glued"), separator=" ", ignore_nulls=True))
+        .otherwise(pl.col("prefix"))
+    ).drop("_glued")
     df = _vllm_bodies(df)
     df = _stats_anywhere(df)
     # Kibana's outer clock is the viewer's zone: learn its offset to the inner clock from lines
@@ -668,11 +703,12 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     head_ok = pl.when(start | (pl.int_range(pl.len()) == 0)).then(pl.col("_is_event")).forward_fill()
     df = df.with_columns(_grp=grp, _head_ok=head_ok)
     # A traceback with no event above it (file start, or after a stats line) opens its own record,
-    # and so does the tail of one an excerpt begins in (its frames, `^^^^` markers, before any head).
+    # and so does the tail of one an excerpt begins in (its frames, `^^^^` markers, before any head)
+    # when the tail says what was raised: frames alone show no exception (`_tail_raises`).
     opens = (
         pl.col("_cont")
         & ~pl.col("_head_ok")
-        & (body.str.contains(RE_TB_OPEN) | ((pl.int_range(pl.len()) == 0) & (pl.col("line_no") == 1)))
+        & (body.str.contains(RE_TB_OPEN) | ((pl.int_range(pl.len()) == 0) & (pl.col("line_no") == 1) & _tail_raises()))
     )
     df = df.with_columns(
         family=pl.when(opens).then(pl.lit("python")).otherwise(pl.col("family")),
@@ -682,6 +718,14 @@ def _fold_continuations(df: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(_grp=grp, _head_ok=head_ok)
     # body lines under a non-event head stay unparsed (they keep their own line numbers)
     return df.with_columns(_cont=pl.col("_cont") & pl.col("_head_ok"))
+
+
+def _tail_raises() -> pl.Expr:
+    """Whether the run of body lines a block begins with holds the line naming what was raised
+    (RE_EXC_RAISED, unindented): a lone `  File "..."` frame is no exception a reader can see."""
+    grp = pl.col("_grp").fill_null(0)  # a block's first `_brk` may be null, and its group with it
+    first_run = grp == grp.first()
+    return pl.when(first_run & pl.col("_cont")).then(pl.col("body")).str.contains(RE_EXC_RAISED).fill_null(False).any()
 
 
 def _uvicorn_level(msg: pl.Expr) -> pl.Expr:

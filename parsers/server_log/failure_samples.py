@@ -358,4 +358,40 @@ failure_samples = [
             "batches": [{"running_req": 1}],
         },
     ),
+    # two writers on one stderr: a crash head or a glog line run into another writer's unfinished
+    # line is a record of its own, the other text its prefix (docs/formats/SGLANG.md, "Interleaved
+    # writers and lone frames")
+    Sample(
+        "crash_head_glued_mid_line",
+        '  File "/usr/lib/python3.10/site-packages/sglang/srt/utils.pyFatal Python error: Segmentation fault\n'
+        "\n"
+        "Current thread 0x00007f51c2e4b740 (most recent call first):\n"
+        '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 880 in event_loop_overlap\n'
+        "somebody else's unfinished lineE0311 09:14:02.118204  5120 nixl_agent.cpp:640] transfer failed\n",
+        {
+            "events": [
+                {
+                    "line_no": 1,
+                    "kind": "crash",
+                    "reason": "sigsegv",
+                    "message": "Fatal Python error: Segmentation fault",
+                    "prefix": '  File "/usr/lib/python3.10/site-packages/sglang/srt/utils.py',
+                    "ts_raw": None,
+                },
+                {
+                    "line_no": 5,
+                    "source": "glog",
+                    "kind": "nixl_error",
+                    "ts_raw": "E0311 09:14:02.118204",
+                    "prefix": "somebody else's unfinished line",
+                },
+            ]
+        },
+    ),
+    Sample(
+        "lone_frame_line_is_no_exception",
+        "[2026-03-01 10:00:00 TP0] Decode batch, #running-req: 1, #token: 208, token usage: 0.00, #queue-req: 0\n"
+        '  File "/sgl/srt/managers/scheduler.py", line 1021, in event_loop_normal\n',
+        {"batches": [{"running_req": 1}], "unparsed": [{"line_no": 2, "reason": "orphan_continuation"}]},
+    ),
 ]

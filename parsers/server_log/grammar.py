@@ -62,6 +62,21 @@ RE_RAY_REPEATED = r" *(\[repeated [0-9]+x across cluster\])$"
 # unittest progress dots printed without a newline before a line; only before what starts a log
 # line or a traceback, so an ellipsis in text is left alone
 RE_DOTS = r"^(\.+)((?:Traceback \(|\[|[A-Z][a-z]).*)$"
+# Two processes writing to one stderr: a native crash dump's head or a glog line lands after
+# another writer's unfinished line (`  File "/x/utils.pyFatal Python error: Segmentation fault`).
+# Only heads no message puts mid-word, and only right after a word character, `.` or `)`: a
+# message that quotes one puts a space, a quote or a colon before it. The text before goes to
+# `prefix`; a line that starts with a log prefix keeps its own kind (classify._strip_glued_heads)
+GLUED_HEADS = (
+    r"Fatal Python error: |!+ Segfault encountered|(?:\[[^\]\s]+:[0-9]+ *(?::[0-9]+)+\] +)?Caught signal [0-9]+ \("
+    r"|[IWEF][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ [^ :\]]+:[0-9]+\] "
+)
+RE_GLUED_HEAD = rf"^(.*?[\w.)])((?:{GLUED_HEADS}).*)$"
+# what every line RE_GLUED_HEAD splits holds, cheap to test first: a crash head's words, or a glog
+# head's time; and the glog head that starts a line of its own (never split)
+GLUED_HEAD_WORDS = ("Fatal Python error: ", "Segfault encountered", "Caught signal ")
+RE_GLOG_TIME = r"[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} "
+RE_GLOG_LEAD = r"^[IWEF][0-9]{4} "
 WRAPPERS: list[tuple[str, str]] = [
     ("docker_json", RE_DOCKER_JSON),
     ("json_body", RE_JSON_BODY),
@@ -72,6 +87,7 @@ WRAPPERS: list[tuple[str, str]] = [
     ("unittest_dots", RE_DOTS),
     ("glued", RE_GLUED),
     ("stamped_lead", RE_STAMPED_LEAD),
+    ("glued_head", RE_GLUED_HEAD),
 ]
 
 # --- line families, in the order of "Classification order" -------------------------------------
@@ -266,6 +282,9 @@ RE_TB = rf"^(?:\s+\S|\.*{TB_HEADER}:|{TB_CHAIN}|\s*\^+\s*$|{CRASH_BODY})"
 RE_TB_CHAIN = rf"^(?:{TB_CHAIN})"
 EXC_TYPE = r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Timeout)"
 RE_EXC_LINE = rf"^({EXC_TYPE}?)(?::\s.*)?$"
+# the line that says what was raised, `ExcType: msg` or `ExcType(...)`: a frame tail without one
+# (a lone `  File "..."` line) shows no exception, and opens no record of its own
+RE_EXC_RAISED = rf"^{EXC_TYPE}(?:[:(]|$)"
 # The lines a block must not start with (parsers/lines.py): an indented line, a traceback header or
 # chain line, a blank line (one stands around a chain line, and the line after it may be cut
 # short by the read), an `ExcType: msg` line; conservative where RE_TB needs the line above.
