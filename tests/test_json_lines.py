@@ -72,7 +72,9 @@ def test_a_log_after_a_generate_body_is_ingested_with_its_failure(tmp_path):
 def test_a_body_glued_in_front_of_the_first_line_is_no_json_document(tmp_path):
     # curl prints the body without a line end: the server's first line follows it on the same line
     p = _log(tmp_path, GENERATE_BODY + SERVER_LINES)
-    store, _ = _ingest(tmp_path, p)
+    store, out = _ingest(tmp_path, p)
+    # one line is one record: the log line's; the report says what the body's failure is not counted
+    assert "1 line begins with a JSON body glued in front of the log line (first at line 1)" in out.replace("\n", " ")
     f = sql(store, "SELECT status, lines, parsed_lines FROM files").row(0, named=True)
     assert (f["status"], f["lines"], f["parsed_lines"]) == ("ingested", 3, 3), f
     first = sql(store, "SELECT kind, prefix FROM batches WHERE line_no = 1").row(0, named=True)

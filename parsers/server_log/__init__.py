@@ -171,6 +171,7 @@ def parse(source: Source, ctx: Context) -> Iterator[Batch]:
         ctx.notes.append(engines.read_note(totals.engines))
     ctx.notes.extend(passes.clock_notes(clock))
     ctx.notes.extend(passes.stamp_notes(totals, ctx.tz))
+    ctx.notes.extend(passes.glued_body_note(totals))
     if totals.late:
         ctx.warnings.append(_late_warning(totals.late, late_after, source))
     if totals.unstorable:

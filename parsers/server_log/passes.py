@@ -32,7 +32,7 @@ from forensics.parsers.server_log.events import (
     _ready_rows,
     _regex_thread,
 )
-from forensics.parsers.server_log.grammar import ENGINE_FAMILIES, RE_EXC_LINE, RE_TB, SGLANG_STAMP
+from forensics.parsers.server_log.grammar import ENGINE_FAMILIES, JSON_BODY_LEAD, RE_EXC_LINE, RE_TB, SGLANG_STAMP
 
 NAME = "server_log"
 
@@ -60,6 +60,7 @@ class Tally:
     yearless: int = 0
     late: tuple[int, int] | None = None
     engines: dict[str, int] = dataclasses.field(default_factory=dict)  # other engines' lines read, by family
+    glued_bodies: tuple[int, int] | None = None  # lines with a JSON body glued in front of them (count, first line)
 
     def add(self, other: "Tally") -> None:
         if other.first_ts is not None and (self.first_ts is None or other.first_ts < self.first_ts):
@@ -73,6 +74,9 @@ class Tally:
         self.yearless += other.yearless
         for k, n in other.engines.items():
             self.engines[k] = self.engines.get(k, 0) + n
+        if other.glued_bodies:
+            n, first = self.glued_bodies or (0, other.glued_bodies[1])
+            self.glued_bodies = (n + other.glued_bodies[0], min(first, other.glued_bodies[1]))
         if other.late:
             n, first = self.late or (0, other.late[1])
             self.late = (n + other.late[0], min(first, other.late[1]))
@@ -110,6 +114,10 @@ def tally(out: Batch, tz: str = "UTC", late_after: dt.datetime | None = None) ->
         pl.col("ts").is_not_null()
     )
     t.yearless = int(rows.select(pl.col("ts_raw").str.contains(_RE_YEARLESS_RAW).fill_null(False).sum()).item())
+    # a response body another writer left without a line end: the line is the log line's record
+    glued = rows.filter(pl.col("prefix").str.starts_with(JSON_BODY_LEAD).fill_null(False))["line_no"]
+    if glued.len():
+        t.glued_bodies = (glued.len(), int(glued.min()))
     if late_after is not None:
         late = rows.filter(pl.col("ts") > late_after)["line_no"]
         if late.len():
@@ -176,6 +184,18 @@ def stamp_notes(totals: Tally, tz: str) -> list[str]:
                 f"line {first}): SGLang's stamp dates them, the launcher's is kept in `prefix`"
             )
     return notes
+
+
+def glued_body_note(totals: Tally) -> list[str]:
+    """What a JSON body glued in front of a log line leaves uncounted: a line is one record, the log's."""
+    if not totals.glued_bodies:
+        return []
+    n, first = totals.glued_bodies
+    return [
+        f"{n} line{'s' * (n != 1)} begin{'s' * (n == 1)} with a JSON body glued in front of the log line (first at line "
+        f"{first}): the log line is the record, the body is kept in `prefix` and what it says (an error "
+        "message, a failed request) is not counted"
+    ]
 
 
 def _apart(gap_s: float) -> str:
