@@ -74,7 +74,7 @@ def test_a_body_glued_in_front_of_the_first_line_is_no_json_document(tmp_path):
     p = _log(tmp_path, GENERATE_BODY + SERVER_LINES)
     store, out = _ingest(tmp_path, p)
     # one line is one record: the log line's; the report says what the body's failure is not counted
-    assert "1 line begins with a JSON body glued in front of the log line (first at line 1)" in out.replace("\n", " ")
+    assert "1 line begins with a JSON body glued in front of the log line (first at line 1)" in " ".join(out.split())
     f = sql(store, "SELECT status, lines, parsed_lines FROM files").row(0, named=True)
     assert (f["status"], f["lines"], f["parsed_lines"]) == ("ingested", 3, 3), f
     first = sql(store, "SELECT kind, prefix FROM batches WHERE line_no = 1").row(0, named=True)
