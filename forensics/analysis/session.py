@@ -125,6 +125,7 @@ class Session:
                 whole_excerpts=self.redact,
                 memory=self.memory,
                 only=self.only,
+                lazy=True,
             )
         return self._con
 
@@ -172,10 +173,9 @@ class Session:
 
     def _for(self, text: Callable[[], str]) -> duckdb.DuckDBPyConnection:
         """The connection, holding what the SQL `text()` reads when the session was opened for other
-        SQL (`only`)."""
+        SQL (`only`) or left a macro to create when named (catalog.LAZY_MACROS)."""
         con = self.con
-        if self.only is not None:
-            catalog.provide(con, self.opened, text())
+        catalog.provide(con, self.opened, text())
         return con
 
     def excerpts(self, rows: pl.DataFrame | list[dict]) -> list[detectors.Excerpt]:

@@ -193,6 +193,7 @@ def connect(
     whole_excerpts: bool = False,
     memory: Memory | None = None,
     only: str | None = None,
+    lazy: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's tables and views.
 
@@ -205,7 +206,9 @@ def connect(
     `memory` bounds DuckDB's memory (by default MEMORY_LIMIT, VIEWS_MEMORY_LIMIT while computing).
     `only`, the SQL the connection is opened for when that is all it runs: of the derived views and
     macros created from their SQL, only the ones it names and what they read (`needed`), since DuckDB
-    binds a view's whole tree of views when it is created.
+    binds a view's whole tree of views when it is created. `lazy`: the views read their snapshots, and
+    the table macros whose defaults a view snapshots (LAZY_MACROS) are left for `provide` to create
+    when a query names them (the caller goes through `provide`, as a Session does).
     """
     opened = Opened() if opened is None else opened
     memory = Memory() if memory is None else memory
@@ -276,10 +279,12 @@ def connect(
         # only the table macros are created, after the views they read
         opened.snapshots = opened.key
         readable += cached
+        made = set()
         for name, sql in _macros():
-            if only is None or name[:-4] in needed(only):
+            if (only is None or name[:-4] in needed(only)) and not (lazy and name[:-4] in LAZY_MACROS):
                 _create(con, name, sql)
-        opened.created = None if only is None else set(_views()) | needed(only)
+                made.add(name[:-4])
+        opened.created = set(_views()) | made if lazy else None if only is None else set(_views()) | needed(only)
     else:
         # computing the snapshots binds each view once, as it is computed: binding them all here
         # too would double what a small store's ingest spends in DuckDB
@@ -305,6 +310,12 @@ def connect(
         )
     _lock(con, readable)
     return con
+
+
+# Table macros that a derived view snapshots at their defaults (incident_wedges, incident_abort_storms):
+# reports read the views, and only SQL asking other thresholds calls the macros. Creating one binds it:
+# wedge_intervals' seventy CTEs cost a small store's report a fifth of its time.
+LAZY_MACROS = frozenset({"wedge_intervals", "abort_storm_intervals"})
 
 
 def _unsummarised(con, store: Store) -> None:
