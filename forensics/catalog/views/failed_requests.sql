@@ -3,7 +3,8 @@
 -- description: one row per failed request, however many lines logged it: the failure lines of
 --   every TP/DP/EP rank, of both PD sides, of the router and of every host grouped by bootstrap room
 --   (the PD join key), else by rid (the router's request id); its first failure is the room's outcome (room_failures), the rest follow.
--- inputs: room_failures, rooms, room_events, transfer_events, events (all clock-corrected), kv_failure_reason, failure_cause_rank
+-- inputs: room_failures, rooms, room_events, transfer_events, events (all clock-corrected), kv_failure_reason,
+--   failure_outcome, failure_cause_rank
 -- parameters: none
 -- columns:
 --   request_key VARCHAR: 'room:<bootstrap_room>', or 'rid:<rid>' for a request whose failure lines name no room
@@ -80,17 +81,7 @@ rid_lines AS (
 ),
 -- the same classes as room_failures gives the lines of a room
 rid_classified AS (
-    SELECT *,
-        CASE
-            WHEN reason = 'waiting_timeout' THEN 'waiting_timeout'
-            WHEN reason = 'bootstrap_timeout' THEN 'bootstrap_timeout'
-            -- the router's: a server answered 5xx, or no prefill or decode worker could take the request
-            WHEN reason IN ('decode_error_status', 'prefill_error_status', 'server_error') THEN 'server_error'
-            WHEN reason = 'no_workers' THEN 'no_workers'
-            WHEN reason IN ('aborted', 'request_timeout', 'metadata_corruption') THEN 'aborted'
-            WHEN abort_like AND (reason IS NULL OR reason IN ('transfer_error', 'unknown_rank')) THEN 'aborted'
-            ELSE 'transfer_failed'
-        END AS outcome
+    SELECT *, failure_outcome(reason, abort_like) AS outcome
     FROM rid_lines
 ),
 rid_ranked AS (

@@ -3,7 +3,8 @@
 -- description: Every failure of a bootstrap room, from both sides' server logs and the transfer trace, classified
 --   into the room outcome it stands for. `rooms` takes its outcome from the first. Clock offsets applied; room 0
 --   excluded.
--- inputs: room_events, transfer_events (both clock-corrected), clock_bounds, kv_failure_reason, failure_cause_rank
+-- inputs: room_events, transfer_events (both clock-corrected), clock_bounds, kv_failure_reason, failure_outcome,
+--   failure_cause_rank
 -- parameters: none
 -- columns:
 --   bootstrap_room BIGINT: PD bootstrap room
@@ -62,15 +63,7 @@ trace AS (
     WHERE event IN ('fail', 'abort') AND NOT unknown_enum AND bootstrap_room <> 0
 ),
 classified AS (
-    SELECT *,
-        CASE
-            WHEN reason = 'waiting_timeout' THEN 'waiting_timeout'
-            WHEN reason = 'bootstrap_timeout' THEN 'bootstrap_timeout'
-            WHEN reason IN ('aborted', 'request_timeout', 'metadata_corruption') THEN 'aborted'
-            -- an abort that gives no reason of its own, or only the generic one: the room was aborted
-            WHEN abort_like AND (reason IS NULL OR reason IN ('transfer_error', 'unknown_rank')) THEN 'aborted'
-            ELSE 'transfer_failed'
-        END AS outcome
+    SELECT *, failure_outcome(reason, abort_like) AS outcome
     FROM (SELECT * FROM log UNION ALL SELECT * FROM trace)
 ),
 -- Which of the failures that share a moment (within a line's 1 s resolution) is the cause; the
