@@ -74,22 +74,25 @@ def always_extend(monkeypatch):
     monkeypatch.setattr(refresh, "_MAX_SHARE", 1.0)
 
 
-def test_every_room_local_order_is_its_views():
-    """A merged snapshot is sorted as the view sorts: the two ORDER BYs must not drift apart."""
-    from forensics import catalog
-    from forensics.catalog import refresh
+def test_a_room_grain_views_header_order_is_held_to_its_sql():
+    """A merged snapshot is sorted by the header's `-- order:`: the model refuses one that is not the
+    view's own ORDER BY, and reads the room-local views from the headers."""
+    from forensics.catalog import headers, model, refresh
+    from forensics.core.errors import ForensicsError
 
-    sql = {name: s for _, s in catalog.derived_views() for name in re.findall(r"CREATE OR REPLACE VIEW (\w+)", s)}
-    assert set(refresh.ROOM_LOCAL) <= set(sql)
-    for name, order in refresh.ROOM_LOCAL.items():
-        body = sql[name].rstrip().rstrip(";")
-        # the view's own ORDER BY is the one at the start of a line, after its last SELECT
-        final = re.findall(r"^ORDER BY (.+)$", body, re.M)
-        if order is None:
-            assert not final, f"{name} has an ORDER BY that ROOM_LOCAL does not list"
-        else:
-            cols = [c.strip().split(".")[-1] for c in final[-1].split(",")]
-            assert cols == [c.strip() for c in order.split(",")], name
+    assert refresh.ROOM_LOCAL["transfers"] == "bootstrap_room, kind, chunk NULLS FIRST, side, host, engine_rank"
+    assert refresh.NEEDS_BOUNDS == {"room_failures", "rooms"} and set(refresh.ROOM_TABLES) == {
+        "events",
+        "transfer_events",
+    }
+    sql = "-- name: v\n-- kind: view\n-- grain: room\n-- order: {}\nCREATE OR REPLACE VIEW v AS SELECT 1 AS a, 2 AS b FROM t x\nORDER BY x.a, b;\n"
+    for order in ("a, b", "b, a", "none", "a"):
+        h = headers.parse("v", sql.format(order), "v.sql")
+        if order == "a, b":
+            model._check_grain(h, headers.body(sql.format(order)), "v.sql")
+            continue
+        with pytest.raises(ForensicsError, match="is not the view's ORDER BY"):
+            model._check_grain(h, headers.body(sql.format(order)), "v.sql")
 
 
 def test_grown_logs_extend_the_last_set(tmp_path, always_extend):

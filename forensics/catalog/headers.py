@@ -12,6 +12,8 @@ that is not a comment ends the header.
     --   <name> <TYPE> = <default>: <meaning>
     --   <name> <TYPE>: <meaning>                  (a macro parameter without a default)
     -- returns: <TYPE>: <meaning>                  (a scalar macro only)
+    -- grain: room                                 (a view whose rows of a bootstrap room come from its rows alone)
+    -- order: <ORDER BY of the view> | none         (a room-grain view: the order its rows are written in)
     --   (description, inputs and returns go on on lines indented by three spaces)
     -- columns:
     --   <name> <TYPE>: <meaning>
@@ -26,6 +28,10 @@ that is not a comment ends the header.
 - `parameters` gives each one's DuckDB type and default as written (`NULL` for none). A macro's
   defaults are those of its signature (`:= default`); tests/test_datamodel.py holds the header to
   it, and a named query calling the macro to both.
+- `grain: room` says each of the view's rows belongs to one bootstrap room and is computed from that
+  room's rows alone: a new input's rooms are computed again and the others copied
+  (forensics.catalog.refresh). Such a view declares its `order`, its final ORDER BY as written in
+  its own columns (table prefixes dropped), or `none`; forensics.catalog.model holds it to the SQL.
 - `columns` lists the result in order, each with a type as DuckDB names it (`BIGINT`,
   `TIMESTAMPTZ`, `STRUCT(...)[]`, `MAP(VARCHAR, VARCHAR)`) and its meaning. Derived objects
   declare types, which tests/test_datamodel.py holds to `DESCRIBE` on the sample store.
@@ -39,7 +45,7 @@ import re
 from forensics.core.errors import ForensicsError
 
 KINDS = ("view", "table macro", "macro")
-_SECTION = re.compile(r"^ (name|kind|description|inputs|over|parameters|returns|columns):\s*(.*)$")
+_SECTION = re.compile(r"^ (name|kind|description|inputs|over|grain|order|parameters|returns|columns):\s*(.*)$")
 _PARAM = re.compile(r"^(\w+)\s+([A-Z][A-Z0-9_ ()\[\],]*?)\s*(?:=\s*([^:]*?)\s*)?:\s*(.+)$")
 _COLUMN = re.compile(r"^(\w+)(?:\s+([^:]+?))?\s*:\s*(.*)$")
 _TYPED = re.compile(r"^([^:]+?)\s*:\s*(.+)$")
@@ -70,6 +76,8 @@ class Header:
     columns: list[Column]
     returns: Column | None = None
     over: str | None = None
+    grain: str | None = None  # 'room': its rows of a room come from that room's rows alone
+    order: str | None = None  # a room-grain view's ORDER BY, as its header writes it ('none': it has none)
 
 
 def _inputs(text: str) -> list[str]:
@@ -148,6 +156,8 @@ def parse(name: str, text: str, file: str) -> Header:
         columns=columns,
         returns=returns,
         over=head.get("over") or None,
+        grain=head.get("grain") or None,
+        order=head.get("order") or None,
     )
 
 

@@ -190,8 +190,44 @@ def derived() -> dict[str, Derived]:
                 file=file,
                 help="declare each column as `--   <name> <TYPE>: <meaning>`, the type as DESCRIBE gives it",
             )
+        _check_grain(h, headers.body(text), file)
         objects[stem] = Derived(h, entry.name, text)
     return {n: objects[n] for n in _order(objects)}
+
+
+GRAINS = ("room",)
+
+
+def _check_grain(h: headers.Header, body: str, file: str) -> None:
+    """A room-grain view declares the order its rows are written in, and it is its SQL's: a merged
+    snapshot (forensics.catalog.refresh) is sorted by the header's."""
+    if h.grain is None:
+        if h.order is not None:
+            raise ForensicsError(f"{file}: an `-- order:` without a grain", file=file, help="add `-- grain: room`")
+        return
+    if h.grain not in GRAINS or h.kind != "view":
+        raise ForensicsError(
+            f"{file}: grain {h.grain!r} on a {h.kind}", file=file, help="`-- grain: room`, on a view only"
+        )
+    # the view's own ORDER BY starts a line after its last SELECT
+    final = re.findall(r"^ORDER BY (.+?);?\s*$", body, re.M)
+    written = [c.strip().split(".", 1)[-1] for c in final[-1].split(",")] if final else []
+    declared = [] if h.order in (None, "none") else [c.strip() for c in h.order.split(",")]
+    if h.order is None or written != declared:
+        raise ForensicsError(
+            f"{file}: the header's order ({h.order}) is not the view's ORDER BY ({', '.join(written) or 'none'})",
+            file=file,
+            help="write its final ORDER BY in `-- order:` (table prefixes dropped), or `none`",
+        )
+
+
+def room_grain() -> dict[str, str | None]:
+    """The room-grain views, in build order: each one's ORDER BY (None: it has none)."""
+    return {
+        n: None if d.header.order == "none" else d.header.order
+        for n, d in derived().items()
+        if d.header.grain == "room"
+    }
 
 
 def views() -> dict[str, schema.Table]:

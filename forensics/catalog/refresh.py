@@ -24,20 +24,30 @@ from pathlib import Path
 
 import duckdb
 
+from forensics.catalog import model
+from forensics.core import schema
 from forensics.store import snapshots
 
-# view -> the ORDER BY of its SQL (None: it has none); tests/test_refresh.py checks they agree,
-# so a merged snapshot is in the order a whole computation writes
-ROOM_LOCAL: dict[str, str | None] = {
-    "transfers": "bootstrap_room, kind, chunk_k, side, host, engine_rank",
-    "room_events": None,
-    "room_failures": "bootstrap_room, ts NULLS LAST, source_file, line_no",
-    "rooms": "bootstrap_room",
-}
-# the room-local views that order failures by the global clock bounds
-NEEDS_BOUNDS = {"room_failures", "rooms"}
-# the base tables the room-local views read, and so the ones whose new rows name the touched rooms
-ROOM_TABLES = ("transfer_events", "events")
+
+def _room_local() -> tuple[dict[str, str | None], frozenset[str], tuple[str, ...]]:
+    """From the views' headers (`-- grain: room`, `-- order:`, `-- inputs:`): each room-local view
+    and the ORDER BY a merged snapshot is written in, so that it is in the order a whole computation
+    writes; those that read the global clock bounds (`clock_bounds`, directly or through another
+    room-local view); and the stored tables they read, whose new rows name the touched rooms."""
+    objs = model.derived()
+    local = model.room_grain()
+    bounds: set[str] = set()
+    tables: list[str] = []
+    for name in local:  # in build order: what a view reads is settled before it
+        for i in objs[name].header.inputs:
+            if i == "clock_bounds" or i in bounds:
+                bounds.add(name)
+            elif i in schema.TABLES and i not in tables:
+                tables.append(i)
+    return local, frozenset(bounds), tuple(tables)
+
+
+ROOM_LOCAL, NEEDS_BOUNDS, ROOM_TABLES = _room_local()
 # the share of the last set's rooms past which computing everything costs less than these rooms alone
 _MAX_SHARE = 0.5
 
@@ -135,9 +145,6 @@ class Incremental:
                 f"SELECT * FROM read_parquet({_q(self.base / f'{name}.parquet')}, hive_partitioning = false) "
                 "ANTI JOIN _touched USING (bootstrap_room)"
             )
-            if name == "transfers":
-                # its ORDER BY names a column of the view's own: a NULL chunk sorts first
-                order = order.replace("chunk_k", "coalesce(chunk, -2147483648)")
             sql = f'SELECT * FROM ({kept} UNION ALL BY NAME SELECT * FROM "{name}")'
             if order:
                 sql += f" ORDER BY {order}"

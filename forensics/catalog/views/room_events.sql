@@ -4,6 +4,8 @@
 --   line's template, else the file's role; a request-log line, which echoes the request and its error text, by
 --   its file's role alone). Clock offsets applied.
 -- inputs: events (clock-corrected)
+-- grain: room
+-- order: none
 -- parameters: none
 -- columns:
 --   ts TIMESTAMPTZ: UTC time of the line (microseconds); from the best clock the line carries

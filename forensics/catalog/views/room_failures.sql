@@ -5,6 +5,8 @@
 --   excluded.
 -- inputs: room_events, transfer_events (both clock-corrected), clock_bounds, kv_failure_reason, failure_outcome,
 --   failure_cause_rank
+-- grain: room
+-- order: bootstrap_room, ts NULLS LAST, source_file, line_no
 -- parameters: none
 -- columns:
 --   bootstrap_room BIGINT: PD bootstrap room

@@ -3,6 +3,8 @@
 -- description: One row per bootstrap_room, joining both servers' events and the transfer trace. A room seen on one
 --   side only is kept. Clock offsets applied; room 0 (warmup) excluded.
 -- inputs: room_events, room_failures, transfer_events, transfers (all clock-corrected)
+-- grain: room
+-- order: bootstrap_room
 -- parameters: none
 -- columns:
 --   bootstrap_room BIGINT: PD bootstrap room: the join key across servers

@@ -3,6 +3,8 @@
 -- description: One row per transfer unit (bootstrap_room, kind, chunk) per sending rank, from the transfer trace and
 --   NIXL notification payloads in debug logs. Clock offsets applied; room 0 (warmup) excluded.
 -- inputs: transfer_events (clock-corrected), events (notification payloads of debug logs, room failures)
+-- grain: room
+-- order: bootstrap_room, kind, chunk NULLS FIRST, side, host, engine_rank
 -- parameters: none
 -- columns:
 --   bootstrap_room BIGINT: PD bootstrap room
@@ -179,4 +181,4 @@ SELECT
     x.line_no
 FROM units x
 LEFT JOIN room_end r USING (bootstrap_room)
-ORDER BY x.bootstrap_room, x.kind, x.chunk_k, x.side, x.host, x.engine_rank;
+ORDER BY x.bootstrap_room, x.kind, chunk NULLS FIRST, x.side, x.host, x.engine_rank;
