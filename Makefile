@@ -58,7 +58,7 @@ demo: install-run
 # module fixtures are built once; stores that several modules read are built once and shared by
 # the workers (tests/conftest.py). `make check` is the fast tier: no test marked slow, browser or
 # real_data (pyproject.toml lists the markers; tests/slow.txt, from `python -m tests.slowlist`, marks
-# slow the tests measured at half a second or more).
+# slow the tests measured at a fifth of a second or more).
 PYTEST = $(PY) -m pytest tests -n auto --dist loadscope
 test: install
 	$(PYTEST)

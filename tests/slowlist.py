@@ -2,7 +2,7 @@
 
 slow.txt, one pytest node id a line, is the tests `make check` leaves out by measurement. A test
 marked `slow` in its file is left out by its nature (a large input, a subprocess per case); the ones
-listed in slow.txt are left out by their time: each took half a second or more of call time when the
+listed in slow.txt are left out by their time: each took a fifth of a second or more of call time when the
 fast tier last ran here. tests/conftest.py reads the list and marks them slow at collection.
 
 weights.txt, a module's seconds (setup, call and teardown of all its tests) and its path a line, is
@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 LIST = HERE / "slow.txt"
 WEIGHTS = HERE / "weights.txt"
-THRESHOLD_S = 0.5
+THRESHOLD_S = 0.2
 _DURATION = re.compile(r"^([0-9.]+)s (call|setup|teardown)\s+(\S+)")
 
 

@@ -83,3 +83,17 @@ def test_ingest_from_the_checkout_root_parses_in_the_installed_package(tmp_path)
     )
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.split() == ["status,count_star()", f"ingested,{len(logs)}"]
+
+
+def test_every_package_of_the_checkout_is_installed():
+    """setuptools installs the packages pyproject.toml lists, no others: a new folder left out of the
+    list is missing from every non-editable install."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = set()
+    for top, name in (("forensics", "forensics"), ("parsers", "forensics.parsers"), ("queries", "forensics.queries")):
+        for init in (ROOT / top).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / top).parts
+            found.add(".".join((name, *rel)))
+    assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"

@@ -40,7 +40,7 @@ def test_layers_import_one_way(tmp_path):
         ("forensics/reports/render.py", "from tools import samplegen"),
         # renderers take a model and never query
         ("forensics/reports/render.py", "import duckdb"),
-        ("forensics/reports/text.py", "from forensics.catalog import named"),
+        ("forensics/reports/text/evidence.py", "from forensics.catalog import named"),
         ("forensics/reports/redact.py", "from forensics.store import Store"),
         ("forensics/reports/html.py", "from forensics.ingest import sources"),
     ],
