@@ -15,6 +15,9 @@ from forensics.parsers.server_log.grammar import (
     GLUED_HEAD_WORDS,
     JSON_BODY_LEAD,
     JSON_MESSAGE_PATHS,
+    JSON_TRACING_LEVEL,
+    JSON_TRACING_TARGETS,
+    JSON_TRACING_TIME,
     PYSPY_HEAD,
     RE_AIOHTTP_ACCESS,
     RE_BARE_KNOWN,
@@ -292,6 +295,13 @@ def _json_message(body: pl.Expr, prefix: pl.Expr, gate: pl.Expr) -> tuple[pl.Exp
     quoted = pl.struct(m=found).struct.json_encode().str.slice(5).str.strip_suffix("}")
     # one line is one event: a message's own line breaks would end it early
     message = found.str.replace_all(r"\r?\n", " ")
+    # a tracing record (Dynamo's JSON Lines): the compact line it stands for, which its family reads
+    time = pl.when(gate).then(line.str.json_path_match(JSON_TRACING_TIME))
+    level = pl.when(gate).then(line.str.json_path_match(JSON_TRACING_LEVEL)).str.to_uppercase()
+    *log_targets, target = (pl.when(gate).then(line.str.json_path_match(p)) for p in JSON_TRACING_TARGETS)
+    target = pl.when(target == "log").then(pl.coalesce(log_targets)).otherwise(target)
+    compact = pl.concat_str(time, pl.lit(" "), level, pl.lit(" "), target, pl.lit(": "), message)
+    message = pl.coalesce(compact, message)
     return (
         pl.when(found.is_not_null()).then(message).otherwise(body),
         pl.when(found.is_not_null()).then(line.str.replace(quoted, '"…"', literal=True)).otherwise(prefix),

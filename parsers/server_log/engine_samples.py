@@ -2,6 +2,8 @@
 shapes their loggers print (docs/formats/OTHER_ENGINES.md, "What is read of them"); the message
 texts follow the templates in their sources. parsers/server_log/samples.py lists them last."""
 
+import datetime
+
 from forensics.parsers.base import Sample
 
 engine_samples = [
@@ -130,6 +132,27 @@ engine_samples = [
                 {"kind": "transfer_failed", "severity": "warning", "rid": "3b9d2f4e-6c1a-4e8b-9f0d-2a7c5e1b8d34"},
                 {"kind": "dynamo_error", "severity": "error", "message": "Prefill failed"},
                 {"kind": "dynamo_log", "message": "worker started"},
+            ]
+        },
+    ),
+    Sample(
+        "dynamo_json_lines",
+        # DYN_LOGGING_JSONL=1: the same records as JSON, read as the compact line they stand for
+        '{"time":"2026-07-06T02:45:41.102601Z","level":"ERROR","file":"lib/llm/src/kv_router/prefill_router.rs",'
+        '"line":240,"target":"dynamo_llm::kv_router::prefill_router","message":"Failed to free request '
+        '3b9d2f4e-6c1a-4e8b-9f0d-2a7c5e1b8d34: worker gone","span_name":"http-request","x_request_id":"req-42"}\n'
+        '{"time":"2026-07-06T02:45:42.000001Z","level":"INFO","target":"log","log.target":"main.init",'
+        '"log.file":"main.py","log.line":12,"message":"worker started"}\n',
+        {
+            "events": [
+                {
+                    "kind": "transfer_failed",
+                    "severity": "error",
+                    "source": "dynamo",
+                    "rid": "3b9d2f4e-6c1a-4e8b-9f0d-2a7c5e1b8d34",
+                    "ts": datetime.datetime(2026, 7, 6, 2, 45, 41, 102601, tzinfo=datetime.timezone.utc),
+                },
+                {"kind": "dynamo_log", "severity": "info", "message": "worker started"},
             ]
         },
     ),

@@ -37,6 +37,12 @@ JSON_MESSAGE_PATHS = (
     "$.message",  # OpenAI `{"object": "error", "message": ...}`; structured loggers
     "$.msg",  # structured loggers that name the field msg (zap, pino)
 )
+# Dynamo's JSON Lines (DYN_LOGGING_JSONL=1): its record's time, level and target are read as its
+# compact line would print them (RE_DYNAMO); a line of its Python bridge has target `log` and the
+# logger's own in a field `log.target` (flattened, the dot in its name) (docs/formats/OTHER_ENGINES.md,
+# "What is read of them")
+JSON_TRACING_TIME, JSON_TRACING_LEVEL = "$.time", "$.level"
+JSON_TRACING_TARGETS = ("$['log.target']", "$.log.target", "$.target")
 RE_DOCKER_T = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})) (.*)$"
 RE_KIBANA = r"^([A-Z][a-z]{2} [0-9]{1,2}, [0-9]{4} @ [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?)[\t ]+(.*)$"
 # tqdm bars, a stray backtick, anything glued in front of a sglang prefix
