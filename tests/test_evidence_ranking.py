@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from forensics.analysis import evidence, stats
+from forensics.analysis.models import Evidence
 from forensics.reports.text import render_evidence
 
 
@@ -112,15 +113,17 @@ def test_summary_and_markdown_say_how_many_comparisons():
     assert summary["comparisons"] == comp.height
     assert summary["significant"] == int(comp["significant"].sum()) >= 2
     assert summary["significant_raising"] == comp.filter(pl.col("significant") & (pl.col("effect") == "raises")).height
-    report = {
-        "clock_offsets": {},
-        "summary": {**summary, "corrupted_rate": summary["corrupted"] / 900},
-        "comparisons": comp,
-        "corrupted_replies": pl.DataFrame(),
-        "wedges": pl.DataFrame(),
-        "abort_storms": pl.DataFrame(),
-        "checksum_mismatches": pl.DataFrame(),
-    }
+    report = Evidence(
+        clock_offsets={},
+        clock_warnings=[],
+        summary={**summary, "corrupted_rate": summary["corrupted"] / 900},
+        comparisons=comp,
+        corrupted_replies=pl.DataFrame(),
+        wedges=pl.DataFrame(),
+        abort_storms=pl.DataFrame(),
+        checksum_mismatches=pl.DataFrame(),
+        servers=None,
+    )
     out = io.StringIO()
     render_evidence(report, "markdown", out)
     text = out.getvalue()

@@ -1,9 +1,10 @@
 """The result models the analyses return and the reports render: dataclasses of frames and figures.
 
-Each is what one report shows and nothing a renderer has to query for. They read like the dicts
-they replace (`model["rows"]`, `model.get("clock_warnings", [])`, `model.items()` in field
-order, which is the JSON shapes' order), so a renderer needs no change to take one. `--redact`
-masks a whole model (forensics.reports.redact.mask), field by field.
+Each is what one report shows and nothing a renderer has to query for: the text renderers
+(forensics.reports.text) take the type and read its fields. `items()` gives the fields in
+declaration order, which is the JSON shapes' order; the dict-style reading (`model["rows"]`) is
+what the exports (chart, HTML, Perfetto) still use. `--redact` masks a whole model
+(forensics.reports.redact.mask), field by field.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ class Evidence(Model):
     wedges: pl.DataFrame
     abort_storms: pl.DataFrame
     checksum_mismatches: pl.DataFrame
-    servers: dict
+    # the server logs' side of the incident (analysis.failures); None: not asked for
+    servers: dict | None
     # the unparsed share of the inputs it covers, and whether its counts are lower bounds (analysis.coverage)
     coverage: dict = dataclasses.field(default_factory=dict)
     # what the replies' evidence was cut from, under --redact (forensics.analysis.session.excerpts)

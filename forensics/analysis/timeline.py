@@ -324,7 +324,8 @@ def build(
         clock_offsets=offsets,
         clock_warnings=warnings,
         notes=notes,
-        rows=rows,
+        # why a bucket stands out, in words: what the renderers print beside its counts
+        rows=rows.with_columns(anomaly=anomalies(rows)),
         wedges=wedges,
         abort_storms=storms,
         coverage=cov,

@@ -11,6 +11,7 @@ import math
 import polars as pl
 
 from forensics.analysis.clocks import SET_IT
+from forensics.analysis.models import Evidence, Timeline
 from forensics.reports.escape import escape_control, markdown_code, markdown_text, rich_text
 from forensics.reports.render import (
     dumps_json,
@@ -37,20 +38,20 @@ def _clean_floats(rows):
     return [{k: _jsonable(v) for k, v in r.items()} for r in rows]
 
 
-def coverage_head(model) -> list[str]:
+def coverage_head(model: Timeline | Evidence) -> list[str]:
     """What a report says first when much of its input went unread (forensics.analysis.coverage): that
     its counts are lower bounds, and which inputs are not understood; nothing otherwise."""
-    cov = model.get("coverage") or {}
+    cov = model.coverage or {}
     return [f"warning: {cov['lead']}"] if cov.get("lead") else []
 
 
-def markdown_lead(out, model) -> None:
+def markdown_lead(out, model: Timeline | Evidence) -> None:
     for w in coverage_head(model):
         out.write(f"> **{markdown_text(w, inline=True)}**\n\n")
 
 
-def _coverage_md(model) -> str:
-    cov = model.get("coverage")
+def _coverage_md(model: Timeline | Evidence) -> str:
+    cov = model.coverage
     return f"; {markdown_text(cov['line'], inline=True)}" if cov else ""
 
 
@@ -165,7 +166,8 @@ def _markdown_section(out, title: str, df: pl.DataFrame) -> None:
     out.write(markdown(df) if df.height else "_none found_\n")
 
 
-def evidence_json(report: dict) -> str:
+def evidence_json(report: Evidence | dict) -> str:
+    """A report as its JSON document: its fields in their order (the contract the README documents)."""
     doc = {"kind": "forensics.evidence", "version": 1}
     doc.update({k: _jsonable(v) for k, v in report.items()})
     for k, v in doc.items():

@@ -9,6 +9,7 @@ import sys
 
 import polars as pl
 
+from forensics.analysis.models import Comparison
 from forensics.reports.escape import markdown_code, markdown_text
 from forensics.reports.render import (
     markdown,
@@ -62,23 +63,23 @@ def _context_table(df: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(pl.Series("events nearby", [events(v) for v in df["events"].to_list()], dtype=pl.Utf8))
 
 
-def render_compare(result: dict, fmt: str, out=None) -> None:
+def render_compare(result: Comparison, fmt: str, out=None) -> None:
     out = out or sys.stdout
     if fmt == "json":
         out.write(evidence_json({"kind_detail": "compare", **{k: _jsonable(v) for k, v in result.items()}}) + "\n")
         return
     out.write("## Corruption rate per run\n\n")
-    markdown_warnings(out, result.get("clock_warnings", []))
-    b = result.get("baseline")
+    markdown_warnings(out, result.clock_warnings)
+    b = result.baseline
     if b:
         out.write(
             f"Baseline: run {markdown_code(b['run'])} of store {markdown_code(b['store'])} "
             f"({markdown_text(b['chosen_by'], inline=True)}; `--baseline` chooses another). "
             "Every other run is tested against it.\n\n"
         )
-    for path in result.get("without_replies") or []:
+    for path in result.without_replies or []:
         out.write(f"Store {markdown_code(path)} holds no agent replies: it is not in the table.\n\n")
-    c = result["corruption"]
+    c = result.corruption
     if c.height:
         rows = []
         for r in c.iter_rows(named=True):
@@ -114,4 +115,4 @@ def render_compare(result: dict, fmt: str, out=None) -> None:
     else:
         out.write("_no replies in these stores_\n")
     out.write("\n## Decode throughput by concurrency band\n\n")
-    out.write(markdown(result["throughput"]) if result["throughput"].height else "_no decode stats_\n")
+    out.write(markdown(result.throughput) if result.throughput.height else "_no decode stats_\n")

@@ -10,6 +10,7 @@ import sys
 import polars as pl
 
 from forensics.analysis.clocks import describe_offsets
+from forensics.analysis.models import Evidence
 from forensics.reports.escape import markdown_code, markdown_text
 from forensics.reports.render import (
     markdown,
@@ -26,30 +27,30 @@ from forensics.reports.text.common import (
 from forensics.reports.text.compare import _context_table, comparison_table
 
 
-def render_evidence(report: dict, fmt: str, out=None) -> None:
+def render_evidence(report: Evidence, fmt: str, out=None) -> None:
     out = out or sys.stdout
     if fmt == "json":
         out.write(evidence_json(report) + "\n")
         return
-    s = report["summary"]
+    s = report.summary
     out.write("## Evidence\n\n")
     markdown_lead(out, report)
-    out.write(f"_{markdown_text(describe_offsets(report['clock_offsets']), inline=True)}{_coverage_md(report)}_\n\n")
-    cov = report.get("coverage") or {}
+    out.write(f"_{markdown_text(describe_offsets(report.clock_offsets), inline=True)}{_coverage_md(report)}_\n\n")
+    cov = report.coverage or {}
     for i in cov.get("inputs", []):
         if i["engine"] and i["path"] not in cov.get("not_understood", []):
             out.write(f"_{markdown_text(i['path'] + ': ' + i['read'], inline=True)}_\n\n")
-    markdown_warnings(out, report.get("clock_warnings", []))
-    servers = report.get("servers")
+    markdown_warnings(out, report.clock_warnings)
+    servers = report.servers
     lower = bool(cov.get("lower_bound"))
     if not s["replies"]:
         # a store of server logs alone: the incident as they tell it, and the server-side tables that hold rows
         if servers is not None:
             _servers_section(out, servers, lower)
         for title, df in (
-            ("Wedges", report["wedges"]),
-            ("Abort storms", storm_table(report["abort_storms"])),
-            ("Checksum mismatches", report["checksum_mismatches"]),
+            ("Wedges", report.wedges),
+            ("Abort storms", storm_table(report.abort_storms)),
+            ("Checksum mismatches", report.checksum_mismatches),
         ):
             if df.height:
                 if title == "Wedges":
@@ -65,7 +66,7 @@ def render_evidence(report: dict, fmt: str, out=None) -> None:
     )
     if servers is not None:
         _servers_section(out, servers, lower)
-    comp = report["comparisons"]
+    comp = report.comparisons
     if comp.height:
         out.write(
             f"\n{s['comparisons']} comparisons made (each bucket of a dimension against the rest); "
@@ -83,10 +84,10 @@ def render_evidence(report: dict, fmt: str, out=None) -> None:
         )
     else:
         out.write("_not enough replies to compare_\n")
-    _markdown_section(out, "Corrupted replies and the events around them", _context_table(report["corrupted_replies"]))
-    _wedge_section(out, report["wedges"])
-    _markdown_section(out, "Abort storms", storm_table(report["abort_storms"]))
-    _markdown_section(out, "Checksum mismatches", report["checksum_mismatches"])
+    _markdown_section(out, "Corrupted replies and the events around them", _context_table(report.corrupted_replies))
+    _wedge_section(out, report.wedges)
+    _markdown_section(out, "Abort storms", storm_table(report.abort_storms))
+    _markdown_section(out, "Checksum mismatches", report.checksum_mismatches)
 
 
 def _hm(t) -> str:

@@ -10,6 +10,7 @@ import sys
 import polars as pl
 
 from forensics.analysis.clocks import describe_offsets
+from forensics.analysis.models import Timeline
 from forensics.reports.escape import markdown_text, rich_text
 from forensics.reports.render import (
     console,
@@ -56,64 +57,59 @@ TIMELINE_TABLE_COLUMNS = [
 ]
 
 
-def timeline_json(model: dict) -> str:
-    from forensics.analysis.timeline import anomalies
-
-    rows = model["rows"].with_columns(anomaly=anomalies(model["rows"]))
+def timeline_json(model: Timeline) -> str:
+    rows = model.rows
     doc = {
         "kind": "forensics.timeline",
         "version": 1,
-        "bucket_s": model["bucket_s"],
-        "since": model["since"],
-        "until": model["until"],
-        "host": model["host"],
-        "clock_offsets": model["clock_offsets"],
-        "clock_warnings": model.get("clock_warnings", []),
+        "bucket_s": model.bucket_s,
+        "since": model.since,
+        "until": model.until,
+        "host": model.host,
+        "clock_offsets": model.clock_offsets,
+        "clock_warnings": model.clock_warnings,
         "columns": rows.columns,
         "rows": _clean_floats(to_json_rows(rows)),
-        "wedges": _clean_floats(to_json_rows(model["wedges"])),
-        "abort_storms": _clean_floats(to_json_rows(model["abort_storms"])),
-        "coverage": _jsonable(model.get("coverage") or {}),
-        "notes": model.get("notes", []),
+        "wedges": _clean_floats(to_json_rows(model.wedges)),
+        "abort_storms": _clean_floats(to_json_rows(model.abort_storms)),
+        "coverage": _jsonable(model.coverage or {}),
+        "notes": model.notes,
     }
     return dumps_json(doc)
 
 
-def render_timeline(model: dict, fmt: str, out=None) -> None:
-    from forensics.analysis.timeline import anomalies
-
+def render_timeline(model: Timeline, fmt: str, out=None) -> None:
     out = out or sys.stdout
-    rows = model["rows"]
+    rows = model.rows
     if fmt == "json":
         out.write(timeline_json(model) + "\n")
         return
-    rows = rows.with_columns(anomaly=anomalies(rows))
     if fmt == "csv":
         # CSV has no header to carry them: the warnings go where the user still sees them
-        for w in [*coverage_head(model), *model.get("clock_warnings", [])]:
+        for w in [*coverage_head(model), *model.clock_warnings]:
             sys.stderr.write(w + "\n")
         out.write(csv_text(rows))
         return
     if fmt == "markdown":
         markdown_lead(out, model)
         out.write(
-            f"_{markdown_text(describe_offsets(model['clock_offsets']), inline=True)}; "
-            f"bucket {model['bucket_s']:g} s{_coverage_md(model)}_\n\n"
+            f"_{markdown_text(describe_offsets(model.clock_offsets), inline=True)}; "
+            f"bucket {model.bucket_s:g} s{_coverage_md(model)}_\n\n"
         )
-        markdown_warnings(out, model.get("clock_warnings", []))
-        for note in model["notes"]:
+        markdown_warnings(out, model.clock_warnings)
+        for note in model.notes:
             out.write(f"_note: {markdown_text(note, inline=True)}_\n\n")
         shown = rows.filter((pl.col("anomaly") != "") | (pl.col("replies") > 0) | pl.col("transfers").gt(0))
         out.write(markdown(shown.select(timeline_columns(rows)[0])))
-        _wedge_section(out, model["wedges"])
-        _markdown_section(out, "Abort storms", storm_table(model["abort_storms"]))
+        _wedge_section(out, model.wedges)
+        _markdown_section(out, "Abort storms", storm_table(model.abort_storms))
         return
     from rich.text import Text
 
     con = console(out, width=table_width(out) or 10**6)
     for w in coverage_head(model):
         con.print(rich_text(w, style="bold red"), soft_wrap=True)
-    print_warnings(con, model.get("clock_warnings", []))
+    print_warnings(con, model.clock_warnings)
     cols, keep_first = timeline_columns(rows)
     cells = [[_cell(r[c]) for c in cols] for r in rows.select(cols).iter_rows(named=True)]
     styles = [
@@ -126,22 +122,22 @@ def render_timeline(model: dict, fmt: str, out=None) -> None:
         cells,
         styles=styles,
         wrap=frozenset({"anomaly"}),
-        title=f"timeline ({model['bucket_s']:g} s buckets) — {describe_offsets(model['clock_offsets'])}",
+        title=f"timeline ({model.bucket_s:g} s buckets) — {describe_offsets(model.clock_offsets)}",
         first=tuple(_stacked(c) for c in keep_first),
         ends=False,
     )
-    if cov := model.get("coverage"):
+    if cov := model.coverage:
         con.print(rich_text(cov["line"]), soft_wrap=True)
-    for note in model["notes"]:
+    for note in model.notes:
         con.print(rich_text(f"note: {note}"), soft_wrap=True)
-    if model["wedges"].height:
+    if model.wedges.height:
         con.print(Text("wedges", style="bold"))
-        for line in wedge_incidents(model["wedges"]):
+        for line in wedge_incidents(model.wedges):
             con.print(rich_text(line), soft_wrap=True)
-        _rich_frame(out, wedge_table(model["wedges"]))
-    if model["abort_storms"].height:
+        _rich_frame(out, wedge_table(model.wedges))
+    if model.abort_storms.height:
         con.print(Text("abort storms", style="bold"))
-        _rich_frame(out, storm_table(model["abort_storms"]))
+        _rich_frame(out, storm_table(model.abort_storms))
 
 
 # what a timeline is read for, in the order a narrow terminal keeps it: when the failures and aborts
