@@ -56,6 +56,7 @@ from forensics.parsers.server_log.grammar import (
     RE_TRTLLM_CPP,
     RE_UCX,
     RE_UVICORN_LEVEL,
+    RE_UVICORN_LEVEL_WORD,
     RE_VLLM,
     TRTLLM_LEVEL,
     TRTLLM_RANK,
@@ -746,6 +747,6 @@ def _uvicorn_level(msg: pl.Expr) -> pl.Expr:
     """
     has_nl = msg.str.contains("\n", literal=True)
     return pl.coalesce(
-        pl.when(~has_nl).then(msg).str.extract(r"^(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s", 1),
+        pl.when(~has_nl).then(msg).str.extract(RE_UVICORN_LEVEL_WORD, 1),
         pl.when(has_nl).then(msg).str.extract(RE_UVICORN_LEVEL, 1),
     )

@@ -20,7 +20,11 @@ from forensics.parsers.server_log.grammar import (
     ENGINE_KIND_RULES,
     ENGINE_RID_PATTERNS,
     FAILURE_KINDS,
+    GLOG_FILE_MOONCAKE,
+    GLOG_FILE_NIXL,
+    JSON_TS_LEAD,
     KIND_RULES,
+    PEER_PATTERNS,
     PRE_PEER,
     PRE_REQ,
     PRE_RID,
@@ -28,15 +32,29 @@ from forensics.parsers.server_log.grammar import (
     RANK_LITERAL,
     RE_ACCESS,
     RE_AIOHTTP_ACCESS,
+    RE_CLF_ACCESS_LINE,
+    RE_COLLECTIVE_TIMEOUT,
+    RE_EXCEPTION_REASON,
+    RE_JSON_TS,
     RE_KVT_ERROR,
     RE_NIXL_BINDING,
+    RE_RANK,
     RE_ROUTER_FAILURE,
     RE_ROUTER_HEALTH,
+    RE_SPAN_RID,
+    RE_TB_KVT_REASON,
+    RE_TB_KVT_ROOM,
     RE_TRANSPORT_WARNING,
+    RE_UVICORN_ACCESS_LINE,
     REASON_RULES,
+    REQUEST_FIELDS,
     RID_PATTERNS,
     ROOM_PATTERNS,
+    ROUTER_PEER_PATTERNS,
+    ROUTER_STATUS,
     SEVERITY_BY_KIND,
+    SPAN_RID_LITERAL,
+    TB_KVT_ROOM_LITERAL,
     WARNING_KINDS,
 )
 
@@ -123,15 +141,24 @@ def _event_fields(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     return _NO_EVENTS[key].clone()
 
 
+_REQUEST_DTYPES = {"str": pl.Utf8, "int": pl.Int64, "float": pl.Float64}
+
+
+def _request_field(pattern: str, dtype: str) -> pl.Expr:
+    """A REQUEST_FIELDS capture, cast: one that is no number (`[0-9.]+` reads `1.2.`) is null, not an error."""
+    x = pl.col("message").str.extract(pattern, 1)
+    return x if dtype == "str" else x.cast(_REQUEST_DTYPES[dtype], strict=False)
+
+
 def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     msg = pl.col("message")
     fam = pl.col("family")
-    is_access = msg.str.contains(r'^INFO:\s+\S+ - "') | msg.str.contains(r'^\S+ (?:- \S+ )?\[[^\]]+\] "\S+ \S+ HTTP')
+    is_access = msg.str.contains(RE_UVICORN_ACCESS_LINE) | msg.str.contains(RE_CLF_ACCESS_LINE)
     lvl_uv = _uvicorn_level(msg)
-    glog_nixl = pl.col("glog_file").str.contains(r"(?i)nixl|ucx")
-    glog_mc = pl.col("glog_file").str.contains(r"(?i)transfer_engine|mooncake|rdma|transport")
+    glog_nixl = pl.col("glog_file").str.contains(GLOG_FILE_NIXL)
+    glog_mc = pl.col("glog_file").str.contains(GLOG_FILE_MOONCAKE)
     is_err_level = pl.col("level").is_in(["E", "F", "ERROR", "FATAL", "CRITICAL"])
-    timeout_txt = msg.str.contains(r"timed out after|collective operation timeout|before timing out|[Tt]imeout")
+    timeout_txt = msg.str.contains(RE_COLLECTIVE_TIMEOUT)
     # every branch before the sglang message rules gives a kind; those rules run on the rest only
     kind0 = (
         pl.when((fam == "aiohttp") | (fam.is_in(["sglang", "bare"]) & msg.str.contains(RE_AIOHTTP_ACCESS)))
@@ -242,11 +269,11 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         kvt = msg.str.extract(RE_KVT_ERROR, 1)
         # a record's KVTransferError in its traceback says why, where its head does not
         tb_kvt = (
-            pl.col("traceback").str.extract(r"KVTransferError\(bootstrap_room=[0-9]+\): ([^\n]*)", 1)
+            pl.col("traceback").str.extract(RE_TB_KVT_REASON, 1)
             if "traceback" in d.columns
             else pl.lit(None, dtype=pl.Utf8)
         )
-        d = d.with_columns(_reason_src=pl.coalesce(kvt, msg.str.extract(r"with exception (.*)$", 1), tb_kvt, msg))
+        d = d.with_columns(_reason_src=pl.coalesce(kvt, msg.str.extract(RE_EXCEPTION_REASON, 1), tb_kvt, msg))
         return d.select(
             reason=pl.coalesce(
                 pl.lit(_first_kind(d["_reason_src"], REASON_RULES)),
@@ -264,21 +291,10 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         return a.select(_acc_status="4", http_method="2", http_path="3", _acc_peer="1")
 
     def request(d: pl.DataFrame) -> pl.DataFrame:
-        return d.select(
-            finish_reason=msg.str.extract(r"""['"]finish_reason['"]: \{['"]type['"]: ['"](\w+)""", 1),
-            prompt_tokens=msg.str.extract(r"""['"]prompt_tokens['"]: ([0-9]+)""", 1).cast(pl.Int64, strict=False),
-            completion_tokens=msg.str.extract(r"""['"]completion_tokens['"]: ([0-9]+)""", 1).cast(
-                pl.Int64, strict=False
-            ),
-            cached_tokens=msg.str.extract(r"""['"]cached_tokens['"]: ([0-9]+)""", 1).cast(pl.Int64, strict=False),
-            e2e_latency=msg.str.extract(r"""['"]e2e_latency['"]: ([0-9.]+)""", 1).cast(pl.Float64, strict=False),
-            _status=msg.str.extract(r"""['"]status_code['"]: ([0-9]{3})""", 1),
-        )
+        return d.select(_request_field(p, t).alias(c) for c, p, t in REQUEST_FIELDS)
 
     def json_ts(d: pl.DataFrame) -> pl.DataFrame:
-        t = msg.str.extract(r'^\{"timestamp": ?"([^"]+)"', 1).str.to_datetime(
-            "%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us"
-        )
+        t = msg.str.extract(RE_JSON_TS, 1).str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
         return d.select(_jts=pl.when(pl.col("outer_ts").is_null()).then(_local_to_utc(t, ctx.tz)))
 
     utf8, i64 = pl.Utf8, pl.Int64
@@ -298,8 +314,8 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     # is the servers' rid only when the client sent one (docs/formats/OTHER_ENGINES.md, "sgl-router")
     ev = _on_rows(
         ev,
-        (fam == "router") & pl.col("span").str.contains("request_id=", literal=True),
-        lambda d: d.select(_span_rid=pl.col("span").str.extract(r'\brequest_id="?([^"\s,}]+)', 1)),
+        (fam == "router") & pl.col("span").str.contains(SPAN_RID_LITERAL, literal=True),
+        lambda d: d.select(_span_rid=pl.col("span").str.extract(RE_SPAN_RID, 1)),
         {"_span_rid": utf8},
     )
     # another engine's failure names its request in its own words (`for request cmpl-…`), not SGLang's
@@ -314,12 +330,12 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     if "traceback" in ev.columns:
         # a record whose head names no room (`Scheduler hit an exception: Traceback ...`) ends in the
         # KVTransferError that does: `...KVTransferError: KVTransferError(bootstrap_room=N): <reason>`
-        kvt_room = pl.col("traceback").str.extract(r"KVTransferError\(bootstrap_room=([0-9]+)\)", 1)
+        kvt_room = pl.col("traceback").str.extract(RE_TB_KVT_ROOM, 1)
         ev = _on_rows(
             ev,
             pl.col("bootstrap_room").is_null()
             & pl.col("kind").is_in(list(FAILURE_KINDS))
-            & pl.col("traceback").str.contains("KVTransferError(bootstrap_room=", literal=True),
+            & pl.col("traceback").str.contains(TB_KVT_ROOM_LITERAL, literal=True),
             lambda d: d.select(_tb_room=kvt_room.cast(pl.UInt64, strict=False)),
             {"_tb_room": pl.UInt64},
         )
@@ -332,14 +348,7 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         ev,
         msg.str.contains(PRE_REQ),
         lambda d: _regex_thread("ids", request, d),
-        {
-            "finish_reason": utf8,
-            "prompt_tokens": i64,
-            "completion_tokens": i64,
-            "cached_tokens": i64,
-            "e2e_latency": pl.Float64,
-            "_status": utf8,
-        },
+        {c: _REQUEST_DTYPES[t] for c, _, t in REQUEST_FIELDS},
     )
     ev = _on_rows(
         ev,
@@ -350,12 +359,7 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     ev = _on_rows(
         ev,
         msg.str.contains(PRE_PEER),
-        lambda d: d.select(
-            _peer=pl.coalesce(
-                msg.str.extract(r"(?:to|from) ([0-9]{1,3}(?:\.[0-9]{1,3}){3}:[0-9]+)", 1),
-                msg.str.extract(r"bootstrap_addr: ([^)\s,]+)", 1),
-            )
-        ),
+        lambda d: d.select(_peer=pl.coalesce(msg.str.extract(p, 1) for p in PEER_PATTERNS)),
         {"_peer": utf8},
     )
     # the router names the server that answered and its status: `decode_url=http://h:p status=500`
@@ -363,24 +367,18 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         ev,
         fam == "router",
         lambda d: d.select(
-            _rt_status=pl.coalesce(
-                msg.str.extract(r"\bstatus(?:_code)?=([0-9]{3})\b", 1),
-                pl.col("span").str.extract(r"\bstatus_code=([0-9]{3})\b", 1),
-            ),
-            _rt_peer=pl.coalesce(
-                msg.str.extract(r"\b(?:decode|prefill|worker)_url=([^\s,]+)", 1),
-                msg.str.extract(r"\b[Ww]orker (https?://[^\s,]+)", 1),
-            ),
+            _rt_status=pl.coalesce(pl.col(c).str.extract(p, 1) for c, p in ROUTER_STATUS),
+            _rt_peer=pl.coalesce(msg.str.extract(p, 1) for p in ROUTER_PEER_PATTERNS),
         ),
         {"_rt_status": utf8, "_rt_peer": utf8},
     )
-    ev = _on_rows(ev, msg.str.starts_with('{"timestamp"'), json_ts, {"_jts": pl.Datetime("us", "UTC")})
+    ev = _on_rows(ev, msg.str.starts_with(JSON_TS_LEAD), json_ts, {"_jts": pl.Datetime("us", "UTC")})
     # the literal as the mask (no regex to compile when no line has it); `\brank=` then leaves out
     # the `dp_rank=None` and friends of request logs
     ev = _on_rows(
         ev,
         pl.col("tp_rank").is_null() & msg.str.contains(RANK_LITERAL, literal=True),
-        lambda d: d.select(_rank=msg.str.extract(r"\brank=([0-9]+)", 1).cast(pl.Int32, strict=False)),
+        lambda d: d.select(_rank=msg.str.extract(RE_RANK, 1).cast(pl.Int32, strict=False)),
         {"_rank": pl.Int32},
     )
     ev = ev.with_columns(

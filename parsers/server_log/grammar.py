@@ -634,7 +634,66 @@ PRE_ROOM = alt(ROOM_LITERALS)
 PRE_REQ = alt(REQUEST_FIELD_LITERALS)
 PRE_PEER = "|".join(lit(x) + ("[0-9]" if digit else "") for x, digit in PEER_LITERALS)
 RE_ACCESS = r'(?:^INFO:\s+)?(\S+?)(?: - \S+)? (?:- )?(?:\[[^\]]+\] )?"(\S+) (\S+) [^"]*" ([0-9]{3})'
+# a KVTransferError says why after the room it names ("Failure reasons"): in a line's message, and in
+# the traceback a record ends in where its head (`Scheduler hit an exception: ...`) names neither
 RE_KVT_ERROR = r"KVTransferError\(bootstrap_room=[0-9]+\): (.*)$"
+RE_TB_KVT_REASON = r"KVTransferError\(bootstrap_room=[0-9]+\): ([^\n]*)"
+TB_KVT_ROOM_LITERAL = "KVTransferError(bootstrap_room="
+RE_TB_KVT_ROOM = r"KVTransferError\(bootstrap_room=([0-9]+)\)"
+# a line that reports a caught exception names the reason after these words, not at its start
+RE_EXCEPTION_REASON = r"with exception (.*)$"
+
+# --- fields of event lines beyond the identifiers --------------------------------------------
+# Access lines ("Uvicorn and access lines"): uvicorn's `INFO:     peer - "..."`, and the Common Log
+# Format of aiohttp's bootstrap and metadata servers: either makes a line http_access, whose fields
+# RE_ACCESS then reads
+RE_UVICORN_ACCESS_LINE = r'^INFO:\s+\S+ - "'
+RE_CLF_ACCESS_LINE = r'^\S+ (?:- \S+ )?\[[^\]]+\] "\S+ \S+ HTTP'
+# a uvicorn level word on a line without a newline: the word, its colon and a space decide, where
+# RE_UVICORN_LEVEL's `(.*)$` would scan the whole line
+RE_UVICORN_LEVEL_WORD = r"^(INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s"
+# a glog line's source file tells which transfer library wrote it, when its text does not
+# (docs/formats/NIXL.md, "Abseil log lines")
+GLOG_FILE_NIXL = r"(?i)nixl|ucx"
+GLOG_FILE_MOONCAKE = r"(?i)transfer_engine|mooncake|rdma|transport"
+# a c10d or NCCL line about a collective that timed out ("Timeouts"), whatever its level
+RE_COLLECTIVE_TIMEOUT = r"timed out after|collective operation timeout|before timing out|[Tt]imeout"
+# The fields a request log reads out of its `out` literal, never evaluated ("Request logs"): each
+# on its own, so a record cut by level-2 truncation still gives what it kept. (column, pattern,
+# dtype); `_status` is the abort's status_code, one of the http_status candidates
+REQUEST_FIELDS: list[tuple[str, str, str]] = [
+    ("finish_reason", r"""['"]finish_reason['"]: \{['"]type['"]: ['"](\w+)""", "str"),
+    ("prompt_tokens", r"""['"]prompt_tokens['"]: ([0-9]+)""", "int"),
+    ("completion_tokens", r"""['"]completion_tokens['"]: ([0-9]+)""", "int"),
+    ("cached_tokens", r"""['"]cached_tokens['"]: ([0-9]+)""", "int"),
+    ("e2e_latency", r"""['"]e2e_latency['"]: ([0-9.]+)""", "float"),
+    ("_status", r"""['"]status_code['"]: ([0-9]{3})""", "str"),
+]
+# the JSON request log's inner local time in microseconds, finer than the prefix's second
+JSON_TS_LEAD = '{"timestamp"'
+RE_JSON_TS = r'^\{"timestamp": ?"([^"]+)"'
+# The peer of a PD line: an address after `to`/`from`, else the bootstrap address a failure names
+# (PEER_LITERALS gate them); first match wins
+PEER_PATTERNS = [
+    r"(?:to|from) ([0-9]{1,3}(?:\.[0-9]{1,3}){3}:[0-9]+)",
+    r"bootstrap_addr: ([^)\s,]+)",
+]
+# a line's `rank=N` where no rank tag gave one; `\b` leaves out request logs' `dp_rank=None` and friends
+RE_RANK = r"\brank=([0-9]+)"
+# The sgl-router's fields (docs/formats/OTHER_ENGINES.md, "sgl-router"): its request is the span's
+# Debug-quoted `request_id`, the router's own id; the status is the message's `status=`, else the
+# span's `status_code=` (a (column, pattern) table, first match wins); the peer is the server that
+# answered, `decode_url=http://h:p`, or the worker a health check names
+SPAN_RID_LITERAL = "request_id="
+RE_SPAN_RID = r'\brequest_id="?([^"\s,}]+)'
+ROUTER_STATUS: list[tuple[str, str]] = [
+    ("message", r"\bstatus(?:_code)?=([0-9]{3})\b"),
+    ("span", r"\bstatus_code=([0-9]{3})\b"),
+]
+ROUTER_PEER_PATTERNS = [
+    r"\b(?:decode|prefill|worker)_url=([^\s,]+)",
+    r"\b[Ww]orker (https?://[^\s,]+)",
+]
 
 # --- stats lines: known keys -> columns ("Stats lines", "Renamed stats fields") ----------------
 GRAPH_BACKENDS = ("cuda", "cpu", "npu", "musa")
