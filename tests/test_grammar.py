@@ -100,6 +100,10 @@ def test_the_glued_head_gates_pass_every_line_it_splits():
     assert [x for x in lines if re.search(grammar.RE_GLOG_LEAD, x)], "no sample starts with a glog head"
 
 
+# identifier patterns no documented line takes first: `(bootstrap_room: N)` is read by the
+# `bootstrap_room[=:]` pattern before it, so no sample can show it filling the room alone
+NOT_YET_SAMPLED = {("ROOM_PATTERNS", 5)}
+
 # The rules events.py applies beside the kind and reason tables: the fields of event lines and the
 # gates of its own kinds, each by its grammar name (a table's rules by the column they fill)
 EVENT_RULES: list[tuple[str, str]] = [
@@ -131,6 +135,12 @@ EVENT_RULES: list[tuple[str, str]] = [
     *((f"PEER_PATTERNS[{i}]", p) for i, p in enumerate(grammar.PEER_PATTERNS)),
     *((f"ROUTER_STATUS[{c}]", p) for c, p in grammar.ROUTER_STATUS),
     *((f"ROUTER_PEER_PATTERNS[{i}]", p) for i, p in enumerate(grammar.ROUTER_PEER_PATTERNS)),
+    *(
+        (f"{t}[{i}]", p)
+        for t in ("RID_PATTERNS", "ROOM_PATTERNS", "ENGINE_RID_PATTERNS")
+        for i, p in enumerate(getattr(grammar, t))
+        if (t, i) not in NOT_YET_SAMPLED
+    ),
 ]
 # what events.py imports from the grammar that the tests above check, or that is no pattern a sample
 # could hit (names of kinds and families, the literal gates of a family of patterns)
@@ -149,8 +159,7 @@ NOT_RULES = {
     "SPAN_RID_LITERAL",
     "TB_KVT_ROOM_LITERAL",
 }
-# the identifier tables, whose every pattern no sample hits yet
-NOT_YET_SAMPLED = {"RID_PATTERNS", "ROOM_PATTERNS", "ENGINE_RID_PATTERNS"}
+
 EVENTS_PY = Path(server_log.__file__).parent / "events.py"
 
 
@@ -207,7 +216,7 @@ def test_every_grammar_name_events_py_uses_is_checked():
         if isinstance(node, ast.ImportFrom) and node.module == "forensics.parsers.server_log.grammar"
         for a in node.names
     }
-    known = {n.split("[")[0] for n, _ in EVENT_RULES} | CHECKED_ELSEWHERE | NOT_RULES | NOT_YET_SAMPLED
+    known = {n.split("[")[0] for n, _ in EVENT_RULES} | CHECKED_ELSEWHERE | NOT_RULES
     assert used - known == set(), f"events.py uses grammar names no grammar test checks: {sorted(used - known)}"
 
 

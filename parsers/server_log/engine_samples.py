@@ -84,13 +84,17 @@ engine_samples = [
         "(EngineCore_DP0 pid=77) ERROR 11-19 23:11:26 [mooncake_connector.py:420] Error processing Mooncake "
         "handshake: Error in batch_transfer_sync_write: -1\n"
         "(EngineCore_DP0 pid=77) WARNING 11-19 23:11:27 [mooncake_connector.py:360] Request cmpl-d4-0 not found in "
-        "reqs_need_send\n",
+        "reqs_need_send\n"
+        # a vendored fork's wording, the request named by decode's id for it
+        "(EngineCore_DP0 pid=31) ERROR 11-19 23:12:00 [mooncake_connector.py:610] Mooncake transfer failed for "
+        "request. remote_request_id=cmpl-e5-0, ret=-1\n",
         {
             "events": [
                 {"kind": "transfer_failed", "rid": "cmpl-a1-0", "reason": "transfer_error"},
                 {"kind": "transfer_failed", "rid": "cmpl-c3-0", "reason": "release_timeout"},
                 {"kind": "bootstrap_failed", "rid": None, "reason": "bootstrap_info"},
                 {"kind": "transport_warning", "rid": "cmpl-d4-0"},
+                {"kind": "transfer_failed", "rid": "cmpl-e5-0", "reason": "transfer_error"},
             ]
         },
     ),

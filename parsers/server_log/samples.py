@@ -802,3 +802,38 @@ samples = [
     ),
 ] + failure_samples
 samples += engine_samples
+# the other shapes SGLang names a request or a room in (docs/formats/SGLANG.md, "Identifiers: rid
+# and bootstrap room"): each line's own, not a neighbour's
+samples.append(
+    Sample(
+        "identifier_shapes",
+        "[2026-08-04 21:17:09 DP3 TP3 EP3] ReqTimeStats(rid=4be01f9c77a24d1e8c5b3a2f1e0d9c8b, "
+        "bootstrap_room=5102938475610293847, input_len=6144, output_len=1, type=prefill): queue_duration=1.92ms\n"
+        "[2026-08-04 21:17:10 TP0] KV checksum mismatch req=7a1b2c3d4e5f60718293a4b5c6d7e8f9 "
+        "bootstrap_room=5102938475610293848 expected=0x1f2e got=0x3d4c\n"
+        "[2026-08-04 21:17:11 TP0] Req 0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f exhausted optimistic prefill attempts "
+        "falling back to bootstrap queue\n"
+        "[2026-08-04 21:17:12 TP0] Metadata unexpectedly not ready after readiness gate: request "
+        "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b, bootstrap_room=5102938475610293849, waited 5.0s\n"
+        "[2026-08-04 21:17:13 TP0] Request 5102938475610293850 waiting_timeout\n"
+        "[2026-08-04 21:17:14 TP0] Received AUX_DATA for bootstrap_room 5102938475610293851 with length:88\n",
+        {
+            "events": [
+                {"rid": "4be01f9c77a24d1e8c5b3a2f1e0d9c8b", "bootstrap_room": 5102938475610293847},
+                {
+                    "kind": "checksum_mismatch",
+                    "rid": "7a1b2c3d4e5f60718293a4b5c6d7e8f9",
+                    "bootstrap_room": 5102938475610293848,
+                },
+                {"rid": "0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f"},
+                {
+                    "kind": "corruption_detected",
+                    "rid": "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b",
+                    "bootstrap_room": 5102938475610293849,
+                },
+                {"bootstrap_room": 5102938475610293850},
+                {"bootstrap_room": 5102938475610293851},
+            ]
+        },
+    )
+)
