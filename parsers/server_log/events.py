@@ -107,6 +107,24 @@ def _regex_thread(family: str, fn, *args):
     return pool.submit(fn, *args).result()
 
 
+# Polars keeps the last 32 regexes it compiled on a thread: a family of more rules than that, run on
+# one thread, compiled every one of them again on every call (KIND_RULES and REASON_RULES hold 35)
+RULES_PER_THREAD = 24
+
+
+def _first_kind_threads(family: str, text: pl.Series, rules: list[tuple[str, str]], default=None) -> pl.Series:
+    """`_first_kind(text, rules, default)` with each RULES_PER_THREAD of the rules on a regex thread of
+    their own, the later ones on the rows no earlier one took."""
+    chunks = [rules[i : i + RULES_PER_THREAD] for i in range(0, len(rules), RULES_PER_THREAD)]
+    out = _regex_thread(family, _first_kind, text, chunks[0])
+    for j, chunk in enumerate(chunks[1:], 1):
+        idx = out.is_null().arg_true()
+        if not idx.len():
+            break
+        out = out.scatter(idx, _regex_thread(f"{family}-{j}", _first_kind, text.gather(idx), chunk))
+    return out if default is None else out.fill_null(default)
+
+
 def _first_capture(d: pl.DataFrame, patterns: list[str]) -> pl.Series:
     """`_alt(patterns)` on `d`, each later pattern run only on the rows still without a capture
     (on a few rows `_alt` itself, one call)."""
@@ -225,7 +243,7 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
     ev = _on_rows(
         ev,
         pl.col("_k0").is_null(),
-        lambda d: _regex_thread("kinds", _first_kind, d["message"], KIND_RULES, "log").alias("_sgk").to_frame(),
+        lambda d: _first_kind_threads("kinds", d["message"], KIND_RULES, "log").alias("_sgk").to_frame(),
         {"_sgk": pl.Utf8},
     )
     level_sev = (
@@ -276,7 +294,7 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         d = d.with_columns(_reason_src=pl.coalesce(kvt, msg.str.extract(RE_EXCEPTION_REASON, 1), tb_kvt, msg))
         return d.select(
             reason=pl.coalesce(
-                pl.lit(_first_kind(d["_reason_src"], REASON_RULES)),
+                pl.lit(_first_kind_threads("reason-rules", d["_reason_src"], REASON_RULES)),
                 pl.when(pl.col("kind") == "abort").then(pl.lit("aborted")),
                 pl.lit("other"),
             )
