@@ -15,164 +15,128 @@ class _ServerLines:
     """Incident's server-side lines (a mixin: every method reads the incident's state)."""
 
     def request_lines(self, r: Req):
-        rng = self.rng
         P, D = self.logs[PREFILL], self.logs[r.dhost]
         t0 = self.T(r.t0)
-        gen = (
-            "GenerateReqInput(rid='{rid}', text=None, input_ids=[0, 128803, …], sampling_params="
-            "{{'max_new_tokens': 8192, 'temperature': 0.6}}, stream=%s, bootstrap_host='%s', "
-            "bootstrap_port=8998, bootstrap_room=%d, bootstrap_pair_key=None, decode_tp_size=None, "
-            "routed_dp_rank=None, data_parallel_rank=%d, disagg_prefill_dp_rank=None, …)"
-            % (r.stream, HOST_IP[PREFILL], r.room, r.drank)
-        )
-        short = "GenerateReqInput(rid='{rid}', text=None, …)"
+        gen = _RECEIVE_OBJ % (r.stream, HOST_IP[PREFILL], r.room, r.drank)
         P.add(t0 + 0.005, "Receive: obj=" + gen.format(rid=r.rid_p))
         D.add(t0 + 0.01, "Receive: obj=" + gen.format(rid=r.rid_d))
-        dtag = f" DP{r.drank} TP{r.drank} EP{r.drank}"
-        if r.outcome == "ok":
-            tp = self.T(r.t_prefill)
+        write = _OUTCOME_LINES.get(r.outcome)
+        if write:
+            write(self, r, P, D, f" DP{r.drank} TP{r.drank} EP{r.drank}")
+
+    # -- the lines of each request outcome (P, D: the prefill and decode logs; dtag: the decode rank's tag) --
+
+    def _router_access(self, log, t: float, status: int):
+        log.add(t, access(HOST_IP["router"], self.rng.randint(30000, 60000), "POST", "/generate", status))
+
+    def _ok_lines(self, r: Req, P, D, dtag: str):
+        tp = self.T(r.t_prefill)
+        P.add(
+            tp + 0.05,
+            f"Finish: obj={_SHORT_OBJ.format(rid=r.rid_p)}, out={{'text': '', 'output_ids': [...], "
+            f"'meta_info': {{'id': '{r.rid_p}', 'finish_reason': {{'type': 'length', 'length': 1}}, "
+            f"'prompt_tokens': {r.prompt}, 'weight_version': 'default', 'num_retractions': 0, "
+            f"'reasoning_tokens': 0, 'completion_tokens': 1, 'cached_tokens': {r.cached}, "
+            f"'e2e_latency': {r.t_prefill + 0.05 - r.t0:.3f}}}}}",
+        )
+        self._router_access(P, tp + 0.05, 200)
+        self._router_access(D, self.T(r.t_xfer) + 0.02, 200)
+        reasoning = int(r.completion * 0.3)
+        D.add(
+            self.T(r.t_end),
+            f"Finish: obj={_SHORT_OBJ.format(rid=r.rid_d)}, out={{'text': '…', 'output_ids': "
+            f"[...], 'meta_info': {{'id': '{r.rid_d}', 'finish_reason': {{'type': 'stop', "
+            f"'matched': 1}}, 'prompt_tokens': {r.prompt}, 'weight_version': 'default', "
+            f"'num_retractions': 0, 'reasoning_tokens': {reasoning}, 'completion_tokens': "
+            f"{r.completion}, 'cached_tokens': {r.cached}, 'e2e_latency': {r.t_end - r.t0:.2f}}}}}",
+        )
+        if self.with_trace:
+            self.trace_room(r)
+
+    def _transfer_failed_lines(self, r: Req, P, D, dtag: str):
+        tp = self.T(r.t_prefill)
+        for raw in _LINK_FAULT_RAW:
+            P.raw(tp, raw)
+        ptag = f" TP{r.prank}"
+        P.add(tp + 0.01, f"Unexpected transfer worker error for room {r.room}", ptag)
+        for fr in (*_WORKER_TRACEBACK, f"RuntimeError: NIXL transfer encountered ERR room={r.room}"):
+            P.raw(tp + 0.01, lambda ht, fr=fr: fr)
+        P.add(
+            tp + 0.02,
+            f"Prefill transfer failed for request rank={r.prank} req.rid='{r.rid_p}' req.bootstrap_room="
+            f"{r.room} with exception NIXL transfer encountered ERR room={r.room}",
+            ptag,
+        )
+        self._router_access(P, tp + 0.03, 500)
+        D.add(self.T(r.t_end), r.error_body, dtag)
+        self._router_access(D, self.T(r.t_end), 500)
+        if self.with_trace:
+            trace = self.trace.setdefault(PREFILL, [])
+            peer = _FAULT_PEER_AGENT
+            trace.append(
+                self.tr(tp - 0.2, PREFILL, "prefill", r.prank, r, "kv", 0, True, "post", bytes=603979776, peer=peer)
+            )
+            fail = dict(status="NIXL_ERR_BACKEND", peer=peer, error=_XFER_FAIL_ERROR)
+            trace.append(self.tr(tp, PREFILL, "prefill", r.prank, r, "kv", 0, True, "fail", **fail))
+
+    def _waiting_timeout_lines(self, r: Req, P, D, dtag: str):
+        te = self.T(r.t_end)
+        D.add(te, r.error_body, dtag)
+        self._router_access(D, te + 0.01, 500)
+        # prefill's bootstrap timeout for the same room follows about 2 s later
+        tpf = te + self.rng.uniform(1.6, 2.4)
+        P.add(
+            tpf,
+            f"Prefill bootstrap failed for request rank={r.prank} req.rid='{r.rid_p}' req.bootstrap_room="
+            f"{r.room} with exception KVTransferError(bootstrap_room={r.room}): Request {r.room} timed out "
+            f"after 300.0s in KVPoll.Bootstrapping",
+            f" TP{r.prank}",
+        )
+        self._router_access(P, tpf + 0.01, 500)
+
+    def _bootstrap_timeout_lines(self, r: Req, P, D, dtag: str):
+        te = self.T(r.t_end)
+        P.add(te, r.error_body, f" TP{self.wedge_rank}")
+        self._router_access(P, te + 0.01, 500)
+        td = te + self.rng.uniform(0.4, 1.5)
+        D.add(
+            td,
+            f"Decode transfer failed for request rank={r.drank} decode_req.req.rid='{r.rid_d}' "
+            f"decode_req.req.bootstrap_room={r.room} with exception KVTransferError(bootstrap_room={r.room}): "
+            f"Failed to get kvcache from prefill instance, it might be dead",
+            dtag,
+        )
+        self._router_access(D, td + 0.01, 500)
+
+    def _aborted_lines(self, r: Req, P, D, dtag: str):
+        rng = self.rng
+        te = self.T(r.t_end)
+        D.add(
+            te,
+            f"Decode transfer failed for request rank={r.drank} decode_req.req.rid='{r.rid_d}' "
+            f"decode_req.req.bootstrap_room={r.room} with exception KVTransferError(bootstrap_room={r.room}): "
+            f"Aborted by AbortReq.",
+            dtag,
+        )
+        D.add(
+            te + 0.01,
+            f"Finish: obj={_SHORT_OBJ.format(rid=r.rid_d)}, out={{'text': '', 'output_ids': [], "
+            f"'meta_info': {{'id': '{r.rid_d}', 'finish_reason': {{'type': 'abort', 'message': "
+            f"'Aborted by AbortReq.', 'status_code': 499, 'err_type': None}}, 'prompt_tokens': "
+            f"{r.prompt}, 'weight_version': 'default', 'num_retractions': 0, 'reasoning_tokens': 0, "
+            f"'completion_tokens': 0, 'cached_tokens': 0, 'e2e_latency': {r.t_end - r.t0:.2f}}}}}",
+        )
+        # most killed requests are also seen aborted on prefill, shortly after the kill
+        r.prefill_abort = rng.random() < 0.7
+        if r.prefill_abort:
+            tpa = self.T(self.storm_kill + rng.uniform(0.02, 2.0))
             P.add(
-                tp + 0.05,
-                f"Finish: obj={short.format(rid=r.rid_p)}, out={{'text': '', 'output_ids': [...], "
-                f"'meta_info': {{'id': '{r.rid_p}', 'finish_reason': {{'type': 'length', 'length': 1}}, "
-                f"'prompt_tokens': {r.prompt}, 'weight_version': 'default', 'num_retractions': 0, "
-                f"'reasoning_tokens': 0, 'completion_tokens': 1, 'cached_tokens': {r.cached}, "
-                f"'e2e_latency': {r.t_prefill + 0.05 - r.t0:.3f}}}}}",
-            )
-            P.add(tp + 0.05, access(HOST_IP["router"], rng.randint(30000, 60000), "POST", "/generate", 200))
-            D.add(
-                self.T(r.t_xfer) + 0.02, access(HOST_IP["router"], rng.randint(30000, 60000), "POST", "/generate", 200)
-            )
-            reasoning = int(r.completion * 0.3)
-            D.add(
-                self.T(r.t_end),
-                f"Finish: obj={short.format(rid=r.rid_d)}, out={{'text': '…', 'output_ids': "
-                f"[...], 'meta_info': {{'id': '{r.rid_d}', 'finish_reason': {{'type': 'stop', "
-                f"'matched': 1}}, 'prompt_tokens': {r.prompt}, 'weight_version': 'default', "
-                f"'num_retractions': 0, 'reasoning_tokens': {reasoning}, 'completion_tokens': "
-                f"{r.completion}, 'cached_tokens': {r.cached}, 'e2e_latency': {r.t_end - r.t0:.2f}}}}}",
-            )
-            if self.with_trace:
-                self.trace_room(r)
-        elif r.outcome == "transfer_failed":
-            tp = self.T(r.t_prefill)
-            agent = "def7d2f1-d482-4cd2-b6de-f238da5a9c70"
-            P.raw(
-                tp,
-                lambda ht: (
-                    f"[{ht:.6f}] [node-p0:1842011:2]           ib_mlx5.c:350  UCX  ERROR mlx5_3: "
-                    f"completion with error (transport retry counter exceeded)"
-                ),
-            )
-            P.raw(
-                tp, lambda ht: abseil("W", ht, 1842217, "ucx_utils.cpp:65", "Unexpected UCX error: Input/output error")
-            )
-            P.raw(
-                tp,
-                lambda ht: abseil(
-                    "E",
-                    ht,
-                    1842217,
-                    "nixl_agent.cpp:1149",
-                    "getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND",
-                ),
-            )
-            ptag = f" TP{r.prank}"
-            P.add(tp + 0.01, f"Unexpected transfer worker error for room {r.room}", ptag)
-            frames = [
-                "Traceback (most recent call last):",
-                '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 1153, in transfer_worker',
-                "    self._settle(handles, room)",
-                '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 1201, in _settle',
-                '    raise RuntimeError(f"NIXL transfer encountered ERR room={room}")',
-                f"RuntimeError: NIXL transfer encountered ERR room={r.room}",
-            ]
-            for fr in frames:
-                P.raw(tp + 0.01, lambda ht, fr=fr: fr)
-            P.add(
-                tp + 0.02,
-                f"Prefill transfer failed for request rank={r.prank} req.rid='{r.rid_p}' req.bootstrap_room="
-                f"{r.room} with exception NIXL transfer encountered ERR room={r.room}",
-                ptag,
-            )
-            P.add(tp + 0.03, access(HOST_IP["router"], rng.randint(30000, 60000), "POST", "/generate", 500))
-            D.add(self.T(r.t_end), r.error_body, dtag)
-            D.add(self.T(r.t_end), access(HOST_IP["router"], rng.randint(30000, 60000), "POST", "/generate", 500))
-            if self.with_trace:
-                self.trace.setdefault(PREFILL, []).append(
-                    self.tr(
-                        tp - 0.2, PREFILL, "prefill", r.prank, r, "kv", 0, True, "post", bytes=603979776, peer=agent
-                    )
-                )
-                self.trace[PREFILL].append(
-                    self.tr(
-                        tp,
-                        PREFILL,
-                        "prefill",
-                        r.prank,
-                        r,
-                        "kv",
-                        0,
-                        True,
-                        "fail",
-                        status="NIXL_ERR_BACKEND",
-                        peer=agent,
-                        error="getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND",
-                    )
-                )
-        elif r.outcome == "waiting_timeout":
-            te = self.T(r.t_end)
-            D.add(te, r.error_body, dtag)
-            D.add(te + 0.01, access(HOST_IP["router"], rng.randint(30000, 60000), "POST", "/generate", 500))
-            tpf = te + rng.uniform(1.6, 2.4)
-            P.add(
-                tpf,
+                tpa,
                 f"Prefill bootstrap failed for request rank={r.prank} req.rid='{r.rid_p}' req.bootstrap_room="
-                f"{r.room} with exception KVTransferError(bootstrap_room={r.room}): Request {r.room} timed out "
-                f"after 300.0s in KVPoll.Bootstrapping",
+                f"{r.room} with exception KVTransferError(bootstrap_room={r.room}): Aborted by AbortReq.",
                 f" TP{r.prank}",
             )
-            P.add(tpf + 0.01, access(HOST_IP["router"], rng.randint(30000, 60000), "POST", "/generate", 500))
-        elif r.outcome == "bootstrap_timeout":
-            te = self.T(r.t_end)
-            P.add(te, r.error_body, f" TP{self.wedge_rank}")
-            P.add(te + 0.01, access(HOST_IP["router"], rng.randint(30000, 60000), "POST", "/generate", 500))
-            td = te + rng.uniform(0.4, 1.5)
-            D.add(
-                td,
-                f"Decode transfer failed for request rank={r.drank} decode_req.req.rid='{r.rid_d}' "
-                f"decode_req.req.bootstrap_room={r.room} with exception KVTransferError(bootstrap_room={r.room}): "
-                f"Failed to get kvcache from prefill instance, it might be dead",
-                dtag,
-            )
-            D.add(td + 0.01, access(HOST_IP["router"], rng.randint(30000, 60000), "POST", "/generate", 500))
-        elif r.outcome == "aborted":
-            te = self.T(r.t_end)
-            D.add(
-                te,
-                f"Decode transfer failed for request rank={r.drank} decode_req.req.rid='{r.rid_d}' "
-                f"decode_req.req.bootstrap_room={r.room} with exception KVTransferError(bootstrap_room={r.room}): "
-                f"Aborted by AbortReq.",
-                dtag,
-            )
-            D.add(
-                te + 0.01,
-                f"Finish: obj={short.format(rid=r.rid_d)}, out={{'text': '', 'output_ids': [], "
-                f"'meta_info': {{'id': '{r.rid_d}', 'finish_reason': {{'type': 'abort', 'message': "
-                f"'Aborted by AbortReq.', 'status_code': 499, 'err_type': None}}, 'prompt_tokens': "
-                f"{r.prompt}, 'weight_version': 'default', 'num_retractions': 0, 'reasoning_tokens': 0, "
-                f"'completion_tokens': 0, 'cached_tokens': 0, 'e2e_latency': {r.t_end - r.t0:.2f}}}}}",
-            )
-            r.prefill_abort = rng.random() < 0.7
-            if r.prefill_abort:
-                tpa = self.T(self.storm_kill + rng.uniform(0.02, 2.0))
-                P.add(
-                    tpa,
-                    f"Prefill bootstrap failed for request rank={r.prank} req.rid='{r.rid_p}' req.bootstrap_room="
-                    f"{r.room} with exception KVTransferError(bootstrap_room={r.room}): Aborted by AbortReq.",
-                    f" TP{r.prank}",
-                )
-                r.t_prefill_abort = tpa - self.T0
+            r.t_prefill_abort = tpa - self.T0
 
     def tr(self, t, host, side, rank, r, kind, chunk, is_last, event, **kw):
         o = {
@@ -425,3 +389,43 @@ class _ServerLines:
         ]:
             L.raw(t, lambda ht, fr=fr: fr)
         L.add(t + 1, "WARNING:  Invalid HTTP request received.")
+
+
+# which lines each request outcome leaves (Req.outcome)
+_OUTCOME_LINES = {
+    "ok": _ServerLines._ok_lines,
+    "transfer_failed": _ServerLines._transfer_failed_lines,
+    "waiting_timeout": _ServerLines._waiting_timeout_lines,
+    "bootstrap_timeout": _ServerLines._bootstrap_timeout_lines,
+    "aborted": _ServerLines._aborted_lines,
+}
+
+# a %-template (stream, bootstrap host, room, decode rank) that leaves a {rid} for str.format
+_RECEIVE_OBJ = (
+    "GenerateReqInput(rid='{rid}', text=None, input_ids=[0, 128803, …], sampling_params="
+    "{{'max_new_tokens': 8192, 'temperature': 0.6}}, stream=%s, bootstrap_host='%s', "
+    "bootstrap_port=8998, bootstrap_room=%d, bootstrap_pair_key=None, decode_tp_size=None, "
+    "routed_dp_rank=None, data_parallel_rank=%d, disagg_prefill_dp_rank=None, …)"
+)
+_SHORT_OBJ = "GenerateReqInput(rid='{rid}', text=None, …)"
+
+_XFER_FAIL_ERROR = "getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND"
+_FAULT_PEER_AGENT = "def7d2f1-d482-4cd2-b6de-f238da5a9c70"
+
+# the link fault's UCX and NIXL lines, in their own formats (each from the host time of the line)
+_LINK_FAULT_RAW = (
+    lambda ht: (
+        f"[{ht:.6f}] [node-p0:1842011:2]           ib_mlx5.c:350  UCX  ERROR mlx5_3: "
+        f"completion with error (transport retry counter exceeded)"
+    ),
+    lambda ht: abseil("W", ht, 1842217, "ucx_utils.cpp:65", "Unexpected UCX error: Input/output error"),
+    lambda ht: abseil("E", ht, 1842217, "nixl_agent.cpp:1149", _XFER_FAIL_ERROR),
+)
+
+_WORKER_TRACEBACK = (
+    "Traceback (most recent call last):",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 1153, in transfer_worker',
+    "    self._settle(handles, room)",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/disaggregation/nixl/conn.py", line 1201, in _settle',
+    '    raise RuntimeError(f"NIXL transfer encountered ERR room={room}")',
+)

@@ -197,22 +197,42 @@ class _ServerLines:
         self.health_503 = n503
 
     def request_lines(self) -> None:
-        rng = self.rng
         for r in self.health:
-            self.line(
-                PREFILL, r.t_arr + 0.0008, "request_received", "pl", loglines.receive(self.gri(r.p_rid, 0, r, True))
-            )
-            self.line(
-                PREFILL,
-                r.t_pf_fin,
-                "request_finished",
-                "pl",
-                loglines.finish(
-                    self.gri(r.p_rid, 0, r, True),
-                    loglines.meta_info(r.p_rid, loglines.finish_length(1), 1, 0, 1, 0, r.t_pf_fin - r.t_arr),
-                ),
-            )
-            self.access(PREFILL, r.t_pf_fin + 0.0004, "GET", "/health", 200)
+            self._health_request(PREFILL, r.p_rid, r, r.t_arr, r.t_pf_fin)
+        self._decode_health_probes()
+        self._warned: set[str] = set()
+        for r in self.reqs:
+            tp, td = r.t_arr + self.rng.uniform(0.0008, 0.0016), r.t_arr + self.rng.uniform(0.0012, 0.0022)
+            self.line(PREFILL, tp, "request_received", "pl", loglines.receive(self.gri(r.p_rid, r.room, r)))
+            self.line(r.d_host, td, "request_received", "pl", loglines.receive(self.gri(r.d_rid, r.room, r)))
+            prefill_side = _PREFILL_OUTCOMES.get(r.p_out)
+            if prefill_side:
+                prefill_side(self, r, tp)
+            decode_side = _DECODE_OUTCOMES.get(r.d_out)
+            if decode_side:
+                decode_side(self, r, td)
+            if r.ksum_mismatch:
+                self.line(
+                    r.d_host,
+                    r.t_ksum_d + 0.0006,
+                    "checksum_mismatch",
+                    "sg",
+                    f"KV checksum mismatch req={r.d_rid} bootstrap_room={r.room} expected=0x{r.ksum} got=0x{r.ksum_d}",
+                    r.d_rank,
+                )
+
+    # -- the request lines' pieces: each outcome of a request on each side, and the lines they share --
+
+    def _health_request(self, h: str, rid: str, r: Req, t_arr: float, t_fin: float) -> None:
+        obj = self.gri(rid, 0, r, True)
+        self.line(h, t_arr + 0.0008, "request_received", "pl", loglines.receive(obj))
+        meta = loglines.meta_info(rid, loglines.finish_length(1), 1, 0, 1, 0, t_fin - t_arr)
+        self.line(h, t_fin, "request_finished", "pl", loglines.finish(obj, meta))
+        self.access(h, t_fin + 0.0004, "GET", "/health", 200)
+
+    def _decode_health_probes(self) -> None:
+        """The router's /health probes of each decode server, once a minute (none reach the wedged one)."""
+        rng = self.rng
         for h in DECODES:
             t = T0 + LOG_START + 70 + (21 if h == "decode-0" else 37)
             while t < T0 + ARR_END + 120:
@@ -220,335 +240,109 @@ class _ServerLines:
                 t += 60.0
                 if h == "decode-1" and T0 + W0 - 1 <= th < T0 + W1 + 1:
                     continue  # the router's probes time out; nothing reaches the wedged server
-                hr = Req(
-                    idx=-1,
-                    kind="health",
-                    sess=None,
-                    turn=0,
-                    t_arr=th,
-                    prompt=1,
-                    cached=0,
-                    completion=1,
-                    reasoning=0,
-                    final=True,
-                    stream=False,
-                    max_new=1,
-                    room=0,
-                    p_rid=None,
-                    d_rid=None,
-                    forced=None,
-                    ksum=None,
-                    kv_ksum=False,
-                )
                 rid = "HEALTH_CHECK_" + self.rid()
                 fin = th + rng.uniform(0.04, 0.09)
-                self.line(h, th + 0.0008, "request_received", "pl", loglines.receive(self.gri(rid, 0, hr, True)))
-                self.line(
-                    h,
-                    fin,
-                    "request_finished",
-                    "pl",
-                    loglines.finish(
-                        self.gri(rid, 0, hr, True),
-                        loglines.meta_info(rid, loglines.finish_length(1), 1, 0, 1, 0, fin - th),
-                    ),
-                )
-                self.access(h, fin + 0.0004, "GET", "/health", 200)
+                self._health_request(h, rid, _health_req(th), th, fin)
                 self.health_count[h] = self.health_count.get(h, 0) + 1
-        warned = warned_boot = False
-        for r in self.reqs:
-            P, D = PREFILL, r.d_host
-            tp, td = r.t_arr + rng.uniform(0.0008, 0.0016), r.t_arr + rng.uniform(0.0012, 0.0022)
-            self.line(P, tp, "request_received", "pl", loglines.receive(self.gri(r.p_rid, r.room, r)))
-            self.line(D, td, "request_received", "pl", loglines.receive(self.gri(r.d_rid, r.room, r)))
-            pobj, dobj = self.gri(r.p_rid, r.room, r), self.gri(r.d_rid, r.room, r)
-            room = r.room
-            # prefill side
-            if r.p_out in ("ok",):
-                self.line(
-                    P,
-                    r.t_pf_fin,
-                    "request_finished",
-                    "pl",
-                    loglines.finish(
-                        pobj,
-                        loglines.meta_info(
-                            r.p_rid, loglines.finish_length(0), r.prompt, 0, 1, r.cached, r.t_pf_fin - tp
-                        ),
-                    ),
-                )
-                self.access(P, r.t_pf_fin + 0.0004, "POST", "/generate", 200)
-                if getattr(r, "late_p", None):
-                    self.line(
-                        P,
-                        r.late_p,
-                        "abort",
-                        "pl",
-                        f"Abort request for rid={r.p_rid} not found in rid_to_state; likely already finished/removed.",
-                    )
-            elif r.p_out == "aborted":
-                self.line(
-                    P,
-                    r.t_p_end + 0.0005,
-                    "request_finished",
-                    "pl",
-                    loglines.finish(
-                        pobj,
-                        loglines.meta_info(
-                            r.p_rid,
-                            loglines.finish_abort(loglines.ABORTED, "None"),
-                            r.prompt,
-                            0,
-                            0,
-                            r.cached if r.t_pf_start else 0,
-                            r.t_p_end - tp,
-                        ),
-                    ),
-                )
-            elif r.p_out == "bootstrap_timeout":
-                if not warned_boot:
-                    warned_boot = True
-                    self.line(
-                        P,
-                        r.t_p_end - 0.0005,
-                        "log",
-                        "sg",
-                        "Some requests timed out when bootstrapping, which means prefill instances fail to receive "
-                        "the KV indices from the decode instance of this request. If a greater mean TTFT is "
-                        "acceptable, you can 'export SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=600' (10 minutes) to "
-                        "relax the timeout condition. ",
-                        r.p_rank,
-                    )
-                self.line(
-                    P,
-                    r.t_p_end,
-                    "bootstrap_failed",
-                    "sg",
-                    loglines.bootstrap_failed(r.p_rank, r.p_rid, room, r.p_error),
-                    r.p_rank,
-                )
-                self.line(
-                    P,
-                    r.t_p_end + 0.0006,
-                    "request_finished",
-                    "pl",
-                    loglines.finish(
-                        pobj,
-                        loglines.meta_info(
-                            r.p_rid, loglines.finish_abort(r.p_error, 500), r.prompt, 0, 0, 0, r.t_p_end - tp
-                        ),
-                    ),
-                )
-                self.access(P, r.t_p_end + 0.0009, "POST", "/generate", 500)
-            elif r.p_out == "fail":
-                reason = loglines.kv_transfer_error(room, loglines.nixl_transfer_err(room))
-                tf = r.t_fail
-                self.line(
-                    P,
-                    tf - 0.00004,
-                    "ucx",
-                    "ucx",
-                    (
-                        SCHED_PID0[P] + r.p_rank,
-                        2,
-                        "ib_mlx5.c",
-                        350,
-                        "ERROR",
-                        "mlx5_3: completion with error (transport retry counter exceeded)",
-                    ),
-                )
-                self.line(
-                    P,
-                    tf + 0.00002,
-                    "nixl",
-                    "absl",
-                    (
-                        "W",
-                        SCHED_PID0[P] + r.p_rank + 56,
-                        "ucx_utils.cpp",
-                        65,
-                        "Unexpected UCX error: Input/output error",
-                    ),
-                )
-                self.line(
-                    P,
-                    tf + 0.00006,
-                    "nixl",
-                    "absl",
-                    (
-                        "E",
-                        SCHED_PID0[P] + r.p_rank + 56,
-                        "nixl_agent.cpp",
-                        1149,
-                        "getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND",
-                    ),
-                )
-                if r is min(self.fault_reqs, key=lambda q: q.t_fail):
-                    self.line(P, tf + 0.002, "exception", "sg", loglines.worker_error(room), r.p_rank)
-                    for i, tb in enumerate(
-                        (
-                            loglines.TRACEBACK,
-                            loglines.frame(loglines.CONN_PY, 1153, "transfer_worker"),
-                            "    states = self._settle_batch(batch, handles)",
-                            loglines.frame(loglines.CONN_PY, 1288, "_settle_batch"),
-                            "    state = self.agent.check_xfer_state(handle)",
-                            loglines.frame(
-                                "/usr/local/lib/python3.12/dist-packages/nixl_cu12/_api.py", 612, "check_xfer_state"
-                            ),
-                            "    status = self.agent.getXferStatus(handle)",
-                            "nixl_cu12._bindings.nixlBackendError: NIXL_ERR_BACKEND",
-                        )
-                    ):
-                        self.line(P, tf + 0.002, "traceback", "raw", tb)
-                self.line(
-                    P,
-                    r.t_p_end,
-                    "transfer_failed",
-                    "sg",
-                    loglines.transfer_failed("prefill", r.p_rank, r.p_rid, room, reason),
-                    r.p_rank,
-                )
-                self.line(
-                    P,
-                    r.t_p_end + 0.0006,
-                    "request_finished",
-                    "pl",
-                    loglines.finish(
-                        pobj,
-                        loglines.meta_info(
-                            r.p_rid, loglines.finish_abort(reason, 500), r.prompt, 0, 0, r.cached, r.t_p_end - tp
-                        ),
-                    ),
-                )
-                self.access(P, r.t_p_end + 0.0009, "POST", "/generate", 500)
-            # decode side
-            o = r.d_out
-            if o == "ok":
-                # uvicorn logs a streamed response when its headers go out, right after the request is read
-                self.access(
-                    D, (td + rng.uniform(0.002, 0.008)) if r.stream else (r.t_fin + 0.0006), "POST", "/generate", 200
-                )
-                self.line(
-                    D,
-                    r.t_fin + 0.0003,
-                    "request_finished",
-                    "pl",
-                    loglines.finish(
-                        dobj,
-                        loglines.meta_info(
-                            r.d_rid, loglines.FINISH_STOP, r.prompt, r.reasoning, r.completion, r.cached, r.t_fin - td
-                        ),
-                    ),
-                )
-                if getattr(r, "late_d", None):
-                    self.line(
-                        D,
-                        r.late_d,
-                        "abort",
-                        "pl",
-                        f"Abort request for rid={r.d_rid} not found in rid_to_state; likely already finished/removed.",
-                    )
-            elif o in ("aborted_transfer", "aborted_running"):
-                if o == "aborted_transfer":
-                    self.line(
-                        D,
-                        r.t_d_end,
-                        "transfer_failed",
-                        "sg",
-                        loglines.transfer_failed(
-                            "decode", r.d_rank, r.d_rid, room, loglines.kv_transfer_error(room, loglines.ABORTED)
-                        ),
-                        r.d_rank,
-                    )
-                gen = 0 if o == "aborted_transfer" else max(1, int(sum(b - a for a, b in r.segs) * r.speed))
-                self.line(
-                    D,
-                    r.t_d_end + 0.0004,
-                    "request_finished",
-                    "pl",
-                    loglines.finish(
-                        dobj,
-                        loglines.meta_info(
-                            r.d_rid,
-                            loglines.finish_abort(loglines.ABORTED, "None"),
-                            r.prompt,
-                            min(gen, r.reasoning),
-                            gen,
-                            r.cached,
-                            r.t_d_end - td,
-                        ),
-                    ),
-                )
-            elif o in ("fail", "timeout"):
-                reason = r.error_text
-                if o == "timeout":
-                    if not warned:
-                        warned = True
-                        self.line(
-                            D,
-                            r.t_d_end - 0.0005,
-                            "log",
-                            "sg",
-                            "Some requests fail to receive KV Cache transfer done signal after bootstrapping. If a "
-                            "greater mean TTFT is acceptable, you can 'export SGLANG_DISAGGREGATION_WAITING_TIMEOUT=600' "
-                            "(10 minutes) to relax the timeout condition. ",
-                            r.d_rank,
-                        )
-                self.line(
-                    D,
-                    r.t_d_end,
-                    "transfer_failed",
-                    "sg",
-                    loglines.transfer_failed("decode", r.d_rank, r.d_rid, room, reason),
-                    r.d_rank,
-                )
-                self.line(
-                    D,
-                    r.t_d_end + 0.0004,
-                    "request_finished",
-                    "pl",
-                    loglines.finish(
-                        dobj,
-                        loglines.meta_info(
-                            r.d_rid, loglines.finish_abort(reason, 500), r.prompt, 0, 0, r.cached, r.t_d_end - td
-                        ),
-                    ),
-                )
-                self.access(D, r.t_d_end + 0.0007, "POST", "/generate", 500)
-            elif o == "ctxcorrupt":
-                src = self.fault_reqs[-1].room
-                r.metadata_room = src
-                self.line(
-                    D,
-                    r.t_kv,
-                    "corruption_detected",
-                    "sg",
-                    f"Context corruption detected: Request {r.d_rid} (bootstrap_room={room}) received metadata from "
-                    f"bootstrap_room={src}. Metadata buffer index: 17. This indicates metadata buffer index collision.",
-                    r.d_rank,
-                )
-                self.line(
-                    D,
-                    r.t_d_end + 0.0004,
-                    "request_finished",
-                    "pl",
-                    loglines.finish(
-                        dobj,
-                        loglines.meta_info(
-                            r.d_rid, loglines.finish_abort(r.error_text, 500), r.prompt, 0, 0, r.cached, r.t_d_end - td
-                        ),
-                    ),
-                )
-                self.access(D, r.t_d_end + 0.0007, "POST", "/generate", 500)
-            if r.ksum_mismatch:
-                self.line(
-                    D,
-                    r.t_ksum_d + 0.0006,
-                    "checksum_mismatch",
-                    "sg",
-                    f"KV checksum mismatch req={r.d_rid} bootstrap_room={room} expected=0x{r.ksum} got=0x{r.ksum_d}",
-                    r.d_rank,
-                )
+
+    def _finished(self, h: str, t: float, rid: str, r: Req, finish: str, *counts) -> None:
+        """A `Finish: obj=…` line; counts are meta_info's prompt, reasoning, completion, cached, e2e latency."""
+        obj = self.gri(rid, r.room, r)
+        self.line(h, t, "request_finished", "pl", loglines.finish(obj, loglines.meta_info(rid, finish, *counts)))
+
+    def _once(self, key: str, h: str, t: float, text: str, rank: int) -> None:
+        # sglang prints these hints on the first timeout only
+        if key not in self._warned:
+            self._warned.add(key)
+            self.line(h, t, "log", "sg", text, rank)
+
+    def _late_abort(self, h: str, t: float | None, rid: str) -> None:
+        if t:
+            msg = f"Abort request for rid={rid} not found in rid_to_state; likely already finished/removed."
+            self.line(h, t, "abort", "pl", msg)
+
+    def _prefill_ok(self, r: Req, tp: float) -> None:
+        fin = loglines.finish_length(0)
+        self._finished(PREFILL, r.t_pf_fin, r.p_rid, r, fin, r.prompt, 0, 1, r.cached, r.t_pf_fin - tp)
+        self.access(PREFILL, r.t_pf_fin + 0.0004, "POST", "/generate", 200)
+        self._late_abort(PREFILL, getattr(r, "late_p", None), r.p_rid)
+
+    def _prefill_aborted(self, r: Req, tp: float) -> None:
+        fin = loglines.finish_abort(loglines.ABORTED, "None")
+        cached = r.cached if r.t_pf_start else 0
+        self._finished(PREFILL, r.t_p_end + 0.0005, r.p_rid, r, fin, r.prompt, 0, 0, cached, r.t_p_end - tp)
+
+    def _prefill_bootstrap_timeout(self, r: Req, tp: float) -> None:
+        self._once("bootstrap", PREFILL, r.t_p_end - 0.0005, BOOTSTRAP_TIMEOUT_HINT, r.p_rank)
+        msg = loglines.bootstrap_failed(r.p_rank, r.p_rid, r.room, r.p_error)
+        self.line(PREFILL, r.t_p_end, "bootstrap_failed", "sg", msg, r.p_rank)
+        fin = loglines.finish_abort(r.p_error, 500)
+        self._finished(PREFILL, r.t_p_end + 0.0006, r.p_rid, r, fin, r.prompt, 0, 0, 0, r.t_p_end - tp)
+        self.access(PREFILL, r.t_p_end + 0.0009, "POST", "/generate", 500)
+
+    def _prefill_fail(self, r: Req, tp: float) -> None:
+        P, room = PREFILL, r.room
+        reason = loglines.kv_transfer_error(room, loglines.nixl_transfer_err(room))
+        tf = r.t_fail
+        for dt, kind, style, pid_add, fields in _LINK_FAULT_LINES:
+            pid = SCHED_PID0[P] + r.p_rank + pid_add
+            msg = (pid, *fields) if style == "ucx" else (fields[0], pid, *fields[1:])
+            self.line(P, tf + dt, kind, style, msg)
+        if r is min(self.fault_reqs, key=lambda q: q.t_fail):
+            self.line(P, tf + 0.002, "exception", "sg", loglines.worker_error(room), r.p_rank)
+            for tb in _TRANSFER_WORKER_TRACEBACK:
+                self.line(P, tf + 0.002, "traceback", "raw", tb)
+        msg = loglines.transfer_failed("prefill", r.p_rank, r.p_rid, room, reason)
+        self.line(P, r.t_p_end, "transfer_failed", "sg", msg, r.p_rank)
+        fin = loglines.finish_abort(reason, 500)
+        self._finished(P, r.t_p_end + 0.0006, r.p_rid, r, fin, r.prompt, 0, 0, r.cached, r.t_p_end - tp)
+        self.access(P, r.t_p_end + 0.0009, "POST", "/generate", 500)
+
+    def _decode_ok(self, r: Req, td: float) -> None:
+        D = r.d_host
+        # uvicorn logs a streamed response when its headers go out, right after the request is read
+        self.access(
+            D, (td + self.rng.uniform(0.002, 0.008)) if r.stream else (r.t_fin + 0.0006), "POST", "/generate", 200
+        )
+        counts = (r.prompt, r.reasoning, r.completion, r.cached, r.t_fin - td)
+        self._finished(D, r.t_fin + 0.0003, r.d_rid, r, loglines.FINISH_STOP, *counts)
+        self._late_abort(D, getattr(r, "late_d", None), r.d_rid)
+
+    def _decode_aborted(self, r: Req, td: float) -> None:
+        D, room = r.d_host, r.room
+        before_run = r.d_out == "aborted_transfer"
+        if before_run:
+            msg = loglines.transfer_failed(
+                "decode", r.d_rank, r.d_rid, room, loglines.kv_transfer_error(room, loglines.ABORTED)
+            )
+            self.line(D, r.t_d_end, "transfer_failed", "sg", msg, r.d_rank)
+        gen = 0 if before_run else max(1, int(sum(b - a for a, b in r.segs) * r.speed))
+        fin = loglines.finish_abort(loglines.ABORTED, "None")
+        counts = (r.prompt, min(gen, r.reasoning), gen, r.cached, r.t_d_end - td)
+        self._finished(D, r.t_d_end + 0.0004, r.d_rid, r, fin, *counts)
+
+    def _decode_failed(self, r: Req, td: float) -> None:
+        D, reason = r.d_host, r.error_text
+        if r.d_out == "timeout":
+            self._once("waiting", D, r.t_d_end - 0.0005, WAITING_TIMEOUT_HINT, r.d_rank)
+        msg = loglines.transfer_failed("decode", r.d_rank, r.d_rid, r.room, reason)
+        self.line(D, r.t_d_end, "transfer_failed", "sg", msg, r.d_rank)
+        fin = loglines.finish_abort(reason, 500)
+        self._finished(D, r.t_d_end + 0.0004, r.d_rid, r, fin, r.prompt, 0, 0, r.cached, r.t_d_end - td)
+        self.access(D, r.t_d_end + 0.0007, "POST", "/generate", 500)
+
+    def _decode_ctxcorrupt(self, r: Req, td: float) -> None:
+        D, room = r.d_host, r.room
+        src = self.fault_reqs[-1].room
+        r.metadata_room = src
+        msg = (
+            f"Context corruption detected: Request {r.d_rid} (bootstrap_room={room}) received metadata from "
+            f"bootstrap_room={src}. Metadata buffer index: 17. This indicates metadata buffer index collision."
+        )
+        self.line(D, r.t_kv, "corruption_detected", "sg", msg, r.d_rank)
+        fin = loglines.finish_abort(r.error_text, 500)
+        self._finished(D, r.t_d_end + 0.0004, r.d_rid, r, fin, r.prompt, 0, 0, r.cached, r.t_d_end - td)
+        self.access(D, r.t_d_end + 0.0007, "POST", "/generate", 500)
 
     def decode_stats(self) -> None:
         rng = self.rng
@@ -616,3 +410,88 @@ class _ServerLines:
                     t += DECODE_LOG_INTERVAL * (0.0185 + 0.0014 * n) * rng.uniform(0.97, 1.03)
                     if resume:
                         t = T0 + W1 + rng.uniform(0.5, 1.5)
+
+
+def _health_req(t: float) -> Req:
+    """The router's health probe as a request: one token in, one out, no room."""
+    return Req(
+        idx=-1,
+        kind="health",
+        sess=None,
+        turn=0,
+        t_arr=t,
+        prompt=1,
+        cached=0,
+        completion=1,
+        reasoning=0,
+        final=True,
+        stream=False,
+        max_new=1,
+        room=0,
+        p_rid=None,
+        d_rid=None,
+        forced=None,
+        ksum=None,
+        kv_ksum=False,
+    )
+
+
+# which lines each outcome of a request leaves, on the prefill side (r.p_out) and the decode side (r.d_out)
+_PREFILL_OUTCOMES = {
+    "ok": _ServerLines._prefill_ok,
+    "aborted": _ServerLines._prefill_aborted,
+    "bootstrap_timeout": _ServerLines._prefill_bootstrap_timeout,
+    "fail": _ServerLines._prefill_fail,
+}
+_DECODE_OUTCOMES = {
+    "ok": _ServerLines._decode_ok,
+    "aborted_transfer": _ServerLines._decode_aborted,
+    "aborted_running": _ServerLines._decode_aborted,
+    "fail": _ServerLines._decode_failed,
+    "timeout": _ServerLines._decode_failed,
+    "ctxcorrupt": _ServerLines._decode_ctxcorrupt,
+}
+
+BOOTSTRAP_TIMEOUT_HINT = (
+    "Some requests timed out when bootstrapping, which means prefill instances fail to receive "
+    "the KV indices from the decode instance of this request. If a greater mean TTFT is "
+    "acceptable, you can 'export SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=600' (10 minutes) to "
+    "relax the timeout condition. "
+)
+WAITING_TIMEOUT_HINT = (
+    "Some requests fail to receive KV Cache transfer done signal after bootstrapping. If a "
+    "greater mean TTFT is acceptable, you can 'export SGLANG_DISAGGREGATION_WAITING_TIMEOUT=600' "
+    "(10 minutes) to relax the timeout condition. "
+)
+
+# a failed transfer's UCX and NIXL lines on prefill: (seconds after the failure, kind, style, pid
+# offset from the rank's scheduler pid, the line's other fields); NIXL's abseil lines come from a
+# thread of its own, 56 pids on
+_LINK_FAULT_LINES = (
+    (
+        -0.00004,
+        "ucx",
+        "ucx",
+        0,
+        (2, "ib_mlx5.c", 350, "ERROR", "mlx5_3: completion with error (transport retry counter exceeded)"),
+    ),
+    (0.00002, "nixl", "absl", 56, ("W", "ucx_utils.cpp", 65, "Unexpected UCX error: Input/output error")),
+    (
+        0.00006,
+        "nixl",
+        "absl",
+        56,
+        ("E", "nixl_agent.cpp", 1149, "getXferStatus: backend 'UCX' returned error status NIXL_ERR_BACKEND"),
+    ),
+)
+
+_TRANSFER_WORKER_TRACEBACK = (
+    loglines.TRACEBACK,
+    loglines.frame(loglines.CONN_PY, 1153, "transfer_worker"),
+    "    states = self._settle_batch(batch, handles)",
+    loglines.frame(loglines.CONN_PY, 1288, "_settle_batch"),
+    "    state = self.agent.check_xfer_state(handle)",
+    loglines.frame("/usr/local/lib/python3.12/dist-packages/nixl_cu12/_api.py", 612, "check_xfer_state"),
+    "    status = self.agent.getXferStatus(handle)",
+    "nixl_cu12._bindings.nixlBackendError: NIXL_ERR_BACKEND",
+)
