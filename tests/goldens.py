@@ -28,7 +28,7 @@ DROP = {"files": ["ingested_at", "sha256", "resume_state", "data_files"]}  # par
 def snapshot(case: str) -> dict[str, str]:
     from forensics.catalog.sql import run_sql
     from forensics.ingest import pipeline as ingest
-    from forensics.reports.render import flat
+    from forensics.reports.serialize import flat
     from forensics.store import Store
 
     src = CASES[case]
@@ -70,7 +70,7 @@ def query_snapshot(store, name: str) -> dict:
     An internal query (queries/_<name>.sql) runs over the query its header names, at its defaults
     or GOLDEN_PARAMS; one without an ORDER BY of its own (counts the caller adds up) is written in sorted rows."""
     from forensics.catalog import named as queries
-    from forensics.reports.render import flat
+    from forensics.reports.serialize import flat
     from forensics.store import Store
 
     if name.startswith("_"):

@@ -256,7 +256,7 @@ def tables(table, fmt, store):
         return macros[n].header.description if n in macros else everything[n].doc
 
     if fmt == "json":
-        from forensics.reports.render import dumps_json
+        from forensics.reports.serialize import dumps_json
 
         # one document: a reader parses it at once (several arrays back to back are not JSON)
         click.echo(

@@ -13,13 +13,8 @@ import polars as pl
 from forensics.analysis.clocks import SET_IT
 from forensics.analysis.models import Evidence, Timeline
 from forensics.reports.escape import escape_control, markdown_code, markdown_text, rich_text
-from forensics.reports.render import (
-    dumps_json,
-    flat,
-    markdown,
-    print_table,
-    to_json_rows,
-)
+from forensics.reports.render import print_table
+from forensics.reports.serialize import dumps_json, flat, markdown, to_json_rows
 
 
 def _jsonable(v):

@@ -11,9 +11,7 @@ import polars as pl
 
 from forensics.analysis.models import Comparison
 from forensics.reports.escape import markdown_code, markdown_text
-from forensics.reports.render import (
-    markdown,
-)
+from forensics.reports.serialize import markdown
 from forensics.reports.text.common import _jsonable, _pct, _ratio, _sig, evidence_json, markdown_warnings
 
 

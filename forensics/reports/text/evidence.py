@@ -12,9 +12,7 @@ import polars as pl
 from forensics.analysis.clocks import describe_offsets
 from forensics.analysis.models import Evidence
 from forensics.reports.escape import markdown_code, markdown_text
-from forensics.reports.render import (
-    markdown,
-)
+from forensics.reports.serialize import markdown
 from forensics.reports.text.common import (
     _coverage_md,
     _markdown_section,

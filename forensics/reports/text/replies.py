@@ -11,9 +11,7 @@ import sys
 import polars as pl
 
 from forensics.reports.escape import escape_control, rich_text
-from forensics.reports.render import (
-    print_table,
-)
+from forensics.reports.render import print_table
 from forensics.reports.text.common import _cell
 
 _MARK = re.compile(r"⟦(.*?)⟧", re.S)

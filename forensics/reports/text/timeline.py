@@ -12,15 +12,8 @@ import polars as pl
 from forensics.analysis.clocks import describe_offsets
 from forensics.analysis.models import Timeline
 from forensics.reports.escape import markdown_text, rich_text
-from forensics.reports.render import (
-    console,
-    csv_text,
-    dumps_json,
-    markdown,
-    print_table,
-    table_width,
-    to_json_rows,
-)
+from forensics.reports.render import console, print_table, table_width
+from forensics.reports.serialize import csv_text, dumps_json, markdown, to_json_rows
 from forensics.reports.text.common import (
     _cell,
     _clean_floats,
