@@ -46,3 +46,27 @@ class Req:
         self.corrupt = None  # (class, subtype)
         self.hard_negative = None
         self.ksum_mismatch = False
+
+
+def health_req(t: float, p_rid: str | None = None) -> Req:
+    """The router's health probe as a request: one token in, one out, no room (`p_rid`: the prefill's rid)."""
+    return Req(
+        idx=-1,
+        kind="health",
+        sess=None,
+        turn=0,
+        t_arr=t,
+        prompt=1,
+        cached=0,
+        completion=1,
+        reasoning=0,
+        final=True,
+        stream=False,
+        max_new=1,
+        room=0,
+        p_rid=p_rid,
+        d_rid=None,
+        forced=None,
+        ksum=None,
+        kv_ksum=False,
+    )

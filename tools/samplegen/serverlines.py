@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tools import loglines
 from tools.samplegen.ids import _pfx_time
-from tools.samplegen.records import Req
+from tools.samplegen.records import Req, health_req
 from tools.samplegen.scenario import (
     ARR_END,
     BOOTSTRAP_PORT,
@@ -242,7 +242,7 @@ class _ServerLines:
                     continue  # the router's probes time out; nothing reaches the wedged server
                 rid = "HEALTH_CHECK_" + self.rid()
                 fin = th + rng.uniform(0.04, 0.09)
-                self._health_request(h, rid, _health_req(th), th, fin)
+                self._health_request(h, rid, health_req(th), th, fin)
                 self.health_count[h] = self.health_count.get(h, 0) + 1
 
     def _finished(self, h: str, t: float, rid: str, r: Req, finish: str, *counts) -> None:
@@ -410,30 +410,6 @@ class _ServerLines:
                     t += DECODE_LOG_INTERVAL * (0.0185 + 0.0014 * n) * rng.uniform(0.97, 1.03)
                     if resume:
                         t = T0 + W1 + rng.uniform(0.5, 1.5)
-
-
-def _health_req(t: float) -> Req:
-    """The router's health probe as a request: one token in, one out, no room."""
-    return Req(
-        idx=-1,
-        kind="health",
-        sess=None,
-        turn=0,
-        t_arr=t,
-        prompt=1,
-        cached=0,
-        completion=1,
-        reasoning=0,
-        final=True,
-        stream=False,
-        max_new=1,
-        room=0,
-        p_rid=None,
-        d_rid=None,
-        forced=None,
-        ksum=None,
-        kv_ksum=False,
-    )
 
 
 # which lines each outcome of a request leaves, on the prefill side (r.p_out) and the decode side (r.d_out)

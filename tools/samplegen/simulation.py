@@ -8,7 +8,7 @@ import random
 from tools import loglines
 from tools.samplegen.corruption import _Corruption
 from tools.samplegen.ids import _hex, _uuid4
-from tools.samplegen.records import Req, Session
+from tools.samplegen.records import Req, Session, health_req
 from tools.samplegen.render import _Render
 from tools.samplegen.scenario import (
     ARR_END,
@@ -359,26 +359,7 @@ class _Gen(_ServerLines, _Corruption, _Render):
             self.push(t, "rank", rank)
 
     def ev_health(self, t: float, _) -> None:
-        r = Req(
-            idx=-1,
-            kind="health",
-            sess=None,
-            turn=0,
-            t_arr=t,
-            prompt=1,
-            cached=0,
-            completion=1,
-            reasoning=0,
-            final=True,
-            stream=False,
-            max_new=1,
-            room=0,
-            p_rid="HEALTH_CHECK_" + self.rid(),
-            d_rid=None,
-            forced=None,
-            ksum=None,
-            kv_ksum=False,
-        )
+        r = health_req(t, "HEALTH_CHECK_" + self.rid())
         r.p_rank = self.rr[PREFILL] % DP
         self.rr[PREFILL] += 1
         r.t_boot = t + 0.0015
