@@ -221,7 +221,7 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .when(fam.is_in(ENGINE_FAMILIES))
         .then(
             pl.coalesce(
-                _kind_expr(ENGINE_KIND_RULES, "message"),
+                pl.col("_ek"),
                 pl.concat_str(
                     fam,
                     pl.when(is_err_level | (pl.col("level") == "F"))
@@ -239,7 +239,14 @@ def _event_fields_of(ev: pl.DataFrame, ctx: Context) -> pl.DataFrame:
         .when(msg.str.contains(RE_NIXL_BINDING))
         .then(pl.lit("nixl_log"))
     )
-    ev = ev.with_columns(_lvl_uv=lvl_uv).with_columns(_k0=kind0)
+    # the engines' failure templates, on their lines alone: a when-chain would run them on every line
+    ev = _on_rows(
+        ev,
+        fam.is_in(ENGINE_FAMILIES),
+        lambda d: d.select(_ek=_kind_expr(ENGINE_KIND_RULES, "message")),
+        {"_ek": pl.Utf8},
+    )
+    ev = ev.with_columns(_lvl_uv=lvl_uv).with_columns(_k0=kind0).drop("_ek")
     ev = _on_rows(
         ev,
         pl.col("_k0").is_null(),
